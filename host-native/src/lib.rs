@@ -1,0 +1,1 @@
+//! mwp-host: the native host of mwp.

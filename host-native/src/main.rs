@@ -1,0 +1,2 @@
+//! The `mwp` command-line tool.
+fn main() {}
