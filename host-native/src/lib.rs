@@ -1,1 +1,5 @@
-//! mwp-host: the native host of mwp.
+//! mwp-host: the native host of mwp — durable storage, the `mwp` command-line tool, and the
+//! HTTP authority server with its dashboard.
+#![forbid(unsafe_code)]
+
+pub mod service;

@@ -1,0 +1,669 @@
+//! Commands: the signed envelopes an authority decides (SPEC §2).
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical::{self, Strictness};
+use crate::crypto::{Hash, PublicKey, SecretKey, Signature};
+use crate::error::{Error, Result};
+use crate::id::Id;
+use crate::lease::LeaseId;
+use crate::limits::Limits;
+use crate::opaque::{self, Opaque};
+
+/// A signed Command envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Command {
+    /// Organization.
+    pub org: Id,
+    /// Group the command is for.
+    pub group: Id,
+    /// Sender.
+    pub actor: Id,
+    /// Sender's action ID: the idempotency key, with `actor`.
+    pub action: Id,
+    /// Sender's session epoch (≥ 1).
+    pub session: u64,
+    /// Expected revision of the target aggregate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<u64>,
+    /// What the command asks for.
+    pub body: Body,
+    /// Ed25519 signature over the canonical CBOR of every other field.
+    pub sig: Signature,
+}
+
+/// The signed part of a [`Command`]: every field but `sig`.
+#[derive(Serialize)]
+struct Content<'a> {
+    org: &'a Id,
+    group: &'a Id,
+    actor: &'a Id,
+    action: &'a Id,
+    session: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expect: Option<u64>,
+    body: &'a Body,
+}
+
+impl Command {
+    /// Builds and signs a command.
+    #[allow(clippy::too_many_arguments)]
+    pub fn signed(
+        org: Id,
+        group: Id,
+        actor: Id,
+        action: Id,
+        session: u64,
+        expect: Option<u64>,
+        body: Body,
+        key: &SecretKey,
+    ) -> Result<Command> {
+        let mut cmd = Command {
+            org,
+            group,
+            actor,
+            action,
+            session,
+            expect,
+            body,
+            sig: Signature([0; 64]),
+        };
+        cmd.sign(key)?;
+        Ok(cmd)
+    }
+
+    /// (Re-)signs the command with `key`.
+    pub fn sign(&mut self, key: &SecretKey) -> Result<()> {
+        self.sig = key.sign(&self.content_bytes()?);
+        Ok(())
+    }
+
+    /// Canonical CBOR of every field but `sig`: the bytes that are signed.
+    pub fn content_bytes(&self) -> Result<Vec<u8>> {
+        Ok(canonical::to_vec(&Content {
+            org: &self.org,
+            group: &self.group,
+            actor: &self.actor,
+            action: &self.action,
+            session: self.session,
+            expect: self.expect,
+            body: &self.body,
+        })?)
+    }
+
+    /// Content hash: SHA-256 of [`Command::content_bytes`].
+    pub fn content_hash(&self) -> Result<Hash> {
+        Ok(Hash::of(&self.content_bytes()?))
+    }
+
+    /// Whether `sig` verifies under `key`.
+    pub fn verify(&self, key: &PublicKey) -> Result<bool> {
+        Ok(key.verify(&self.content_bytes()?, &self.sig))
+    }
+
+    /// Parses the JSON form. Unknown fields, floats and bad IDs are `MALFORMED`.
+    pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<Command> {
+        if bytes.len() > limits.max_command_bytes * 4 {
+            return Err(too_large(bytes.len(), limits));
+        }
+        let cmd: Command = serde_json::from_slice(bytes)
+            .map_err(|e| Error::malformed(format!("command JSON: {e}")))?;
+        cmd.check(limits)?;
+        Ok(cmd)
+    }
+
+    /// Parses the CBOR form. Non-canonical key order and integer widths are accepted (the
+    /// content is re-encoded before hashing); floats, tags, indefinite lengths, duplicate and
+    /// unknown fields are `MALFORMED`.
+    pub fn from_cbor(bytes: &[u8], limits: &Limits) -> Result<Command> {
+        if bytes.len() > limits.max_command_bytes {
+            return Err(too_large(bytes.len(), limits));
+        }
+        let cmd: Command = canonical::from_slice(bytes, Strictness::Lenient)
+            .map_err(|e| Error::malformed(format!("command CBOR: {e}")))?;
+        cmd.check(limits)?;
+        Ok(cmd)
+    }
+
+    /// Canonical CBOR of the whole command, `sig` included.
+    pub fn to_cbor(&self) -> Result<Vec<u8>> {
+        Ok(canonical::to_vec(self)?)
+    }
+
+    /// Checks the limits and payload rules of SPEC §1 that types alone cannot express.
+    pub fn check(&self, limits: &Limits) -> Result<()> {
+        if self.session == 0 {
+            return Err(Error::malformed("`session` must be at least 1"));
+        }
+        let len = self.content_bytes()?.len();
+        if len > limits.max_command_bytes {
+            return Err(too_large(len, limits));
+        }
+        self.body.check(limits)
+    }
+}
+
+fn too_large(len: usize, limits: &Limits) -> Error {
+    Error::malformed(format!(
+        "command is {len} bytes; the limit is {} bytes",
+        limits.max_command_bytes
+    ))
+    .with("limit", limits.max_command_bytes)
+}
+
+/// Member roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Runs the group: membership, approvals, redaction, archive.
+    Owner,
+    /// Creates, claims and executes work.
+    Worker,
+    /// Resolves blocks, cancels, reassigns, decides approvals.
+    Reviewer,
+    /// Reads only.
+    Observer,
+}
+
+/// A member as listed in `open_group`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberSpec {
+    /// The member's actor ID.
+    pub actor: Id,
+    /// Its role.
+    pub role: Role,
+    /// Its Ed25519 public key.
+    pub key: PublicKey,
+}
+
+/// Risk class of a work item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// No approval needed.
+    Low,
+    /// Starting needs a granted approval, as does every effect.
+    High,
+}
+
+/// The budgets a work item runs within.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contract {
+    /// Attempts allowed, counting failures (≥ 1).
+    pub max_attempts: u32,
+    /// First retry backoff.
+    pub backoff_base_ms: u64,
+    /// Longest retry backoff.
+    pub backoff_max_ms: u64,
+    /// Total cost that may be charged.
+    pub cost_budget: u64,
+    /// Time after which the item may not be claimed or retried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<u64>,
+    /// Risk class.
+    pub risk: Risk,
+}
+
+/// How an effect may be repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectMode {
+    /// Reads only: safe to repeat.
+    ReadOnly,
+    /// Carries an idempotency key its target honours: safe to repeat.
+    Keyed,
+    /// Declares nothing: an unknown outcome must be reconciled.
+    Undeclared,
+}
+
+/// What a blocked item needs to continue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    /// Correlation key `resolve_block` must name.
+    pub key: Id,
+    /// What kind of resolution is needed (free text).
+    pub kind: String,
+}
+
+/// A work item to create (`create_work`, and each entry of `expand`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewWork {
+    /// Optional tag, `"create_work"`, when written as a full body inside `expand`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Work item ID.
+    pub work: Id,
+    /// Its contract.
+    pub contract: Contract,
+    /// Items that must succeed first.
+    pub after: Vec<Id>,
+    /// Opaque description.
+    pub spec: Opaque,
+}
+
+macro_rules! bodies {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ident) { $( $(#[$fattr:meta])* $field:ident : $fty:ty ),* $(,)? } )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+            #[serde(deny_unknown_fields)]
+            pub struct $ty {
+                $( $(#[$fattr])* pub $field: $fty, )*
+            }
+        )*
+
+        /// The body of a Command; `type` is its tag.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        pub enum Body {
+            $( $(#[$doc])* $variant($ty), )*
+        }
+    };
+}
+
+bodies! {
+    /// Genesis: opens the group.
+    OpenGroup(OpenGroup) {
+        /// Mission ID.
+        mission: Id,
+        /// Opaque title.
+        title: Opaque,
+        /// Initial members; the sender must be an owner among them.
+        members: Vec<MemberSpec>,
+        /// Key that signs ticks and snapshots.
+        authority_key: PublicKey,
+    }
+    /// Adds a member (CAS on `members`).
+    AddMember(AddMember) {
+        /// New member.
+        actor: Id,
+        /// Its role.
+        role: Role,
+        /// Its key.
+        key: PublicKey,
+    }
+    /// Removes a member and revokes its leases (CAS on `members`).
+    RemoveMember(RemoveMember) {
+        /// Member to remove.
+        actor: Id,
+    }
+    /// Changes a member's role (CAS on `members`).
+    ChangeRole(ChangeRole) {
+        /// Member.
+        actor: Id,
+        /// New role.
+        role: Role,
+    }
+    /// Starts a new session epoch for the sender (the envelope's `session`).
+    ReplaceSession(ReplaceSession) {}
+    /// Creates a work item.
+    CreateWork(CreateWork) {
+        /// Work item ID.
+        work: Id,
+        /// Its contract.
+        contract: Contract,
+        /// Items that must succeed first.
+        after: Vec<Id>,
+        /// Opaque description.
+        spec: Opaque,
+    }
+    /// Claims a queued item on the frontier (CAS).
+    ClaimWork(ClaimWork) {
+        /// Work item.
+        work: Id,
+        /// Lease length.
+        lease_ms: u64,
+        /// Time allowed before `start_work`.
+        start_within_ms: u64,
+    }
+    /// Starts leased work.
+    StartWork(StartWork) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+    }
+    /// Extends a lease (CAS).
+    RenewLease(RenewLease) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// New length from now.
+        lease_ms: u64,
+    }
+    /// Records progress and releases the lease.
+    Checkpoint(Checkpoint) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Opaque checkpoint.
+        data: Opaque,
+    }
+    /// Parks the item until `resolve_block`, releasing the lease.
+    Block(Block) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Opaque checkpoint.
+        data: Opaque,
+        /// What is needed.
+        needs: Needs,
+    }
+    /// Resolves a block.
+    ResolveBlock(ResolveBlock) {
+        /// Work item.
+        work: Id,
+        /// The block's `needs.key`.
+        key: Id,
+        /// Opaque resolution.
+        resolution: Opaque,
+    }
+    /// Submits the result.
+    Submit(Submit) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Opaque result.
+        result: Opaque,
+    }
+    /// Reports a failure.
+    Fail(Fail) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Opaque error.
+        error: Opaque,
+        /// Whether a retry may help.
+        retryable: bool,
+    }
+    /// Cancels an item.
+    Cancel(Cancel) {
+        /// Work item.
+        work: Id,
+        /// Opaque reason.
+        reason: Opaque,
+    }
+    /// Revokes the current lease and re-queues the item.
+    Reassign(Reassign) {
+        /// Work item.
+        work: Id,
+        /// Opaque reason.
+        reason: Opaque,
+    }
+    /// Records an effect's intent before it is dispatched.
+    IntendEffect(IntendEffect) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Logical operation ID.
+        op: Id,
+        /// Repeatability.
+        mode: EffectMode,
+        /// Whether it cannot be undone.
+        irreversible: bool,
+        /// Opaque target.
+        target: Opaque,
+    }
+    /// Records an effect's outcome.
+    SettleEffect(SettleEffect) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Logical operation ID.
+        op: Id,
+        /// Outcome (JSON).
+        outcome: Opaque,
+        /// Opaque external receipt.
+        receipt: Opaque,
+    }
+    /// Settles an effect whose outcome was unknown.
+    ReconcileEffect(ReconcileEffect) {
+        /// Work item.
+        work: Id,
+        /// Effect key.
+        key: Hash,
+        /// Whether it happened.
+        happened: bool,
+        /// Opaque external receipt.
+        receipt: Opaque,
+    }
+    /// Charges cost, optionally with checkpoint data, atomically.
+    Charge(Charge) {
+        /// Work item.
+        work: Id,
+        /// Lease ID.
+        lease: LeaseId,
+        /// Cost to add.
+        cost: u64,
+        /// Optional opaque checkpoint.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Opaque>,
+    }
+    /// Asks for an approval naming a work item.
+    RequestApproval(RequestApproval) {
+        /// Approval ID.
+        approval: Id,
+        /// Work item.
+        work: Id,
+        /// Opaque reason.
+        reason: Opaque,
+    }
+    /// Grants or denies an approval (CAS).
+    DecideApproval(DecideApproval) {
+        /// Approval ID.
+        approval: Id,
+        /// Granted?
+        grant: bool,
+    }
+    /// Creates the work items that a terminal event's disposition calls for.
+    Expand(Expand) {
+        /// Seq of the terminal event.
+        trigger: u64,
+        /// Items to create.
+        work: Vec<NewWork>,
+    }
+    /// Erases the opaque values of an event.
+    Redact(Redact) {
+        /// Seq of the event.
+        seq: u64,
+        /// Opaque reason.
+        reason: Opaque,
+    }
+    /// Archives the group.
+    Archive(Archive) {
+        /// Opaque reason.
+        reason: Opaque,
+    }
+    /// Expires due leases (`@authority` only).
+    Tick(Tick) {}
+}
+
+impl Body {
+    /// The `type` tag.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Body::OpenGroup(_) => "open_group",
+            Body::AddMember(_) => "add_member",
+            Body::RemoveMember(_) => "remove_member",
+            Body::ChangeRole(_) => "change_role",
+            Body::ReplaceSession(_) => "replace_session",
+            Body::CreateWork(_) => "create_work",
+            Body::ClaimWork(_) => "claim_work",
+            Body::StartWork(_) => "start_work",
+            Body::RenewLease(_) => "renew_lease",
+            Body::Checkpoint(_) => "checkpoint",
+            Body::Block(_) => "block",
+            Body::ResolveBlock(_) => "resolve_block",
+            Body::Submit(_) => "submit",
+            Body::Fail(_) => "fail",
+            Body::Cancel(_) => "cancel",
+            Body::Reassign(_) => "reassign",
+            Body::IntendEffect(_) => "intend_effect",
+            Body::SettleEffect(_) => "settle_effect",
+            Body::ReconcileEffect(_) => "reconcile_effect",
+            Body::Charge(_) => "charge",
+            Body::RequestApproval(_) => "request_approval",
+            Body::DecideApproval(_) => "decide_approval",
+            Body::Expand(_) => "expand",
+            Body::Redact(_) => "redact",
+            Body::Archive(_) => "archive",
+            Body::Tick(_) => "tick",
+        }
+    }
+
+    /// The work item this command targets, if any.
+    pub fn work(&self) -> Option<&Id> {
+        match self {
+            Body::CreateWork(b) => Some(&b.work),
+            Body::ClaimWork(b) => Some(&b.work),
+            Body::StartWork(b) => Some(&b.work),
+            Body::RenewLease(b) => Some(&b.work),
+            Body::Checkpoint(b) => Some(&b.work),
+            Body::Block(b) => Some(&b.work),
+            Body::ResolveBlock(b) => Some(&b.work),
+            Body::Submit(b) => Some(&b.work),
+            Body::Fail(b) => Some(&b.work),
+            Body::Cancel(b) => Some(&b.work),
+            Body::Reassign(b) => Some(&b.work),
+            Body::IntendEffect(b) => Some(&b.work),
+            Body::SettleEffect(b) => Some(&b.work),
+            Body::ReconcileEffect(b) => Some(&b.work),
+            Body::Charge(b) => Some(&b.work),
+            _ => None,
+        }
+    }
+
+    /// The lease this command is made under, if any.
+    pub fn lease(&self) -> Option<&LeaseId> {
+        match self {
+            Body::StartWork(b) => Some(&b.lease),
+            Body::RenewLease(b) => Some(&b.lease),
+            Body::Checkpoint(b) => Some(&b.lease),
+            Body::Block(b) => Some(&b.lease),
+            Body::Submit(b) => Some(&b.lease),
+            Body::Fail(b) => Some(&b.lease),
+            Body::IntendEffect(b) => Some(&b.lease),
+            Body::SettleEffect(b) => Some(&b.lease),
+            Body::Charge(b) => Some(&b.lease),
+            _ => None,
+        }
+    }
+
+    /// Every opaque payload in the body, with its field name.
+    pub fn opaque_fields(&self) -> Vec<(&'static str, &Opaque)> {
+        match self {
+            Body::OpenGroup(b) => vec![("title", &b.title)],
+            Body::CreateWork(b) => vec![("spec", &b.spec)],
+            Body::Checkpoint(b) => vec![("data", &b.data)],
+            Body::Block(b) => vec![("data", &b.data)],
+            Body::ResolveBlock(b) => vec![("resolution", &b.resolution)],
+            Body::Submit(b) => vec![("result", &b.result)],
+            Body::Fail(b) => vec![("error", &b.error)],
+            Body::Cancel(b) => vec![("reason", &b.reason)],
+            Body::Reassign(b) => vec![("reason", &b.reason)],
+            Body::IntendEffect(b) => vec![("target", &b.target)],
+            Body::SettleEffect(b) => vec![("outcome", &b.outcome), ("receipt", &b.receipt)],
+            Body::ReconcileEffect(b) => vec![("receipt", &b.receipt)],
+            Body::Charge(b) => b.data.iter().map(|d| ("data", d)).collect(),
+            Body::RequestApproval(b) => vec![("reason", &b.reason)],
+            Body::Expand(b) => b.work.iter().map(|w| ("spec", &w.spec)).collect(),
+            Body::Redact(b) => vec![("reason", &b.reason)],
+            Body::Archive(b) => vec![("reason", &b.reason)],
+            _ => vec![],
+        }
+    }
+
+    /// Limits and payload rules (SPEC §1).
+    pub fn check(&self, limits: &Limits) -> Result<()> {
+        for (field, value) in self.opaque_fields() {
+            opaque::validate(value, field, limits.max_payload_bytes)?;
+        }
+        match self {
+            Body::OpenGroup(b) => {
+                if b.members.len() > limits.max_members {
+                    return Err(Error::malformed(format!(
+                        "{} members listed; the limit is {}",
+                        b.members.len(),
+                        limits.max_members
+                    ))
+                    .with("limit", limits.max_members));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                for m in &b.members {
+                    if m.actor.is_authority() {
+                        return Err(Error::malformed("`@authority` is reserved and cannot be a member"));
+                    }
+                    if !seen.insert(&m.actor) {
+                        return Err(Error::malformed(format!("member {} is listed twice", m.actor)));
+                    }
+                }
+                Ok(())
+            }
+            Body::AddMember(b) if b.actor.is_authority() => {
+                Err(Error::malformed("`@authority` is reserved and cannot be a member"))
+            }
+            Body::CreateWork(b) => check_new_work(&b.work, &b.contract, &b.after, limits),
+            Body::Expand(b) => {
+                if b.work.is_empty() {
+                    return Err(Error::malformed("`expand` must list at least one work item"));
+                }
+                let mut seen = std::collections::BTreeSet::new();
+                for w in &b.work {
+                    if w.tag.as_deref().is_some_and(|t| t != "create_work") {
+                        return Err(Error::malformed(format!(
+                            "`expand` entries are create_work bodies; got type {:?}",
+                            w.tag
+                        )));
+                    }
+                    if !seen.insert(&w.work) {
+                        return Err(Error::malformed(format!("`expand` lists {} twice", w.work)));
+                    }
+                    check_new_work(&w.work, &w.contract, &w.after, limits)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn check_new_work(work: &Id, contract: &Contract, after: &[Id], limits: &Limits) -> Result<()> {
+    if after.len() > limits.max_dependencies {
+        return Err(Error::malformed(format!(
+            "work {work} lists {} dependencies; the limit is {}",
+            after.len(),
+            limits.max_dependencies
+        ))
+        .with("limit", limits.max_dependencies));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for a in after {
+        if a == work {
+            return Err(Error::malformed(format!("work {work} cannot depend on itself")));
+        }
+        if !seen.insert(a) {
+            return Err(Error::malformed(format!("work {work} lists dependency {a} twice")));
+        }
+    }
+    if contract.max_attempts == 0 {
+        return Err(Error::malformed("`contract.max_attempts` must be at least 1"));
+    }
+    if contract.backoff_base_ms > contract.backoff_max_ms {
+        return Err(Error::malformed(
+            "`contract.backoff_base_ms` must not exceed `contract.backoff_max_ms`",
+        ));
+    }
+    Ok(())
+}

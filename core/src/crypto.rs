@@ -1,0 +1,172 @@
+//! Hashes, keys and signatures, always carried as lowercase hex text.
+
+use std::fmt;
+
+use ed25519_dalek::{Signer, Verifier};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::canonical::sha256;
+
+fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
+    if s.len() != 2 * N {
+        return Err(format!("{what} must be {} hex digits, got {}", 2 * N, s.len()));
+    }
+    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(format!("{what} must be lowercase hex"));
+    }
+    let mut out = [0u8; N];
+    hex::decode_to_slice(s, &mut out).map_err(|e| format!("{what} is not hex: {e}"))?;
+    Ok(out)
+}
+
+macro_rules! hex_type {
+    ($(#[$doc:meta])* $name:ident, $n:expr, $what:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub [u8; $n]);
+
+        impl $name {
+            /// Parses lowercase hex.
+            pub fn from_hex(s: &str) -> Result<Self, String> {
+                hex_fixed::<$n>(s, $what).map($name)
+            }
+            /// Lowercase hex.
+            pub fn to_hex(&self) -> String {
+                hex::encode(self.0)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut buf = [0u8; 2 * $n];
+                hex::encode_to_slice(self.0, &mut buf).expect("buffer is exactly twice the length");
+                s.serialize_str(std::str::from_utf8(&buf).expect("hex is ASCII"))
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = std::borrow::Cow::<str>::deserialize(d)?;
+                $name::from_hex(&s).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.to_hex())
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.to_hex())
+            }
+        }
+    };
+}
+
+hex_type!(
+    /// A SHA-256 digest.
+    Hash,
+    32,
+    "a hash"
+);
+hex_type!(
+    /// An Ed25519 public key.
+    PublicKey,
+    32,
+    "a public key"
+);
+hex_type!(
+    /// An Ed25519 signature.
+    Signature,
+    64,
+    "a signature"
+);
+
+impl Hash {
+    /// The all-zero hash: `prev` of the first event.
+    pub const ZERO: Hash = Hash([0; 32]);
+
+    /// SHA-256 of some bytes.
+    pub fn of(bytes: &[u8]) -> Self {
+        Hash(sha256(bytes))
+    }
+}
+
+impl PublicKey {
+    /// Verifies `sig` over `message`. A key that is not a valid curve point fails.
+    pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
+        let Ok(key) = ed25519_dalek::VerifyingKey::from_bytes(&self.0) else {
+            return false;
+        };
+        let sig = ed25519_dalek::Signature::from_bytes(&sig.0);
+        key.verify(message, &sig).is_ok()
+    }
+}
+
+/// An Ed25519 secret key. Its `Debug` form never shows the secret.
+#[derive(Clone)]
+pub struct SecretKey(ed25519_dalek::SigningKey);
+
+impl SecretKey {
+    /// A key from 32 secret bytes (its seed).
+    pub fn from_bytes(seed: &[u8; 32]) -> Self {
+        SecretKey(ed25519_dalek::SigningKey::from_bytes(seed))
+    }
+
+    /// The secret seed, for storing in a 0600 key file.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0.to_bytes()
+    }
+
+    /// The public half.
+    pub fn public(&self) -> PublicKey {
+        PublicKey(self.0.verifying_key().to_bytes())
+    }
+
+    /// Signs a message.
+    pub fn sign(&self, message: &[u8]) -> Signature {
+        Signature(self.0.sign(message).to_bytes())
+    }
+
+    /// The key the transcript runner uses for `actor`: secret key =
+    /// `sha256("mwp transcript key " + actor)` (SPEC §12).
+    pub fn for_transcript(actor: &str) -> Self {
+        let seed = sha256(format!("mwp transcript key {actor}").as_bytes());
+        SecretKey::from_bytes(&seed)
+    }
+}
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretKey(public {})", self.public())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_lowercase_and_exact_length() {
+        let h = Hash::of(b"abc");
+        assert_eq!(
+            h.to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert!(Hash::from_hex(&h.to_hex().to_uppercase()).is_err());
+        assert!(Hash::from_hex("ab").is_err());
+        assert!(Hash::from_hex(&"zz".repeat(32)).is_err());
+    }
+
+    #[test]
+    fn sign_verify_round_trip() {
+        let k = SecretKey::for_transcript("alice");
+        let sig = k.sign(b"hello");
+        assert!(k.public().verify(b"hello", &sig));
+        assert!(!k.public().verify(b"hellp", &sig));
+        let other = SecretKey::for_transcript("bob");
+        assert!(!other.public().verify(b"hello", &sig));
+    }
+}

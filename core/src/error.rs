@@ -1,0 +1,165 @@
+//! Errors: one stable `code` for every surface, a message that says what was wrong and what
+//! would be right, and details as extra fields.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The stable error codes of SPEC §3, in the order the acceptance checks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[non_exhaustive]
+pub enum Code {
+    /// The input could not be decoded, or broke a limit or a format rule.
+    Malformed,
+    /// The command names another org or group than the one it was sent to.
+    WrongGroup,
+    /// The actor is not (and never was) a member, or the group does not exist for it.
+    UnknownActor,
+    /// The signature does not verify under the actor's registered key.
+    BadSignature,
+    /// The (actor, action) pair already has a receipt for different content.
+    ActionIdCollision,
+    /// The group is archived: nothing more is accepted.
+    GroupArchived,
+    /// The actor's role does not allow this command.
+    NotPermitted,
+    /// The envelope's session is not the actor's current session epoch.
+    WrongSession,
+    /// `expect` is not the aggregate's current revision.
+    RevisionMismatch,
+    /// A compare-and-set command came without `expect`.
+    CasRequired,
+    /// The lease was superseded or revoked.
+    Fenced,
+    /// The lease's time has passed.
+    LeaseExpired,
+    /// The named thing does not exist.
+    NotFound,
+    /// The named thing exists already.
+    AlreadyExists,
+    /// The item is not in a state that allows this command.
+    InvalidState,
+    /// A dependency has not succeeded yet.
+    DependenciesPending,
+    /// Not yet: backoff, or a tick with nothing due.
+    NotYet,
+    /// The work item's deadline has passed.
+    DeadlinePassed,
+    /// No attempts are left under the work contract.
+    AttemptsExhausted,
+    /// A granted approval is needed first.
+    ApprovalRequired,
+    /// An intended effect has no settlement yet.
+    EffectUnsettled,
+    /// A different disposition was already recorded for this trigger.
+    DispositionConflict,
+    /// The charge would exceed the work item's cost budget.
+    BudgetExceeded,
+    /// A replay source no longer holds the requested cursor.
+    CursorTooOld,
+    /// A snapshot failed validation.
+    SnapshotInvalid,
+    /// A log or event does not verify.
+    LogCorrupt,
+    /// The storage layer failed.
+    Storage,
+}
+
+impl Code {
+    /// The SCREAMING_SNAKE name, as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Malformed => "MALFORMED",
+            Code::WrongGroup => "WRONG_GROUP",
+            Code::UnknownActor => "UNKNOWN_ACTOR",
+            Code::BadSignature => "BAD_SIGNATURE",
+            Code::ActionIdCollision => "ACTION_ID_COLLISION",
+            Code::GroupArchived => "GROUP_ARCHIVED",
+            Code::NotPermitted => "NOT_PERMITTED",
+            Code::WrongSession => "WRONG_SESSION",
+            Code::RevisionMismatch => "REVISION_MISMATCH",
+            Code::CasRequired => "CAS_REQUIRED",
+            Code::Fenced => "FENCED",
+            Code::LeaseExpired => "LEASE_EXPIRED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::InvalidState => "INVALID_STATE",
+            Code::DependenciesPending => "DEPENDENCIES_PENDING",
+            Code::NotYet => "NOT_YET",
+            Code::DeadlinePassed => "DEADLINE_PASSED",
+            Code::AttemptsExhausted => "ATTEMPTS_EXHAUSTED",
+            Code::ApprovalRequired => "APPROVAL_REQUIRED",
+            Code::EffectUnsettled => "EFFECT_UNSETTLED",
+            Code::DispositionConflict => "DISPOSITION_CONFLICT",
+            Code::BudgetExceeded => "BUDGET_EXCEEDED",
+            Code::CursorTooOld => "CURSOR_TOO_OLD",
+            Code::SnapshotInvalid => "SNAPSHOT_INVALID",
+            Code::LogCorrupt => "LOG_CORRUPT",
+            Code::Storage => "STORAGE",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error as every surface shows it: `{"code": …, "message": …, …details}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Error {
+    /// The stable code.
+    pub code: Code,
+    /// What was wrong and what would be right.
+    pub message: String,
+    /// Extra fields, e.g. `current` for `REVISION_MISMATCH`.
+    #[serde(flatten)]
+    pub details: BTreeMap<String, serde_json::Value>,
+}
+
+impl Error {
+    /// An error with a code and a message.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            details: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a detail field.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// A `MALFORMED` error.
+    pub fn malformed(message: impl Into<String>) -> Self {
+        Error::new(Code::Malformed, message)
+    }
+
+    /// A `LOG_CORRUPT` error.
+    pub fn corrupt(message: impl Into<String>) -> Self {
+        Error::new(Code::LogCorrupt, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<crate::canonical::CanonError> for Error {
+    fn from(e: crate::canonical::CanonError) -> Self {
+        Error::malformed(e.to_string())
+    }
+}
+
+/// Shorthand for results carrying an [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,491 @@
+//! Events: the immutable, hash-chained facts an authority appends (SPEC §3).
+//!
+//! An event's `id` is the SHA-256 of the canonical CBOR of its header (every field but
+//! `kind`); the header holds `payload_hash`, which commits to `kind` with each opaque value
+//! replaced by its own hash. Erasing opaque values (§6) therefore leaves the id, the payload
+//! hash and the `prev` chain verifiable.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::canonical::{self, Strictness};
+use crate::command::{
+    AddMember, Archive, Block, ChangeRole, Checkpoint, CreateWork, DecideApproval, EffectMode,
+    Expand, MemberSpec, Redact, RequestApproval, ResolveBlock, StartWork, Submit,
+};
+use crate::crypto::PublicKey;
+use crate::crypto::Hash;
+use crate::error::{Error, Result};
+use crate::id::Id;
+use crate::lease::{Lease, LeaseId};
+use crate::opaque::{self, Opaque};
+use crate::work::WorkState;
+
+/// Field names whose values are opaque and committed through their own hashes.
+pub const OPAQUE_FIELDS: [&str; 9] = [
+    "title",
+    "spec",
+    "result",
+    "data",
+    "error",
+    "reason",
+    "resolution",
+    "receipt",
+    "target",
+];
+
+/// An accepted, immutable fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// SHA-256 of the canonical CBOR of every other field but `kind`.
+    pub id: Hash,
+    /// Group.
+    pub group: Id,
+    /// Position in the group's log, from 1, without gaps.
+    pub seq: u64,
+    /// Authority time of acceptance.
+    pub at: u64,
+    /// Sender of the command.
+    pub actor: Id,
+    /// Its action ID.
+    pub action: Id,
+    /// Content hash of the command.
+    pub content_hash: Hash,
+    /// Aggregate the event belongs to: `group`, `members`, `work:ID`, `approval:ID`.
+    pub aggregate: String,
+    /// That aggregate's revision after this event.
+    pub revision: u64,
+    /// Id of event `seq - 1`, or all zeros for the first.
+    pub prev: Hash,
+    /// Hash of `kind` with opaque values replaced by their hashes.
+    pub payload_hash: Hash,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The header that `id` covers.
+#[derive(Serialize)]
+struct Header<'a> {
+    group: &'a Id,
+    seq: u64,
+    at: u64,
+    actor: &'a Id,
+    action: &'a Id,
+    content_hash: &'a Hash,
+    aggregate: &'a str,
+    revision: u64,
+    prev: &'a Hash,
+    payload_hash: &'a Hash,
+}
+
+/// A lease taken away, and where its work item went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Revocation {
+    /// Work item.
+    pub work: Id,
+    /// The lease that ended.
+    pub lease: LeaseId,
+    /// State the item entered: `queued`, or `waiting` on an unknown effect.
+    pub to: WorkState,
+}
+
+/// Which late command an evidence event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceOf {
+    /// A late `submit`.
+    Submit,
+    /// A late `fail`.
+    Fail,
+}
+
+/// `group_opened`: the genesis event. Carries the envelope's `org` besides the body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupOpened {
+    /// Organization.
+    pub org: Id,
+    /// Mission ID.
+    pub mission: Id,
+    /// Opaque title.
+    pub title: Opaque,
+    /// Initial members.
+    pub members: Vec<MemberSpec>,
+    /// Key that signs ticks and snapshots.
+    pub authority_key: PublicKey,
+}
+
+/// `work_claimed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkClaimed {
+    /// Work item.
+    pub work: Id,
+    /// Requested lease length.
+    pub lease_ms: u64,
+    /// Requested start window.
+    pub start_within_ms: u64,
+    /// The lease granted.
+    pub lease: Lease,
+    /// Seq of the latest checkpoint, handed to the new owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<u64>,
+}
+
+/// `lease_renewed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRenewed {
+    /// Work item.
+    pub work: Id,
+    /// Lease.
+    pub lease: LeaseId,
+    /// Requested length.
+    pub lease_ms: u64,
+    /// New expiry.
+    pub expires_at: u64,
+}
+
+/// `work_failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkFailed {
+    /// Work item.
+    pub work: Id,
+    /// Lease.
+    pub lease: LeaseId,
+    /// Opaque error.
+    pub error: Opaque,
+    /// As reported.
+    pub retryable: bool,
+    /// Attempts used, this one included.
+    pub attempt: u32,
+    /// `queued` (retry) or `failed`.
+    pub to: WorkState,
+    /// Earliest retry time, when re-queued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<u64>,
+}
+
+/// `work_cancelled`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkCancelled {
+    /// Work item.
+    pub work: Id,
+    /// Opaque reason.
+    pub reason: Opaque,
+    /// The lease revoked, if one was held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<LeaseId>,
+}
+
+/// `work_reassigned`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkReassigned {
+    /// Work item.
+    pub work: Id,
+    /// Opaque reason.
+    pub reason: Opaque,
+    /// The lease revoked and where the item went.
+    pub revoked: Revocation,
+}
+
+/// `member_removed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberRemoved {
+    /// Member removed.
+    pub actor: Id,
+    /// Leases it held, revoked.
+    pub revoked: Vec<Revocation>,
+}
+
+/// `session_replaced`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionReplaced {
+    /// New session epoch.
+    pub session: u64,
+    /// Leases of older sessions, revoked.
+    pub revoked: Vec<Revocation>,
+}
+
+/// `effect_intended`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectIntended {
+    /// Work item.
+    pub work: Id,
+    /// Lease.
+    pub lease: LeaseId,
+    /// Operation ID.
+    pub op: Id,
+    /// Repeatability.
+    pub mode: EffectMode,
+    /// Cannot be undone.
+    pub irreversible: bool,
+    /// Opaque target.
+    pub target: Opaque,
+    /// Stable effect key: `hex(sha256(canonical CBOR [mission, work, epoch, op]))`.
+    pub key: Hash,
+}
+
+/// `effect_settled`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectSettled {
+    /// Work item.
+    pub work: Id,
+    /// Lease.
+    pub lease: LeaseId,
+    /// Operation ID.
+    pub op: Id,
+    /// Outcome.
+    pub outcome: Opaque,
+    /// Opaque external receipt.
+    pub receipt: Opaque,
+    /// Effect key.
+    pub key: Hash,
+}
+
+/// `effect_reconciled`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectReconciled {
+    /// Work item.
+    pub work: Id,
+    /// Effect key.
+    pub key: Hash,
+    /// Whether it happened.
+    pub happened: bool,
+    /// Opaque external receipt.
+    pub receipt: Opaque,
+    /// `queued` once no unknown effect is left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<WorkState>,
+}
+
+/// `work_charged`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkCharged {
+    /// Work item.
+    pub work: Id,
+    /// Lease.
+    pub lease: LeaseId,
+    /// Cost added.
+    pub cost: u64,
+    /// Optional opaque checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Opaque>,
+    /// Total spent after this charge.
+    pub spent: u64,
+}
+
+/// `leases_expired`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeasesExpired {
+    /// Leases expired, and where their items went.
+    pub expired: Vec<Revocation>,
+}
+
+/// `evidence_recorded`: a late `submit` or `fail` under a stale lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceRecorded {
+    /// Which command it was.
+    pub of: EvidenceOf,
+    /// Work item.
+    pub work: Id,
+    /// The stale lease.
+    pub lease: LeaseId,
+    /// Result, for a late `submit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Opaque>,
+    /// Error, for a late `fail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Opaque>,
+    /// Retryable flag, for a late `fail`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+}
+
+/// What an event records; `type` is its tag. Every kind carries the command's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum EventKind {
+    GroupOpened(GroupOpened),
+    MemberAdded(AddMember),
+    MemberRemoved(MemberRemoved),
+    RoleChanged(ChangeRole),
+    SessionReplaced(SessionReplaced),
+    WorkCreated(CreateWork),
+    WorkClaimed(WorkClaimed),
+    WorkStarted(StartWork),
+    LeaseRenewed(LeaseRenewed),
+    WorkCheckpointed(Checkpoint),
+    WorkBlocked(Block),
+    BlockResolved(ResolveBlock),
+    WorkSucceeded(Submit),
+    WorkFailed(WorkFailed),
+    WorkCancelled(WorkCancelled),
+    WorkReassigned(WorkReassigned),
+    EffectIntended(EffectIntended),
+    EffectSettled(EffectSettled),
+    EffectReconciled(EffectReconciled),
+    WorkCharged(WorkCharged),
+    ApprovalRequested(RequestApproval),
+    ApprovalDecided(DecideApproval),
+    WorkExpanded(Expand),
+    EventRedacted(Redact),
+    GroupArchived(Archive),
+    LeasesExpired(LeasesExpired),
+    EvidenceRecorded(EvidenceRecorded),
+}
+
+impl EventKind {
+    /// Whether this kind is terminal for a work item (a valid `expand` trigger).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventKind::WorkSucceeded(_)
+                | EventKind::WorkCancelled(_)
+                | EventKind::WorkFailed(WorkFailed {
+                    to: WorkState::Failed,
+                    ..
+                })
+        )
+    }
+}
+
+/// Applies `f` to every opaque value of an event kind in its JSON form.
+fn map_opaque(kind: &mut Value, f: &mut dyn FnMut(&Value) -> Result<Value>) -> Result<()> {
+    let Some(map) = kind.as_object_mut() else {
+        return Err(Error::corrupt("event kind is not a map"));
+    };
+    let expanded = map.get("type").and_then(Value::as_str) == Some("work_expanded");
+    for (key, value) in map.iter_mut() {
+        if OPAQUE_FIELDS.contains(&key.as_str()) {
+            *value = f(value)?;
+        } else if expanded && key == "work" {
+            for item in value.as_array_mut().into_iter().flatten() {
+                if let Some(spec) = item.get_mut("spec") {
+                    *spec = f(spec)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Computes the payload hash of an event kind (SPEC §3).
+pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
+    let mut json = serde_json::to_value(kind)
+        .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
+    map_opaque(&mut json, &mut |v| Ok(Value::String(opaque::hash(v)?.to_hex())))?;
+    Ok(Hash(canonical::hash(&json)?))
+}
+
+impl Event {
+    /// Builds an event, computing `payload_hash` and `id`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn seal(
+        group: Id,
+        seq: u64,
+        at: u64,
+        actor: Id,
+        action: Id,
+        content_hash: Hash,
+        aggregate: String,
+        revision: u64,
+        prev: Hash,
+        kind: EventKind,
+    ) -> Result<Event> {
+        let payload_hash = payload_hash(&kind)?;
+        let mut event = Event {
+            id: Hash::ZERO,
+            group,
+            seq,
+            at,
+            actor,
+            action,
+            content_hash,
+            aggregate,
+            revision,
+            prev,
+            payload_hash,
+            kind,
+        };
+        event.id = event.compute_id()?;
+        Ok(event)
+    }
+
+    /// SHA-256 of the canonical CBOR of the header.
+    pub fn compute_id(&self) -> Result<Hash> {
+        Ok(Hash(canonical::hash(&Header {
+            group: &self.group,
+            seq: self.seq,
+            at: self.at,
+            actor: &self.actor,
+            action: &self.action,
+            content_hash: &self.content_hash,
+            aggregate: &self.aggregate,
+            revision: self.revision,
+            prev: &self.prev,
+            payload_hash: &self.payload_hash,
+        })?))
+    }
+
+    /// Checks `payload_hash` and `id`; `LOG_CORRUPT` names the first that fails.
+    pub fn verify(&self) -> Result<()> {
+        let payload = payload_hash(&self.kind)?;
+        if payload != self.payload_hash {
+            return Err(Error::corrupt(format!(
+                "event {} (seq {}): payload hash does not match its kind",
+                self.id, self.seq
+            ))
+            .with("seq", self.seq));
+        }
+        if self.compute_id()? != self.id {
+            return Err(Error::corrupt(format!(
+                "event seq {}: id {} does not match its header",
+                self.seq, self.id
+            ))
+            .with("seq", self.seq));
+        }
+        Ok(())
+    }
+
+    /// Replaces every opaque value with `{"$redacted": "<its hash>"}` (SPEC §6). Ids, the
+    /// payload hash and the chain are unchanged.
+    pub fn redact(&mut self) -> Result<()> {
+        let mut json = serde_json::to_value(&self.kind)
+            .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
+        map_opaque(&mut json, &mut |v| Ok(opaque::redaction_marker(opaque::hash(v)?)))?;
+        self.kind = serde_json::from_value(json)
+            .map_err(|e| Error::corrupt(format!("redacted event does not decode: {e}")))?;
+        Ok(())
+    }
+
+    /// Canonical CBOR of the whole event: the stored form.
+    pub fn to_cbor(&self) -> Result<Vec<u8>> {
+        Ok(canonical::to_vec(self)?)
+    }
+
+    /// Decodes a stored event; bytes that are not canonical are `LOG_CORRUPT`.
+    pub fn from_cbor(bytes: &[u8]) -> Result<Event> {
+        canonical::from_slice(bytes, Strictness::Canonical)
+            .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))
+    }
+
+    /// The receipt this event gives its sender.
+    pub fn receipt(&self) -> crate::receipt::Receipt {
+        crate::receipt::Receipt::of(self)
+    }
+}

@@ -1,0 +1,779 @@
+//! The Group state: everything an authority decides from, rebuilt from the log alone.
+//!
+//! [`GroupState::apply`] is the one place an event changes state. The authority applies the
+//! events it accepts with it, replay applies the log with it, and replicas apply what they
+//! receive with it — so every participant reaches the same canonical state and the same
+//! [`GroupState::hash`]. Opaque values are kept only as hashes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::command::{Role, Needs};
+use crate::crypto::{Hash, PublicKey};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventKind, Revocation};
+use crate::id::Id;
+use crate::lease::{LeaseEnd, PastLease};
+use crate::opaque::{self, Opaque};
+use crate::receipt::{Disposition, Receipt};
+use crate::work::{Effect, EffectStatus, OpaqueRef, WorkItem, WorkState};
+
+/// A member of the group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Role.
+    pub role: Role,
+    /// Registered key (kept after removal, to check late signatures).
+    pub key: PublicKey,
+    /// Current session epoch.
+    pub session: u64,
+    /// Whether the member was removed.
+    pub removed: bool,
+}
+
+/// Where an approval stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalState {
+    /// Not decided.
+    Pending,
+    /// Granted.
+    Granted,
+    /// Denied.
+    Denied,
+}
+
+/// An approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// Work item it names.
+    pub work: Id,
+    /// Who asked.
+    pub requested_by: Id,
+    /// Reason, as a hash.
+    pub reason: OpaqueRef,
+    /// Where it stands.
+    pub state: ApprovalState,
+    /// Aggregate revision.
+    pub revision: u64,
+}
+
+/// A receipt as the state stores it (the group and the key are implied).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredReceipt {
+    /// Seq.
+    pub seq: u64,
+    /// Event id.
+    pub event_id: Hash,
+    /// Content hash.
+    pub content_hash: Hash,
+    /// Aggregate.
+    pub aggregate: String,
+    /// Revision after.
+    pub revision: u64,
+    /// Applied or evidence.
+    pub disposition: Disposition,
+    /// Acceptance time.
+    pub at: u64,
+}
+
+/// The disposition recorded for an `expand` trigger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expansion {
+    /// Hash of the canonical CBOR of the `work` list.
+    pub work_hash: Hash,
+    /// Sender of the recorded expansion.
+    pub actor: Id,
+    /// Its action ID (its receipt answers duplicates).
+    pub action: Id,
+}
+
+/// A late result recorded as evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceNote {
+    /// Seq of the evidence event.
+    pub seq: u64,
+    /// Work item.
+    pub work: Id,
+    /// Sender.
+    pub actor: Id,
+}
+
+/// The state of one Group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupState {
+    /// Organization.
+    pub org: Id,
+    /// Group.
+    pub group: Id,
+    /// Mission.
+    pub mission: Id,
+    /// Title, as a hash.
+    pub title: OpaqueRef,
+    /// Key that signs ticks and snapshots.
+    pub authority_key: PublicKey,
+    /// Seq of the last event applied.
+    pub seq: u64,
+    /// Id of the last event applied.
+    pub head: Hash,
+    /// Revision of aggregate `group`.
+    pub revision: u64,
+    /// Revision of aggregate `members`.
+    pub members_revision: u64,
+    /// Whether archived.
+    pub archived: bool,
+    /// Members by actor.
+    pub members: BTreeMap<Id, Member>,
+    /// Work items by ID.
+    pub work: BTreeMap<Id, WorkItem>,
+    /// Approvals by ID.
+    pub approvals: BTreeMap<Id, Approval>,
+    /// Receipts by actor, then action.
+    pub receipts: BTreeMap<Id, BTreeMap<Id, StoredReceipt>>,
+    /// Terminal events (valid `expand` triggers): seq → work item.
+    pub terminal: BTreeMap<u64, Id>,
+    /// Recorded dispositions by trigger seq.
+    pub expansions: BTreeMap<u64, Expansion>,
+    /// Seqs whose opaque values were redacted.
+    pub redacted: BTreeSet<u64>,
+    /// Late results recorded as evidence.
+    pub evidence: Vec<EvidenceNote>,
+}
+
+fn opaque_ref(seq: u64, value: &Opaque) -> Result<OpaqueRef> {
+    Ok(OpaqueRef {
+        seq,
+        hash: opaque::hash(value)?,
+    })
+}
+
+fn corrupt(event: &Event, what: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("event seq {} does not apply: {what}", event.seq)).with("seq", event.seq)
+}
+
+impl GroupState {
+    /// The state after the genesis event.
+    pub fn genesis(event: &Event) -> Result<GroupState> {
+        let EventKind::GroupOpened(g) = &event.kind else {
+            return Err(corrupt(event, "the first event must be group_opened"));
+        };
+        if event.seq != 1 || event.prev != Hash::ZERO {
+            return Err(corrupt(event, "group_opened must be seq 1 with a zero prev"));
+        }
+        if event.aggregate != "group" || event.revision != 1 {
+            return Err(corrupt(event, "group_opened must be aggregate group at revision 1"));
+        }
+        let members = g
+            .members
+            .iter()
+            .map(|m| {
+                (
+                    m.actor.clone(),
+                    Member {
+                        role: m.role,
+                        key: m.key,
+                        session: 1,
+                        removed: false,
+                    },
+                )
+            })
+            .collect();
+        let mut state = GroupState {
+            org: g.org.clone(),
+            group: event.group.clone(),
+            mission: g.mission.clone(),
+            title: opaque_ref(1, &g.title)?,
+            authority_key: g.authority_key,
+            seq: 1,
+            head: event.id,
+            revision: 1,
+            members_revision: 1,
+            archived: false,
+            members,
+            work: BTreeMap::new(),
+            approvals: BTreeMap::new(),
+            receipts: BTreeMap::new(),
+            terminal: BTreeMap::new(),
+            expansions: BTreeMap::new(),
+            redacted: BTreeSet::new(),
+            evidence: Vec::new(),
+        };
+        state.record_receipt(event);
+        Ok(state)
+    }
+
+    /// Applies the genesis event to no state, or any later event to this state.
+    pub fn apply_to(state: &mut Option<GroupState>, event: &Event) -> Result<()> {
+        match state {
+            None => {
+                *state = Some(GroupState::genesis(event)?);
+                Ok(())
+            }
+            Some(s) => s.apply(event),
+        }
+    }
+
+    /// SHA-256 of the canonical CBOR of the whole state, receipts included.
+    pub fn hash(&self) -> Result<Hash> {
+        Ok(Hash(canonical::hash(self)?))
+    }
+
+    /// Canonical CBOR of the whole state.
+    pub fn to_cbor(&self) -> Result<Vec<u8>> {
+        Ok(canonical::to_vec(self)?)
+    }
+
+    /// Current revision of an aggregate (0 if it does not exist).
+    pub fn revision_of(&self, aggregate: &str) -> u64 {
+        match aggregate {
+            "group" => self.revision,
+            "members" => self.members_revision,
+            _ => {
+                if let Some(w) = aggregate.strip_prefix("work:") {
+                    self.work.get(w).map_or(0, |w| w.revision)
+                } else if let Some(a) = aggregate.strip_prefix("approval:") {
+                    self.approvals.get(a).map_or(0, |a| a.revision)
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    /// The receipt recorded for (actor, action).
+    pub fn receipt(&self, actor: &str, action: &str) -> Option<Receipt> {
+        let (actor_id, by_action) = self.receipts.get_key_value(actor)?;
+        let (action_id, r) = by_action.get_key_value(action)?;
+        Some(Receipt {
+            group: self.group.clone(),
+            seq: r.seq,
+            event_id: r.event_id,
+            actor: actor_id.clone(),
+            action: action_id.clone(),
+            content_hash: r.content_hash,
+            aggregate: r.aggregate.clone(),
+            revision: r.revision,
+            disposition: r.disposition,
+            at: r.at,
+        })
+    }
+
+    /// The earliest time a `tick` would expire something, if any lease is outstanding.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.work
+            .values()
+            .filter_map(|w| {
+                let l = w.lease.as_ref()?;
+                Some(match w.state {
+                    WorkState::Leased => l.start_by.min(l.expires_at),
+                    _ => l.expires_at,
+                })
+            })
+            .min()
+    }
+
+    /// Work items a worker may claim at `now_ms`: queued, dependencies succeeded, backoff
+    /// over, deadline not passed, attempts left.
+    pub fn frontier(&self, now_ms: u64) -> Vec<&Id> {
+        self.work
+            .iter()
+            .filter(|(_, w)| {
+                w.state == WorkState::Queued
+                    && w.not_before <= now_ms
+                    && w.contract.deadline_at.is_none_or(|d| now_ms < d)
+                    && w.attempts < w.contract.max_attempts
+                    && w.after.iter().all(|a| {
+                        self.work
+                            .get(a)
+                            .is_some_and(|d| d.state == WorkState::Succeeded)
+                    })
+            })
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    fn record_receipt(&mut self, event: &Event) {
+        let r = Receipt::of(event);
+        self.receipts.entry(event.actor.clone()).or_default().insert(
+            event.action.clone(),
+            StoredReceipt {
+                seq: r.seq,
+                event_id: r.event_id,
+                content_hash: r.content_hash,
+                aggregate: r.aggregate,
+                revision: r.revision,
+                disposition: r.disposition,
+                at: r.at,
+            },
+        );
+    }
+
+    /// Applies one event. Everything is checked before anything changes: on error the state
+    /// is exactly as it was.
+    pub fn apply(&mut self, event: &Event) -> Result<()> {
+        if event.group != self.group {
+            return Err(corrupt(event, format!("it belongs to group {}", event.group)));
+        }
+        if event.seq != self.seq + 1 {
+            return Err(corrupt(event, format!("expected seq {}", self.seq + 1)));
+        }
+        if event.prev != self.head {
+            return Err(corrupt(event, "its prev is not the id of the event before it"));
+        }
+        if self.receipts.get(&event.actor).is_some_and(|m| m.contains_key(&event.action)) {
+            return Err(corrupt(event, "its (actor, action) already has a receipt"));
+        }
+        let expected = self.revision_of(&event.aggregate) + 1;
+        if event.revision != expected {
+            return Err(corrupt(
+                event,
+                format!("revision {} of {} should be {expected}", event.revision, event.aggregate),
+            ));
+        }
+        self.check(event)?;
+        self.mutate(event)?;
+        self.seq = event.seq;
+        self.head = event.id;
+        self.record_receipt(event);
+        Ok(())
+    }
+
+    fn item(&self, event: &Event, work: &Id) -> Result<&WorkItem> {
+        self.work
+            .get(work)
+            .ok_or_else(|| corrupt(event, format!("work {work} does not exist")))
+    }
+
+    fn check_revocations(&self, event: &Event, revoked: &[Revocation]) -> Result<()> {
+        for r in revoked {
+            let w = self.item(event, &r.work)?;
+            if w.lease.as_ref().map(|l| l.id) != Some(r.lease) {
+                return Err(corrupt(event, format!("lease {} is not current on {}", r.lease, r.work)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that an event's references hold, so that [`GroupState::mutate`] cannot fail.
+    fn check(&self, event: &Event) -> Result<()> {
+        let agg = |expected: String| {
+            if event.aggregate == expected {
+                Ok(())
+            } else {
+                Err(corrupt(event, format!("aggregate should be {expected}")))
+            }
+        };
+        let lease_is = |work: &Id, lease| -> Result<()> {
+            let w = self.item(event, work)?;
+            if w.lease.as_ref().map(|l| l.id) != Some(lease) {
+                return Err(corrupt(event, format!("lease {lease} is not current on {work}")));
+            }
+            agg(WorkItem::aggregate(work))
+        };
+        match &event.kind {
+            EventKind::GroupOpened(_) => Err(corrupt(event, "the group is already open")),
+            EventKind::MemberAdded(_) | EventKind::RoleChanged(_) => agg("members".into()),
+            EventKind::MemberRemoved(m) => {
+                if !self.members.contains_key(&m.actor) {
+                    return Err(corrupt(event, format!("member {} does not exist", m.actor)));
+                }
+                self.check_revocations(event, &m.revoked)?;
+                agg("members".into())
+            }
+            EventKind::SessionReplaced(s) => {
+                if !self.members.contains_key(&event.actor) {
+                    return Err(corrupt(event, "the sender is not a member"));
+                }
+                self.check_revocations(event, &s.revoked)?;
+                agg("group".into())
+            }
+            EventKind::LeasesExpired(e) => {
+                self.check_revocations(event, &e.expired)?;
+                agg("group".into())
+            }
+            EventKind::WorkCreated(c) => {
+                if self.work.contains_key(&c.work) {
+                    return Err(corrupt(event, format!("work {} exists already", c.work)));
+                }
+                agg(WorkItem::aggregate(&c.work))
+            }
+            EventKind::WorkExpanded(x) => {
+                if x.work.iter().any(|w| self.work.contains_key(&w.work)) {
+                    return Err(corrupt(event, "an expanded work item exists already"));
+                }
+                agg("group".into())
+            }
+            EventKind::WorkClaimed(c) => {
+                self.item(event, &c.work)?;
+                agg(WorkItem::aggregate(&c.work))
+            }
+            EventKind::WorkStarted(s) => lease_is(&s.work, s.lease),
+            EventKind::LeaseRenewed(s) => lease_is(&s.work, s.lease),
+            EventKind::WorkCheckpointed(s) => lease_is(&s.work, s.lease),
+            EventKind::WorkBlocked(s) => lease_is(&s.work, s.lease),
+            EventKind::WorkSucceeded(s) => lease_is(&s.work, s.lease),
+            EventKind::WorkFailed(s) => lease_is(&s.work, s.lease),
+            EventKind::EffectIntended(s) => lease_is(&s.work, s.lease),
+            EventKind::WorkCharged(s) => lease_is(&s.work, s.lease),
+            EventKind::EffectSettled(s) => {
+                lease_is(&s.work, s.lease)?;
+                if !self.item(event, &s.work)?.effects.contains_key(&s.key) {
+                    return Err(corrupt(event, format!("effect {} was never intended", s.key)));
+                }
+                Ok(())
+            }
+            EventKind::EffectReconciled(s) => {
+                if !self.item(event, &s.work)?.effects.contains_key(&s.key) {
+                    return Err(corrupt(event, format!("effect {} was never intended", s.key)));
+                }
+                agg(WorkItem::aggregate(&s.work))
+            }
+            EventKind::BlockResolved(s) => {
+                self.item(event, &s.work)?;
+                agg(WorkItem::aggregate(&s.work))
+            }
+            EventKind::WorkCancelled(s) => {
+                self.item(event, &s.work)?;
+                agg(WorkItem::aggregate(&s.work))
+            }
+            EventKind::WorkReassigned(s) => {
+                self.check_revocations(event, std::slice::from_ref(&s.revoked))?;
+                agg(WorkItem::aggregate(&s.work))
+            }
+            EventKind::ApprovalRequested(a) => {
+                if self.approvals.contains_key(&a.approval) {
+                    return Err(corrupt(event, format!("approval {} exists", a.approval)));
+                }
+                agg(format!("approval:{}", a.approval))
+            }
+            EventKind::ApprovalDecided(a) => {
+                if !self.approvals.contains_key(&a.approval) {
+                    return Err(corrupt(event, format!("approval {} does not exist", a.approval)));
+                }
+                agg(format!("approval:{}", a.approval))
+            }
+            EventKind::EventRedacted(_) | EventKind::GroupArchived(_) => agg("group".into()),
+            EventKind::EvidenceRecorded(e) => {
+                self.item(event, &e.work)?;
+                agg("group".into())
+            }
+        }
+    }
+
+    /// Ends the current lease of `work` with `end`, moving the item to `to`.
+    fn end_lease(&mut self, work: &Id, end: LeaseEnd, to: WorkState) {
+        if let Some(w) = self.work.get_mut(work) {
+            if let Some(l) = w.lease.take() {
+                w.past_leases.push(PastLease {
+                    id: l.id,
+                    holder: l.holder,
+                    epoch: l.epoch,
+                    end,
+                });
+            }
+            if matches!(end, LeaseEnd::Revoked | LeaseEnd::Expired) {
+                let epoch = w.epoch;
+                for e in w.effects.values_mut() {
+                    if e.epoch == epoch && e.status == EffectStatus::Intended {
+                        e.status = match e.mode {
+                            crate::command::EffectMode::Undeclared => EffectStatus::Unknown,
+                            _ => EffectStatus::Abandoned,
+                        };
+                    }
+                }
+            }
+            w.state = to;
+        }
+    }
+
+    fn revoke_all(&mut self, revoked: &[Revocation], end: LeaseEnd) {
+        for r in revoked {
+            self.end_lease(&r.work, end, r.to);
+            self.bump_work(&r.work);
+        }
+    }
+
+    fn bump_work(&mut self, work: &Id) {
+        if let Some(w) = self.work.get_mut(work) {
+            w.revision += 1;
+        }
+    }
+
+    fn create_work(
+        &mut self,
+        seq: u64,
+        work: &Id,
+        contract: &crate::command::Contract,
+        after: &[Id],
+        spec: &Opaque,
+    ) -> Result<()> {
+        self.work.insert(
+            work.clone(),
+            WorkItem {
+                contract: contract.clone(),
+                after: after.to_vec(),
+                spec: opaque_ref(seq, spec)?,
+                state: WorkState::Queued,
+                revision: 1,
+                epoch: 0,
+                attempts: 0,
+                not_before: 0,
+                spent: 0,
+                lease: None,
+                past_leases: Vec::new(),
+                checkpoint: None,
+                needs: None,
+                outcome: None,
+                effects: BTreeMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Changes the state; every reference was checked by [`GroupState::check`].
+    fn mutate(&mut self, event: &Event) -> Result<()> {
+        let seq = event.seq;
+        // Hash every opaque value first, so that nothing below can fail half-way.
+        let refs: Vec<OpaqueRef> = opaque_values(&event.kind)
+            .into_iter()
+            .map(|v| opaque_ref(seq, v))
+            .collect::<Result<_>>()?;
+        let mut refs = refs.into_iter();
+        let mut next_ref = move || refs.next().expect("one ref per opaque value, in order");
+        match &event.kind {
+            EventKind::GroupOpened(_) => {}
+            EventKind::MemberAdded(m) => {
+                let session = self.members.get(&m.actor).map_or(1, |old| old.session);
+                self.members.insert(
+                    m.actor.clone(),
+                    Member {
+                        role: m.role,
+                        key: m.key,
+                        session,
+                        removed: false,
+                    },
+                );
+                self.members_revision += 1;
+            }
+            EventKind::MemberRemoved(m) => {
+                self.revoke_all(&m.revoked, LeaseEnd::Revoked);
+                if let Some(member) = self.members.get_mut(&m.actor) {
+                    member.removed = true;
+                }
+                self.members_revision += 1;
+            }
+            EventKind::RoleChanged(c) => {
+                if let Some(member) = self.members.get_mut(&c.actor) {
+                    member.role = c.role;
+                }
+                self.members_revision += 1;
+            }
+            EventKind::SessionReplaced(s) => {
+                self.revoke_all(&s.revoked, LeaseEnd::Revoked);
+                if let Some(member) = self.members.get_mut(&event.actor) {
+                    member.session = s.session;
+                }
+                self.revision += 1;
+            }
+            EventKind::LeasesExpired(e) => {
+                self.revoke_all(&e.expired, LeaseEnd::Expired);
+                self.revision += 1;
+            }
+            EventKind::WorkCreated(c) => {
+                self.create_work(seq, &c.work, &c.contract, &c.after, &c.spec)?;
+            }
+            EventKind::WorkExpanded(x) => {
+                for w in &x.work {
+                    self.create_work(seq, &w.work, &w.contract, &w.after, &w.spec)?;
+                }
+                self.expansions.insert(
+                    x.trigger,
+                    Expansion {
+                        work_hash: Hash(canonical::hash(&x.work)?),
+                        actor: event.actor.clone(),
+                        action: event.action.clone(),
+                    },
+                );
+                self.revision += 1;
+            }
+            EventKind::WorkClaimed(c) => {
+                let w = self.work.get_mut(&c.work).expect("checked");
+                w.epoch = c.lease.epoch;
+                w.lease = Some(c.lease.clone());
+                w.state = WorkState::Leased;
+                w.revision += 1;
+            }
+            EventKind::WorkStarted(s) => {
+                let w = self.work.get_mut(&s.work).expect("checked");
+                w.state = WorkState::Running;
+                w.revision += 1;
+            }
+            EventKind::LeaseRenewed(r) => {
+                let w = self.work.get_mut(&r.work).expect("checked");
+                if let Some(l) = w.lease.as_mut() {
+                    l.expires_at = r.expires_at;
+                }
+                w.revision += 1;
+            }
+            EventKind::WorkCheckpointed(c) => {
+                let data = next_ref();
+                self.end_lease(&c.work, LeaseEnd::Released, WorkState::Queued);
+                let w = self.work.get_mut(&c.work).expect("checked");
+                w.checkpoint = Some(data);
+                w.revision += 1;
+            }
+            EventKind::WorkBlocked(b) => {
+                let data = next_ref();
+                self.end_lease(&b.work, LeaseEnd::Released, WorkState::Blocked);
+                let w = self.work.get_mut(&b.work).expect("checked");
+                w.checkpoint = Some(data);
+                w.needs = Some(Needs::clone(&b.needs));
+                w.revision += 1;
+            }
+            EventKind::BlockResolved(r) => {
+                let w = self.work.get_mut(&r.work).expect("checked");
+                w.needs = None;
+                w.state = WorkState::Queued;
+                w.revision += 1;
+            }
+            EventKind::WorkSucceeded(s) => {
+                let result = next_ref();
+                self.end_lease(&s.work, LeaseEnd::Released, WorkState::Succeeded);
+                let w = self.work.get_mut(&s.work).expect("checked");
+                w.outcome = Some(result);
+                w.revision += 1;
+                self.terminal.insert(seq, s.work.clone());
+            }
+            EventKind::WorkFailed(f) => {
+                let error = next_ref();
+                self.end_lease(&f.work, LeaseEnd::Released, f.to);
+                let w = self.work.get_mut(&f.work).expect("checked");
+                w.outcome = Some(error);
+                w.attempts = f.attempt;
+                if let Some(nb) = f.not_before {
+                    w.not_before = nb;
+                }
+                w.revision += 1;
+                if f.to.is_terminal() {
+                    self.terminal.insert(seq, f.work.clone());
+                }
+            }
+            EventKind::WorkCancelled(c) => {
+                self.end_lease(&c.work, LeaseEnd::Revoked, WorkState::Cancelled);
+                let w = self.work.get_mut(&c.work).expect("checked");
+                w.revision += 1;
+                self.terminal.insert(seq, c.work.clone());
+            }
+            EventKind::WorkReassigned(r) => {
+                self.end_lease(&r.work, LeaseEnd::Revoked, r.revoked.to);
+                self.bump_work(&r.work);
+            }
+            EventKind::EffectIntended(e) => {
+                let target = next_ref();
+                let w = self.work.get_mut(&e.work).expect("checked");
+                w.effects.insert(
+                    e.key,
+                    Effect {
+                        op: e.op.clone(),
+                        epoch: w.epoch,
+                        mode: e.mode,
+                        irreversible: e.irreversible,
+                        target,
+                        status: EffectStatus::Intended,
+                        happened: None,
+                        receipt: None,
+                    },
+                );
+                w.revision += 1;
+            }
+            EventKind::EffectSettled(s) => {
+                let receipt = next_ref();
+                let w = self.work.get_mut(&s.work).expect("checked");
+                if let Some(e) = w.effects.get_mut(&s.key) {
+                    e.status = EffectStatus::Settled;
+                    e.receipt = Some(receipt);
+                }
+                w.revision += 1;
+            }
+            EventKind::EffectReconciled(r) => {
+                let receipt = next_ref();
+                let w = self.work.get_mut(&r.work).expect("checked");
+                if let Some(e) = w.effects.get_mut(&r.key) {
+                    e.status = EffectStatus::Reconciled;
+                    e.happened = Some(r.happened);
+                    e.receipt = Some(receipt);
+                }
+                if let Some(to) = r.to {
+                    w.state = to;
+                }
+                w.revision += 1;
+            }
+            EventKind::WorkCharged(c) => {
+                let data = c.data.as_ref().map(|_| next_ref());
+                let w = self.work.get_mut(&c.work).expect("checked");
+                w.spent = c.spent;
+                if data.is_some() {
+                    w.checkpoint = data;
+                }
+                w.revision += 1;
+            }
+            EventKind::ApprovalRequested(a) => {
+                let reason = next_ref();
+                self.approvals.insert(
+                    a.approval.clone(),
+                    Approval {
+                        work: a.work.clone(),
+                        requested_by: event.actor.clone(),
+                        reason,
+                        state: ApprovalState::Pending,
+                        revision: 1,
+                    },
+                );
+            }
+            EventKind::ApprovalDecided(d) => {
+                let a = self.approvals.get_mut(&d.approval).expect("checked");
+                a.state = if d.grant {
+                    ApprovalState::Granted
+                } else {
+                    ApprovalState::Denied
+                };
+                a.revision += 1;
+            }
+            EventKind::EventRedacted(r) => {
+                self.redacted.insert(r.seq);
+                self.revision += 1;
+            }
+            EventKind::GroupArchived(_) => {
+                self.archived = true;
+                self.revision += 1;
+            }
+            EventKind::EvidenceRecorded(e) => {
+                self.evidence.push(EvidenceNote {
+                    seq,
+                    work: e.work.clone(),
+                    actor: event.actor.clone(),
+                });
+                self.revision += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The opaque values an event kind records in state, in the order `mutate` consumes them.
+fn opaque_values(kind: &EventKind) -> Vec<&Opaque> {
+    match kind {
+        EventKind::WorkCheckpointed(c) => vec![&c.data],
+        EventKind::WorkBlocked(b) => vec![&b.data],
+        EventKind::WorkSucceeded(s) => vec![&s.result],
+        EventKind::WorkFailed(f) => vec![&f.error],
+        EventKind::EffectIntended(e) => vec![&e.target],
+        EventKind::EffectSettled(s) => vec![&s.receipt],
+        EventKind::EffectReconciled(r) => vec![&r.receipt],
+        EventKind::WorkCharged(c) => c.data.iter().collect(),
+        EventKind::ApprovalRequested(a) => vec![&a.reason],
+        _ => vec![],
+    }
+}

@@ -1,0 +1,198 @@
+//! Work items and their lifecycle states (SPEC §5).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::command::{Contract, EffectMode, Needs};
+use crate::crypto::Hash;
+use crate::id::Id;
+use crate::lease::{Lease, LeaseId, PastLease};
+
+/// Where a work item is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkState {
+    /// Ready to be claimed once on the frontier.
+    Queued,
+    /// Claimed; not started yet.
+    Leased,
+    /// Started under its lease.
+    Running,
+    /// Parked until `resolve_block`.
+    Blocked,
+    /// Waiting for unknown effect outcomes to be reconciled.
+    Waiting,
+    /// Terminal: succeeded.
+    Succeeded,
+    /// Terminal: failed for good.
+    Failed,
+    /// Terminal: cancelled.
+    Cancelled,
+}
+
+impl WorkState {
+    /// Whether no further transition is possible.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            WorkState::Succeeded | WorkState::Failed | WorkState::Cancelled
+        )
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkState::Queued => "queued",
+            WorkState::Leased => "leased",
+            WorkState::Running => "running",
+            WorkState::Blocked => "blocked",
+            WorkState::Waiting => "waiting",
+            WorkState::Succeeded => "succeeded",
+            WorkState::Failed => "failed",
+            WorkState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// An opaque value as the state keeps it: its hash and the seq of the event that recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpaqueRef {
+    /// Seq of the recording event.
+    pub seq: u64,
+    /// Hash of the value.
+    pub hash: Hash,
+}
+
+/// Where an effect stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectStatus {
+    /// Intent recorded; no outcome yet.
+    Intended,
+    /// Outcome recorded by the lease holder.
+    Settled,
+    /// The lease ended with a repeatable effect unsettled: safe to issue again.
+    Abandoned,
+    /// The lease ended with an undeclared effect unsettled: nobody knows if it happened.
+    Unknown,
+    /// An unknown outcome, settled by `reconcile_effect`.
+    Reconciled,
+}
+
+/// An effect recorded against a work item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Effect {
+    /// Operation ID.
+    pub op: Id,
+    /// Ownership epoch it was intended under.
+    pub epoch: u64,
+    /// Repeatability.
+    pub mode: EffectMode,
+    /// Cannot be undone.
+    pub irreversible: bool,
+    /// The target, as a hash.
+    pub target: OpaqueRef,
+    /// Where it stands.
+    pub status: EffectStatus,
+    /// For a reconciled effect: whether it happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub happened: Option<bool>,
+    /// The external receipt of a settled or reconciled effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<OpaqueRef>,
+}
+
+/// A work item as the Group state holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkItem {
+    /// Budgets.
+    pub contract: Contract,
+    /// Items that must succeed first.
+    pub after: Vec<Id>,
+    /// The spec, as a hash.
+    pub spec: OpaqueRef,
+    /// Lifecycle state.
+    pub state: WorkState,
+    /// Aggregate revision.
+    pub revision: u64,
+    /// Ownership epoch: bumped by every claim.
+    pub epoch: u64,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// Not claimable before this time (retry backoff).
+    pub not_before: u64,
+    /// Cost charged so far.
+    pub spent: u64,
+    /// The current lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
+    /// Leases that ended, so late results can be recognised.
+    pub past_leases: Vec<PastLease>,
+    /// The latest checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<OpaqueRef>,
+    /// What a blocked item needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<Needs>,
+    /// The result of a succeeded item, or the last error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<OpaqueRef>,
+    /// Effects by key.
+    pub effects: BTreeMap<Hash, Effect>,
+}
+
+impl WorkItem {
+    /// The item's aggregate name.
+    pub fn aggregate(work: &Id) -> String {
+        format!("work:{work}")
+    }
+
+    /// The lease with this ID, current or past, and whether it is current.
+    pub fn find_lease(&self, id: &LeaseId) -> Option<(Option<&Lease>, Option<&PastLease>)> {
+        if let Some(l) = self.lease.as_ref().filter(|l| &l.id == id) {
+            return Some((Some(l), None));
+        }
+        self.past_leases
+            .iter()
+            .find(|p| &p.id == id)
+            .map(|p| (None, Some(p)))
+    }
+
+    /// Effects of the current epoch that have an intent but no outcome.
+    pub fn unsettled(&self) -> impl Iterator<Item = (&Hash, &Effect)> {
+        self.effects
+            .iter()
+            .filter(move |(_, e)| e.epoch == self.epoch && e.status == EffectStatus::Intended)
+    }
+
+    /// Effects whose outcome is unknown.
+    pub fn unknown(&self) -> impl Iterator<Item = (&Hash, &Effect)> {
+        self.effects
+            .iter()
+            .filter(|(_, e)| e.status == EffectStatus::Unknown)
+    }
+
+    /// Where the item goes when its lease is revoked or expires: `waiting` if an undeclared
+    /// effect is unsettled, else `queued`.
+    pub fn state_after_losing_lease(&self) -> WorkState {
+        if self
+            .unsettled()
+            .any(|(_, e)| e.mode == EffectMode::Undeclared)
+        {
+            WorkState::Waiting
+        } else {
+            WorkState::Queued
+        }
+    }
+
+    /// Backoff before retry number `attempt` (1-based):
+    /// `min(backoff_base_ms · 2^(attempt−1), backoff_max_ms)`.
+    pub fn backoff_ms(&self, attempt: u32) -> u64 {
+        let c = &self.contract;
+        let shift = attempt.saturating_sub(1).min(63);
+        c.backoff_base_ms
+            .saturating_mul(1u64 << shift)
+            .min(c.backoff_max_ms)
+    }
+}
