@@ -15,6 +15,7 @@
 //! An accepted command yields exactly one [`Event`]; the caller makes it durable, then applies
 //! it with [`GroupState::apply`] and hands out [`Event::receipt`].
 
+use crate::canonical;
 use crate::command::{Body, Command, EffectMode, Risk, Role};
 use crate::crypto::{Hash, PublicKey};
 use crate::error::{Code, Error, Result};
@@ -29,7 +30,6 @@ use crate::limits::Limits;
 use crate::receipt::Receipt;
 use crate::state::{ApprovalState, GroupState};
 use crate::work::{EffectStatus, WorkItem, WorkState};
-use crate::canonical;
 
 /// What the authority answers to a command that is not rejected.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +98,10 @@ pub fn accept(
     if state.archived {
         return Err(Error::new(
             Code::GroupArchived,
-            format!("group {} is archived and accepts no more commands", state.group),
+            format!(
+                "group {} is archived and accepts no more commands",
+                state.group
+            ),
         ));
     }
     check_role(state, cmd)?;
@@ -162,7 +165,10 @@ fn open_group(cmd: &Command, content: &[u8], content_hash: Hash, now_ms: u64) ->
     let Some(me) = g.members.iter().find(|m| m.actor == cmd.actor) else {
         return Err(Error::new(
             Code::UnknownActor,
-            format!("{} is not listed among the members it opens the group with", cmd.actor),
+            format!(
+                "{} is not listed among the members it opens the group with",
+                cmd.actor
+            ),
         ));
     };
     verify(&me.key, content, cmd)?;
@@ -392,7 +398,10 @@ impl<'a> Ctx<'a> {
 
     fn item(&self, work: &Id) -> Result<&'a WorkItem> {
         self.state.work.get(work).ok_or_else(|| {
-            err(Code::NotFound, format!("work {work} does not exist in group {}", self.state.group))
+            err(
+                Code::NotFound,
+                format!("work {work} does not exist in group {}", self.state.group),
+            )
         })
     }
 
@@ -415,7 +424,10 @@ impl<'a> Ctx<'a> {
                 if &cur.holder != actor || cur.session != self.cmd.session {
                     return Err(err(
                         Code::Fenced,
-                        format!("lease {lease} on {work} is held by {} session {}", cur.holder, cur.session),
+                        format!(
+                            "lease {lease} on {work} is held by {} session {}",
+                            cur.holder, cur.session
+                        ),
                     ));
                 }
                 let start_missed = matches!(self.cmd.body, Body::StartWork(_))
@@ -424,7 +436,10 @@ impl<'a> Ctx<'a> {
                 if start_missed {
                     return Err(err(
                         Code::LeaseExpired,
-                        format!("lease {lease} had to start before {}; it is now {}", cur.start_by, self.now_ms),
+                        format!(
+                            "lease {lease} had to start before {}; it is now {}",
+                            cur.start_by, self.now_ms
+                        ),
                     ));
                 }
                 if self.now_ms < cur.expires_at {
@@ -436,7 +451,10 @@ impl<'a> Ctx<'a> {
                 if &past.holder != actor {
                     return Err(err(
                         Code::Fenced,
-                        format!("lease {lease} on {work} was held by {}, not {actor}", past.holder),
+                        format!(
+                            "lease {lease} on {work} was held by {}, not {actor}",
+                            past.holder
+                        ),
                     ));
                 }
                 past.end
@@ -490,7 +508,11 @@ impl<'a> Ctx<'a> {
             format!(
                 "{} needs work {work} {}; it is {}",
                 self.cmd.body.type_name(),
-                allowed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" or "),
+                allowed
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
                 w.state.as_str()
             ),
         )
@@ -550,7 +572,10 @@ impl<'a> Ctx<'a> {
             )),
             Body::AddMember(b) => {
                 if st.members.get(&b.actor).is_some_and(|m| !m.removed) {
-                    return Err(err(Code::AlreadyExists, format!("{} is already a member", b.actor)));
+                    return Err(err(
+                        Code::AlreadyExists,
+                        format!("{} is already a member", b.actor),
+                    ));
                 }
                 let active = st.members.values().filter(|m| !m.removed).count();
                 if active >= self.limits.max_members {
@@ -565,7 +590,10 @@ impl<'a> Ctx<'a> {
             Body::RemoveMember(b) => {
                 let m = self.member(&b.actor)?;
                 if m.role == Role::Owner && self.owners() == 1 {
-                    return Err(err(Code::InvalidState, format!("{} is the last owner; add another owner first", b.actor)));
+                    return Err(err(
+                        Code::InvalidState,
+                        format!("{} is the last owner; add another owner first", b.actor),
+                    ));
                 }
                 let revoked = st
                     .work
@@ -584,7 +612,10 @@ impl<'a> Ctx<'a> {
             Body::ChangeRole(b) => {
                 let m = self.member(&b.actor)?;
                 if m.role == Role::Owner && b.role != Role::Owner && self.owners() == 1 {
-                    return Err(err(Code::InvalidState, format!("{} is the last owner; add another owner first", b.actor)));
+                    return Err(err(
+                        Code::InvalidState,
+                        format!("{} is the last owner; add another owner first", b.actor),
+                    ));
                 }
                 ev("members".into(), EventKind::RoleChanged(b.clone()))
             }
@@ -609,13 +640,18 @@ impl<'a> Ctx<'a> {
             }
             Body::CreateWork(b) => {
                 self.check_new_work(&b.work, &b.after, &[])?;
-                ev(WorkItem::aggregate(&b.work), EventKind::WorkCreated(b.clone()))
+                ev(
+                    WorkItem::aggregate(&b.work),
+                    EventKind::WorkCreated(b.clone()),
+                )
             }
             Body::ClaimWork(b) => {
                 let w = self.item(&b.work)?;
                 self.need_state(&b.work, w, &[WorkState::Queued])?;
                 if let Some(dep) = w.after.iter().find(|a| {
-                    st.work.get(*a).is_none_or(|d| d.state != WorkState::Succeeded)
+                    st.work
+                        .get(*a)
+                        .is_none_or(|d| d.state != WorkState::Succeeded)
                 }) {
                     return Err(err(
                         Code::DependenciesPending,
@@ -626,7 +662,10 @@ impl<'a> Ctx<'a> {
                 if now < w.not_before {
                     return Err(err(
                         Code::NotYet,
-                        format!("work {} may be claimed from {} (now {now})", b.work, w.not_before),
+                        format!(
+                            "work {} may be claimed from {} (now {now})",
+                            b.work, w.not_before
+                        ),
                     )
                     .with("not_before", w.not_before));
                 }
@@ -639,7 +678,10 @@ impl<'a> Ctx<'a> {
                 if w.attempts >= w.contract.max_attempts {
                     return Err(err(
                         Code::AttemptsExhausted,
-                        format!("work {} used all {} attempts", b.work, w.contract.max_attempts),
+                        format!(
+                            "work {} used all {} attempts",
+                            b.work, w.contract.max_attempts
+                        ),
                     ));
                 }
                 let epoch = w.epoch + 1;
@@ -668,9 +710,15 @@ impl<'a> Ctx<'a> {
                 let w = self.item(&b.work)?;
                 self.need_state(&b.work, w, &[WorkState::Leased])?;
                 if w.contract.risk == Risk::High {
-                    self.require_approval(&b.work, "high-risk work needs a granted approval to start")?;
+                    self.require_approval(
+                        &b.work,
+                        "high-risk work needs a granted approval to start",
+                    )?;
                 }
-                ev(WorkItem::aggregate(&b.work), EventKind::WorkStarted(b.clone()))
+                ev(
+                    WorkItem::aggregate(&b.work),
+                    EventKind::WorkStarted(b.clone()),
+                )
             }
             Body::RenewLease(b) => {
                 let w = self.item(&b.work)?;
@@ -688,12 +736,18 @@ impl<'a> Ctx<'a> {
             Body::Checkpoint(b) => {
                 let w = self.running(&b.work)?;
                 self.ensure_unsettled_none(&b.work, w)?;
-                ev(WorkItem::aggregate(&b.work), EventKind::WorkCheckpointed(b.clone()))
+                ev(
+                    WorkItem::aggregate(&b.work),
+                    EventKind::WorkCheckpointed(b.clone()),
+                )
             }
             Body::Block(b) => {
                 let w = self.running(&b.work)?;
                 self.ensure_unsettled_none(&b.work, w)?;
-                ev(WorkItem::aggregate(&b.work), EventKind::WorkBlocked(b.clone()))
+                ev(
+                    WorkItem::aggregate(&b.work),
+                    EventKind::WorkBlocked(b.clone()),
+                )
             }
             Body::ResolveBlock(b) => {
                 let w = self.item(&b.work)?;
@@ -705,16 +759,24 @@ impl<'a> Ctx<'a> {
                             "work {} is not blocked on {}; it needs {}",
                             b.work,
                             b.key,
-                            w.needs.as_ref().map_or("nothing".to_owned(), |n| n.key.to_string())
+                            w.needs
+                                .as_ref()
+                                .map_or("nothing".to_owned(), |n| n.key.to_string())
                         ),
                     ));
                 }
-                ev(WorkItem::aggregate(&b.work), EventKind::BlockResolved(b.clone()))
+                ev(
+                    WorkItem::aggregate(&b.work),
+                    EventKind::BlockResolved(b.clone()),
+                )
             }
             Body::Submit(b) => {
                 let w = self.running(&b.work)?;
                 self.ensure_unsettled_none(&b.work, w)?;
-                ev(WorkItem::aggregate(&b.work), EventKind::WorkSucceeded(b.clone()))
+                ev(
+                    WorkItem::aggregate(&b.work),
+                    EventKind::WorkSucceeded(b.clone()),
+                )
             }
             Body::Fail(b) => {
                 let w = self.running(&b.work)?;
@@ -765,7 +827,9 @@ impl<'a> Ctx<'a> {
             Body::Reassign(b) => {
                 let w = self.item(&b.work)?;
                 self.need_state(&b.work, w, &[WorkState::Leased, WorkState::Running])?;
-                let revoked = self.revocation(&b.work, w).expect("leased and running items hold a lease");
+                let revoked = self
+                    .revocation(&b.work, w)
+                    .expect("leased and running items hold a lease");
                 ev(
                     WorkItem::aggregate(&b.work),
                     EventKind::WorkReassigned(WorkReassigned {
@@ -781,15 +845,24 @@ impl<'a> Ctx<'a> {
                 if w.effects.contains_key(&key) {
                     return Err(err(
                         Code::AlreadyExists,
-                        format!("effect {} was already intended under epoch {} (key {key})", b.op, w.epoch),
+                        format!(
+                            "effect {} was already intended under epoch {} (key {key})",
+                            b.op, w.epoch
+                        ),
                     )
                     .with("key", key.to_hex()));
                 }
                 if b.irreversible {
-                    self.require_approval(&b.work, "an irreversible effect needs a granted approval")?;
+                    self.require_approval(
+                        &b.work,
+                        "an irreversible effect needs a granted approval",
+                    )?;
                 }
                 if w.contract.risk == Risk::High {
-                    self.require_approval(&b.work, "effects of high-risk work need a granted approval")?;
+                    self.require_approval(
+                        &b.work,
+                        "effects of high-risk work need a granted approval",
+                    )?;
                 }
                 ev(
                     WorkItem::aggregate(&b.work),
@@ -810,11 +883,17 @@ impl<'a> Ctx<'a> {
                 let Some(e) = w.effects.get(&key) else {
                     return Err(err(
                         Code::NotFound,
-                        format!("no effect {} was intended on {} under epoch {}", b.op, b.work, w.epoch),
+                        format!(
+                            "no effect {} was intended on {} under epoch {}",
+                            b.op, b.work, w.epoch
+                        ),
                     ));
                 };
                 if e.status != EffectStatus::Intended {
-                    return Err(err(Code::InvalidState, format!("effect {} is already settled", b.op)));
+                    return Err(err(
+                        Code::InvalidState,
+                        format!("effect {} is already settled", b.op),
+                    ));
                 }
                 ev(
                     WorkItem::aggregate(&b.work),
@@ -831,7 +910,10 @@ impl<'a> Ctx<'a> {
             Body::ReconcileEffect(b) => {
                 let w = self.item(&b.work)?;
                 let Some(e) = w.effects.get(&b.key) else {
-                    return Err(err(Code::NotFound, format!("work {} has no effect with key {}", b.work, b.key)));
+                    return Err(err(
+                        Code::NotFound,
+                        format!("work {} has no effect with key {}", b.work, b.key),
+                    ));
                 };
                 if e.status != EffectStatus::Unknown {
                     return Err(err(
@@ -840,7 +922,8 @@ impl<'a> Ctx<'a> {
                     ));
                 }
                 let still_unknown = w.unknown().filter(|(k, _)| **k != b.key).count();
-                let to = (still_unknown == 0 && w.state == WorkState::Waiting).then_some(WorkState::Queued);
+                let to = (still_unknown == 0 && w.state == WorkState::Waiting)
+                    .then_some(WorkState::Queued);
                 ev(
                     WorkItem::aggregate(&b.work),
                     EventKind::EffectReconciled(EffectReconciled {
@@ -854,7 +937,10 @@ impl<'a> Ctx<'a> {
             }
             Body::Charge(b) => {
                 let w = self.running(&b.work)?;
-                let spent = w.spent.checked_add(b.cost).filter(|s| *s <= w.contract.cost_budget);
+                let spent = w
+                    .spent
+                    .checked_add(b.cost)
+                    .filter(|s| *s <= w.contract.cost_budget);
                 let Some(spent) = spent else {
                     return Err(err(
                         Code::BudgetExceeded,
@@ -879,19 +965,34 @@ impl<'a> Ctx<'a> {
             }
             Body::RequestApproval(b) => {
                 if st.approvals.contains_key(&b.approval) {
-                    return Err(err(Code::AlreadyExists, format!("approval {} exists already", b.approval)));
+                    return Err(err(
+                        Code::AlreadyExists,
+                        format!("approval {} exists already", b.approval),
+                    ));
                 }
                 self.item(&b.work)?;
-                ev(format!("approval:{}", b.approval), EventKind::ApprovalRequested(b.clone()))
+                ev(
+                    format!("approval:{}", b.approval),
+                    EventKind::ApprovalRequested(b.clone()),
+                )
             }
             Body::DecideApproval(b) => {
                 let Some(a) = st.approvals.get(&b.approval) else {
-                    return Err(err(Code::NotFound, format!("approval {} does not exist", b.approval)));
+                    return Err(err(
+                        Code::NotFound,
+                        format!("approval {} does not exist", b.approval),
+                    ));
                 };
                 if a.state != ApprovalState::Pending {
-                    return Err(err(Code::InvalidState, format!("approval {} was already decided", b.approval)));
+                    return Err(err(
+                        Code::InvalidState,
+                        format!("approval {} was already decided", b.approval),
+                    ));
                 }
-                ev(format!("approval:{}", b.approval), EventKind::ApprovalDecided(b.clone()))
+                ev(
+                    format!("approval:{}", b.approval),
+                    EventKind::ApprovalDecided(b.clone()),
+                )
             }
             Body::Expand(b) => {
                 let work_hash = Hash(canonical::hash(&b.work)?);
@@ -904,13 +1005,19 @@ impl<'a> Ctx<'a> {
                     }
                     return Err(err(
                         Code::DispositionConflict,
-                        format!("trigger {} was already expanded with a different work list", b.trigger),
+                        format!(
+                            "trigger {} was already expanded with a different work list",
+                            b.trigger
+                        ),
                     ));
                 }
                 if !st.terminal.contains_key(&b.trigger) {
                     return Err(err(
                         Code::NotFound,
-                        format!("seq {} is not a terminal work event; expand needs one as its trigger", b.trigger),
+                        format!(
+                            "seq {} is not a terminal work event; expand needs one as its trigger",
+                            b.trigger
+                        ),
                     ));
                 }
                 let listed: Vec<&Id> = b.work.iter().map(|w| &w.work).collect();
@@ -921,10 +1028,16 @@ impl<'a> Ctx<'a> {
             }
             Body::Redact(b) => {
                 if b.seq == 0 || b.seq > st.seq {
-                    return Err(err(Code::NotFound, format!("seq {} is not in the log (1..={})", b.seq, st.seq)));
+                    return Err(err(
+                        Code::NotFound,
+                        format!("seq {} is not in the log (1..={})", b.seq, st.seq),
+                    ));
                 }
                 if st.redacted.contains(&b.seq) {
-                    return Err(err(Code::AlreadyExists, format!("seq {} is already redacted", b.seq)));
+                    return Err(err(
+                        Code::AlreadyExists,
+                        format!("seq {} is already redacted", b.seq),
+                    ));
                 }
                 ev("group".into(), EventKind::EventRedacted(b.clone()))
             }
@@ -936,7 +1049,10 @@ impl<'a> Ctx<'a> {
                 {
                     return Err(err(
                         Code::InvalidState,
-                        format!("work {id} is {}; cancel or reassign it before archiving", w.state.as_str()),
+                        format!(
+                            "work {id} is {}; cancel or reassign it before archiving",
+                            w.state.as_str()
+                        ),
                     ));
                 }
                 ev("group".into(), EventKind::GroupArchived(b.clone()))
@@ -947,7 +1063,8 @@ impl<'a> Ctx<'a> {
                     .iter()
                     .filter(|(_, w)| {
                         w.lease.as_ref().is_some_and(|l| {
-                            l.expires_at <= now || (w.state == WorkState::Leased && l.start_by <= now)
+                            l.expires_at <= now
+                                || (w.state == WorkState::Leased && l.start_by <= now)
                         })
                     })
                     .filter_map(|(id, w)| self.revocation(id, w))
@@ -955,12 +1072,18 @@ impl<'a> Ctx<'a> {
                 if expired.is_empty() {
                     let mut e = err(Code::NotYet, "no lease is due to expire");
                     if let Some(next) = st.next_deadline() {
-                        e = Error::new(Code::NotYet, format!("no lease is due to expire; the next deadline is {next}"))
-                            .with("next_deadline", next);
+                        e = Error::new(
+                            Code::NotYet,
+                            format!("no lease is due to expire; the next deadline is {next}"),
+                        )
+                        .with("next_deadline", next);
                     }
                     return Err(e);
                 }
-                ev("group".into(), EventKind::LeasesExpired(LeasesExpired { expired }))
+                ev(
+                    "group".into(),
+                    EventKind::LeasesExpired(LeasesExpired { expired }),
+                )
             }
         }
     }
@@ -991,7 +1114,10 @@ impl<'a> Ctx<'a> {
     /// A new item must not exist; its dependencies must exist or be created alongside.
     fn check_new_work(&self, work: &Id, after: &[Id], alongside: &[&Id]) -> Result<()> {
         if self.state.work.contains_key(work) {
-            return Err(err(Code::AlreadyExists, format!("work {work} exists already")));
+            return Err(err(
+                Code::AlreadyExists,
+                format!("work {work} exists already"),
+            ));
         }
         if let Some(missing) = after
             .iter()

@@ -94,7 +94,10 @@ pub fn decode(bytes: &[u8], strictness: Strictness) -> Result<Value, CanonError>
     };
     let value = reader.item(0)?;
     if reader.pos != bytes.len() {
-        return Err(CanonError::new("trailing bytes after the data item", reader.pos));
+        return Err(CanonError::new(
+            "trailing bytes after the data item",
+            reader.pos,
+        ));
     }
     Ok(value)
 }
@@ -161,8 +164,7 @@ fn write_integer(out: &mut Vec<u8>, i: Integer) -> Result<(), CanonError> {
         let arg = u64::try_from(n).map_err(|_| CanonError::new("integer out of range", 0))?;
         write_head(out, 0, arg);
     } else {
-        let arg =
-            u64::try_from(-1 - n).map_err(|_| CanonError::new("integer out of range", 0))?;
+        let arg = u64::try_from(-1 - n).map_err(|_| CanonError::new("integer out of range", 0))?;
         write_head(out, 1, arg);
     }
     Ok(())
@@ -237,7 +239,10 @@ impl Reader<'_> {
             _ => true,
         };
         if !shortest && self.strictness == Strictness::Canonical {
-            return Err(CanonError::new("integer or length not in shortest form", start));
+            return Err(CanonError::new(
+                "integer or length not in shortest form",
+                start,
+            ));
         }
         Ok((major, arg))
     }
@@ -258,9 +263,10 @@ impl Reader<'_> {
         let (major, arg) = self.head()?;
         match major {
             0 => Ok(Value::Integer(arg.into())),
-            1 => Ok(Value::Integer(Integer::try_from(-1 - i128::from(arg)).map_err(
-                |_| CanonError::new("negative integer out of range", start),
-            )?)),
+            1 => Ok(Value::Integer(
+                Integer::try_from(-1 - i128::from(arg))
+                    .map_err(|_| CanonError::new("negative integer out of range", start))?,
+            )),
             2 => {
                 let n = self.len(arg, start)?;
                 Ok(Value::Bytes(self.take(n)?.to_vec()))
@@ -321,7 +327,10 @@ impl Reader<'_> {
                         return Err(CanonError::new("duplicate map key", spans[i + 1].0));
                     }
                     if w[0] > w[1] {
-                        return Err(CanonError::new("map keys not in canonical order", spans[i + 1].0));
+                        return Err(CanonError::new(
+                            "map keys not in canonical order",
+                            spans[i + 1].0,
+                        ));
                     }
                 }
             }

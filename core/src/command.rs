@@ -603,21 +603,28 @@ impl Body {
                 let mut seen = std::collections::BTreeSet::new();
                 for m in &b.members {
                     if m.actor.is_authority() {
-                        return Err(Error::malformed("`@authority` is reserved and cannot be a member"));
+                        return Err(Error::malformed(
+                            "`@authority` is reserved and cannot be a member",
+                        ));
                     }
                     if !seen.insert(&m.actor) {
-                        return Err(Error::malformed(format!("member {} is listed twice", m.actor)));
+                        return Err(Error::malformed(format!(
+                            "member {} is listed twice",
+                            m.actor
+                        )));
                     }
                 }
                 Ok(())
             }
-            Body::AddMember(b) if b.actor.is_authority() => {
-                Err(Error::malformed("`@authority` is reserved and cannot be a member"))
-            }
+            Body::AddMember(b) if b.actor.is_authority() => Err(Error::malformed(
+                "`@authority` is reserved and cannot be a member",
+            )),
             Body::CreateWork(b) => check_new_work(&b.work, &b.contract, &b.after, limits),
             Body::Expand(b) => {
                 if b.work.is_empty() {
-                    return Err(Error::malformed("`expand` must list at least one work item"));
+                    return Err(Error::malformed(
+                        "`expand` must list at least one work item",
+                    ));
                 }
                 let mut seen = std::collections::BTreeSet::new();
                 for w in &b.work {
@@ -651,14 +658,20 @@ fn check_new_work(work: &Id, contract: &Contract, after: &[Id], limits: &Limits)
     let mut seen = std::collections::BTreeSet::new();
     for a in after {
         if a == work {
-            return Err(Error::malformed(format!("work {work} cannot depend on itself")));
+            return Err(Error::malformed(format!(
+                "work {work} cannot depend on itself"
+            )));
         }
         if !seen.insert(a) {
-            return Err(Error::malformed(format!("work {work} lists dependency {a} twice")));
+            return Err(Error::malformed(format!(
+                "work {work} lists dependency {a} twice"
+            )));
         }
     }
     if contract.max_attempts == 0 {
-        return Err(Error::malformed("`contract.max_attempts` must be at least 1"));
+        return Err(Error::malformed(
+            "`contract.max_attempts` must be at least 1",
+        ));
     }
     if contract.backoff_base_ms > contract.backoff_max_ms {
         return Err(Error::malformed(

@@ -9,7 +9,11 @@ use crate::canonical::sha256;
 
 fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
     if s.len() != 2 * N {
-        return Err(format!("{what} must be {} hex digits, got {}", 2 * N, s.len()));
+        return Err(format!(
+            "{what} must be {} hex digits, got {}",
+            2 * N,
+            s.len()
+        ));
     }
     if s.bytes().any(|b| b.is_ascii_uppercase()) {
         return Err(format!("{what} must be lowercase hex"));

@@ -13,8 +13,8 @@ use crate::command::{
     AddMember, Archive, Block, ChangeRole, Checkpoint, CreateWork, DecideApproval, EffectMode,
     Expand, MemberSpec, Redact, RequestApproval, ResolveBlock, StartWork, Submit,
 };
-use crate::crypto::PublicKey;
 use crate::crypto::Hash;
+use crate::crypto::PublicKey;
 use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::lease::{Lease, LeaseId};
@@ -388,7 +388,9 @@ fn map_opaque(kind: &mut Value, f: &mut dyn FnMut(&Value) -> Result<Value>) -> R
 pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
     let mut json = serde_json::to_value(kind)
         .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
-    map_opaque(&mut json, &mut |v| Ok(Value::String(opaque::hash(v)?.to_hex())))?;
+    map_opaque(&mut json, &mut |v| {
+        Ok(Value::String(opaque::hash(v)?.to_hex()))
+    })?;
     Ok(Hash(canonical::hash(&json)?))
 }
 
@@ -467,7 +469,9 @@ impl Event {
     pub fn redact(&mut self) -> Result<()> {
         let mut json = serde_json::to_value(&self.kind)
             .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
-        map_opaque(&mut json, &mut |v| Ok(opaque::redaction_marker(opaque::hash(v)?)))?;
+        map_opaque(&mut json, &mut |v| {
+            Ok(opaque::redaction_marker(opaque::hash(v)?))
+        })?;
         self.kind = serde_json::from_value(json)
             .map_err(|e| Error::corrupt(format!("redacted event does not decode: {e}")))?;
         Ok(())

@@ -65,7 +65,9 @@ impl MemoryGroup {
 
     /// Events after `after`, at most `limit`, decoded and verified.
     pub fn events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(self.log.len());
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(self.log.len());
         self.log[start..]
             .iter()
             .take(limit)

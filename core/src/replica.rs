@@ -81,7 +81,13 @@ impl Replica {
     }
 
     /// Restores from a snapshot after validating it (SPEC §8). On error nothing changes.
-    pub fn restore(&mut self, snapshot: &Snapshot, trusted: &PublicKey, org: &Id, requested_cursor: u64) -> Result<()> {
+    pub fn restore(
+        &mut self,
+        snapshot: &Snapshot,
+        trusted: &PublicKey,
+        org: &Id,
+        requested_cursor: u64,
+    ) -> Result<()> {
         let state = snapshot.verify(trusted, org, &self.group, requested_cursor)?;
         self.state = Some(state.clone());
         let cursor = self.cursor();
@@ -134,7 +140,11 @@ impl Replica {
         if event.seq <= cursor {
             return Offer::Duplicate;
         }
-        if self.buffer.get(&event.seq).is_some_and(|b| b.id == event.id) {
+        if self
+            .buffer
+            .get(&event.seq)
+            .is_some_and(|b| b.id == event.id)
+        {
             return Offer::Duplicate;
         }
         if let Err(e) = event.verify() {

@@ -81,7 +81,11 @@ impl SnapshotRef {
 
 fn invalid(reason: impl Into<String>) -> Error {
     let reason = reason.into();
-    Error::new(Code::SnapshotInvalid, format!("snapshot rejected: {reason}")).with("reason", reason)
+    Error::new(
+        Code::SnapshotInvalid,
+        format!("snapshot rejected: {reason}"),
+    )
+    .with("reason", reason)
 }
 
 impl Snapshot {
@@ -130,37 +134,66 @@ impl Snapshot {
 
     /// Validates, in the order of SPEC §8: schema, state hash, signature against `trusted`,
     /// org and group binding, and `seq ≥ min_seq`. Returns the state to restore.
-    pub fn verify(&self, trusted: &PublicKey, org: &Id, group: &Id, min_seq: u64) -> Result<&GroupState> {
+    pub fn verify(
+        &self,
+        trusted: &PublicKey,
+        org: &Id,
+        group: &Id,
+        min_seq: u64,
+    ) -> Result<&GroupState> {
         if self.schema != SCHEMA {
-            return Err(invalid(format!("schema is {:?}, expected {SCHEMA:?}", self.schema)));
+            return Err(invalid(format!(
+                "schema is {:?}, expected {SCHEMA:?}",
+                self.schema
+            )));
         }
         let s = &self.state;
         if s.hash()? != self.state_hash {
             return Err(invalid("state does not hash to state_hash"));
         }
         if s.seq != self.seq || s.head != self.chain_head || s.mission != self.mission {
-            return Err(invalid("seq, chain_head or mission disagree with the state"));
+            return Err(invalid(
+                "seq, chain_head or mission disagree with the state",
+            ));
         }
         if &self.signer != trusted {
-            return Err(invalid(format!("signed by {}, which is not the trusted key {trusted}", self.signer)));
+            return Err(invalid(format!(
+                "signed by {}, which is not the trusted key {trusted}",
+                self.signer
+            )));
         }
         if !trusted.verify(&self.signed_digest()?, &self.sig) {
             return Err(invalid("signature does not verify under the trusted key"));
         }
         if &self.org != org || &s.org != org {
-            return Err(invalid(format!("bound to org {}, expected {org}", self.org)));
+            return Err(invalid(format!(
+                "bound to org {}, expected {org}",
+                self.org
+            )));
         }
         if &self.group != group || &s.group != group {
-            return Err(invalid(format!("bound to group {}, expected {group}", self.group)));
+            return Err(invalid(format!(
+                "bound to group {}, expected {group}",
+                self.group
+            )));
         }
         if self.seq < min_seq {
-            return Err(invalid(format!("seq {} is older than the requested cursor {min_seq}", self.seq)));
+            return Err(invalid(format!(
+                "seq {} is older than the requested cursor {min_seq}",
+                self.seq
+            )));
         }
         Ok(s)
     }
 
     /// Decodes and validates stored bytes in one step.
-    pub fn verify_bytes(bytes: &[u8], trusted: &PublicKey, org: &Id, group: &Id, min_seq: u64) -> Result<Snapshot> {
+    pub fn verify_bytes(
+        bytes: &[u8],
+        trusted: &PublicKey,
+        org: &Id,
+        group: &Id,
+        min_seq: u64,
+    ) -> Result<Snapshot> {
         let snap = Snapshot::from_cbor(bytes)?;
         snap.verify(trusted, org, group, min_seq)?;
         Ok(snap)

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::canonical;
-use crate::command::{Role, Needs};
+use crate::command::{Needs, Role};
 use crate::crypto::{Hash, PublicKey};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, Revocation};
@@ -160,10 +160,16 @@ impl GroupState {
             return Err(corrupt(event, "the first event must be group_opened"));
         };
         if event.seq != 1 || event.prev != Hash::ZERO {
-            return Err(corrupt(event, "group_opened must be seq 1 with a zero prev"));
+            return Err(corrupt(
+                event,
+                "group_opened must be seq 1 with a zero prev",
+            ));
         }
         if event.aggregate != "group" || event.revision != 1 {
-            return Err(corrupt(event, "group_opened must be aggregate group at revision 1"));
+            return Err(corrupt(
+                event,
+                "group_opened must be aggregate group at revision 1",
+            ));
         }
         let members = g
             .members
@@ -296,40 +302,56 @@ impl GroupState {
 
     fn record_receipt(&mut self, event: &Event) {
         let r = Receipt::of(event);
-        self.receipts.entry(event.actor.clone()).or_default().insert(
-            event.action.clone(),
-            StoredReceipt {
-                seq: r.seq,
-                event_id: r.event_id,
-                content_hash: r.content_hash,
-                aggregate: r.aggregate,
-                revision: r.revision,
-                disposition: r.disposition,
-                at: r.at,
-            },
-        );
+        self.receipts
+            .entry(event.actor.clone())
+            .or_default()
+            .insert(
+                event.action.clone(),
+                StoredReceipt {
+                    seq: r.seq,
+                    event_id: r.event_id,
+                    content_hash: r.content_hash,
+                    aggregate: r.aggregate,
+                    revision: r.revision,
+                    disposition: r.disposition,
+                    at: r.at,
+                },
+            );
     }
 
     /// Applies one event. Everything is checked before anything changes: on error the state
     /// is exactly as it was.
     pub fn apply(&mut self, event: &Event) -> Result<()> {
         if event.group != self.group {
-            return Err(corrupt(event, format!("it belongs to group {}", event.group)));
+            return Err(corrupt(
+                event,
+                format!("it belongs to group {}", event.group),
+            ));
         }
         if event.seq != self.seq + 1 {
             return Err(corrupt(event, format!("expected seq {}", self.seq + 1)));
         }
         if event.prev != self.head {
-            return Err(corrupt(event, "its prev is not the id of the event before it"));
+            return Err(corrupt(
+                event,
+                "its prev is not the id of the event before it",
+            ));
         }
-        if self.receipts.get(&event.actor).is_some_and(|m| m.contains_key(&event.action)) {
+        if self
+            .receipts
+            .get(&event.actor)
+            .is_some_and(|m| m.contains_key(&event.action))
+        {
             return Err(corrupt(event, "its (actor, action) already has a receipt"));
         }
         let expected = self.revision_of(&event.aggregate) + 1;
         if event.revision != expected {
             return Err(corrupt(
                 event,
-                format!("revision {} of {} should be {expected}", event.revision, event.aggregate),
+                format!(
+                    "revision {} of {} should be {expected}",
+                    event.revision, event.aggregate
+                ),
             ));
         }
         self.check(event)?;
@@ -350,7 +372,10 @@ impl GroupState {
         for r in revoked {
             let w = self.item(event, &r.work)?;
             if w.lease.as_ref().map(|l| l.id) != Some(r.lease) {
-                return Err(corrupt(event, format!("lease {} is not current on {}", r.lease, r.work)));
+                return Err(corrupt(
+                    event,
+                    format!("lease {} is not current on {}", r.lease, r.work),
+                ));
             }
         }
         Ok(())
@@ -368,7 +393,10 @@ impl GroupState {
         let lease_is = |work: &Id, lease| -> Result<()> {
             let w = self.item(event, work)?;
             if w.lease.as_ref().map(|l| l.id) != Some(lease) {
-                return Err(corrupt(event, format!("lease {lease} is not current on {work}")));
+                return Err(corrupt(
+                    event,
+                    format!("lease {lease} is not current on {work}"),
+                ));
             }
             agg(WorkItem::aggregate(work))
         };
@@ -420,13 +448,19 @@ impl GroupState {
             EventKind::EffectSettled(s) => {
                 lease_is(&s.work, s.lease)?;
                 if !self.item(event, &s.work)?.effects.contains_key(&s.key) {
-                    return Err(corrupt(event, format!("effect {} was never intended", s.key)));
+                    return Err(corrupt(
+                        event,
+                        format!("effect {} was never intended", s.key),
+                    ));
                 }
                 Ok(())
             }
             EventKind::EffectReconciled(s) => {
                 if !self.item(event, &s.work)?.effects.contains_key(&s.key) {
-                    return Err(corrupt(event, format!("effect {} was never intended", s.key)));
+                    return Err(corrupt(
+                        event,
+                        format!("effect {} was never intended", s.key),
+                    ));
                 }
                 agg(WorkItem::aggregate(&s.work))
             }
@@ -450,7 +484,10 @@ impl GroupState {
             }
             EventKind::ApprovalDecided(a) => {
                 if !self.approvals.contains_key(&a.approval) {
-                    return Err(corrupt(event, format!("approval {} does not exist", a.approval)));
+                    return Err(corrupt(
+                        event,
+                        format!("approval {} does not exist", a.approval),
+                    ));
                 }
                 agg(format!("approval:{}", a.approval))
             }

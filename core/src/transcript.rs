@@ -53,7 +53,16 @@ impl Host for MemoryAuthority {
 }
 
 const STEP_FIELDS: [&str; 11] = [
-    "at", "org", "group", "actor", "action", "session", "body", "expect", "expect_rev", "tamper",
+    "at",
+    "org",
+    "group",
+    "actor",
+    "action",
+    "session",
+    "body",
+    "expect",
+    "expect_rev",
+    "tamper",
     "op",
 ];
 const EXPECT_FIELDS: [&str; 6] = ["outcome", "code", "seq", "revision", "disposition", "state"];
@@ -129,7 +138,10 @@ impl<'h> Runner<'h> {
         let expect = map.remove("expect");
         if let Some(Value::Object(e)) = &expect {
             if let Some(k) = e.keys().find(|k| !EXPECT_FIELDS.contains(&k.as_str())) {
-                return Err(format!("unknown expect field {k:?}; expect may name {}", EXPECT_FIELDS.join(", ")));
+                return Err(format!(
+                    "unknown expect field {k:?}; expect may name {}",
+                    EXPECT_FIELDS.join(", ")
+                ));
             }
         } else if expect.is_some() {
             return Err("`expect` must be an object".into());
@@ -168,7 +180,11 @@ impl<'h> Runner<'h> {
                 Ok((s.as_ref().map_or(0, |s| s.seq), hash_of(s.as_ref())?))
             }),
             "snapshot" => self.snapshot(&group),
-            other => return Err(format!("unknown op {other:?}; ops are restart and snapshot")),
+            other => {
+                return Err(format!(
+                    "unknown op {other:?}; ops are restart and snapshot"
+                ))
+            }
         };
         Ok(match result {
             Ok((seq, hash)) => json!({"step": step, "op": op, "seq": seq, "state_hash": hash}),
@@ -178,25 +194,30 @@ impl<'h> Runner<'h> {
 
     /// Takes, verifies and restores a snapshot into a fresh replica.
     fn snapshot(&mut self, group: &Id) -> Result<(u64, Hash)> {
-        let state = self
-            .host
-            .state(group)
-            .ok_or_else(|| Error::new(crate::Code::NotFound, format!("group {group} is not open")))?;
+        let state = self.host.state(group).ok_or_else(|| {
+            Error::new(crate::Code::NotFound, format!("group {group} is not open"))
+        })?;
         let key = SecretKey::for_transcript(AUTHORITY_ACTOR);
         let bytes = Snapshot::build(&state, &key)?.to_cbor()?;
-        let snap = Snapshot::verify_bytes(&bytes, &state.authority_key, &state.org, group, state.seq)?;
+        let snap =
+            Snapshot::verify_bytes(&bytes, &state.authority_key, &state.org, group, state.seq)?;
         let mut replica = Replica::new(group.clone());
         replica.restore(&snap, &state.authority_key, &state.org, state.seq)?;
         let hash = replica.state_hash()?;
         if hash != state.hash()? {
-            return Err(Error::corrupt("restored state hash differs from the authority's"));
+            return Err(Error::corrupt(
+                "restored state hash differs from the authority's",
+            ));
         }
         Ok((replica.cursor(), hash))
     }
 
     fn run_command(&mut self, map: &Map<String, Value>) -> std::result::Result<Value, String> {
         let step = self.step;
-        let group = self.group.clone().ok_or("the first step must name `group`")?;
+        let group = self
+            .group
+            .clone()
+            .ok_or("the first step must name `group`")?;
         let org = self.org.clone().ok_or("the first step must name `org`")?;
         let actor = map
             .get("actor")
@@ -209,9 +230,16 @@ impl<'h> Runner<'h> {
             .unwrap_or_else(|| Value::String(format!("step-{step}")));
         let session = match map.get("session") {
             Some(s) => s.clone(),
-            None => json!(self.sessions.get(&(group.clone(), actor.clone())).copied().unwrap_or(1)),
+            None => json!(self
+                .sessions
+                .get(&(group.clone(), actor.clone()))
+                .copied()
+                .unwrap_or(1)),
         };
-        let mut body = map.get("body").cloned().ok_or("a command step needs `body`")?;
+        let mut body = map
+            .get("body")
+            .cloned()
+            .ok_or("a command step needs `body`")?;
         fill_body(&mut body, &group);
         let mut envelope = json!({
             "org": org, "group": group, "actor": actor, "action": action,
@@ -220,7 +248,10 @@ impl<'h> Runner<'h> {
         if let Some(rev) = map.get("expect_rev") {
             envelope["expect"] = rev.clone();
         }
-        let work = body.get("work").and_then(Value::as_str).and_then(|w| Id::new(w).ok());
+        let work = body
+            .get("work")
+            .and_then(Value::as_str)
+            .and_then(|w| Id::new(w).ok());
         let group_id = Id::new(group.clone()).ok();
         let decided = serde_json::to_vec(&envelope)
             .map_err(|e| Error::malformed(e.to_string()))
@@ -236,7 +267,8 @@ impl<'h> Runner<'h> {
         let mut out = match decided {
             Ok((_, Decision::Accepted(event))) => {
                 if let crate::event::EventKind::SessionReplaced(s) = &event.kind {
-                    self.sessions.insert((group.clone(), actor.clone()), s.session);
+                    self.sessions
+                        .insert((group.clone(), actor.clone()), s.session);
                 }
                 json!({"step": step, "outcome": "accepted", "receipt": event.receipt(), "event": event})
             }
@@ -263,7 +295,11 @@ fn fill_body(body: &mut Value, group: &str) {
     let Some(map) = body.as_object_mut() else {
         return;
     };
-    let kind = map.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     if let Some(Value::String(lease)) = map.get("lease") {
         if let Some((work, epoch)) = lease.split_once('#') {
             if let (Ok(g), Ok(w), Ok(e)) = (Id::new(group), Id::new(work), epoch.parse::<u64>()) {
