@@ -647,6 +647,18 @@ impl<'a> Ctx<'a> {
             }
             Body::ClaimWork(b) => {
                 let w = self.item(&b.work)?;
+                // An item that failed for good after its last attempt names the specific
+                // reason rather than its state (SPEC §5: "attempts left").
+                if w.state == WorkState::Failed && w.attempts >= w.contract.max_attempts {
+                    return Err(err(
+                        Code::AttemptsExhausted,
+                        format!(
+                            "work {} used all {} attempts and failed",
+                            b.work, w.contract.max_attempts
+                        ),
+                    )
+                    .with("attempts", w.attempts));
+                }
                 self.need_state(&b.work, w, &[WorkState::Queued])?;
                 if let Some(dep) = w.after.iter().find(|a| {
                     st.work
