@@ -414,7 +414,7 @@ impl<'a> Ctx<'a> {
         let late = matches!(self.cmd.body, Body::Submit(_) | Body::Fail(_));
         let actor = &self.cmd.actor;
         let stale = match w.find_lease(lease) {
-            None => {
+            None | Some((None, None)) => {
                 return Err(err(
                     Code::Fenced,
                     format!("lease {lease} was never granted on work {work}"),
@@ -430,10 +430,10 @@ impl<'a> Ctx<'a> {
                         ),
                     ));
                 }
-                let start_missed = matches!(self.cmd.body, Body::StartWork(_))
-                    && w.state == WorkState::Leased
-                    && self.now_ms >= cur.start_by;
-                if start_missed {
+                // A lease not started by `start_by` is over, as `tick` would find: only a
+                // late result is still recorded (as evidence).
+                let start_missed = w.state == WorkState::Leased && self.now_ms >= cur.start_by;
+                if start_missed && !late {
                     return Err(err(
                         Code::LeaseExpired,
                         format!(
@@ -442,7 +442,7 @@ impl<'a> Ctx<'a> {
                         ),
                     ));
                 }
-                if self.now_ms < cur.expires_at {
+                if self.now_ms < cur.expires_at && !start_missed {
                     return Ok(None);
                 }
                 LeaseEnd::Expired
@@ -459,7 +459,6 @@ impl<'a> Ctx<'a> {
                 }
                 past.end
             }
-            Some((None, None)) => unreachable!("find_lease returns one of the two"),
         };
         if late {
             return Ok(Some(self.evidence(work, *lease)));
