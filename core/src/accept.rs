@@ -47,7 +47,11 @@ pub fn accept(
     now_ms: u64,
     limits: &Limits,
 ) -> Result<Decision> {
-    // 1. Decode and limits; org and group.
+    // 1. Decode and limits; org and group. Payload rules first: they name the field.
+    if cmd.session == 0 {
+        return Err(Error::malformed("`session` must be at least 1"));
+    }
+    cmd.body.check(limits)?;
     let content = cmd.content_bytes()?;
     if content.len() > limits.max_command_bytes {
         return Err(Error::malformed(format!(
@@ -57,10 +61,6 @@ pub fn accept(
         ))
         .with("limit", limits.max_command_bytes));
     }
-    if cmd.session == 0 {
-        return Err(Error::malformed("`session` must be at least 1"));
-    }
-    cmd.body.check(limits)?;
     let content_hash = Hash::of(&content);
     let Some(state) = state else {
         return open_group(cmd, &content, content_hash, now_ms);

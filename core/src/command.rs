@@ -136,11 +136,13 @@ impl Command {
         if self.session == 0 {
             return Err(Error::malformed("`session` must be at least 1"));
         }
+        // Payload rules first: they name the offending field, which a failed encoding cannot.
+        self.body.check(limits)?;
         let len = self.content_bytes()?.len();
         if len > limits.max_command_bytes {
             return Err(too_large(len, limits));
         }
-        self.body.check(limits)
+        Ok(())
     }
 }
 
