@@ -29,6 +29,20 @@ struct EventsAnswer {
 }
 
 #[derive(Deserialize)]
+struct GroupsAnswer {
+    groups: Vec<GroupHead>,
+}
+
+/// A group the server holds, and its last seq (`GET /v1/groups`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GroupHead {
+    /// The group.
+    pub group: Id,
+    /// Seq of its last event.
+    pub head: u64,
+}
+
+#[derive(Deserialize)]
 struct AuthorityAnswer {
     key: PublicKey,
 }
@@ -102,6 +116,14 @@ impl Client {
         serde_json::from_slice::<AuthorityAnswer>(&body)
             .map(|a| a.key)
             .map_err(|e| Error::malformed(format!("/v1/authority answered something else: {e}")))
+    }
+
+    /// `GET /v1/groups`: the groups and their heads.
+    pub fn groups(&self) -> Result<Vec<GroupHead>> {
+        let (_, body) = self.get("/v1/groups", "application/json")?;
+        serde_json::from_slice::<GroupsAnswer>(&body)
+            .map(|a| a.groups)
+            .map_err(|e| Error::malformed(format!("/v1/groups answered something else: {e}")))
     }
 
     /// `POST /v1/groups/{group}/commands` with the command's JSON form.
