@@ -2,4 +2,8 @@
 //! HTTP authority server with its dashboard.
 #![forbid(unsafe_code)]
 
+pub mod cli;
+pub mod demo;
+pub mod memory_service;
+pub mod server;
 pub mod service;

@@ -1,2 +1,4 @@
-//! The `mwp` command-line tool.
-fn main() {}
+//! The `mwp` command-line tool: see `mwp --help` and docs/cli.md.
+fn main() -> std::process::ExitCode {
+    mwp_host::cli::main()
+}

@@ -4,7 +4,7 @@
 //! returned only after its event is durable; replay past the online window answers
 //! `CURSOR_TOO_OLD` with a snapshot reference.
 
-use mwp_core::{Command, Decision, Event, Id, PublicKey, Receipt, Result};
+use mwp_core::{Code, Command, Decision, Error, Event, Id, PublicKey, Receipt, Result};
 
 /// A durable authority over many Groups.
 pub trait AuthorityService: Send + Sync {
@@ -33,4 +33,11 @@ pub trait AuthorityService: Send + Sync {
 
     /// The authority's public key (signs ticks and snapshots).
     fn authority_key(&self) -> PublicKey;
+
+    /// Signs `cmd` with the authority's secret key: the server's tick loop sends `tick`
+    /// commands as `@authority` with it. A store that holds no secret key answers `STORAGE`.
+    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
+        let _ = cmd;
+        Err(Error::new(Code::Storage, "this store holds no authority secret key and cannot sign ticks"))
+    }
 }

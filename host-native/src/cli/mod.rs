@@ -1,0 +1,289 @@
+//! The `mwp` command-line tool (SPEC §11). Each subcommand lives in its own module; this one
+//! holds the argument definitions, the exit codes and the dispatch.
+//!
+//! Exit codes, for scripts:
+//! * 0 — done, and every check passed;
+//! * 1 — done, but a check failed (a transcript step's `expect`, a snapshot that does not
+//!   verify, damage found by `fsck`, a demo whose final snapshot does not verify);
+//! * 2 — bad input: a usage error, an unreadable or undecodable file, an unknown group;
+//! * 3 — the store or the server is unavailable (cannot open, cannot bind, storage failed).
+
+pub mod bench;
+pub mod replay;
+pub mod replica;
+pub mod snapshot;
+pub mod store;
+pub mod transcript;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use mwp_core::{Code, Error};
+
+pub use store::StoreUrl;
+
+/// Exit code: everything passed.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a check failed.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad input (usage, unreadable file, unknown group).
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit code: the store or server is unavailable.
+pub const EXIT_UNAVAILABLE: u8 = 3;
+
+/// Why a command stopped: an exit code and a message for stderr.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit code.
+    pub exit: u8,
+    /// What went wrong and what to do about it.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with an exit code.
+    pub fn new(exit: u8, message: impl Into<String>) -> Self {
+        Failure {
+            exit,
+            message: message.into(),
+        }
+    }
+
+    /// A failure from a core error: bad input for `MALFORMED`, `NOT_FOUND`,
+    /// `SNAPSHOT_INVALID`; unavailable for everything else.
+    pub fn from_error(context: &str, e: &Error) -> Self {
+        let exit = match e.code {
+            Code::Malformed | Code::NotFound | Code::SnapshotInvalid | Code::WrongGroup => EXIT_BAD_INPUT,
+            _ => EXIT_UNAVAILABLE,
+        };
+        Failure::new(exit, format!("{context}: {e}"))
+    }
+}
+
+/// What a subcommand returns: the exit code when it ran to the end.
+pub type Outcome = Result<u8, Failure>;
+
+const ABOUT: &str = "mwp keeps the authoritative, append-only history of a Group of agents \
+working on a Mission, and lets every participant rebuild the same truth from it.";
+
+const AFTER_HELP: &str = "Start here:
+  mwp demo                          run a whole mission with several agents, then browse it
+  mwp serve --addr 127.0.0.1:7878   run an authority over HTTP (docs/http.md)
+  mwp transcript FILE               check a scenario written as JSON lines (SPEC §12)
+
+Exit codes: 0 ok · 1 a check failed · 2 bad input · 3 store or server unavailable.
+Logs go to stderr; set MWP_LOG (e.g. MWP_LOG=debug) to change how much is logged.";
+
+/// The `mwp` command line.
+#[derive(Debug, Parser)]
+#[command(name = "mwp", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the authority keeps its data.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Data directory of a file store (short for --store file:DIR).
+    #[arg(long, value_name = "DIR", conflicts_with = "store")]
+    pub data: Option<PathBuf>,
+    /// Store URL: memory:, file:DIR or postgres://…
+    #[arg(long, value_name = "URL")]
+    pub store: Option<StoreUrl>,
+}
+
+impl StoreArgs {
+    /// The store named, or `default` when none is.
+    pub fn url_or(&self, default: StoreUrl) -> StoreUrl {
+        match (&self.data, &self.store) {
+            (Some(dir), _) => StoreUrl::File(dir.clone()),
+            (None, Some(url)) => url.clone(),
+            (None, None) => default,
+        }
+    }
+
+    /// The store named; one is required.
+    pub fn required(&self) -> Result<StoreUrl, Failure> {
+        match (&self.data, &self.store) {
+            (None, None) => Err(Failure::new(
+                EXIT_BAD_INPUT,
+                "name the data with --data DIR or --store URL",
+            )),
+            _ => Ok(self.url_or(StoreUrl::Memory)),
+        }
+    }
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a transcript (JSON lines, SPEC §12) against a fresh authority; print one JSON line
+    /// per step. Exit 1 if a step's `expect` failed, 2 if the file cannot be read.
+    Transcript {
+        /// The transcript file.
+        file: PathBuf,
+        /// Where the data is.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Run the authority over HTTP, with the dashboard at `/`. Stops cleanly on Ctrl-C.
+    Serve(ServeArgs),
+    /// Print a group's events as JSON lines, from seq `after + 1` on.
+    Replay {
+        /// Where the data is.
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The group.
+        #[arg(long)]
+        group: String,
+        /// Print events with seq greater than this.
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+    },
+    /// Offer the events in FILE (JSON lines, any order, repeats allowed) to a fresh replica;
+    /// print the answer to each, then the final cursor and state hash.
+    Replica {
+        /// Events as JSON lines (e.g. the output of `mwp replay`).
+        file: PathBuf,
+    },
+    /// Write the latest signed snapshot of a group (canonical CBOR) to --out, or to stdout.
+    Snapshot {
+        /// Where the data is.
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The group.
+        #[arg(long)]
+        group: String,
+        /// File to write; without it the CBOR goes to stdout.
+        #[arg(long, short, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Check a snapshot file: schema, state hash, signature by KEY, org and group binding.
+    /// Exit 0 if it verifies, 1 if it does not, 2 if the file cannot be read.
+    VerifySnapshot {
+        /// The snapshot file (canonical CBOR).
+        file: PathBuf,
+        /// The authority's public key, 64 hex digits (GET /v1/authority).
+        #[arg(long)]
+        key: String,
+        /// The org it must belong to.
+        #[arg(long)]
+        org: String,
+        /// The group it must belong to.
+        #[arg(long)]
+        group: String,
+        /// Refuse snapshots older than this seq.
+        #[arg(long, default_value_t = 0)]
+        min_seq: u64,
+    },
+    /// Check every log, chain and snapshot of a data directory. Exit 1 on damage.
+    Fsck {
+        /// Where the data is.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Run a whole mission: an authority, several agents over HTTP, dependencies, retries,
+    /// a checkpoint, a crash, a lease expiry and an unknown-outcome effect. Prints a summary
+    /// and the dashboard URL, then serves until Ctrl-C.
+    Demo(crate::demo::DemoArgs),
+    /// Measure accepted commands per second over HTTP with many concurrent clients.
+    Bench(bench::BenchArgs),
+}
+
+/// `mwp serve` arguments.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where the data is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub addr: SocketAddr,
+    /// Serve only the latest N events of each group online; older cursors get
+    /// CURSOR_TOO_OLD with a signed snapshot to restore from.
+    #[arg(long, value_name = "N")]
+    pub online_events: Option<u64>,
+    /// Serve the dashboard from this directory instead of the built-in page.
+    #[arg(long, value_name = "DIR")]
+    pub dashboard: Option<PathBuf>,
+}
+
+/// Sets up logging to stderr: `MWP_LOG` if set (e.g. `debug`, `mwp_host=debug,info`), else
+/// `default`.
+pub fn init_logging(default: &str) {
+    use std::str::FromStr;
+    let spec = std::env::var("MWP_LOG").unwrap_or_else(|_| default.to_owned());
+    let filter = tracing_subscriber::filter::Targets::from_str(&spec)
+        .unwrap_or_else(|_| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO));
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
+        .try_init();
+}
+
+/// A multi-threaded runtime for the server, the demo and the benchmark.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot start the async runtime: {e}")))
+}
+
+fn serve(args: ServeArgs) -> Outcome {
+    init_logging("info");
+    let url = args.store.url_or(StoreUrl::Memory);
+    let service = store::open(&url, &store::Options { online_events: args.online_events })?;
+    let mut config = crate::server::ServerConfig::default();
+    if let Some(dir) = args.dashboard {
+        config.assets = crate::server::assets::Assets::Dir(dir);
+    }
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let server = crate::server::Server::bind(service, args.addr, config)
+            .await
+            .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot listen on {}: {e}", args.addr)))?;
+        eprintln!("mwp: authority on http://{} (store {url}); Ctrl-C stops it", server.addr());
+        server.run_until_signal().await;
+        Ok(EXIT_OK)
+    })
+}
+
+/// Runs one parsed command line.
+pub fn run(cli: Cli) -> Outcome {
+    match cli.command {
+        Command::Transcript { file, store } => transcript::run(&file, &store.url_or(StoreUrl::Memory)),
+        Command::Serve(args) => serve(args),
+        Command::Replay { store, group, after } => replay::run(&store.required()?, &group, after),
+        Command::Replica { file } => replica::run(&file),
+        Command::Snapshot { store, group, out } => snapshot::take(&store.required()?, &group, out.as_deref()),
+        Command::VerifySnapshot {
+            file,
+            key,
+            org,
+            group,
+            min_seq,
+        } => snapshot::verify(&file, &key, &org, &group, min_seq),
+        Command::Fsck { store } => store::fsck(&store.required()?),
+        Command::Demo(args) => crate::demo::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}
+
+/// The `mwp` binary: parses the command line, runs it, and turns the outcome into an exit
+/// code (messages go to stderr).
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("mwp: {}", f.message);
+            ExitCode::from(f.exit)
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! A small blocking client of the `mwp serve` API, used by the demo's agents, the benchmark
+//! and the end-to-end tests. Every failure is a core [`Error`]: the server's own error when it
+//! answered one, `STORAGE` when it could not be reached.
+
+use std::time::Duration;
+
+use mwp_core::{Code, Command, Error, Event, Id, PublicKey, Receipt, Result};
+use serde::Deserialize;
+
+/// The answer to a submitted command that was not rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submitted {
+    /// The receipt.
+    pub receipt: Receipt,
+    /// Whether the server answered it as a Duplicate (`Mwp-Duplicate: true`).
+    pub duplicate: bool,
+}
+
+/// A client of one server.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    agent: ureq::Agent,
+}
+
+#[derive(Deserialize)]
+struct EventsAnswer {
+    events: Vec<Event>,
+}
+
+#[derive(Deserialize)]
+struct GroupsAnswer {
+    groups: Vec<GroupHead>,
+}
+
+/// A group the server holds, and its last seq (`GET /v1/groups`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GroupHead {
+    /// The group.
+    pub group: Id,
+    /// Seq of its last event.
+    pub head: u64,
+}
+
+#[derive(Deserialize)]
+struct AuthorityAnswer {
+    key: PublicKey,
+}
+
+/// Largest answer body read, in bytes.
+const MAX_ANSWER_BYTES: u64 = 512 * 1024 * 1024;
+
+fn unreachable(url: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(Code::Storage, format!("cannot reach {url}: {e}"))
+}
+
+impl Client {
+    /// A client of the server at `base` (e.g. `http://127.0.0.1:7878`).
+    pub fn new(base: impl Into<String>) -> Self {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .max_idle_connections(256)
+            .max_idle_connections_per_host(256)
+            .build()
+            .into();
+        Client {
+            base: base.into().trim_end_matches('/').to_owned(),
+            agent,
+        }
+    }
+
+    /// The server's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Reads an answer: the body on 2xx, the server's error otherwise.
+    fn read(url: &str, mut resp: ureq::http::Response<ureq::Body>) -> Result<(bool, Vec<u8>)> {
+        let status = resp.status();
+        let duplicate = resp
+            .headers()
+            .get("mwp-duplicate")
+            .is_some_and(|v| v.as_bytes() == b"true");
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER_BYTES)
+            .read_to_vec()
+            .map_err(|e| unreachable(url, e))?;
+        if status.is_success() {
+            return Ok((duplicate, body));
+        }
+        Err(serde_json::from_slice::<Error>(&body).unwrap_or_else(|_| {
+            Error::new(
+                Code::Storage,
+                format!("{url} answered {status}: {}", String::from_utf8_lossy(&body)),
+            )
+        }))
+    }
+
+    fn get(&self, path: &str, accept: &str) -> Result<(bool, Vec<u8>)> {
+        let url = format!("{}{path}", self.base);
+        let resp = self
+            .agent
+            .get(&url)
+            .header("accept", accept)
+            .call()
+            .map_err(|e| unreachable(&url, e))?;
+        Client::read(&url, resp)
+    }
+
+    /// `GET /v1/authority`: the key the server signs with.
+    pub fn authority_key(&self) -> Result<PublicKey> {
+        let (_, body) = self.get("/v1/authority", "application/json")?;
+        serde_json::from_slice::<AuthorityAnswer>(&body)
+            .map(|a| a.key)
+            .map_err(|e| Error::malformed(format!("/v1/authority answered something else: {e}")))
+    }
+
+    /// `GET /v1/groups`: the groups and their heads.
+    pub fn groups(&self) -> Result<Vec<GroupHead>> {
+        let (_, body) = self.get("/v1/groups", "application/json")?;
+        serde_json::from_slice::<GroupsAnswer>(&body)
+            .map(|a| a.groups)
+            .map_err(|e| Error::malformed(format!("/v1/groups answered something else: {e}")))
+    }
+
+    /// `POST /v1/groups/{group}/commands` with the command's JSON form.
+    pub fn submit(&self, cmd: &Command) -> Result<Submitted> {
+        let body = serde_json::to_vec(cmd).map_err(|e| Error::malformed(e.to_string()))?;
+        self.submit_bytes(&cmd.group, &body, "application/json")
+    }
+
+    /// Posts an already encoded command (`content_type` JSON or CBOR).
+    pub fn submit_bytes(&self, group: &Id, body: &[u8], content_type: &str) -> Result<Submitted> {
+        let url = format!("{}/v1/groups/{group}/commands", self.base);
+        let resp = self
+            .agent
+            .post(&url)
+            .header("content-type", content_type)
+            .header("accept", "application/json")
+            .send(body)
+            .map_err(|e| unreachable(&url, e))?;
+        let (duplicate, body) = Client::read(&url, resp)?;
+        let receipt = serde_json::from_slice(&body)
+            .map_err(|e| Error::malformed(format!("{url} answered no receipt: {e}")))?;
+        Ok(Submitted { receipt, duplicate })
+    }
+
+    /// `GET /v1/groups/{group}/events?after=N&limit=M`.
+    pub fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
+        let path = format!("/v1/groups/{group}/events?after={after}&limit={limit}");
+        let (_, body) = self.get(&path, "application/json")?;
+        serde_json::from_slice::<EventsAnswer>(&body)
+            .map(|a| a.events)
+            .map_err(|e| Error::malformed(format!("{path} answered no events: {e}")))
+    }
+
+    /// `GET /v1/groups/{group}/receipts/{actor}/{action}`.
+    pub fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Receipt> {
+        let path = format!("/v1/groups/{group}/receipts/{actor}/{action}");
+        let (_, body) = self.get(&path, "application/json")?;
+        serde_json::from_slice(&body).map_err(|e| Error::malformed(format!("{path} answered no receipt: {e}")))
+    }
+
+    /// `GET /v1/groups/{group}/snapshots/latest`: canonical CBOR.
+    pub fn snapshot(&self, group: &Id) -> Result<Vec<u8>> {
+        let path = format!("/v1/groups/{group}/snapshots/latest");
+        self.get(&path, "application/cbor").map(|(_, b)| b)
+    }
+
+    /// Fetches from an absolute path on the server (a snapshot `location`).
+    pub fn fetch(&self, path: &str, accept: &str) -> Result<Vec<u8>> {
+        self.get(path, accept).map(|(_, b)| b)
+    }
+}

@@ -1,0 +1,89 @@
+//! The authority's key file: 64 lowercase hex digits (the Ed25519 seed) and a newline, mode
+//! 0600, created on first start.
+
+use std::io::Write;
+use std::path::Path;
+
+use mwp_core::{Code, Error, Result, SecretKey};
+
+use crate::memory_service::random_key;
+
+/// The key file's name inside a data directory.
+pub const FILE_NAME: &str = "authority.key";
+
+fn storage(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(Code::Storage, format!("authority key file {}: {what}: {e}", path.display()))
+}
+
+/// Reads the key at `path`, or creates it with a fresh random key if the file is missing.
+/// A file that exists but does not hold a key is an error: it is never overwritten.
+pub fn load_or_create(path: &Path) -> Result<SecretKey> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => return parse(path, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(storage(path, "cannot be read", e)),
+    }
+    let key = random_key()?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = match options.open(path) {
+        Ok(f) => f,
+        // Another process created it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(path).map_err(|e| storage(path, "cannot be read", e))?;
+            return parse(path, &text);
+        }
+        Err(e) => return Err(storage(path, "cannot be created", e)),
+    };
+    file.write_all(format!("{}\n", hex::encode(key.to_bytes())).as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(|e| storage(path, "cannot be written", e))?;
+    if let Some(dir) = path.parent() {
+        // Make the new directory entry durable too; failure here only weakens durability.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(key)
+}
+
+fn parse(path: &Path, text: &str) -> Result<SecretKey> {
+    let mut seed = [0u8; 32];
+    let trimmed = text.trim();
+    if trimmed.len() != 64 || hex::decode_to_slice(trimmed, &mut seed).is_err() {
+        return Err(storage(path, "does not hold a key", "expected 64 hex digits"));
+    }
+    Ok(SecretKey::from_bytes(&seed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_once_then_read_back_with_mode_0600() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE_NAME);
+        let a = load_or_create(&path).expect("created");
+        let b = load_or_create(&path).expect("read");
+        assert_eq!(a.public(), b.public());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn a_damaged_key_file_is_refused_not_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE_NAME);
+        std::fs::write(&path, "not a key").expect("write");
+        let err = load_or_create(&path).expect_err("refused");
+        assert_eq!(err.code, Code::Storage);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "not a key");
+    }
+}

@@ -1,0 +1,431 @@
+//! The routes of `mwp serve` (SPEC §11; status table in docs/http.md).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use futures_util::stream::{self, Stream};
+use mwp_core::snapshot::Snapshot;
+use mwp_core::{Body, Code, Command, Decision, Error, Event, Id, Limits, Receipt};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::wire::{self, Format};
+use super::{now_ms, App};
+use crate::service::AuthorityService;
+
+pub(crate) fn router(app: App) -> Router {
+    let limited = Router::new()
+        .route("/v1/authority", get(authority))
+        .route("/v1/groups", get(groups))
+        .route("/v1/groups/{group}/commands", post(post_command))
+        .route("/v1/groups/{group}/events", get(events))
+        .route("/v1/groups/{group}/receipts/{actor}/{action}", get(receipt))
+        .route("/v1/groups/{group}/snapshots/latest", get(snapshot))
+        .layer(middleware::from_fn_with_state(app.clone(), timeout));
+    Router::new()
+        .route("/v1/groups/{group}/events/stream", get(stream_events))
+        .merge(limited)
+        .fallback(fallback)
+        .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
+        .layer(middleware::from_fn(log_request))
+        .with_state(app)
+}
+
+/// Runs the service on the blocking pool: a durable store may sync before it answers.
+async fn blocking<T: Send + 'static>(
+    app: &App,
+    f: impl FnOnce(&dyn AuthorityService) -> mwp_core::Result<T> + Send + 'static,
+) -> mwp_core::Result<T> {
+    let service = Arc::clone(&app.service);
+    tokio::task::spawn_blocking(move || f(service.as_ref()))
+        .await
+        .unwrap_or_else(|e| Err(Error::new(Code::Storage, format!("the store call did not finish: {e}"))))
+}
+
+async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
+    let format = Format::accepted(req.headers(), Format::Json);
+    let limit = app.config.request_timeout;
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => wire::error(
+            format,
+            &Error::new(
+                Code::Storage,
+                format!("the request took longer than {} ms; retry it (commands are idempotent)", limit.as_millis()),
+            ),
+        ),
+    }
+}
+
+async fn log_request(req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let resp = next.run(req).await;
+    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+    resp
+}
+
+fn path_id(value: &str, what: &str) -> Result<Id, Error> {
+    Id::new(value).map_err(|e| Error::malformed(format!("{what} in the URL: {e}")))
+}
+
+/// On reads, an unknown group is 404, not a conflict.
+fn read_error(format: Format, err: &Error) -> Response {
+    if err.code == Code::NotFound {
+        wire::error_with(StatusCode::NOT_FOUND, format, err)
+    } else {
+        wire::error(format, err)
+    }
+}
+
+#[derive(Serialize)]
+struct AuthorityAnswer {
+    key: String,
+}
+
+async fn authority(State(app): State<App>, headers: HeaderMap) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let key = app.service.authority_key().to_hex();
+    wire::encode(StatusCode::OK, format, &AuthorityAnswer { key })
+}
+
+#[derive(Serialize)]
+struct GroupHead {
+    group: Id,
+    head: u64,
+}
+
+#[derive(Serialize)]
+struct GroupsAnswer {
+    groups: Vec<GroupHead>,
+}
+
+async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let listed = blocking(&app, |s| {
+        s.groups()?
+            .into_iter()
+            .map(|g| Ok(GroupHead { head: s.head_seq(&g)?, group: g }))
+            .collect::<mwp_core::Result<Vec<_>>>()
+    })
+    .await;
+    match listed {
+        Ok(groups) => wire::encode(StatusCode::OK, format, &GroupsAnswer { groups }),
+        Err(e) => read_error(format, &e),
+    }
+}
+
+async fn post_command(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let cmd = match decode_command(&app, &group, &headers, body) {
+        Ok(cmd) => cmd,
+        Err(e) => return wire::error(format, &e),
+    };
+    let at = now_ms();
+    let decided = blocking(&app, move |s| s.submit(&cmd, at).map(|d| (cmd, d))).await;
+    match decided {
+        Ok((cmd, Decision::Accepted(event))) => {
+            app.commits.send_modify(|n| *n += 1);
+            app.tick.notify_one();
+            tracing::info!(group = %event.group, seq = event.seq, actor = %cmd.actor, kind = cmd.body.type_name(), "accepted");
+            wire::encode(StatusCode::OK, format, &event.receipt())
+        }
+        Ok((_, Decision::Duplicate(receipt))) => {
+            let mut resp = wire::encode(StatusCode::OK, format, &receipt);
+            resp.headers_mut()
+                .insert("mwp-duplicate", HeaderValue::from_static("true"));
+            resp
+        }
+        Err(e) => {
+            tracing::debug!(code = %e.code, message = %e.message, "rejected");
+            wire::error(format, &e)
+        }
+    }
+}
+
+/// Decodes a command and checks what the URL and this server require of it.
+fn decode_command(
+    app: &App,
+    group: &str,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Command, Error> {
+    let limits = Limits::default();
+    let body = body.map_err(|e| {
+        Error::malformed(format!(
+            "the request body could not be read ({e}); the limit is {} bytes",
+            app.config.max_body_bytes
+        ))
+        .with("limit", app.config.max_body_bytes)
+    })?;
+    let cmd = match Format::of_request(headers)? {
+        Format::Json => Command::from_json(&body, &limits)?,
+        Format::Cbor => Command::from_cbor(&body, &limits)?,
+    };
+    let group = path_id(group, "group")?;
+    if cmd.group != group {
+        return Err(Error::new(
+            Code::WrongGroup,
+            format!(
+                "the command is for group {} but was sent to /v1/groups/{group}/commands; send it to /v1/groups/{}/commands",
+                cmd.group, cmd.group
+            ),
+        ));
+    }
+    if let Body::OpenGroup(open) = &cmd.body {
+        let own = app.service.authority_key();
+        if open.authority_key != own {
+            return Err(Error::new(
+                Code::NotPermitted,
+                format!(
+                    "open_group names authority_key {} but this server signs with {own}; name {own} (GET /v1/authority)",
+                    open.authority_key
+                ),
+            )
+            .with("authority_key", own.to_hex()));
+        }
+    }
+    Ok(cmd)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsQuery {
+    #[serde(default)]
+    after: u64,
+    limit: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct EventsAnswer {
+    events: Vec<Event>,
+}
+
+/// Points a `CURSOR_TOO_OLD` answer's snapshot reference at this server's URL for it.
+fn locate_snapshot(mut err: Error, group: &Id) -> Error {
+    if err.code == Code::CursorTooOld {
+        if let Some(snap) = err.details.get_mut("snapshot").and_then(|s| s.as_object_mut()) {
+            snap.insert(
+                "location".into(),
+                json!(format!("/v1/groups/{group}/snapshots/latest")),
+            );
+        }
+    }
+    err
+}
+
+async fn events(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let group = match path_id(&group, "group") {
+        Ok(g) => g,
+        Err(e) => return wire::error(format, &e),
+    };
+    let Query(q) = match query {
+        Ok(q) => q,
+        Err(e) => {
+            return wire::error(
+                format,
+                &Error::malformed(format!("query: {e}; use ?after=N&limit=M with non-negative integers")),
+            )
+        }
+    };
+    let limit = q.limit.unwrap_or(app.config.max_page).clamp(1, app.config.max_page);
+    let g = group.clone();
+    match blocking(&app, move |s| s.events(&g, q.after, limit)).await {
+        Ok(events) => wire::encode(StatusCode::OK, format, &EventsAnswer { events }),
+        Err(e) => read_error(format, &locate_snapshot(e, &group)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamQuery {
+    after: Option<u64>,
+}
+
+/// What a live tail remembers between events.
+struct Tail {
+    app: App,
+    group: Id,
+    cursor: u64,
+    pending: VecDeque<Event>,
+    commits: tokio::sync::watch::Receiver<u64>,
+    closing: tokio::sync::watch::Receiver<bool>,
+    done: bool,
+}
+
+fn sse_event(event: &Event) -> SseEvent {
+    match SseEvent::default().id(event.seq.to_string()).json_data(event) {
+        Ok(e) => e,
+        Err(e) => SseEvent::default().event("error").data(e.to_string()),
+    }
+}
+
+fn sse_error(err: &Error) -> SseEvent {
+    SseEvent::default()
+        .event("error")
+        .data(serde_json::to_string(err).unwrap_or_else(|_| err.to_string()))
+}
+
+async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)> {
+    loop {
+        if tail.done {
+            return None;
+        }
+        if let Some(event) = tail.pending.pop_front() {
+            tail.cursor = event.seq;
+            return Some((Ok(sse_event(&event)), tail));
+        }
+        if *tail.closing.borrow() {
+            return None;
+        }
+        // Read the commit counter before querying, so a commit in between wakes us.
+        tail.commits.borrow_and_update();
+        let (g, after, page) = (tail.group.clone(), tail.cursor, tail.app.config.max_page);
+        match blocking(&tail.app, move |s| s.events(&g, after, page)).await {
+            Ok(events) if !events.is_empty() => tail.pending.extend(events),
+            Ok(_) => {
+                tokio::select! {
+                    changed = tail.commits.changed() => if changed.is_err() { return None },
+                    _ = tail.closing.changed() => return None,
+                }
+            }
+            Err(e) => {
+                tail.done = true;
+                let e = locate_snapshot(e, &tail.group);
+                return Some((Ok(sse_error(&e)), tail));
+            }
+        }
+    }
+}
+
+async fn stream_events(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    query: Result<Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let group = match path_id(&group, "group") {
+        Ok(g) => g,
+        Err(e) => return wire::error(format, &e),
+    };
+    let Ok(Query(q)) = query else {
+        return wire::error(format, &Error::malformed("query: use ?after=N with a non-negative integer"));
+    };
+    // `Last-Event-ID` (sent by a reconnecting EventSource) wins over `after`.
+    let last_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let after = last_id.or(q.after).unwrap_or(0);
+    // Check the cursor before the stream starts, so the errors keep their statuses.
+    let (g, page) = (group.clone(), app.config.max_page);
+    let first = match blocking(&app, move |s| s.events(&g, after, page)).await {
+        Ok(events) => events,
+        Err(e) => return read_error(format, &locate_snapshot(e, &group)),
+    };
+    let tail = Tail {
+        commits: app.commits.subscribe(),
+        closing: app.closing.clone(),
+        app,
+        group,
+        cursor: after,
+        pending: first.into(),
+        done: false,
+    };
+    let events: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> =
+        Box::pin(stream::unfold(tail, next_sse));
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+async fn receipt(
+    State(app): State<App>,
+    Path((group, actor, action)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let ids = path_id(&group, "group").and_then(|g| {
+        Ok((g, path_id(&actor, "actor")?, path_id(&action, "action")?))
+    });
+    let (group, actor, action) = match ids {
+        Ok(ids) => ids,
+        Err(e) => return wire::error(format, &e),
+    };
+    let (a, b) = (actor.clone(), action.clone());
+    let found: mwp_core::Result<Option<Receipt>> =
+        blocking(&app, move |s| s.receipt(&group, &a, &b)).await;
+    match found {
+        Ok(Some(r)) => wire::encode(StatusCode::OK, format, &r),
+        Ok(None) => read_error(
+            format,
+            &Error::new(
+                Code::NotFound,
+                format!("no command with action {action} from {actor} was accepted"),
+            ),
+        ),
+        Err(e) => read_error(format, &e),
+    }
+}
+
+async fn snapshot(State(app): State<App>, Path(group): Path<String>, headers: HeaderMap) -> Response {
+    let format = Format::accepted(&headers, Format::Cbor);
+    let group = match path_id(&group, "group") {
+        Ok(g) => g,
+        Err(e) => return wire::error(format, &e),
+    };
+    let bytes = match blocking(&app, move |s| s.latest_snapshot(&group)).await {
+        Ok(b) => b,
+        Err(e) => return read_error(format, &e),
+    };
+    match format {
+        Format::Cbor => {
+            let mut resp = (StatusCode::OK, bytes).into_response();
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(wire::CBOR));
+            resp
+        }
+        Format::Json => match Snapshot::from_cbor(&bytes) {
+            Ok(snap) => wire::encode(StatusCode::OK, format, &snap),
+            Err(e) => wire::error(format, &e),
+        },
+    }
+}
+
+async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
+    let path = uri.path();
+    if !path.starts_with("/v1/") {
+        if let Some(asset) = app.config.assets.get(path) {
+            let mut resp = (StatusCode::OK, asset.bytes).into_response();
+            resp.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+            return resp;
+        }
+    }
+    let format = Format::accepted(&headers, Format::Json);
+    wire::error_with(
+        StatusCode::NOT_FOUND,
+        format,
+        &Error::new(Code::NotFound, format!("nothing is served at {path}; see docs/http.md for the routes")),
+    )
+}
