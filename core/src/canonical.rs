@@ -6,8 +6,11 @@
 //! form, and map keys are sorted by their encoded bytes with no duplicates. Floats, tags,
 //! `undefined`, other simple values and indefinite lengths are refused.
 //!
-//! Serde types are turned into [`ciborium::Value`] and written here, so ciborium never decides
-//! the byte layout. Decoding has two strictness levels:
+//! Serde types are written by a serializer of this module straight into bytes, so ciborium never
+//! decides the byte layout. Its output is byte-for-byte what [`encode_value`] gives for the
+//! [`ciborium::Value`] that `Value::serialized` makes of the same input (the test suite checks
+//! this), so [`to_vec`] and [`encode_value`] agree on every value. Decoding has two strictness
+//! levels:
 //!
 //! * [`Strictness::Canonical`] — stored logs and snapshots: any deviation from canonical form is
 //!   an error (a stored record that is not canonical is corrupt).
@@ -15,13 +18,24 @@
 //!   differ (the content is re-encoded canonically before it is hashed), but floats, tags,
 //!   indefinite lengths and duplicate keys are still refused.
 
+use std::cmp::Ordering;
+use std::fmt::Display;
+
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::ser::{self, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Deepest nesting of arrays and maps accepted by the decoder.
+///
+/// A data item may sit inside at most this many arrays and maps; the top-level item is at depth
+/// 0. The encoder does not check depth, so a value nested deeper than this encodes but does not
+/// decode.
 pub const MAX_DEPTH: usize = 128;
+
+/// Most elements the decoder reserves room for up front, whatever length an array or map
+/// claims: a short hostile input cannot make it allocate much more than its own size.
+const PREALLOC_LIMIT: usize = 256;
 
 /// Why a value could not be encoded or decoded canonically.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +56,13 @@ impl CanonError {
     }
 }
 
+/// Lets [`to_vec`]'s serializer report errors raised by `Serialize` implementations.
+impl ser::Error for CanonError {
+    fn custom<T: Display>(msg: T) -> Self {
+        Self::new(msg.to_string(), 0)
+    }
+}
+
 /// How strictly [`decode`] checks its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strictness {
@@ -52,9 +73,15 @@ pub enum Strictness {
 }
 
 /// Encodes a serde value as canonical CBOR.
+///
+/// The bytes are identical to `encode_value(&Value::serialized(value)?)`, but are written
+/// directly, without building a [`ciborium::Value`] tree first. Floats, tags (including
+/// integers beyond the 64-bit CBOR range, which ciborium would turn into bignum tags) and
+/// duplicate map keys are refused.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonError> {
-    let value = Value::serialized(value).map_err(|e| CanonError::new(e.to_string(), 0))?;
-    encode_value(&value)
+    let mut encoder = Encoder::new();
+    value.serialize(&mut encoder)?;
+    Ok(encoder.out)
 }
 
 /// SHA-256 of the canonical CBOR of a serde value.
@@ -124,7 +151,7 @@ fn write_head(out: &mut Vec<u8>, major: u8, arg: u64) {
 
 fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), CanonError> {
     match value {
-        Value::Integer(i) => write_integer(out, *i),
+        Value::Integer(i) => write_i128(out, i128::from(*i)),
         Value::Bytes(b) => {
             write_head(out, 2, b.len() as u64);
             out.extend_from_slice(b);
@@ -158,8 +185,8 @@ fn write_value(out: &mut Vec<u8>, value: &Value) -> Result<(), CanonError> {
     }
 }
 
-fn write_integer(out: &mut Vec<u8>, i: Integer) -> Result<(), CanonError> {
-    let n = i128::from(i);
+/// Writes an integer of the CBOR range -2^64 ..= 2^64-1 as major type 0 or 1.
+fn write_i128(out: &mut Vec<u8>, n: i128) -> Result<(), CanonError> {
     if n >= 0 {
         let arg = u64::try_from(n).map_err(|_| CanonError::new("integer out of range", 0))?;
         write_head(out, 0, arg);
@@ -189,42 +216,588 @@ fn write_map(out: &mut Vec<u8>, entries: &[(Value, Value)]) -> Result<(), CanonE
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// Direct serde serializer
+// ---------------------------------------------------------------------------------------------
+
+/// Serde serializer that writes canonical CBOR into one buffer.
+///
+/// Arrays and maps write their head for the length serde announces and correct it at the end
+/// if the number of elements differs (or was not announced). Map entries are written in the
+/// order serde gives them; each entry's key and value positions are kept on a stack shared by
+/// all open maps, and at the end of a map its entries are sorted by their encoded key bytes in
+/// place, which is nearly free when they already are (as struct fields often are). Positions
+/// recorded by an outer map always lie before the inner construct being finished, so rewriting
+/// inside the inner one never invalidates them.
+struct Encoder {
+    out: Vec<u8>,
+    /// Entries of every map still open, innermost last.
+    entries: Vec<Entry>,
+    /// Reused buffers for reordering map entries: a [`Span`] for each entry, and the entries'
+    /// bytes in their new order.
+    spans: Vec<Span>,
+    scratch: Vec<u8>,
+}
+
+/// Where one map entry starts in the output and where its value starts.
+#[derive(Clone, Copy)]
+struct Entry {
+    key: usize,
+    value: usize,
+}
+
+impl Encoder {
+    fn new() -> Self {
+        Self {
+            out: Vec::with_capacity(256),
+            entries: Vec::with_capacity(32),
+            spans: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn text(&mut self, s: &str) {
+        write_head(&mut self.out, 3, s.len() as u64);
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    /// Writes a head for an announced length and returns what [`Encoder::fix_head`] needs.
+    fn open(&mut self, major: u8, announced: Option<usize>) -> Open {
+        let pos = self.out.len();
+        let announced = announced.unwrap_or(0) as u64;
+        write_head(&mut self.out, major, announced);
+        Open {
+            major,
+            pos,
+            len: self.out.len() - pos,
+            announced,
+        }
+    }
+
+    /// Rewrites the head written by [`Encoder::open`] if the real count differs.
+    fn fix_head(&mut self, open: &Open, count: u64) {
+        if count != open.announced {
+            let mut head = Vec::with_capacity(9);
+            write_head(&mut head, open.major, count);
+            self.out.splice(open.pos..open.pos + open.len, head);
+        }
+    }
+
+    /// Starts the single-entry map `{variant: …}` that ciborium makes of enum variants.
+    fn variant_key(&mut self, variant: &str) {
+        self.out.push(0xa1);
+        self.text(variant);
+    }
+
+    /// Sorts the entries of the map opened at `open`, whose entries start at `base` on the entry
+    /// stack, checks there are no duplicate keys, and fixes the head.
+    fn close_map(&mut self, open: &Open, base: usize) -> Result<(), CanonError> {
+        let end = self.out.len();
+        let body = open.pos + open.len;
+        let entries = &self.entries[base..];
+        let key_of = |e: &Entry| &self.out[e.key..e.value];
+        let mut sorted = true;
+        for w in entries.windows(2) {
+            match key_of(&w[0]).cmp(key_of(&w[1])) {
+                Ordering::Less => {}
+                Ordering::Equal => return Err(CanonError::new("duplicate map key", 0)),
+                Ordering::Greater => {
+                    sorted = false;
+                    break;
+                }
+            }
+        }
+        let count = entries.len() as u64;
+        if !sorted {
+            let mut spans = std::mem::take(&mut self.spans);
+            spans.clear();
+            let out = &self.out;
+            spans.extend(entries.iter().enumerate().map(|(i, e)| {
+                let next = entries.get(i + 1).map_or(end, |n| n.key);
+                Span::new(out, e.key, e.value, next)
+            }));
+            let key = |s: &Span| &out[s.key..s.value];
+            spans.sort_unstable_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b))));
+            if spans
+                .windows(2)
+                .any(|w| w[0].prefix == w[1].prefix && key(&w[0]) == key(&w[1]))
+            {
+                return Err(CanonError::new("duplicate map key", 0));
+            }
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            for span in &spans {
+                scratch.extend_from_slice(&self.out[span.key..span.end]);
+            }
+            self.out[body..end].copy_from_slice(&scratch);
+            self.scratch = scratch;
+            self.spans = spans;
+        }
+        self.entries.truncate(base);
+        self.fix_head(open, count);
+        Ok(())
+    }
+
+    fn map(&mut self, announced: Option<usize>) -> MapEncoder<'_> {
+        let open = self.open(5, announced);
+        let base = self.entries.len();
+        MapEncoder {
+            enc: self,
+            open,
+            base,
+            key_pending: false,
+        }
+    }
+
+    fn seq(&mut self, announced: Option<usize>) -> SeqEncoder<'_> {
+        let open = self.open(4, announced);
+        SeqEncoder {
+            enc: self,
+            open,
+            count: 0,
+        }
+    }
+}
+
+/// One map entry being sorted.
+struct Span {
+    /// The first 8 bytes of the encoded key, zero-padded, big-endian: if two prefixes differ,
+    /// they order the keys as their full bytes would, so most comparisons are one integer
+    /// comparison.
+    prefix: u64,
+    key: usize,
+    value: usize,
+    end: usize,
+}
+
+impl Span {
+    fn new(out: &[u8], key: usize, value: usize, end: usize) -> Self {
+        let mut first = [0u8; 8];
+        let n = (value - key).min(8);
+        first[..n].copy_from_slice(&out[key..key + n]);
+        Self {
+            prefix: u64::from_be_bytes(first),
+            key,
+            value,
+            end,
+        }
+    }
+}
+
+/// A head written for an announced length.
+struct Open {
+    major: u8,
+    pos: usize,
+    len: usize,
+    announced: u64,
+}
+
+/// Array being written (sequences, tuples, tuple structs and tuple variants).
+struct SeqEncoder<'a> {
+    enc: &'a mut Encoder,
+    open: Open,
+    count: u64,
+}
+
+impl SeqEncoder<'_> {
+    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), CanonError> {
+        self.count += 1;
+        value.serialize(&mut *self.enc)
+    }
+
+    fn finish(self) -> Result<(), CanonError> {
+        self.enc.fix_head(&self.open, self.count);
+        Ok(())
+    }
+}
+
+/// Map being written (maps, structs and struct variants).
+struct MapEncoder<'a> {
+    enc: &'a mut Encoder,
+    open: Open,
+    base: usize,
+    key_pending: bool,
+}
+
+impl MapEncoder<'_> {
+    fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) -> Result<(), CanonError> {
+        let start = self.enc.out.len();
+        self.enc.text(key);
+        self.enc.entries.push(Entry {
+            key: start,
+            value: self.enc.out.len(),
+        });
+        value.serialize(&mut *self.enc)
+    }
+
+    fn finish(self) -> Result<(), CanonError> {
+        if self.key_pending {
+            return Err(CanonError::new("map key without a value", 0));
+        }
+        self.enc.close_map(&self.open, self.base)
+    }
+}
+
+type Res = Result<(), CanonError>;
+
+impl<'a> ser::Serializer for &'a mut Encoder {
+    type Ok = ();
+    type Error = CanonError;
+    type SerializeSeq = SeqEncoder<'a>;
+    type SerializeTuple = SeqEncoder<'a>;
+    type SerializeTupleStruct = SeqEncoder<'a>;
+    type SerializeTupleVariant = SeqEncoder<'a>;
+    type SerializeMap = MapEncoder<'a>;
+    type SerializeStruct = MapEncoder<'a>;
+    type SerializeStructVariant = MapEncoder<'a>;
+
+    fn serialize_bool(self, v: bool) -> Res {
+        self.out.push(if v { 0xf5 } else { 0xf4 });
+        Ok(())
+    }
+
+    fn serialize_i8(self, v: i8) -> Res {
+        self.serialize_i64(i64::from(v))
+    }
+
+    fn serialize_i16(self, v: i16) -> Res {
+        self.serialize_i64(i64::from(v))
+    }
+
+    fn serialize_i32(self, v: i32) -> Res {
+        self.serialize_i64(i64::from(v))
+    }
+
+    fn serialize_i64(self, v: i64) -> Res {
+        if v >= 0 {
+            write_head(&mut self.out, 0, v.unsigned_abs());
+        } else {
+            // -1 - v == !v for two's complement, and is non-negative here.
+            write_head(&mut self.out, 1, (!v).unsigned_abs());
+        }
+        Ok(())
+    }
+
+    fn serialize_i128(self, v: i128) -> Res {
+        // ciborium turns integers beyond -2^64 ..= 2^64-1 into bignum tags.
+        write_i128(&mut self.out, v)
+            .map_err(|_| CanonError::new("tags are not allowed (integer beyond 64 bits)", 0))
+    }
+
+    fn serialize_u8(self, v: u8) -> Res {
+        self.serialize_u64(u64::from(v))
+    }
+
+    fn serialize_u16(self, v: u16) -> Res {
+        self.serialize_u64(u64::from(v))
+    }
+
+    fn serialize_u32(self, v: u32) -> Res {
+        self.serialize_u64(u64::from(v))
+    }
+
+    fn serialize_u64(self, v: u64) -> Res {
+        write_head(&mut self.out, 0, v);
+        Ok(())
+    }
+
+    fn serialize_u128(self, v: u128) -> Res {
+        let v = u64::try_from(v)
+            .map_err(|_| CanonError::new("tags are not allowed (integer beyond 64 bits)", 0))?;
+        self.serialize_u64(v)
+    }
+
+    fn serialize_f32(self, _v: f32) -> Res {
+        Err(CanonError::new("floats are not allowed", 0))
+    }
+
+    fn serialize_f64(self, _v: f64) -> Res {
+        Err(CanonError::new("floats are not allowed", 0))
+    }
+
+    fn serialize_char(self, v: char) -> Res {
+        let mut buf = [0u8; 4];
+        self.text(v.encode_utf8(&mut buf));
+        Ok(())
+    }
+
+    fn serialize_str(self, v: &str) -> Res {
+        self.text(v);
+        Ok(())
+    }
+
+    fn serialize_bytes(self, v: &[u8]) -> Res {
+        write_head(&mut self.out, 2, v.len() as u64);
+        self.out.extend_from_slice(v);
+        Ok(())
+    }
+
+    fn serialize_none(self) -> Res {
+        self.out.push(0xf6);
+        Ok(())
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Res {
+        value.serialize(self)
+    }
+
+    fn serialize_unit(self) -> Res {
+        self.out.push(0xf6);
+        Ok(())
+    }
+
+    fn serialize_unit_struct(self, _name: &'static str) -> Res {
+        self.serialize_unit()
+    }
+
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Res {
+        self.text(variant);
+        Ok(())
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Res {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Res {
+        // `ciborium::tag::Captured(None, v)` is how ciborium spells an untagged value.
+        if (name, variant) != ("@@TAG@@", "@@UNTAGGED@@") {
+            self.variant_key(variant);
+        }
+        value.serialize(self)
+    }
+
+    fn serialize_seq(self, len: Option<usize>) -> Result<SeqEncoder<'a>, CanonError> {
+        Ok(self.seq(len))
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<SeqEncoder<'a>, CanonError> {
+        Ok(self.seq(Some(len)))
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<SeqEncoder<'a>, CanonError> {
+        Ok(self.seq(Some(len)))
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<SeqEncoder<'a>, CanonError> {
+        // ciborium's tag types (`Required`, `Accepted`, `Captured(Some(_), _)`) arrive here.
+        if (name, variant) == ("@@TAG@@", "@@TAGGED@@") {
+            return Err(CanonError::new("tags are not allowed", 0));
+        }
+        self.variant_key(variant);
+        Ok(self.seq(Some(len)))
+    }
+
+    fn serialize_map(self, len: Option<usize>) -> Result<MapEncoder<'a>, CanonError> {
+        Ok(self.map(len))
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<MapEncoder<'a>, CanonError> {
+        Ok(self.map(Some(len)))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<MapEncoder<'a>, CanonError> {
+        self.variant_key(variant);
+        Ok(self.map(Some(len)))
+    }
+
+    fn collect_str<T: Display + ?Sized>(self, value: &T) -> Res {
+        self.text(&value.to_string());
+        Ok(())
+    }
+
+    fn is_human_readable(&self) -> bool {
+        // As ciborium's `Value` serializer: types with a compact form use it.
+        false
+    }
+}
+
+impl ser::SerializeSeq for SeqEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+        self.element(value)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTuple for SeqEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+        self.element(value)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleStruct for SeqEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+        self.element(value)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleVariant for SeqEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+        self.element(value)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+impl ser::SerializeMap for MapEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Res {
+        if self.key_pending {
+            return Err(CanonError::new("map key without a value", 0));
+        }
+        let start = self.enc.out.len();
+        key.serialize(&mut *self.enc)?;
+        self.enc.entries.push(Entry {
+            key: start,
+            value: self.enc.out.len(),
+        });
+        self.key_pending = true;
+        Ok(())
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+        if !self.key_pending {
+            return Err(CanonError::new("map value without a key", 0));
+        }
+        self.key_pending = false;
+        value.serialize(&mut *self.enc)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStruct for MapEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Res {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStructVariant for MapEncoder<'_> {
+    type Ok = ();
+    type Error = CanonError;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Res {
+        self.field(key, value)
+    }
+
+    fn end(self) -> Res {
+        self.finish()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoder
+// ---------------------------------------------------------------------------------------------
+
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     strictness: Strictness,
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], CanonError> {
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CanonError> {
+        let bytes = self.bytes;
         let end = self
             .pos
             .checked_add(n)
-            .filter(|end| *end <= self.bytes.len())
+            .filter(|end| *end <= bytes.len())
             .ok_or_else(|| CanonError::new("unexpected end of input", self.pos))?;
-        let slice = &self.bytes[self.pos..end];
+        let slice = &bytes[self.pos..end];
         self.pos = end;
         Ok(slice)
     }
 
-    /// Reads an initial byte's argument; returns (major, argument).
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], CanonError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N)?);
+        Ok(a)
+    }
+
+    /// Reads an initial byte and its argument; returns (major, argument). For major type 7 the
+    /// "argument" is the additional information itself (20 false, 21 true, 22 null, …).
     fn head(&mut self) -> Result<(u8, u64), CanonError> {
         let start = self.pos;
-        let initial = self.take(1)?[0];
+        let [initial] = self.array::<1>()?;
         let major = initial >> 5;
         let info = initial & 0x1f;
         let arg = match info {
             0..=23 => u64::from(info),
-            24 => u64::from(self.take(1)?[0]),
-            25 => u64::from(u16::from_be_bytes([self.take(1)?[0], self.take(1)?[0]])),
-            26 => {
-                let b = self.take(4)?;
-                u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-            }
-            27 => {
-                let b = self.take(8)?;
-                u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
-            }
+            24 => u64::from(self.array::<1>()?[0]),
+            25 => u64::from(u16::from_be_bytes(self.array()?)),
+            26 => u64::from(u32::from_be_bytes(self.array()?)),
+            27 => u64::from_be_bytes(self.array()?),
             31 => return Err(CanonError::new("indefinite lengths are not allowed", start)),
             _ => return Err(CanonError::new("reserved additional information", start)),
         };
@@ -247,6 +820,7 @@ impl Reader<'_> {
         Ok((major, arg))
     }
 
+    /// Checks a length against the rest of the input: every element takes at least one byte.
     fn len(&mut self, arg: u64, start: usize) -> Result<usize, CanonError> {
         let n = usize::try_from(arg).map_err(|_| CanonError::new("length too large", start))?;
         if n > self.bytes.len() - self.pos {
@@ -279,9 +853,8 @@ impl Reader<'_> {
                 Ok(Value::Text(text.to_owned()))
             }
             4 => {
-                // Each item takes at least one byte: a length beyond the input is malformed.
                 let n = self.len(arg, start)?;
-                let mut items = Vec::with_capacity(n);
+                let mut items = Vec::with_capacity(n.min(PREALLOC_LIMIT));
                 for _ in 0..n {
                     items.push(self.item(depth + 1)?);
                 }
@@ -289,21 +862,10 @@ impl Reader<'_> {
             }
             5 => {
                 let n = self.len(arg, start)?;
-                let mut entries = Vec::with_capacity(n);
-                let mut keys: Vec<&[u8]> = Vec::with_capacity(n);
-                let mut key_spans = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let key_start = self.pos;
-                    let key = self.item(depth + 1)?;
-                    key_spans.push((key_start, self.pos));
-                    let value = self.item(depth + 1)?;
-                    entries.push((key, value));
+                match self.strictness {
+                    Strictness::Canonical => self.map_canonical(n, depth),
+                    Strictness::Lenient => self.map_lenient(n, depth),
                 }
-                for &(a, b) in &key_spans {
-                    keys.push(&self.bytes[a..b]);
-                }
-                self.check_keys(&keys, &key_spans)?;
-                Ok(Value::Map(entries))
             }
             6 => Err(CanonError::new("tags are not allowed", start)),
             _ => match arg {
@@ -319,35 +881,52 @@ impl Reader<'_> {
         }
     }
 
-    fn check_keys(&self, keys: &[&[u8]], spans: &[(usize, usize)]) -> Result<(), CanonError> {
-        match self.strictness {
-            Strictness::Canonical => {
-                for (i, w) in keys.windows(2).enumerate() {
-                    if w[0] == w[1] {
-                        return Err(CanonError::new("duplicate map key", spans[i + 1].0));
-                    }
-                    if w[0] > w[1] {
+    /// Reads `n` map entries whose keys must be strictly increasing in their (already
+    /// canonical) encoded bytes: each key is compared with the previous one as it is read.
+    fn map_canonical(&mut self, n: usize, depth: usize) -> Result<Value, CanonError> {
+        let bytes = self.bytes;
+        let mut entries = Vec::with_capacity(n.min(PREALLOC_LIMIT));
+        let mut previous: Option<&[u8]> = None;
+        for _ in 0..n {
+            let key_start = self.pos;
+            let key = self.item(depth + 1)?;
+            let raw = &bytes[key_start..self.pos];
+            if let Some(prev) = previous {
+                match prev.cmp(raw) {
+                    Ordering::Less => {}
+                    Ordering::Equal => return Err(CanonError::new("duplicate map key", key_start)),
+                    Ordering::Greater => {
                         return Err(CanonError::new(
                             "map keys not in canonical order",
-                            spans[i + 1].0,
-                        ));
+                            key_start,
+                        ))
                     }
                 }
             }
-            Strictness::Lenient => {
-                // Keys are compared by their canonical re-encoding, so `1` written in two
-                // widths still counts as a duplicate.
-                let mut canon: Vec<(Vec<u8>, usize)> = Vec::with_capacity(keys.len());
-                for (i, raw) in keys.iter().enumerate() {
-                    let v = decode(raw, Strictness::Lenient)?;
-                    canon.push((encode_value(&v)?, spans[i].0));
-                }
-                canon.sort();
-                if let Some(w) = canon.windows(2).find(|w| w[0].0 == w[1].0) {
-                    return Err(CanonError::new("duplicate map key", w[1].1));
-                }
-            }
+            previous = Some(raw);
+            let value = self.item(depth + 1)?;
+            entries.push((key, value));
         }
-        Ok(())
+        Ok(Value::Map(entries))
+    }
+
+    /// Reads `n` map entries in any order; keys are compared by their canonical re-encoding,
+    /// so `1` written in two widths still counts as a duplicate.
+    fn map_lenient(&mut self, n: usize, depth: usize) -> Result<Value, CanonError> {
+        let mut entries = Vec::with_capacity(n.min(PREALLOC_LIMIT));
+        let mut canon: Vec<(Vec<u8>, usize)> = Vec::with_capacity(n.min(PREALLOC_LIMIT));
+        for _ in 0..n {
+            let key_start = self.pos;
+            let key = self.item(depth + 1)?;
+            let encoded = encode_value(&key).map_err(|e| CanonError::new(e.reason, key_start))?;
+            canon.push((encoded, key_start));
+            let value = self.item(depth + 1)?;
+            entries.push((key, value));
+        }
+        canon.sort_unstable();
+        if let Some(w) = canon.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(CanonError::new("duplicate map key", w[1].1));
+        }
+        Ok(Value::Map(entries))
     }
 }
