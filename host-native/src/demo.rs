@@ -155,7 +155,8 @@ impl DemoAgent {
     /// Signs a command with a fresh action ID.
     fn command(&mut self, body: Body, expect: Option<u64>) -> Step<Command> {
         self.sent += 1;
-        let action = Id::new(format!("{}-s{}-{}", self.name, self.session, self.sent)).map_err(|e| e.to_string())?;
+        let action = Id::new(format!("{}-s{}-{}", self.name, self.session, self.sent))
+            .map_err(|e| e.to_string())?;
         Command::signed(
             self.org.clone(),
             self.group.clone(),
@@ -173,7 +174,8 @@ impl DemoAgent {
     pub fn send(&mut self, body: Body, expect: Option<u64>) -> Step<Submitted> {
         let kind = body.type_name();
         let cmd = self.command(body, expect)?;
-        self.send_signed(&cmd).map_err(|e| format!("{} {kind}: {e}", self.name))
+        self.send_signed(&cmd)
+            .map_err(|e| format!("{} {kind}: {e}", self.name))
     }
 
     /// Sends an already signed command (again, to show a retry landing once).
@@ -205,7 +207,9 @@ impl DemoAgent {
 
     fn state(&mut self) -> Step<&GroupState> {
         self.sync()?;
-        self.replica.state().ok_or_else(|| "the group is not open".to_owned())
+        self.replica
+            .state()
+            .ok_or_else(|| "the group is not open".to_owned())
     }
 
     fn item(&mut self, work: &str) -> Step<WorkItem> {
@@ -256,11 +260,24 @@ impl DemoAgent {
     }
 
     fn start(&mut self, work: &str, lease: LeaseId) -> Step<Submitted> {
-        self.send(Body::StartWork(StartWork { work: id(work), lease }), None)
+        self.send(
+            Body::StartWork(StartWork {
+                work: id(work),
+                lease,
+            }),
+            None,
+        )
     }
 
     fn submit(&mut self, work: &str, lease: LeaseId, result: Value) -> Step<Submitted> {
-        self.send(Body::Submit(Submit { work: id(work), lease, result }), None)
+        self.send(
+            Body::Submit(Submit {
+                work: id(work),
+                lease,
+                result,
+            }),
+            None,
+        )
     }
 
     /// Reads the data of the checkpoint `item` points at, from the log.
@@ -351,7 +368,11 @@ impl Summary {
             .map(|(w, s)| format!("{w} {s}"))
             .collect::<Vec<_>>()
             .join(" · ");
-        let verdict = if self.ok() { "verified" } else { "NOT VERIFIED" };
+        let verdict = if self.ok() {
+            "verified"
+        } else {
+            "NOT VERIFIED"
+        };
         format!(
             "mission finished in group {group}\n\
              \x20 events     {events} (hash-chained, seq 1..{events})\n\
@@ -405,7 +426,11 @@ impl Roster {
     }
 
     fn agent(&self, name: &str, session: u64, org: &Id, group: &Id, base: &str) -> DemoAgent {
-        let key = self.keys.get(name).cloned().expect("every agent is in MEMBERS");
+        let key = self
+            .keys
+            .get(name)
+            .cloned()
+            .expect("every agent is in MEMBERS");
         DemoAgent::new(name, key, session, org, group, base)
     }
 }
@@ -416,7 +441,9 @@ const STEPS: u64 = 33;
 /// Runs the mission against the server at `base`; returns the summary.
 pub fn mission(base: &str, story: &Story) -> Step<Summary> {
     let client = Client::new(base);
-    let authority = client.authority_key().map_err(err("reading the authority key"))?;
+    let authority = client
+        .authority_key()
+        .map_err(err("reading the authority key"))?;
     let n = client.groups().map_err(err("listing groups"))?.len() + 1;
     let org = id("acme");
     let group = Id::new(format!("launch-{n}")).map_err(|e| e.to_string())?;
@@ -446,7 +473,10 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         }),
         None,
     )?;
-    story.step("olivia", &format!("opens group {group} with ada, ben, cy (workers) and rex (reviewer)"));
+    story.step(
+        "olivia",
+        &format!("opens group {group} with ada, ben, cy (workers) and rex (reviewer)"),
+    );
     let graph: [(&str, &[&str], &str); 5] = [
         ("fetch", &[], "fetch last quarter's sales"),
         ("clean", &["fetch"], "clean the data"),
@@ -479,12 +509,22 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         }),
         None,
     )?;
-    story.step("ada", "checkpoints fetch at 50,000 rows (the lease is released)");
+    story.step(
+        "ada",
+        "checkpoints fetch at 50,000 rows (the lease is released)",
+    );
     let lease = ada.claim("fetch", LEASE_MS)?;
     let item = ada.item("fetch")?;
     let resumed = ada.checkpoint_data(&item)?;
     ada.start("fetch", lease)?;
-    story.step("ada", &format!("claims fetch again (epoch {}) and resumes from {}", item.epoch, resumed.unwrap_or(Value::Null)));
+    story.step(
+        "ada",
+        &format!(
+            "claims fetch again (epoch {}) and resumes from {}",
+            item.epoch,
+            resumed.unwrap_or(Value::Null)
+        ),
+    );
     let submit = ada.command(
         Body::Submit(Submit {
             work: id("fetch"),
@@ -494,12 +534,26 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         None,
     )?;
     let first = ada.send_signed(&submit).map_err(err("ada submit fetch"))?;
-    story.step("ada", &format!("submits fetch (seq {}), but the answer is lost", first.receipt.seq));
-    let again = ada.send_signed(&submit).map_err(err("ada submit fetch again"))?;
+    story.step(
+        "ada",
+        &format!(
+            "submits fetch (seq {}), but the answer is lost",
+            first.receipt.seq
+        ),
+    );
+    let again = ada
+        .send_signed(&submit)
+        .map_err(err("ada submit fetch again"))?;
     if !again.duplicate || again.receipt != first.receipt {
         return Err("a resent submit was not answered with its original receipt".into());
     }
-    story.step("ada", &format!("sends it again: Duplicate, same receipt (seq {}), nothing appended", again.receipt.seq));
+    story.step(
+        "ada",
+        &format!(
+            "sends it again: Duplicate, same receipt (seq {}), nothing appended",
+            again.receipt.seq
+        ),
+    );
 
     // clean: a retryable failure and a retry after the backoff.
     let lease = ben.claim("clean", LEASE_MS)?;
@@ -515,7 +569,13 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         None,
     )?;
     let item = ben.item("clean")?;
-    story.step("ben", &format!("fails clean (retryable): attempt {} of {}, back in the queue after its backoff", item.attempts, item.contract.max_attempts));
+    story.step(
+        "ben",
+        &format!(
+            "fails clean (retryable): attempt {} of {}, back in the queue after its backoff",
+            item.attempts, item.contract.max_attempts
+        ),
+    );
     let lease = ben.claim("clean", LEASE_MS)?;
     ben.start("clean", lease)?;
     ben.submit("clean", lease, json!({"rows": 98_412}))?;
@@ -533,7 +593,10 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
     // notify: an undeclared effect whose outcome is lost, then reconciled.
     let lease = ben.claim("notify", SHORT_LEASE_MS)?;
     ben.start("notify", lease)?;
-    story.step("ben", &format!("claims notify with a {SHORT_LEASE_MS} ms lease and starts it"));
+    story.step(
+        "ben",
+        &format!("claims notify with a {SHORT_LEASE_MS} ms lease and starts it"),
+    );
     let intent = ben.send(
         Body::IntendEffect(IntendEffect {
             work: id("notify"),
@@ -545,13 +608,24 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         }),
         None,
     )?;
-    story.step("ben", &format!("records the intent to email the customers (seq {}), sends the email…", intent.receipt.seq));
+    story.step(
+        "ben",
+        &format!(
+            "records the intent to email the customers (seq {}), sends the email…",
+            intent.receipt.seq
+        ),
+    );
     drop(ben);
     story.step("ben", "…and crashes before recording the outcome");
     rex.wait_for("notify to wait on its unknown effect", |s| {
-        s.work.get("notify").is_some_and(|w| w.state == WorkState::Waiting)
+        s.work
+            .get("notify")
+            .is_some_and(|w| w.state == WorkState::Waiting)
     })?;
-    story.step("mwp", "the lease expires: the email may or may not have gone out, so notify waits");
+    story.step(
+        "mwp",
+        "the lease expires: the email may or may not have gone out, so notify waits",
+    );
     let item = rex.item("notify")?;
     let (key, _) = item
         .unknown()
@@ -566,7 +640,10 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         }),
         None,
     )?;
-    story.step("rex", "checks the mail provider: it was delivered; reconciles the effect (happened)");
+    story.step(
+        "rex",
+        "checks the mail provider: it was delivered; reconciles the effect (happened)",
+    );
     let lease = cy.claim("notify", LEASE_MS)?;
     cy.start("notify", lease)?;
     let item = cy.item("notify")?;
@@ -578,13 +655,33 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         return Err("the reconciled effect is not visible to the next owner".into());
     }
     cy.submit("notify", lease, json!({"emails": "sent once (reconciled)"}))?;
-    story.step("cy", "claims notify, sees the email already went out, and completes without resending");
+    story.step(
+        "cy",
+        "claims notify, sees the email already went out, and completes without resending",
+    );
 
     // Archive, then check the final snapshot.
-    olivia.send(Body::Archive(Archive { reason: json!("mission complete") }), None)?;
-    story.step("olivia", "archives the group: the authority signs a final snapshot");
-    let summary = verify(&client, &group, &org, authority, &[&olivia, &ada, &cy, &rex])?;
-    story.step("check", "the final snapshot verifies, and a fresh replica of the log agrees");
+    olivia.send(
+        Body::Archive(Archive {
+            reason: json!("mission complete"),
+        }),
+        None,
+    )?;
+    story.step(
+        "olivia",
+        "archives the group: the authority signs a final snapshot",
+    );
+    let summary = verify(
+        &client,
+        &group,
+        &org,
+        authority,
+        &[&olivia, &ada, &cy, &rex],
+    )?;
+    story.step(
+        "check",
+        "the final snapshot verifies, and a fresh replica of the log agrees",
+    );
     Ok(summary)
 }
 
@@ -602,19 +699,32 @@ fn run_train(cy: &mut DemoAgent, roster: &Roster, base: &str, story: &Story) -> 
         }),
         None,
     )?;
-    story.step("cy", "charges 30 (GPU minutes) with a checkpoint after 6 epochs");
+    story.step(
+        "cy",
+        "charges 30 (GPU minutes) with a checkpoint after 6 epochs",
+    );
     story.step("cy", "crashes (process killed)");
     // The restarted process: same key, a new session, an empty replica rebuilt from the log.
     let (org, group) = (cy.org.clone(), cy.group.clone());
     let mut cy2 = roster.agent("cy", cy.session + 1, &org, &group, base);
     cy2.sent = cy.sent;
     cy2.send(Body::ReplaceSession(ReplaceSession {}), None)?;
-    story.step("cy", "restarts with session 2: the old lease is revoked, train goes back to the queue");
+    story.step(
+        "cy",
+        "restarts with session 2: the old lease is revoked, train goes back to the queue",
+    );
     let lease = cy2.claim("train", LEASE_MS)?;
     let item = cy2.item("train")?;
     let resumed = cy2.checkpoint_data(&item)?;
     cy2.start("train", lease)?;
-    story.step("cy", &format!("claims train (epoch {}) and resumes from {}", item.epoch, resumed.unwrap_or(Value::Null)));
+    story.step(
+        "cy",
+        &format!(
+            "claims train (epoch {}) and resumes from {}",
+            item.epoch,
+            resumed.unwrap_or(Value::Null)
+        ),
+    );
     cy2.submit("train", lease, json!({"model": "price-v2", "epochs": 10}))?;
     story.step("cy", "submits train");
     cy2.duplicates += cy.duplicates;
@@ -625,12 +735,20 @@ fn run_train(cy: &mut DemoAgent, roster: &Roster, base: &str, story: &Story) -> 
 fn run_report(ada: &mut DemoAgent, ben: &mut DemoAgent, story: &Story) -> Step<()> {
     let stale = ada.claim("report", SHORT_LEASE_MS)?;
     ada.start("report", stale)?;
-    story.step("ada", &format!("claims report with a {SHORT_LEASE_MS} ms lease and starts it"));
+    story.step(
+        "ada",
+        &format!("claims report with a {SHORT_LEASE_MS} ms lease and starts it"),
+    );
     story.step("ada", "stalls (a long pause) and stops renewing her lease");
     ben.wait_for("report's lease to expire", |s| {
-        s.work.get("report").is_some_and(|w| w.state == WorkState::Queued && w.epoch == 1)
+        s.work
+            .get("report")
+            .is_some_and(|w| w.state == WorkState::Queued && w.epoch == 1)
     })?;
-    story.step("mwp", "tick: ada's lease on report expired; report is back in the queue");
+    story.step(
+        "mwp",
+        "tick: ada's lease on report expired; report is back in the queue",
+    );
     let lease = ben.claim("report", LEASE_MS)?;
     ben.start("report", lease)?;
     ben.submit("report", lease, json!({"pages": 12}))?;
@@ -639,19 +757,35 @@ fn run_report(ada: &mut DemoAgent, ben: &mut DemoAgent, story: &Story) -> Step<(
     if late.receipt.disposition != Disposition::Evidence {
         return Err("ada's late submit was not recorded as evidence".into());
     }
-    story.step("ada", &format!("wakes up and submits: recorded as evidence (seq {}), ben's result stands", late.receipt.seq));
+    story.step(
+        "ada",
+        &format!(
+            "wakes up and submits: recorded as evidence (seq {}), ben's result stands",
+            late.receipt.seq
+        ),
+    );
     Ok(())
 }
 
 /// Checks the final snapshot and summarises the group.
-fn verify(client: &Client, group: &Id, org: &Id, authority: PublicKey, agents: &[&DemoAgent]) -> Step<Summary> {
-    let bytes = client.snapshot(group).map_err(err("fetching the final snapshot"))?;
+fn verify(
+    client: &Client,
+    group: &Id,
+    org: &Id,
+    authority: PublicKey,
+    agents: &[&DemoAgent],
+) -> Step<Summary> {
+    let bytes = client
+        .snapshot(group)
+        .map_err(err("fetching the final snapshot"))?;
     let snap = Snapshot::from_cbor(&bytes).map_err(err("decoding the final snapshot"))?;
     let verified = Snapshot::verify_bytes(&bytes, &authority, org, group, 0).is_ok();
     // A fresh replica, rebuilt from the whole log over HTTP.
     let mut fresh = Replica::new(group.clone());
     loop {
-        let events = client.events(group, fresh.cursor(), 500).map_err(err("replaying"))?;
+        let events = client
+            .events(group, fresh.cursor(), 500)
+            .map_err(err("replaying"))?;
         if events.is_empty() {
             break;
         }
@@ -661,14 +795,19 @@ fn verify(client: &Client, group: &Id, org: &Id, authority: PublicKey, agents: &
             }
         }
     }
-    let replica_agrees = fresh.cursor() == snap.seq && fresh.state_hash().ok() == Some(snap.state_hash);
+    let replica_agrees =
+        fresh.cursor() == snap.seq && fresh.state_hash().ok() == Some(snap.state_hash);
     let state = &snap.state;
     Ok(Summary {
         group: group.clone(),
         events: state.seq,
         receipts: state.receipts.values().map(BTreeMap::len).sum(),
         duplicates: agents.iter().map(|a| a.duplicates).sum(),
-        epochs: state.work.iter().map(|(w, i)| (w.to_string(), i.epoch)).collect(),
+        epochs: state
+            .work
+            .iter()
+            .map(|(w, i)| (w.to_string(), i.epoch))
+            .collect(),
         evidence: state.evidence.len(),
         effects: state
             .work
@@ -676,11 +815,19 @@ fn verify(client: &Client, group: &Id, org: &Id, authority: PublicKey, agents: &
             .flat_map(|(w, i)| {
                 i.effects.values().map(move |e| {
                     let status = match (e.status, e.happened) {
-                        (EffectStatus::Reconciled, Some(true)) => "unknown, then reconciled: it happened".to_owned(),
-                        (EffectStatus::Reconciled, _) => "unknown, then reconciled: it did not happen".to_owned(),
+                        (EffectStatus::Reconciled, Some(true)) => {
+                            "unknown, then reconciled: it happened".to_owned()
+                        }
+                        (EffectStatus::Reconciled, _) => {
+                            "unknown, then reconciled: it did not happen".to_owned()
+                        }
                         (s, _) => format!("{s:?}").to_lowercase(),
                     };
-                    format!("{w}/{} ({}): {status}", e.op, format!("{:?}", e.mode).to_lowercase())
+                    format!(
+                        "{w}/{} ({}): {status}",
+                        e.op,
+                        format!("{:?}", e.mode).to_lowercase()
+                    )
                 })
             })
             .collect(),
@@ -704,7 +851,10 @@ fn verify(client: &Client, group: &Id, org: &Id, authority: PublicKey, agents: &
 pub fn run(args: DemoArgs) -> Outcome {
     crate::cli::init_logging("warn");
     std::fs::create_dir_all(&args.data).map_err(|e| {
-        Failure::new(EXIT_UNAVAILABLE, format!("cannot create the demo folder {}: {e}", args.data.display()))
+        Failure::new(
+            EXIT_UNAVAILABLE,
+            format!("cannot create the demo folder {}: {e}", args.data.display()),
+        )
     })?;
     let key = key::load_or_create(&args.data.join(key::FILE_NAME))
         .map_err(|e| Failure::from_error("the demo's authority key", &e))?;
@@ -722,9 +872,17 @@ pub fn run(args: DemoArgs) -> Outcome {
             Err(e) => Err(e),
         }
     });
-    let server = server.map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot listen on {}: {e}", args.addr)))?;
+    let server = server.map_err(|e| {
+        Failure::new(
+            EXIT_UNAVAILABLE,
+            format!("cannot listen on {}: {e}", args.addr),
+        )
+    })?;
     let base = format!("http://{}", server.addr());
-    eprintln!("mwp demo: authority on {base}, data in {}", args.data.display());
+    eprintln!(
+        "mwp demo: authority on {base}, data in {}",
+        args.data.display()
+    );
     let story = Story::new(STEPS);
     let result = mission(&base, &story);
     story.finish();
@@ -735,7 +893,11 @@ pub fn run(args: DemoArgs) -> Outcome {
             } else {
                 println!("{}", summary.render());
             }
-            if summary.ok() { EXIT_OK } else { EXIT_FAILED }
+            if summary.ok() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            }
         }
         Err(e) => {
             eprintln!("mwp demo: the mission stopped: {e}");

@@ -20,7 +20,10 @@ use crate::service::AuthorityService;
 pub fn random_key() -> Result<SecretKey> {
     let mut seed = [0u8; 32];
     getrandom::getrandom(&mut seed).map_err(|e| {
-        Error::new(Code::Storage, format!("the operating system gave no random bytes for a key: {e}"))
+        Error::new(
+            Code::Storage,
+            format!("the operating system gave no random bytes for a key: {e}"),
+        )
     })?;
     Ok(SecretKey::from_bytes(&seed))
 }
@@ -252,20 +255,40 @@ mod tests {
             }],
             authority_key: service.authority_key(),
         });
-        Command::signed(id("acme"), id("g"), id("alice"), id("open"), 1, None, body, &alice)
-            .expect("signs")
+        Command::signed(
+            id("acme"),
+            id("g"),
+            id("alice"),
+            id("open"),
+            1,
+            None,
+            body,
+            &alice,
+        )
+        .expect("signs")
     }
 
     fn replace_session(n: u64) -> Command {
         let alice = SecretKey::for_transcript("alice");
         let body = Body::ReplaceSession(mwp_core::command::ReplaceSession {});
-        Command::signed(id("acme"), id("g"), id("alice"), id(&format!("s{n}")), n, None, body, &alice)
-            .expect("signs")
+        Command::signed(
+            id("acme"),
+            id("g"),
+            id("alice"),
+            id(&format!("s{n}")),
+            n,
+            None,
+            body,
+            &alice,
+        )
+        .expect("signs")
     }
 
     #[test]
     fn window_answers_cursor_too_old_with_a_snapshot_that_restores() {
-        let service = MemoryService::generate().expect("random key").with_online_events(Some(2));
+        let service = MemoryService::generate()
+            .expect("random key")
+            .with_online_events(Some(2));
         service.submit(&open(&service), 1).expect("opens");
         for n in 2..=5 {
             service.submit(&replace_session(n), 2).expect("accepted");
@@ -292,7 +315,9 @@ mod tests {
         assert_eq!(err.code, Code::NotFound);
         service.submit(&open(&service), 1).expect("opens");
         assert_eq!(service.groups().expect("groups"), vec![id("g")]);
-        let receipt = service.receipt(&id("g"), &id("alice"), &id("open")).expect("ok");
+        let receipt = service
+            .receipt(&id("g"), &id("alice"), &id("open"))
+            .expect("ok");
         assert_eq!(receipt.map(|r| r.seq), Some(1));
     }
 
@@ -300,9 +325,19 @@ mod tests {
     fn restart_keeps_the_log_and_the_state() {
         let service = MemoryService::for_transcripts();
         service.submit(&open(&service), 1).expect("opens");
-        let before = service.state(&id("g")).expect("ok").expect("open").hash().expect("hash");
+        let before = service
+            .state(&id("g"))
+            .expect("ok")
+            .expect("open")
+            .hash()
+            .expect("hash");
         service.restart().expect("restarts");
-        let after = service.state(&id("g")).expect("ok").expect("open").hash().expect("hash");
+        let after = service
+            .state(&id("g"))
+            .expect("ok")
+            .expect("open")
+            .hash()
+            .expect("hash");
         assert_eq!(before, after);
     }
 

@@ -38,6 +38,9 @@ pub trait AuthorityService: Send + Sync {
     /// commands as `@authority` with it. A store that holds no secret key answers `STORAGE`.
     fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
         let _ = cmd;
-        Err(Error::new(Code::Storage, "this store holds no authority secret key and cannot sign ticks"))
+        Err(Error::new(
+            Code::Storage,
+            "this store holds no authority secret key and cannot sign ticks",
+        ))
     }
 }

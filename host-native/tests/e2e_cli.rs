@@ -26,7 +26,11 @@ fn lines(out: &[u8]) -> Vec<Value> {
 
 #[test]
 fn transcript_exit_codes_pass_fail_unreadable() {
-    let pass = mwp().arg("transcript").arg(transcripts().join("lifecycle.jsonl")).output().expect("runs");
+    let pass = mwp()
+        .arg("transcript")
+        .arg(transcripts().join("lifecycle.jsonl"))
+        .output()
+        .expect("runs");
     assert_eq!(pass.status.code(), Some(0));
     let out = lines(&pass.stdout);
     assert_eq!(out[0]["step"], 1);
@@ -34,17 +38,28 @@ fn transcript_exit_codes_pass_fail_unreadable() {
     let (reference, _) = mwp_core::transcript::run_in_memory(
         &std::fs::read_to_string(transcripts().join("lifecycle.jsonl")).expect("read"),
     );
-    assert_eq!(out, reference, "the CLI prints what the reference runner prints");
+    assert_eq!(
+        out, reference,
+        "the CLI prints what the reference runner prints"
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     let failing = dir.path().join("fail.jsonl");
     let text = std::fs::read_to_string(transcripts().join("lifecycle.jsonl")).expect("read");
     std::fs::write(&failing, text.replacen("\"seq\": 1,", "\"seq\": 99,", 1)).expect("write");
-    let fail = mwp().arg("transcript").arg(&failing).output().expect("runs");
+    let fail = mwp()
+        .arg("transcript")
+        .arg(&failing)
+        .output()
+        .expect("runs");
     assert_eq!(fail.status.code(), Some(1));
     assert!(lines(&fail.stdout)[0]["mismatch"].is_array());
 
-    let missing = mwp().arg("transcript").arg(dir.path().join("missing.jsonl")).output().expect("runs");
+    let missing = mwp()
+        .arg("transcript")
+        .arg(dir.path().join("missing.jsonl"))
+        .output()
+        .expect("runs");
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read transcript"));
 }
@@ -56,7 +71,10 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("Exit codes"));
     let bad = mwp().arg("replay").output().expect("runs");
     assert_eq!(bad.status.code(), Some(2));
-    let store = mwp().args(["transcript", "x.jsonl", "--store", "redis://x"]).output().expect("runs");
+    let store = mwp()
+        .args(["transcript", "x.jsonl", "--store", "redis://x"])
+        .output()
+        .expect("runs");
     assert_eq!(store.status.code(), Some(2));
 }
 
@@ -65,8 +83,17 @@ fn replica_reaches_the_authoritys_state_hash_from_shuffled_repeated_events() {
     let text = std::fs::read_to_string(transcripts().join("lifecycle.jsonl")).expect("read");
     let (out, failed) = mwp_core::transcript::run_in_memory(&text);
     assert!(!failed);
-    let events: Vec<String> = out.iter().filter_map(|l| l.get("event")).map(Value::to_string).collect();
-    let authority_hash = out.iter().rev().find_map(|l| l.get("state_hash")).expect("snapshot op").clone();
+    let events: Vec<String> = out
+        .iter()
+        .filter_map(|l| l.get("event"))
+        .map(Value::to_string)
+        .collect();
+    let authority_hash = out
+        .iter()
+        .rev()
+        .find_map(|l| l.get("state_hash"))
+        .expect("snapshot op")
+        .clone();
     let mut shuffled = events.clone();
     shuffled.reverse();
     shuffled.extend(events.iter().take(3).cloned());
@@ -107,7 +134,10 @@ fn verify_snapshot_exit_codes() {
     assert_eq!(lines(&ok.stdout)[0]["ok"], true);
     let wrong_key = verify(&key("mallory").public().to_hex(), "g1");
     assert_eq!(wrong_key.status.code(), Some(1));
-    assert_eq!(lines(&wrong_key.stdout)[0]["error"]["code"], "SNAPSHOT_INVALID");
+    assert_eq!(
+        lines(&wrong_key.stdout)[0]["error"]["code"],
+        "SNAPSHOT_INVALID"
+    );
     let wrong_group = verify(&authority.to_hex(), "g2");
     assert_eq!(wrong_group.status.code(), Some(1));
     std::fs::remove_file(&file).expect("rm");
@@ -126,19 +156,27 @@ fn serve_answers_over_http_and_stops_on_sigint() {
     let mut reader = BufReader::new(stderr);
     let base = loop {
         let mut line = String::new();
-        assert!(reader.read_line(&mut line).expect("reads") > 0, "serve printed its address");
+        assert!(
+            reader.read_line(&mut line).expect("reads") > 0,
+            "serve printed its address"
+        );
         if let Some(rest) = line.split("authority on ").nth(1) {
             break rest.split_whitespace().next().expect("url").to_owned();
         }
     };
     let client = mwp_host::server::client::Client::new(base.clone());
     let authority = client.authority_key().expect("answers");
-    client.submit(&open_group("g1", authority, &[])).expect("opens");
+    client
+        .submit(&open_group("g1", authority, &[]))
+        .expect("opens");
     let (status, _, page) = request("GET", &format!("{base}/"), &[], b"");
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&page).contains("<html"));
     let pid = child.id().to_string();
-    let killed = Command::new("kill").args(["-INT", &pid]).status().expect("kill runs");
+    let killed = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill runs");
     assert!(killed.success());
     let status = child.wait().expect("exits");
     assert_eq!(status.code(), Some(0), "a graceful shutdown exits 0");
@@ -149,11 +187,23 @@ fn demo_runs_to_completion_and_its_summary_verifies() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("demo-data");
     let out = mwp()
-        .args(["demo", "--exit", "--json", "--addr", "127.0.0.1:0", "--data"])
+        .args([
+            "demo",
+            "--exit",
+            "--json",
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+        ])
         .arg(&data)
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary = &lines(&out.stdout)[0];
     assert_eq!(summary["snapshot"]["verified"], true);
     assert_eq!(summary["snapshot"]["replica_agrees"], true);
@@ -163,7 +213,12 @@ fn demo_runs_to_completion_and_its_summary_verifies() {
         assert_eq!(summary["work"][work], "succeeded");
         assert_eq!(summary["epochs"][work], 2, "{work} was claimed twice");
     }
-    assert!(summary["effects"][0].as_str().is_some_and(|e| e.contains("reconciled: it happened")));
+    assert!(summary["effects"][0]
+        .as_str()
+        .is_some_and(|e| e.contains("reconciled: it happened")));
     assert_eq!(summary["events"], summary["snapshot"]["seq"]);
-    assert!(data.join("authority.key").exists(), "the demo keeps its key in its folder");
+    assert!(
+        data.join("authority.key").exists(),
+        "the demo keeps its key in its folder"
+    );
 }

@@ -23,12 +23,17 @@ fn replay(server: &TestServer, group: &str) -> Replica {
     let client = server.client();
     let mut replica = Replica::new(id(group));
     loop {
-        let events = client.events(&id(group), replica.cursor(), 100).expect("events");
+        let events = client
+            .events(&id(group), replica.cursor(), 100)
+            .expect("events");
         if events.is_empty() {
             return replica;
         }
         for e in events {
-            assert!(matches!(replica.offer(e), Offer::Applied { .. }), "the log applies in order");
+            assert!(
+                matches!(replica.offer(e), Offer::Applied { .. }),
+                "the log applies in order"
+            );
         }
     }
 }
@@ -38,9 +43,14 @@ fn open_group_must_name_the_servers_own_key() {
     let server = TestServer::start();
     let client = server.client();
     let wrong = key("someone").public();
-    let err = client.submit(&open_group("g1", wrong, &[])).expect_err("refused");
+    let err = client
+        .submit(&open_group("g1", wrong, &[]))
+        .expect_err("refused");
     assert_eq!(err.code, Code::NotPermitted);
-    assert_eq!(err.details["authority_key"], client.authority_key().expect("key").to_hex());
+    assert_eq!(
+        err.details["authority_key"],
+        client.authority_key().expect("key").to_hex()
+    );
     let (status, _, _) = request(
         "POST",
         &format!("{}/v1/groups/g1/commands", server.base),
@@ -67,23 +77,42 @@ fn concurrent_agents_land_in_one_gapless_verified_log() {
                 barrier.wait();
                 (0..per_worker)
                     .map(|n| {
-                        let c = cmd("g1", &format!("w{w}"), &format!("a{n}"), None, create_work(&format!("w{w}-{n}"), &[]));
+                        let c = cmd(
+                            "g1",
+                            &format!("w{w}"),
+                            &format!("a{n}"),
+                            None,
+                            create_work(&format!("w{w}-{n}"), &[]),
+                        );
                         client.submit(&c).expect("accepted").receipt
                     })
                     .collect::<Vec<Receipt>>()
             })
         })
         .collect();
-    let receipts: Vec<Receipt> = threads.into_iter().flat_map(|t| t.join().expect("thread")).collect();
+    let receipts: Vec<Receipt> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("thread"))
+        .collect();
     let seqs: BTreeSet<u64> = receipts.iter().map(|r| r.seq).collect();
-    assert_eq!(seqs.len(), workers * per_worker, "every command has its own seq");
+    assert_eq!(
+        seqs.len(),
+        workers * per_worker,
+        "every command has its own seq"
+    );
     let total = 1 + (workers * per_worker) as u64;
     assert_eq!(seqs, (2..=total).collect(), "seqs have no gaps");
     let replica = replay(&server, "g1");
     assert_eq!(replica.cursor(), total);
-    assert_eq!(replica.state().expect("open").work.len(), workers * per_worker);
+    assert_eq!(
+        replica.state().expect("open").work.len(),
+        workers * per_worker
+    );
     for r in &receipts {
-        let stored = server.client().receipt(&id("g1"), &r.actor, &r.action).expect("receipt");
+        let stored = server
+            .client()
+            .receipt(&id("g1"), &r.actor, &r.action)
+            .expect("receipt");
         assert_eq!(&stored, r);
     }
 }
@@ -104,56 +133,110 @@ fn retried_commands_land_exactly_once() {
             })
         })
         .collect();
-    let answers: Vec<_> = threads.into_iter().map(|t| t.join().expect("thread")).collect();
-    assert_eq!(answers.iter().filter(|a| !a.duplicate).count(), 1, "exactly one lands");
-    assert!(answers.iter().all(|a| a.receipt == answers[0].receipt), "all get the same receipt");
+    let answers: Vec<_> = threads
+        .into_iter()
+        .map(|t| t.join().expect("thread"))
+        .collect();
+    assert_eq!(
+        answers.iter().filter(|a| !a.duplicate).count(),
+        1,
+        "exactly one lands"
+    );
+    assert!(
+        answers.iter().all(|a| a.receipt == answers[0].receipt),
+        "all get the same receipt"
+    );
     // A retry later, over raw HTTP: the header says Duplicate, the bytes are the same.
     let body = serde_json::to_vec(&c).expect("json");
     let url = format!("{}/v1/groups/g1/commands", server.base);
-    let (status, headers, bytes) = request("POST", &url, &[("content-type", "application/json")], &body);
+    let (status, headers, bytes) =
+        request("POST", &url, &[("content-type", "application/json")], &body);
     assert_eq!(status, 200);
-    assert_eq!(headers.get("mwp-duplicate").map(|v| v.as_bytes()), Some(&b"true"[..]));
+    assert_eq!(
+        headers.get("mwp-duplicate").map(|v| v.as_bytes()),
+        Some(&b"true"[..])
+    );
     let receipt: Receipt = serde_json::from_slice(&bytes).expect("receipt");
     assert_eq!(receipt, answers[0].receipt);
-    assert_eq!(client.events(&id("g1"), 0, 100).expect("events").len(), 2, "one event appended");
+    assert_eq!(
+        client.events(&id("g1"), 0, 100).expect("events").len(),
+        2,
+        "one event appended"
+    );
     // A first submission carries no duplicate header.
-    let fresh = serde_json::to_vec(&cmd("g1", "w0", "a2", None, create_work("y", &[]))).expect("json");
-    let (_, headers, _) = request("POST", &url, &[("content-type", "application/json")], &fresh);
+    let fresh =
+        serde_json::to_vec(&cmd("g1", "w0", "a2", None, create_work("y", &[]))).expect("json");
+    let (_, headers, _) = request(
+        "POST",
+        &url,
+        &[("content-type", "application/json")],
+        &fresh,
+    );
     assert!(headers.get("mwp-duplicate").is_none());
 }
 
 #[test]
 fn cursor_too_old_then_snapshot_then_resume() {
-    let server = TestServer::with_service(MemoryService::generate().expect("key").with_online_events(Some(5)));
+    let server = TestServer::with_service(
+        MemoryService::generate()
+            .expect("key")
+            .with_online_events(Some(5)),
+    );
     let client = opened(&server, "g1", 1);
     let authority = client.authority_key().expect("key");
     for n in 0..20 {
-        client.submit(&cmd("g1", "w0", &format!("a{n}"), None, create_work(&format!("x{n}"), &[]))).expect("accepted");
+        client
+            .submit(&cmd(
+                "g1",
+                "w0",
+                &format!("a{n}"),
+                None,
+                create_work(&format!("x{n}"), &[]),
+            ))
+            .expect("accepted");
     }
     let url = format!("{}/v1/groups/g1/events?after=0", server.base);
     let (status, _, body) = request("GET", &url, &[], b"");
     assert_eq!(status, 410);
     let err = json(&body);
     assert_eq!(err["code"], "CURSOR_TOO_OLD");
-    let location = err["snapshot"]["location"].as_str().expect("location").to_owned();
+    let location = err["snapshot"]["location"]
+        .as_str()
+        .expect("location")
+        .to_owned();
     assert_eq!(location, "/v1/groups/g1/snapshots/latest");
     let snap_seq = err["snapshot"]["seq"].as_u64().expect("seq");
     // More events land before the client comes back.
     for n in 20..23 {
-        client.submit(&cmd("g1", "w0", &format!("a{n}"), None, create_work(&format!("x{n}"), &[]))).expect("accepted");
+        client
+            .submit(&cmd(
+                "g1",
+                "w0",
+                &format!("a{n}"),
+                None,
+                create_work(&format!("x{n}"), &[]),
+            ))
+            .expect("accepted");
     }
-    let bytes = client.fetch(&location, "application/cbor").expect("snapshot");
+    let bytes = client
+        .fetch(&location, "application/cbor")
+        .expect("snapshot");
     let snap = Snapshot::from_cbor(&bytes).expect("decodes");
     assert!(snap.seq >= snap_seq);
     let mut replica = Replica::new(id("g1"));
-    replica.restore(&snap, &authority, &id("acme"), 0).expect("restores");
+    replica
+        .restore(&snap, &authority, &id("acme"), 0)
+        .expect("restores");
     // Resume strictly after the snapshot's seq.
-    let rest = client.events(&id("g1"), replica.cursor(), 100).expect("online");
+    let rest = client
+        .events(&id("g1"), replica.cursor(), 100)
+        .expect("online");
     for e in rest {
         assert!(matches!(replica.offer(e), Offer::Applied { .. }));
     }
     assert_eq!(replica.cursor(), 24);
-    let latest = Snapshot::from_cbor(&client.snapshot(&id("g1")).expect("latest")).expect("decodes");
+    let latest =
+        Snapshot::from_cbor(&client.snapshot(&id("g1")).expect("latest")).expect("decodes");
     assert_eq!(replica.state_hash().expect("hash"), latest.state_hash);
     // Receipts survive the restore: a replayed command is recognised.
     assert!(replica.state().expect("open").receipt("w0", "a3").is_some());
@@ -167,38 +250,92 @@ fn errors_have_codes_and_statuses() {
     let post = |body: &[u8], ct: &str| request("POST", &url, &[("content-type", ct)], body);
 
     let (status, _, body) = post(b"{not json", "application/json");
-    assert_eq!((status, json(&body)["code"].clone()), (400, "MALFORMED".into()));
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (400, "MALFORMED".into())
+    );
 
     let (status, _, body) = post(b"hello", "text/plain");
-    assert_eq!((status, json(&body)["code"].clone()), (400, "MALFORMED".into()));
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (400, "MALFORMED".into())
+    );
 
     let mut tampered = cmd("g1", "w0", "t1", None, create_work("t", &[]));
     tampered.sig.0[0] ^= 1;
-    let (status, _, body) = post(&serde_json::to_vec(&tampered).expect("json"), "application/json");
-    assert_eq!((status, json(&body)["code"].clone()), (401, "BAD_SIGNATURE".into()));
+    let (status, _, body) = post(
+        &serde_json::to_vec(&tampered).expect("json"),
+        "application/json",
+    );
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (401, "BAD_SIGNATURE".into())
+    );
 
     let other = cmd("g2", "w0", "t2", None, create_work("t", &[]));
-    let (status, _, body) = post(&serde_json::to_vec(&other).expect("json"), "application/json");
-    assert_eq!((status, json(&body)["code"].clone()), (409, "WRONG_GROUP".into()));
+    let (status, _, body) = post(
+        &serde_json::to_vec(&other).expect("json"),
+        "application/json",
+    );
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (409, "WRONG_GROUP".into())
+    );
 
-    client.submit(&cmd("g1", "w0", "c1", None, create_work("w", &[]))).expect("created");
-    let claim = Body::ClaimWork(ClaimWork { work: id("w"), lease_ms: 1000, start_within_ms: 1000 });
+    client
+        .submit(&cmd("g1", "w0", "c1", None, create_work("w", &[])))
+        .expect("created");
+    let claim = Body::ClaimWork(ClaimWork {
+        work: id("w"),
+        lease_ms: 1000,
+        start_within_ms: 1000,
+    });
     let stale = cmd("g1", "w0", "c2", Some(7), claim);
-    let (status, _, body) = post(&serde_json::to_vec(&stale).expect("json"), "application/json");
+    let (status, _, body) = post(
+        &serde_json::to_vec(&stale).expect("json"),
+        "application/json",
+    );
     let err = json(&body);
-    assert_eq!((status, err["code"].clone(), err["current"].clone()), (409, "REVISION_MISMATCH".into(), 1.into()));
+    assert_eq!(
+        (status, err["code"].clone(), err["current"].clone()),
+        (409, "REVISION_MISMATCH".into(), 1.into())
+    );
     assert!(err["message"].as_str().is_some_and(|m| !m.is_empty()));
 
-    let (status, _, body) = request("GET", &format!("{}/v1/groups/nope/events", server.base), &[], b"");
-    assert_eq!((status, json(&body)["code"].clone()), (404, "NOT_FOUND".into()));
-    let (status, _, _) = request("GET", &format!("{}/v1/groups/g1/receipts/w0/never", server.base), &[], b"");
+    let (status, _, body) = request(
+        "GET",
+        &format!("{}/v1/groups/nope/events", server.base),
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (404, "NOT_FOUND".into())
+    );
+    let (status, _, _) = request(
+        "GET",
+        &format!("{}/v1/groups/g1/receipts/w0/never", server.base),
+        &[],
+        b"",
+    );
     assert_eq!(status, 404);
-    let (status, _, body) = request("GET", &format!("{}/v1/groups/g1/events?after=x", server.base), &[], b"");
-    assert_eq!((status, json(&body)["code"].clone()), (400, "MALFORMED".into()));
+    let (status, _, body) = request(
+        "GET",
+        &format!("{}/v1/groups/g1/events?after=x", server.base),
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (400, "MALFORMED".into())
+    );
 
     let huge = vec![b'x'; 300 * 1024];
     let (status, _, body) = post(&huge, "application/json");
-    assert_eq!((status, json(&body)["code"].clone()), (400, "MALFORMED".into()));
+    assert_eq!(
+        (status, json(&body)["code"].clone()),
+        (400, "MALFORMED".into())
+    );
     // None of that changed the log.
     assert_eq!(client.events(&id("g1"), 0, 100).expect("events").len(), 2);
 }
@@ -209,26 +346,47 @@ fn cbor_in_and_out() {
     let client = opened(&server, "g1", 1);
     let c = cmd("g1", "w0", "a1", None, create_work("x", &[]));
     let url = format!("{}/v1/groups/g1/commands", server.base);
-    let headers = [("content-type", "application/cbor"), ("accept", "application/cbor")];
+    let headers = [
+        ("content-type", "application/cbor"),
+        ("accept", "application/cbor"),
+    ];
     let (status, h, body) = request("POST", &url, &headers, &c.to_cbor().expect("cbor"));
     assert_eq!(status, 200);
-    assert_eq!(h.get("content-type").map(|v| v.as_bytes()), Some(&b"application/cbor"[..]));
-    let receipt: Receipt = canonical::from_slice(&body, canonical::Strictness::Canonical).expect("canonical receipt");
+    assert_eq!(
+        h.get("content-type").map(|v| v.as_bytes()),
+        Some(&b"application/cbor"[..])
+    );
+    let receipt: Receipt =
+        canonical::from_slice(&body, canonical::Strictness::Canonical).expect("canonical receipt");
     assert_eq!(receipt.seq, 2);
     // The same command in JSON is the same content: a Duplicate.
     assert!(client.submit(&c).expect("duplicate").duplicate);
-    let (_, _, body) = request("GET", &format!("{}/v1/groups/g1/events", server.base), &[("accept", "application/cbor")], b"");
+    let (_, _, body) = request(
+        "GET",
+        &format!("{}/v1/groups/g1/events", server.base),
+        &[("accept", "application/cbor")],
+        b"",
+    );
     #[derive(serde::Deserialize)]
     struct Page {
         events: Vec<Event>,
     }
-    let page: Page = canonical::from_slice(&body, canonical::Strictness::Canonical).expect("canonical");
+    let page: Page =
+        canonical::from_slice(&body, canonical::Strictness::Canonical).expect("canonical");
     assert_eq!(page.events.len(), 2);
-    let (status, _, body) = request("GET", &format!("{}/v1/groups/g1/snapshots/latest", server.base), &[("accept", "application/json")], b"");
+    let (status, _, body) = request(
+        "GET",
+        &format!("{}/v1/groups/g1/snapshots/latest", server.base),
+        &[("accept", "application/json")],
+        b"",
+    );
     assert_eq!(status, 200);
     assert_eq!(json(&body)["schema"], "mwp.snapshot.v1");
     let (_, _, body) = request("GET", &format!("{}/v1/authority", server.base), &[], b"");
-    assert_eq!(json(&body)["key"], client.authority_key().expect("key").to_hex());
+    assert_eq!(
+        json(&body)["key"],
+        client.authority_key().expect("key").to_hex()
+    );
 }
 
 /// Reads `data:` lines of an SSE stream on a thread; sends each parsed event.
@@ -236,7 +394,10 @@ fn tail(base: &str, group: &str, after: u64) -> std::sync::mpsc::Receiver<Option
     let url = format!("{base}/v1/groups/{group}/events/stream?after={after}");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
         let resp = agent.get(&url).call().expect("stream opens");
         let reader = std::io::BufReader::new(resp.into_body().into_reader());
         for line in reader.lines() {
@@ -254,29 +415,54 @@ fn tail(base: &str, group: &str, after: u64) -> std::sync::mpsc::Receiver<Option
 }
 
 fn next(rx: &std::sync::mpsc::Receiver<Option<Event>>) -> Option<Event> {
-    rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the stream answers")
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the stream answers")
 }
 
 #[test]
 fn live_tail_resumes_after_n_and_follows_new_events_then_ends_on_shutdown() {
     let mut server = TestServer::start();
     let client = opened(&server, "g1", 1);
-    client.submit(&cmd("g1", "w0", "a1", None, create_work("x", &[]))).expect("accepted");
+    client
+        .submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
+        .expect("accepted");
     let rx = tail(&server.base, "g1", 1);
-    assert_eq!(next(&rx).map(|e| e.seq), Some(2), "resumes strictly after 1");
-    client.submit(&cmd("g1", "w0", "a2", None, create_work("y", &[]))).expect("accepted");
-    assert_eq!(next(&rx).map(|e| e.seq), Some(3), "a new event arrives live");
+    assert_eq!(
+        next(&rx).map(|e| e.seq),
+        Some(2),
+        "resumes strictly after 1"
+    );
+    client
+        .submit(&cmd("g1", "w0", "a2", None, create_work("y", &[])))
+        .expect("accepted");
+    assert_eq!(
+        next(&rx).map(|e| e.seq),
+        Some(3),
+        "a new event arrives live"
+    );
     server.shutdown();
-    assert_eq!(next(&rx), None, "the stream ends when the server shuts down");
+    assert_eq!(
+        next(&rx),
+        None,
+        "the stream ends when the server shuts down"
+    );
 }
 
 #[test]
 fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
     let server = TestServer::start();
     let client = opened(&server, "g1", 1);
-    client.submit(&cmd("g1", "w0", "c", None, create_work("x", &[]))).expect("created");
-    let claim = Body::ClaimWork(ClaimWork { work: id("x"), lease_ms: 50, start_within_ms: 50 });
-    client.submit(&cmd("g1", "w0", "k", Some(1), claim)).expect("claimed");
+    client
+        .submit(&cmd("g1", "w0", "c", None, create_work("x", &[])))
+        .expect("created");
+    let claim = Body::ClaimWork(ClaimWork {
+        work: id("x"),
+        lease_ms: 50,
+        start_within_ms: 50,
+    });
+    client
+        .submit(&cmd("g1", "w0", "k", Some(1), claim))
+        .expect("claimed");
     let rx = tail(&server.base, "g1", 3);
     let expired = next(&rx).expect("an event");
     assert_eq!(expired.actor.as_str(), "@authority");
@@ -285,6 +471,15 @@ fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
     assert_eq!(kind["expired"][0]["work"], "x");
     // The item is claimable again; its lease is gone.
     let lease = mwp_core::lease::LeaseId::derive(&id("g1"), &id("x"), 1);
-    let late = client.submit(&cmd("g1", "w0", "s", None, Body::StartWork(StartWork { work: id("x"), lease })));
+    let late = client.submit(&cmd(
+        "g1",
+        "w0",
+        "s",
+        None,
+        Body::StartWork(StartWork {
+            work: id("x"),
+            lease,
+        }),
+    ));
     assert!(late.is_err());
 }

@@ -30,7 +30,10 @@ fn serve(data: &Path) -> (Child, String) {
     let mut reader = BufReader::new(child.stderr.take().expect("piped"));
     let base = loop {
         let mut line = String::new();
-        assert!(reader.read_line(&mut line).expect("reads") > 0, "serve printed its address");
+        assert!(
+            reader.read_line(&mut line).expect("reads") > 0,
+            "serve printed its address"
+        );
         if let Some(rest) = line.split("authority on ").nth(1) {
             break rest.split_whitespace().next().expect("url").to_owned();
         }
@@ -42,7 +45,10 @@ fn serve(data: &Path) -> (Child, String) {
 
 fn sigkill(child: &mut Child) {
     let pid = child.id().to_string();
-    let status = Command::new("kill").args(["-KILL", &pid]).status().expect("kill runs");
+    let status = Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .expect("kill runs");
     assert!(status.success());
     let _ = child.wait();
 }
@@ -50,12 +56,17 @@ fn sigkill(child: &mut Child) {
 fn replay(client: &Client, group: &str) -> Replica {
     let mut replica = Replica::new(id(group));
     loop {
-        let events = client.events(&id(group), replica.cursor(), 500).expect("events");
+        let events = client
+            .events(&id(group), replica.cursor(), 500)
+            .expect("events");
         if events.is_empty() {
             return replica;
         }
         for e in events {
-            assert!(matches!(replica.offer(e), Offer::Applied { .. }), "the log verifies and chains");
+            assert!(
+                matches!(replica.offer(e), Offer::Applied { .. }),
+                "the log verifies and chains"
+            );
         }
     }
 }
@@ -69,20 +80,32 @@ fn sigkill_under_load_loses_no_acknowledged_command() {
     let authority = client.authority_key().expect("key");
     let workers = 8;
     let names: Vec<String> = (0..workers).map(|i| format!("w{i}")).collect();
-    client.submit(&open_group("g1", authority, &names)).expect("opens");
+    client
+        .submit(&open_group("g1", authority, &names))
+        .expect("opens");
 
     let acknowledged: Arc<Mutex<Vec<Receipt>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let threads: Vec<_> = (0..workers)
         .map(|w| {
-            let (client, acked, stop) = (Client::new(base.clone()), Arc::clone(&acknowledged), Arc::clone(&stop));
+            let (client, acked, stop) = (
+                Client::new(base.clone()),
+                Arc::clone(&acknowledged),
+                Arc::clone(&stop),
+            );
             std::thread::spawn(move || {
                 // Bounded: at most 2,000 commands per worker.
                 for n in 0..2_000 {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    let c = cmd("g1", &format!("w{w}"), &format!("a{n}"), None, create_work(&format!("w{w}-{n}"), &[]));
+                    let c = cmd(
+                        "g1",
+                        &format!("w{w}"),
+                        &format!("a{n}"),
+                        None,
+                        create_work(&format!("w{w}-{n}"), &[]),
+                    );
                     match client.submit(&c) {
                         Ok(s) => acked.lock().expect("lock").push(s.receipt),
                         Err(_) => return, // the server is gone
@@ -103,10 +126,16 @@ fn sigkill_under_load_loses_no_acknowledged_command() {
 
     let (mut child, base) = serve(dir.path());
     let client = Client::new(base);
-    assert_eq!(client.authority_key().expect("key"), authority, "the key file survives");
+    assert_eq!(
+        client.authority_key().expect("key"),
+        authority,
+        "the key file survives"
+    );
     let replica = replay(&client, "g1");
     for r in acknowledged.lock().expect("lock").iter() {
-        let stored = client.receipt(&id("g1"), &r.actor, &r.action).expect("an acknowledged receipt survives");
+        let stored = client
+            .receipt(&id("g1"), &r.actor, &r.action)
+            .expect("an acknowledged receipt survives");
         assert_eq!(&stored, r);
         assert!(r.seq <= replica.cursor());
     }
@@ -125,10 +154,20 @@ fn restart_keeps_groups_and_resumes_the_tick_loop() {
     let (mut child, base) = serve(dir.path());
     let client = Client::new(base);
     let authority = client.authority_key().expect("key");
-    client.submit(&open_group("g1", authority, &["w0".to_owned()])).expect("opens");
-    client.submit(&cmd("g1", "w0", "c", None, create_work("x", &[]))).expect("created");
-    let claim = mwp_core::Body::ClaimWork(mwp_core::command::ClaimWork { work: id("x"), lease_ms: 100, start_within_ms: 100 });
-    client.submit(&cmd("g1", "w0", "k", Some(1), claim)).expect("claimed");
+    client
+        .submit(&open_group("g1", authority, &["w0".to_owned()]))
+        .expect("opens");
+    client
+        .submit(&cmd("g1", "w0", "c", None, create_work("x", &[])))
+        .expect("created");
+    let claim = mwp_core::Body::ClaimWork(mwp_core::command::ClaimWork {
+        work: id("x"),
+        lease_ms: 100,
+        start_within_ms: 100,
+    });
+    client
+        .submit(&cmd("g1", "w0", "k", Some(1), claim))
+        .expect("claimed");
     sigkill(&mut child);
     let (mut child, base) = serve(dir.path());
     let client = Client::new(base);

@@ -65,21 +65,39 @@ pub struct Figures {
 }
 
 /// Opens a group, then posts `commands` pre-signed commands from `clients` threads.
-pub fn measure(base: &str, clients: usize, commands: usize, cbor: bool) -> Result<Figures, Failure> {
+pub fn measure(
+    base: &str,
+    clients: usize,
+    commands: usize,
+    cbor: bool,
+) -> Result<Figures, Failure> {
     if clients == 0 || commands < clients {
-        return Err(Failure::new(EXIT_BAD_INPUT, "need at least one client and one command per client"));
+        return Err(Failure::new(
+            EXIT_BAD_INPUT,
+            "need at least one client and one command per client",
+        ));
     }
     let client = Client::new(base);
     let fail = |what: &str| {
         let what = what.to_owned();
         move |e: mwp_core::Error| Failure::new(EXIT_UNAVAILABLE, format!("{what}: {e}"))
     };
-    let authority = client.authority_key().map_err(fail("reading the authority key"))?;
+    let authority = client
+        .authority_key()
+        .map_err(fail("reading the authority key"))?;
     let (org, group) = (id("bench")?, id(&format!("bench-{}", now_ms()))?);
-    let mut members = vec![MemberSpec { actor: id("owner")?, role: Role::Owner, key: key("owner").public() }];
+    let mut members = vec![MemberSpec {
+        actor: id("owner")?,
+        role: Role::Owner,
+        key: key("owner").public(),
+    }];
     for c in 0..clients {
         let name = format!("c{c}");
-        members.push(MemberSpec { actor: id(&name)?, role: Role::Worker, key: key(&name).public() });
+        members.push(MemberSpec {
+            actor: id(&name)?,
+            role: Role::Worker,
+            key: key(&name).public(),
+        });
     }
     let open = Body::OpenGroup(OpenGroup {
         mission: id("bench")?,
@@ -87,13 +105,31 @@ pub fn measure(base: &str, clients: usize, commands: usize, cbor: bool) -> Resul
         members,
         authority_key: authority,
     });
-    let open = Command::signed(org.clone(), group.clone(), id("owner")?, id("open")?, 1, None, open, &key("owner"))
-        .map_err(fail("signing"))?;
-    client.submit(&open).map_err(fail("opening the bench group"))?;
+    let open = Command::signed(
+        org.clone(),
+        group.clone(),
+        id("owner")?,
+        id("open")?,
+        1,
+        None,
+        open,
+        &key("owner"),
+    )
+    .map_err(fail("signing"))?;
+    client
+        .submit(&open)
+        .map_err(fail("opening the bench group"))?;
 
     // Pre-sign everything so the clock measures the server, not the signing.
     let per_client = commands / clients;
-    let contract = Contract { max_attempts: 1, backoff_base_ms: 0, backoff_max_ms: 0, cost_budget: 0, deadline_at: None, risk: Risk::Low };
+    let contract = Contract {
+        max_attempts: 1,
+        backoff_base_ms: 0,
+        backoff_max_ms: 0,
+        cost_budget: 0,
+        deadline_at: None,
+        risk: Risk::Low,
+    };
     let mut batches = Vec::with_capacity(clients);
     for c in 0..clients {
         let name = format!("c{c}");
@@ -106,8 +142,17 @@ pub fn measure(base: &str, clients: usize, commands: usize, cbor: bool) -> Resul
                 after: vec![],
                 spec: json!({"n": n}),
             });
-            let cmd = Command::signed(org.clone(), group.clone(), id(&name)?, id(&format!("a{n}"))?, 1, None, body, &k)
-                .map_err(fail("signing"))?;
+            let cmd = Command::signed(
+                org.clone(),
+                group.clone(),
+                id(&name)?,
+                id(&format!("a{n}"))?,
+                1,
+                None,
+                body,
+                &k,
+            )
+            .map_err(fail("signing"))?;
             let bytes = if cbor {
                 cmd.to_cbor().map_err(fail("encoding"))?
             } else {
@@ -117,7 +162,11 @@ pub fn measure(base: &str, clients: usize, commands: usize, cbor: bool) -> Resul
         }
         batches.push(batch);
     }
-    let content_type = if cbor { "application/cbor" } else { "application/json" };
+    let content_type = if cbor {
+        "application/cbor"
+    } else {
+        "application/json"
+    };
     let barrier = Arc::new(Barrier::new(clients + 1));
     let threads: Vec<_> = batches
         .into_iter()
@@ -143,7 +192,9 @@ pub fn measure(base: &str, clients: usize, commands: usize, cbor: bool) -> Resul
     let mut latencies: Vec<Duration> = Vec::with_capacity(commands);
     let mut rejected = 0;
     for t in threads {
-        let (l, r) = t.join().map_err(|_| Failure::new(EXIT_FAILED, "a client thread panicked"))?;
+        let (l, r) = t
+            .join()
+            .map_err(|_| Failure::new(EXIT_FAILED, "a client thread panicked"))?;
         latencies.extend(l);
         rejected += r;
     }
@@ -173,7 +224,8 @@ pub fn run(args: BenchArgs) -> Outcome {
         None => {
             let rt = super::runtime()?;
             let service = Arc::new(
-                MemoryService::generate().map_err(|e| Failure::from_error("cannot create a key", &e))?,
+                MemoryService::generate()
+                    .map_err(|e| Failure::from_error("cannot create a key", &e))?,
             );
             let addr = "127.0.0.1:0".parse().expect("a literal socket address");
             let server = rt
@@ -186,5 +238,9 @@ pub fn run(args: BenchArgs) -> Outcome {
         }
     };
     println!("{}", serde_json::to_string(&figures).unwrap_or_default());
-    Ok(if figures.rejected == 0 { EXIT_OK } else { EXIT_FAILED })
+    Ok(if figures.rejected == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    })
 }

@@ -55,7 +55,9 @@ impl Failure {
     /// `SNAPSHOT_INVALID`; unavailable for everything else.
     pub fn from_error(context: &str, e: &Error) -> Self {
         let exit = match e.code {
-            Code::Malformed | Code::NotFound | Code::SnapshotInvalid | Code::WrongGroup => EXIT_BAD_INPUT,
+            Code::Malformed | Code::NotFound | Code::SnapshotInvalid | Code::WrongGroup => {
+                EXIT_BAD_INPUT
+            }
             _ => EXIT_UNAVAILABLE,
         };
         Failure::new(exit, format!("{context}: {e}"))
@@ -217,8 +219,9 @@ pub struct ServeArgs {
 pub fn init_logging(default: &str) {
     use std::str::FromStr;
     let spec = std::env::var("MWP_LOG").unwrap_or_else(|_| default.to_owned());
-    let filter = tracing_subscriber::filter::Targets::from_str(&spec)
-        .unwrap_or_else(|_| tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO));
+    let filter = tracing_subscriber::filter::Targets::from_str(&spec).unwrap_or_else(|_| {
+        tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO)
+    });
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let _ = tracing_subscriber::registry()
@@ -232,13 +235,23 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot start the async runtime: {e}")))
+        .map_err(|e| {
+            Failure::new(
+                EXIT_UNAVAILABLE,
+                format!("cannot start the async runtime: {e}"),
+            )
+        })
 }
 
 fn serve(args: ServeArgs) -> Outcome {
     init_logging("info");
     let url = args.store.url_or(StoreUrl::Memory);
-    let service = store::open(&url, &store::Options { online_events: args.online_events })?;
+    let service = store::open(
+        &url,
+        &store::Options {
+            online_events: args.online_events,
+        },
+    )?;
     let mut config = crate::server::ServerConfig::default();
     if let Some(dir) = args.dashboard {
         config.assets = crate::server::assets::Assets::Dir(dir);
@@ -247,8 +260,16 @@ fn serve(args: ServeArgs) -> Outcome {
     rt.block_on(async move {
         let server = crate::server::Server::bind(service, args.addr, config)
             .await
-            .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot listen on {}: {e}", args.addr)))?;
-        eprintln!("mwp: authority on http://{} (store {url}); Ctrl-C stops it", server.addr());
+            .map_err(|e| {
+                Failure::new(
+                    EXIT_UNAVAILABLE,
+                    format!("cannot listen on {}: {e}", args.addr),
+                )
+            })?;
+        eprintln!(
+            "mwp: authority on http://{} (store {url}); Ctrl-C stops it",
+            server.addr()
+        );
         server.run_until_signal().await;
         Ok(EXIT_OK)
     })
@@ -257,11 +278,19 @@ fn serve(args: ServeArgs) -> Outcome {
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Outcome {
     match cli.command {
-        Command::Transcript { file, store } => transcript::run(&file, &store.url_or(StoreUrl::Memory)),
+        Command::Transcript { file, store } => {
+            transcript::run(&file, &store.url_or(StoreUrl::Memory))
+        }
         Command::Serve(args) => serve(args),
-        Command::Replay { store, group, after } => replay::run(&store.required()?, &group, after),
+        Command::Replay {
+            store,
+            group,
+            after,
+        } => replay::run(&store.required()?, &group, after),
         Command::Replica { file } => replica::run(&file),
-        Command::Snapshot { store, group, out } => snapshot::take(&store.required()?, &group, out.as_deref()),
+        Command::Snapshot { store, group, out } => {
+            snapshot::take(&store.required()?, &group, out.as_deref())
+        }
         Command::VerifySnapshot {
             file,
             key,

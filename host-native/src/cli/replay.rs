@@ -46,7 +46,9 @@ pub fn replay(
             serde_json::to_writer(&mut *out, event)
                 .map_err(std::io::Error::from)
                 .and_then(|()| out.write_all(b"\n"))
-                .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot write the output: {e}")))?;
+                .map_err(|e| {
+                    Failure::new(EXIT_UNAVAILABLE, format!("cannot write the output: {e}"))
+                })?;
         }
         written += events.len() as u64;
         bar.inc(events.len() as u64);
@@ -55,7 +57,8 @@ pub fn replay(
 
 /// Runs `mwp replay`.
 pub fn run(url: &StoreUrl, group: &str, after: u64) -> Outcome {
-    let group = Id::new(group).map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--group: {e}")))?;
+    let group =
+        Id::new(group).map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--group: {e}")))?;
     let service = store::open(url, &store::Options::default())?;
     let head = service
         .head_seq(&group)

@@ -52,8 +52,12 @@ pub fn run_lines(text: &str) -> (Vec<Value>, Value) {
 
 /// Runs `mwp replica FILE`.
 pub fn run(file: &Path) -> Outcome {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("cannot read events {}: {e}", file.display())))?;
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        Failure::new(
+            EXIT_BAD_INPUT,
+            format!("cannot read events {}: {e}", file.display()),
+        )
+    })?;
     let (lines, last) = run_lines(&text);
     let mut stdout = std::io::stdout().lock();
     lines

@@ -22,8 +22,11 @@ pub fn take(url: &StoreUrl, group: &str, out: Option<&Path>) -> Outcome {
     let bytes = service
         .latest_snapshot(&group)
         .map_err(|e| Failure::from_error(&format!("cannot take a snapshot of {group}"), &e))?;
-    let snap = Snapshot::from_cbor(&bytes).map_err(|e| Failure::from_error("the store's snapshot", &e))?;
-    let write_err = |e: std::io::Error| Failure::new(EXIT_UNAVAILABLE, format!("cannot write the snapshot: {e}"));
+    let snap =
+        Snapshot::from_cbor(&bytes).map_err(|e| Failure::from_error("the store's snapshot", &e))?;
+    let write_err = |e: std::io::Error| {
+        Failure::new(EXIT_UNAVAILABLE, format!("cannot write the snapshot: {e}"))
+    };
     match out {
         Some(path) => {
             std::fs::write(path, &bytes).map_err(write_err)?;
@@ -35,7 +38,10 @@ pub fn take(url: &StoreUrl, group: &str, out: Option<&Path>) -> Outcome {
         }
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(&bytes).and_then(|()| stdout.flush()).map_err(write_err)?;
+            stdout
+                .write_all(&bytes)
+                .and_then(|()| stdout.flush())
+                .map_err(write_err)?;
         }
     }
     Ok(EXIT_OK)
@@ -44,10 +50,15 @@ pub fn take(url: &StoreUrl, group: &str, out: Option<&Path>) -> Outcome {
 /// `mwp verify-snapshot`: prints `{"ok": true, …}` and exits 0 when the snapshot verifies;
 /// prints `{"ok": false, "error": …}` and exits 1 when it does not.
 pub fn verify(file: &Path, key: &str, org: &str, group: &str, min_seq: u64) -> Outcome {
-    let key = PublicKey::from_hex(key).map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--key: {e}")))?;
+    let key = PublicKey::from_hex(key)
+        .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--key: {e}")))?;
     let (org, group) = (id(org, "--org")?, id(group, "--group")?);
-    let bytes = std::fs::read(file)
-        .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("cannot read snapshot {}: {e}", file.display())))?;
+    let bytes = std::fs::read(file).map_err(|e| {
+        Failure::new(
+            EXIT_BAD_INPUT,
+            format!("cannot read snapshot {}: {e}", file.display()),
+        )
+    })?;
     match Snapshot::verify_bytes(&bytes, &key, &org, &group, min_seq) {
         Ok(snap) => {
             println!(

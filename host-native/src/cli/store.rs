@@ -67,7 +67,9 @@ pub struct Options {
 fn not_built(url: &StoreUrl) -> Failure {
     Failure::new(
         EXIT_UNAVAILABLE,
-        format!("the store {url} is not built yet in this version of mwp; use --store memory: for now"),
+        format!(
+            "the store {url} is not built yet in this version of mwp; use --store memory: for now"
+        ),
     )
 }
 
@@ -103,8 +105,14 @@ mod tests {
     fn parses_each_kind_and_refuses_the_rest() {
         assert_eq!("memory:".parse(), Ok(StoreUrl::Memory));
         assert_eq!("file:/tmp/x".parse(), Ok(StoreUrl::File("/tmp/x".into())));
-        assert_eq!("file://rel/dir".parse(), Ok(StoreUrl::File("rel/dir".into())));
-        assert!(matches!("postgres://u:p@h/db".parse(), Ok(StoreUrl::Postgres(_))));
+        assert_eq!(
+            "file://rel/dir".parse(),
+            Ok(StoreUrl::File("rel/dir".into()))
+        );
+        assert!(matches!(
+            "postgres://u:p@h/db".parse(),
+            Ok(StoreUrl::Postgres(_))
+        ));
         assert!("file:".parse::<StoreUrl>().is_err());
         assert!("redis://x".parse::<StoreUrl>().is_err());
     }
@@ -117,7 +125,9 @@ mod tests {
 
     #[test]
     fn stores_not_built_yet_answer_clearly() {
-        let err = open(&StoreUrl::File("x".into()), &Options::default()).err().expect("refused");
+        let err = open(&StoreUrl::File("x".into()), &Options::default())
+            .err()
+            .expect("refused");
         assert_eq!(err.exit, EXIT_UNAVAILABLE);
         assert!(err.message.contains("not built yet"));
     }

@@ -89,7 +89,9 @@ impl Host for ServiceHost {
         let decision = self.service.submit(cmd, now_ms)?;
         if matches!(decision, Decision::Accepted(_)) {
             self.follow(&cmd.group).map_err(|e| {
-                Error::corrupt(format!("the accepted event could not be replayed from the store: {e}"))
+                Error::corrupt(format!(
+                    "the accepted event could not be replayed from the store: {e}"
+                ))
             })?;
         }
         Ok(decision)
@@ -115,8 +117,12 @@ impl Host for ServiceHost {
 
 /// Runs the transcript in `file` on a fresh authority of the kind `url` names.
 pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("cannot read transcript {}: {e}", file.display())))?;
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        Failure::new(
+            EXIT_BAD_INPUT,
+            format!("cannot read transcript {}: {e}", file.display()),
+        )
+    })?;
     let mut host = match url {
         StoreUrl::Memory => ServiceHost::memory(),
         other => {
@@ -133,8 +139,12 @@ pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
             )
         }
     };
-    let failed = run_text(&mut host, &text, &mut std::io::stdout().lock())
-        .map_err(|e| Failure::new(super::EXIT_UNAVAILABLE, format!("cannot write the output: {e}")))?;
+    let failed = run_text(&mut host, &text, &mut std::io::stdout().lock()).map_err(|e| {
+        Failure::new(
+            super::EXIT_UNAVAILABLE,
+            format!("cannot write the output: {e}"),
+        )
+    })?;
     Ok(if failed { EXIT_FAILED } else { EXIT_OK })
 }
 
@@ -175,7 +185,11 @@ mod tests {
 
     #[test]
     fn a_failed_expect_is_reported() {
-        let text = LIFECYCLE.replacen("\"outcome\": \"accepted\", \"seq\": 1", "\"outcome\": \"rejected\", \"seq\": 1", 1);
+        let text = LIFECYCLE.replacen(
+            "\"outcome\": \"accepted\", \"seq\": 1",
+            "\"outcome\": \"rejected\", \"seq\": 1",
+            1,
+        );
         let mut host = ServiceHost::memory();
         let failed = run_text(&mut host, &text, &mut Vec::new()).expect("writes");
         assert!(failed);

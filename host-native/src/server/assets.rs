@@ -57,16 +57,28 @@ pub fn content_type(path: &str) -> &'static str {
 impl Assets {
     /// The file for a URL path, if there is one.
     pub fn get(&self, path: &str) -> Option<Asset> {
-        let path = if path == "/" || path.is_empty() { "/index.html" } else { path };
+        let path = if path == "/" || path.is_empty() {
+            "/index.html"
+        } else {
+            path
+        };
         match self {
-            Assets::Embedded(files) => files.iter().find(|(p, _, _)| *p == path).map(|(_, t, b)| Asset {
-                content_type: t,
-                bytes: Cow::Borrowed(b),
-            }),
+            Assets::Embedded(files) => {
+                files
+                    .iter()
+                    .find(|(p, _, _)| *p == path)
+                    .map(|(_, t, b)| Asset {
+                        content_type: t,
+                        bytes: Cow::Borrowed(b),
+                    })
+            }
             Assets::Dir(dir) => {
                 let relative = Path::new(path.trim_start_matches('/'));
                 // Only plain names below the directory: no `..`, no absolute paths.
-                if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+                if !relative
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_)))
+                {
                     return None;
                 }
                 let bytes = std::fs::read(dir.join(relative)).ok()?;

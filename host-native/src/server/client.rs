@@ -94,7 +94,10 @@ impl Client {
         Err(serde_json::from_slice::<Error>(&body).unwrap_or_else(|_| {
             Error::new(
                 Code::Storage,
-                format!("{url} answered {status}: {}", String::from_utf8_lossy(&body)),
+                format!(
+                    "{url} answered {status}: {}",
+                    String::from_utf8_lossy(&body)
+                ),
             )
         }))
     }
@@ -161,7 +164,8 @@ impl Client {
     pub fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Receipt> {
         let path = format!("/v1/groups/{group}/receipts/{actor}/{action}");
         let (_, body) = self.get(&path, "application/json")?;
-        serde_json::from_slice(&body).map_err(|e| Error::malformed(format!("{path} answered no receipt: {e}")))
+        serde_json::from_slice(&body)
+            .map_err(|e| Error::malformed(format!("{path} answered no receipt: {e}")))
     }
 
     /// `GET /v1/groups/{group}/snapshots/latest`: canonical CBOR.

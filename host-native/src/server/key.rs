@@ -12,7 +12,10 @@ use crate::memory_service::random_key;
 pub const FILE_NAME: &str = "authority.key";
 
 fn storage(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
-    Error::new(Code::Storage, format!("authority key file {}: {what}: {e}", path.display()))
+    Error::new(
+        Code::Storage,
+        format!("authority key file {}: {what}: {e}", path.display()),
+    )
 }
 
 /// Reads the key at `path`, or creates it with a fresh random key if the file is missing.
@@ -32,7 +35,8 @@ pub fn load_or_create(path: &Path) -> Result<SecretKey> {
         Ok(f) => f,
         // Another process created it first: use theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let text = std::fs::read_to_string(path).map_err(|e| storage(path, "cannot be read", e))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| storage(path, "cannot be read", e))?;
             return parse(path, &text);
         }
         Err(e) => return Err(storage(path, "cannot be created", e)),
@@ -53,7 +57,11 @@ fn parse(path: &Path, text: &str) -> Result<SecretKey> {
     let mut seed = [0u8; 32];
     let trimmed = text.trim();
     if trimmed.len() != 64 || hex::decode_to_slice(trimmed, &mut seed).is_err() {
-        return Err(storage(path, "does not hold a key", "expected 64 hex digits"));
+        return Err(storage(
+            path,
+            "does not hold a key",
+            "expected 64 hex digits",
+        ));
     }
     Ok(SecretKey::from_bytes(&seed))
 }

@@ -49,7 +49,12 @@ async fn blocking<T: Send + 'static>(
     let service = Arc::clone(&app.service);
     tokio::task::spawn_blocking(move || f(service.as_ref()))
         .await
-        .unwrap_or_else(|e| Err(Error::new(Code::Storage, format!("the store call did not finish: {e}"))))
+        .unwrap_or_else(|e| {
+            Err(Error::new(
+                Code::Storage,
+                format!("the store call did not finish: {e}"),
+            ))
+        })
 }
 
 async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
@@ -61,7 +66,10 @@ async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
             format,
             &Error::new(
                 Code::Storage,
-                format!("the request took longer than {} ms; retry it (commands are idempotent)", limit.as_millis()),
+                format!(
+                    "the request took longer than {} ms; retry it (commands are idempotent)",
+                    limit.as_millis()
+                ),
             ),
         ),
     }
@@ -115,7 +123,12 @@ async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
     let listed = blocking(&app, |s| {
         s.groups()?
             .into_iter()
-            .map(|g| Ok(GroupHead { head: s.head_seq(&g)?, group: g }))
+            .map(|g| {
+                Ok(GroupHead {
+                    head: s.head_seq(&g)?,
+                    group: g,
+                })
+            })
             .collect::<mwp_core::Result<Vec<_>>>()
     })
     .await;
@@ -219,7 +232,11 @@ struct EventsAnswer {
 /// Points a `CURSOR_TOO_OLD` answer's snapshot reference at this server's URL for it.
 fn locate_snapshot(mut err: Error, group: &Id) -> Error {
     if err.code == Code::CursorTooOld {
-        if let Some(snap) = err.details.get_mut("snapshot").and_then(|s| s.as_object_mut()) {
+        if let Some(snap) = err
+            .details
+            .get_mut("snapshot")
+            .and_then(|s| s.as_object_mut())
+        {
             snap.insert(
                 "location".into(),
                 json!(format!("/v1/groups/{group}/snapshots/latest")),
@@ -245,11 +262,16 @@ async fn events(
         Err(e) => {
             return wire::error(
                 format,
-                &Error::malformed(format!("query: {e}; use ?after=N&limit=M with non-negative integers")),
+                &Error::malformed(format!(
+                    "query: {e}; use ?after=N&limit=M with non-negative integers"
+                )),
             )
         }
     };
-    let limit = q.limit.unwrap_or(app.config.max_page).clamp(1, app.config.max_page);
+    let limit = q
+        .limit
+        .unwrap_or(app.config.max_page)
+        .clamp(1, app.config.max_page);
     let g = group.clone();
     match blocking(&app, move |s| s.events(&g, q.after, limit)).await {
         Ok(events) => wire::encode(StatusCode::OK, format, &EventsAnswer { events }),
@@ -275,7 +297,10 @@ struct Tail {
 }
 
 fn sse_event(event: &Event) -> SseEvent {
-    match SseEvent::default().id(event.seq.to_string()).json_data(event) {
+    match SseEvent::default()
+        .id(event.seq.to_string())
+        .json_data(event)
+    {
         Ok(e) => e,
         Err(e) => SseEvent::default().event("error").data(e.to_string()),
     }
@@ -331,7 +356,10 @@ async fn stream_events(
         Err(e) => return wire::error(format, &e),
     };
     let Ok(Query(q)) = query else {
-        return wire::error(format, &Error::malformed("query: use ?after=N with a non-negative integer"));
+        return wire::error(
+            format,
+            &Error::malformed("query: use ?after=N with a non-negative integer"),
+        );
     };
     // `Last-Event-ID` (sent by a reconnecting EventSource) wins over `after`.
     let last_id = headers
@@ -356,7 +384,9 @@ async fn stream_events(
     };
     let events: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> =
         Box::pin(stream::unfold(tail, next_sse));
-    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 async fn receipt(
@@ -365,9 +395,8 @@ async fn receipt(
     headers: HeaderMap,
 ) -> Response {
     let format = Format::accepted(&headers, Format::Json);
-    let ids = path_id(&group, "group").and_then(|g| {
-        Ok((g, path_id(&actor, "actor")?, path_id(&action, "action")?))
-    });
+    let ids = path_id(&group, "group")
+        .and_then(|g| Ok((g, path_id(&actor, "actor")?, path_id(&action, "action")?)));
     let (group, actor, action) = match ids {
         Ok(ids) => ids,
         Err(e) => return wire::error(format, &e),
@@ -388,7 +417,11 @@ async fn receipt(
     }
 }
 
-async fn snapshot(State(app): State<App>, Path(group): Path<String>, headers: HeaderMap) -> Response {
+async fn snapshot(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     let format = Format::accepted(&headers, Format::Cbor);
     let group = match path_id(&group, "group") {
         Ok(g) => g,
@@ -417,8 +450,10 @@ async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Respo
     if !path.starts_with("/v1/") {
         if let Some(asset) = app.config.assets.get(path) {
             let mut resp = (StatusCode::OK, asset.bytes).into_response();
-            resp.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(asset.content_type),
+            );
             return resp;
         }
     }
@@ -426,6 +461,9 @@ async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Respo
     wire::error_with(
         StatusCode::NOT_FOUND,
         format,
-        &Error::new(Code::NotFound, format!("nothing is served at {path}; see docs/http.md for the routes")),
+        &Error::new(
+            Code::NotFound,
+            format!("nothing is served at {path}; see docs/http.md for the routes"),
+        ),
     )
 }

@@ -30,9 +30,10 @@ pub(crate) async fn run(app: App) {
                 let service = app.service.clone();
                 let known = orgs.get(&group).cloned();
                 let g = group.clone();
-                let ticked = tokio::task::spawn_blocking(move || tick(service.as_ref(), &g, known, now))
-                    .await
-                    .unwrap_or_else(|e| Err(Error::new(Code::Storage, e.to_string())));
+                let ticked =
+                    tokio::task::spawn_blocking(move || tick(service.as_ref(), &g, known, now))
+                        .await
+                        .unwrap_or_else(|e| Err(Error::new(Code::Storage, e.to_string())));
                 match ticked {
                     Ok((org, expired)) => {
                         orgs.insert(group.clone(), org);
@@ -69,7 +70,11 @@ fn org_of(service: &dyn AuthorityService, group: &Id) -> Result<Id> {
     match service.events(group, 0, 1) {
         Ok(events) => match events.first().map(|e| &e.kind) {
             Some(EventKind::GroupOpened(g)) => return Ok(g.org.clone()),
-            _ => return Err(Error::corrupt(format!("the first event of {group} is not group_opened"))),
+            _ => {
+                return Err(Error::corrupt(format!(
+                    "the first event of {group} is not group_opened"
+                )))
+            }
         },
         Err(e) if e.code == Code::CursorTooOld => {}
         Err(e) => return Err(e),
@@ -79,13 +84,19 @@ fn org_of(service: &dyn AuthorityService, group: &Id) -> Result<Id> {
 }
 
 /// Submits one tick for `group`; returns the group's org and how many leases expired.
-fn tick(service: &dyn AuthorityService, group: &Id, org: Option<Id>, now: u64) -> Result<(Id, usize)> {
+fn tick(
+    service: &dyn AuthorityService,
+    group: &Id,
+    org: Option<Id>,
+    now: u64,
+) -> Result<(Id, usize)> {
     let org = match org {
         Some(o) => o,
         None => org_of(service, group)?,
     };
     let seq = service.head_seq(group)?;
-    let action = Id::new(format!("tick-{seq}-{now}")).map_err(|e| Error::malformed(e.to_string()))?;
+    let action =
+        Id::new(format!("tick-{seq}-{now}")).map_err(|e| Error::malformed(e.to_string()))?;
     let mut cmd = Command {
         org: org.clone(),
         group: group.clone(),

@@ -54,7 +54,12 @@ impl Format {
             return Ok(Format::Json);
         };
         let text = value.to_str().unwrap_or("");
-        let media = text.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let media = text
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         match media.as_str() {
             JSON => Ok(Format::Json),
             CBOR => Ok(Format::Cbor),
@@ -101,7 +106,10 @@ pub fn encode<T: Serialize>(status: StatusCode, format: Format, body: &T) -> Res
             resp
         }
         Err(e) => {
-            let err = Error::new(Code::Storage, format!("the answer could not be encoded: {e}"));
+            let err = Error::new(
+                Code::Storage,
+                format!("the answer could not be encoded: {e}"),
+            );
             let body = serde_json::to_vec(&err).unwrap_or_default();
             let mut resp = (StatusCode::INTERNAL_SERVER_ERROR, body).into_response();
             resp.headers_mut()

@@ -34,10 +34,18 @@ impl TestServer {
             .expect("runtime");
         let addr = "127.0.0.1:0".parse().expect("addr");
         let server = rt
-            .block_on(Server::bind(Arc::new(service), addr, ServerConfig::default()))
+            .block_on(Server::bind(
+                Arc::new(service),
+                addr,
+                ServerConfig::default(),
+            ))
             .expect("binds");
         let base = format!("http://{}", server.addr());
-        TestServer { rt, server: Some(server), base }
+        TestServer {
+            rt,
+            server: Some(server),
+            base,
+        }
     }
 
     /// A client of it.
@@ -70,14 +78,31 @@ pub fn key(actor: &str) -> SecretKey {
 
 /// A signed command from `actor` in group `group` of org `acme`.
 pub fn cmd(group: &str, actor: &str, action: &str, expect: Option<u64>, body: Body) -> Command {
-    Command::signed(id("acme"), id(group), id(actor), id(action), 1, expect, body, &key(actor))
-        .expect("signs")
+    Command::signed(
+        id("acme"),
+        id(group),
+        id(actor),
+        id(action),
+        1,
+        expect,
+        body,
+        &key(actor),
+    )
+    .expect("signs")
 }
 
 /// `open_group` by owner `alice` with the given workers.
 pub fn open_group(group: &str, authority: PublicKey, workers: &[String]) -> Command {
-    let mut members = vec![MemberSpec { actor: id("alice"), role: Role::Owner, key: key("alice").public() }];
-    members.extend(workers.iter().map(|w| MemberSpec { actor: id(w), role: Role::Worker, key: key(w).public() }));
+    let mut members = vec![MemberSpec {
+        actor: id("alice"),
+        role: Role::Owner,
+        key: key("alice").public(),
+    }];
+    members.extend(workers.iter().map(|w| MemberSpec {
+        actor: id(w),
+        role: Role::Worker,
+        key: key(w).public(),
+    }));
     let body = Body::OpenGroup(OpenGroup {
         mission: id("m1"),
         title: json!("e2e"),
@@ -109,7 +134,9 @@ pub fn opened(server: &TestServer, group: &str, workers: usize) -> Client {
     let client = server.client();
     let authority = client.authority_key().expect("authority key");
     let names: Vec<String> = (0..workers).map(|i| format!("w{i}")).collect();
-    client.submit(&open_group(group, authority, &names)).expect("opens");
+    client
+        .submit(&open_group(group, authority, &names))
+        .expect("opens");
     client
 }
 
@@ -120,7 +147,10 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, ureq::http::HeaderMap, Vec<u8>) {
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
     let mut resp = match method {
         "GET" => {
             let mut r = agent.get(url);
