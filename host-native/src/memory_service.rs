@@ -7,11 +7,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
+use mwp_core::command::Tick;
 use mwp_core::memory::MemoryAuthority;
 use mwp_core::snapshot::{Snapshot, SnapshotRef};
 use mwp_core::{
-    Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits, PublicKey,
-    Receipt, Result, SecretKey,
+    Body, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits,
+    PublicKey, Receipt, Result, SecretKey,
 };
 
 use crate::service::AuthorityService;
@@ -227,8 +228,31 @@ impl AuthorityService for MemoryService {
         self.key.public()
     }
 
-    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
-        cmd.sign(&self.key)
+    fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
+        let mut inner = self.lock()?;
+        let Some(state) = inner.authority.group(group).and_then(|g| g.state()) else {
+            return Err(not_found(group));
+        };
+        if state.archived {
+            return Ok(None);
+        }
+        let action = Id::new(format!("tick-{}-{now_ms}", state.seq))
+            .map_err(|e| Error::malformed(format!("tick action: {e}")))?;
+        let cmd = Command::signed(
+            state.org.clone(),
+            group.clone(),
+            Id::authority(),
+            action,
+            1,
+            None,
+            Body::Tick(Tick {}),
+            &self.key,
+        )?;
+        match inner.authority.submit(&cmd, now_ms) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.code == Code::NotYet => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -339,6 +363,15 @@ mod tests {
             .hash()
             .expect("hash");
         assert_eq!(before, after);
+    }
+
+    #[test]
+    fn tick_is_signed_by_the_authority_and_quiet_when_nothing_is_due() {
+        let service = MemoryService::generate().expect("random key");
+        assert_eq!(service.tick(&id("g"), 5).expect_err("unknown").code, Code::NotFound);
+        service.submit(&open(&service), 1).expect("opens");
+        assert_eq!(service.tick(&id("g"), 5).expect("ok"), None, "nothing is due");
+        assert_eq!(service.head_seq(&id("g")).expect("head"), 1, "a quiet tick appends nothing");
     }
 
     #[test]

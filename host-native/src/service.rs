@@ -4,7 +4,7 @@
 //! returned only after its event is durable; replay past the online window answers
 //! `CURSOR_TOO_OLD` with a snapshot reference.
 
-use mwp_core::{Code, Command, Decision, Error, Event, Id, PublicKey, Receipt, Result};
+use mwp_core::{Command, Decision, Event, Id, PublicKey, Receipt, Result};
 
 /// A durable authority over many Groups.
 pub trait AuthorityService: Send + Sync {
@@ -34,13 +34,15 @@ pub trait AuthorityService: Send + Sync {
     /// The authority's public key (signs ticks and snapshots).
     fn authority_key(&self) -> PublicKey;
 
-    /// Signs `cmd` with the authority's secret key: the server's tick loop sends `tick`
-    /// commands as `@authority` with it. A store that holds no secret key answers `STORAGE`.
-    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
-        let _ = cmd;
-        Err(Error::new(
-            Code::Storage,
-            "this store holds no authority secret key and cannot sign ticks",
+    /// Submits a `tick` for `group` at `now_ms`, signed with the authority's secret key (which
+    /// only the service holds): what the tick loop calls when [`AuthorityService::next_deadline`]
+    /// has passed. `Ok(None)` when nothing is due (`NOT_YET`) or the group is archived. The
+    /// default, for a service that cannot sign, is `NOT_PERMITTED`.
+    fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
+        let _ = now_ms;
+        Err(mwp_core::Error::new(
+            mwp_core::Code::NotPermitted,
+            format!("this authority service cannot sign ticks for group {group}"),
         ))
     }
 }

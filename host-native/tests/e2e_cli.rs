@@ -222,3 +222,26 @@ fn demo_runs_to_completion_and_its_summary_verifies() {
         "the demo keeps its key in its folder"
     );
 }
+
+#[test]
+fn every_shared_transcript_prints_what_the_reference_runner_prints() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(transcripts())
+        .expect("transcripts")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        let (reference, failed) = mwp_core::transcript::run_in_memory(&text);
+        let run = mwp().arg("transcript").arg(&file).output().expect("runs");
+        assert_eq!(
+            run.status.code(),
+            Some(i32::from(failed)),
+            "{}",
+            file.display()
+        );
+        assert_eq!(lines(&run.stdout), reference, "{}", file.display());
+    }
+}
