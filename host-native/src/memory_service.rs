@@ -368,10 +368,21 @@ mod tests {
     #[test]
     fn tick_is_signed_by_the_authority_and_quiet_when_nothing_is_due() {
         let service = MemoryService::generate().expect("random key");
-        assert_eq!(service.tick(&id("g"), 5).expect_err("unknown").code, Code::NotFound);
+        assert_eq!(
+            service.tick(&id("g"), 5).expect_err("unknown").code,
+            Code::NotFound
+        );
         service.submit(&open(&service), 1).expect("opens");
-        assert_eq!(service.tick(&id("g"), 5).expect("ok"), None, "nothing is due");
-        assert_eq!(service.head_seq(&id("g")).expect("head"), 1, "a quiet tick appends nothing");
+        assert_eq!(
+            service.tick(&id("g"), 5).expect("ok"),
+            None,
+            "nothing is due"
+        );
+        assert_eq!(
+            service.head_seq(&id("g")).expect("head"),
+            1,
+            "a quiet tick appends nothing"
+        );
     }
 
     #[test]

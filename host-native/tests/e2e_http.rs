@@ -483,3 +483,78 @@ fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
     ));
     assert!(late.is_err());
 }
+
+/// A service whose `submit` reports that it started, then waits to be released: a command
+/// held in flight.
+struct Held {
+    inner: MemoryService,
+    entered: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl mwp_host::service::AuthorityService for Held {
+    fn submit(&self, cmd: &mwp_core::Command, now_ms: u64) -> mwp_core::Result<mwp_core::Decision> {
+        if !matches!(cmd.body, Body::OpenGroup(_)) {
+            if let Some(tx) = self.entered.lock().expect("lock").take() {
+                let _ = tx.send(());
+                let _ = self.release.lock().expect("lock").recv();
+            }
+        }
+        self.inner.submit(cmd, now_ms)
+    }
+    fn events(&self, g: &mwp_core::Id, after: u64, limit: usize) -> mwp_core::Result<Vec<Event>> {
+        self.inner.events(g, after, limit)
+    }
+    fn receipt(
+        &self,
+        g: &mwp_core::Id,
+        a: &mwp_core::Id,
+        b: &mwp_core::Id,
+    ) -> mwp_core::Result<Option<Receipt>> {
+        self.inner.receipt(g, a, b)
+    }
+    fn latest_snapshot(&self, g: &mwp_core::Id) -> mwp_core::Result<Vec<u8>> {
+        self.inner.latest_snapshot(g)
+    }
+    fn groups(&self) -> mwp_core::Result<Vec<mwp_core::Id>> {
+        self.inner.groups()
+    }
+    fn head_seq(&self, g: &mwp_core::Id) -> mwp_core::Result<u64> {
+        self.inner.head_seq(g)
+    }
+    fn next_deadline(&self) -> mwp_core::Result<Option<(mwp_core::Id, u64)>> {
+        self.inner.next_deadline()
+    }
+    fn authority_key(&self) -> mwp_core::PublicKey {
+        self.inner.authority_key()
+    }
+}
+
+#[test]
+fn shutdown_finishes_a_command_in_flight() {
+    let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    let held = Held {
+        inner: MemoryService::generate().expect("key"),
+        entered: std::sync::Mutex::new(Some(entered_tx)),
+        release: std::sync::Mutex::new(release_rx),
+    };
+    let mut server = TestServer::with_dyn(Arc::new(held));
+    let client = opened(&server, "g1", 1);
+    let in_flight = std::thread::spawn(move || {
+        client.submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
+    });
+    entered_rx.recv().expect("the command reached the store");
+    // Shut down while the command is being decided; release it from another thread.
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        release_tx.send(()).expect("release");
+    });
+    server.shutdown();
+    releaser.join().expect("releaser");
+    let answer = in_flight
+        .join()
+        .expect("thread")
+        .expect("the command in flight was answered");
+    assert_eq!(answer.receipt.seq, 2);
+}

@@ -9,6 +9,7 @@ use mwp_core::{Body, Command, Id, PublicKey, SecretKey};
 use mwp_host::memory_service::MemoryService;
 use mwp_host::server::client::Client;
 use mwp_host::server::{Server, ServerConfig};
+use mwp_host::service::AuthorityService;
 use serde_json::json;
 
 /// A server on 127.0.0.1 with a random port, shut down when dropped.
@@ -27,6 +28,11 @@ impl TestServer {
 
     /// A server over the given service.
     pub fn with_service(service: MemoryService) -> Self {
+        TestServer::with_dyn(Arc::new(service))
+    }
+
+    /// A server over any authority service.
+    pub fn with_dyn(service: Arc<dyn AuthorityService>) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -34,11 +40,7 @@ impl TestServer {
             .expect("runtime");
         let addr = "127.0.0.1:0".parse().expect("addr");
         let server = rt
-            .block_on(Server::bind(
-                Arc::new(service),
-                addr,
-                ServerConfig::default(),
-            ))
+            .block_on(Server::bind(service, addr, ServerConfig::default()))
             .expect("binds");
         let base = format!("http://{}", server.addr());
         TestServer {
