@@ -19,12 +19,14 @@ use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::memory_service::MemoryService;
 use crate::service::AuthorityService;
 
-/// Reopens a service from its storage (the transcript's `{"op": "restart"}`).
-pub type Reopen = Box<dyn FnMut(Arc<dyn AuthorityService>) -> Result<Arc<dyn AuthorityService>>>;
+/// Reopens a service from its storage (the transcript's `{"op": "restart"}`). It is called
+/// after the host dropped its handle, so a store that locks its directory can open it again.
+pub type Reopen = Box<dyn FnMut() -> Result<Arc<dyn AuthorityService>>>;
 
 /// A transcript host over an [`AuthorityService`].
 pub struct ServiceHost {
-    service: Arc<dyn AuthorityService>,
+    /// `None` only while reopening.
+    service: Option<Arc<dyn AuthorityService>>,
     reopen: Reopen,
     replicas: BTreeMap<Id, Replica>,
 }
@@ -33,7 +35,7 @@ impl ServiceHost {
     /// A host over `service`; `reopen` drops it and opens it again from storage.
     pub fn new(service: Arc<dyn AuthorityService>, reopen: Reopen) -> Self {
         ServiceHost {
-            service,
+            service: Some(service),
             reopen,
             replicas: BTreeMap::new(),
         }
@@ -45,26 +47,33 @@ impl ServiceHost {
         let memory = Arc::clone(&service);
         ServiceHost::new(
             service,
-            Box::new(move |_| {
+            Box::new(move || {
                 memory.restart()?;
                 Ok(memory.clone() as Arc<dyn AuthorityService>)
             }),
         )
     }
 
+    fn service(&self) -> Result<&Arc<dyn AuthorityService>> {
+        self.service
+            .as_ref()
+            .ok_or_else(|| Error::new(Code::Storage, "the store could not be reopened"))
+    }
+
     /// Brings the replica of `group` up to the service's head.
     fn follow(&mut self, group: &Id) -> Result<()> {
+        let service = Arc::clone(self.service()?);
         let replica = self
             .replicas
             .entry(group.clone())
             .or_insert_with(|| Replica::new(group.clone()));
         loop {
-            let events = match self.service.events(group, replica.cursor(), 1000) {
+            let events = match service.events(group, replica.cursor(), 1000) {
                 Ok(events) => events,
                 Err(e) if e.code == Code::CursorTooOld => {
-                    let bytes = self.service.latest_snapshot(group)?;
+                    let bytes = service.latest_snapshot(group)?;
                     let snap = Snapshot::from_cbor(&bytes)?;
-                    let trusted = self.service.authority_key();
+                    let trusted = service.authority_key();
                     let org = snap.org.clone();
                     replica.restore(&snap, &trusted, &org, replica.cursor())?;
                     continue;
@@ -86,7 +95,7 @@ impl ServiceHost {
 
 impl Host for ServiceHost {
     fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        let decision = self.service.submit(cmd, now_ms)?;
+        let decision = self.service()?.submit(cmd, now_ms)?;
         if matches!(decision, Decision::Accepted(_)) {
             self.follow(&cmd.group).map_err(|e| {
                 Error::corrupt(format!(
@@ -98,9 +107,12 @@ impl Host for ServiceHost {
     }
 
     fn restart(&mut self) -> Result<()> {
-        self.service = (self.reopen)(Arc::clone(&self.service))?;
+        // Drop every handle first: the reopened store must read only what was made durable.
+        self.service = None;
         self.replicas.clear();
-        for group in self.service.groups()? {
+        let service = (self.reopen)()?;
+        self.service = Some(Arc::clone(&service));
+        for group in service.groups()? {
             self.follow(&group)?;
         }
         Ok(())
@@ -131,8 +143,7 @@ pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
             let reopen_url = other.clone();
             ServiceHost::new(
                 service,
-                Box::new(move |old| {
-                    drop(old);
+                Box::new(move || {
                     super::store::open(&reopen_url, &super::store::Options::default())
                         .map_err(|f| Error::new(Code::Storage, f.message))
                 }),

@@ -64,7 +64,7 @@ impl Format {
             JSON => Ok(Format::Json),
             CBOR => Ok(Format::Cbor),
             _ => Err(Error::malformed(format!(
-                "Content-Type {text:?} is not supported; send {JSON} or {CBOR}"
+                "Content-Type {text:?} is not supported; send {JSON} or {CBOR} (with curl: -H 'content-type: application/json')"
             ))),
         }
     }
