@@ -203,6 +203,8 @@ fn decode_command(
     if let Body::OpenGroup(open) = &cmd.body {
         let own = app.service.authority_key();
         if open.authority_key != own {
+            // The checks of SPEC §3 that come first (signature, role, session) answer first.
+            mwp_core::accept(None, &cmd, 0, &limits)?;
             return Err(Error::new(
                 Code::NotPermitted,
                 format!(
