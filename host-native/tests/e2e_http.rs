@@ -61,7 +61,10 @@ fn open_group_must_name_the_servers_own_key() {
     // A bad signature is answered as such, before the key is looked at.
     let mut tampered = open_group("g1", wrong, &[]);
     tampered.sig.0[0] ^= 1;
-    assert_eq!(client.submit(&tampered).expect_err("refused").code, Code::BadSignature);
+    assert_eq!(
+        client.submit(&tampered).expect_err("refused").code,
+        Code::BadSignature
+    );
     let right = client.authority_key().expect("key");
     let opened = client.submit(&open_group("g1", right, &[])).expect("opens");
     assert_eq!(opened.receipt.seq, 1);

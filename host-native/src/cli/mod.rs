@@ -254,6 +254,8 @@ fn serve(args: ServeArgs) -> Outcome {
         &url,
         &store::Options {
             online_events: args.online_events,
+            create: true,
+            ..Default::default()
         },
     )?;
     let mut config = crate::server::ServerConfig::default();

@@ -62,6 +62,11 @@ impl fmt::Display for StoreUrl {
 pub struct Options {
     /// Serve only the latest N events of each group online (see `mwp serve --online-events`).
     pub online_events: Option<u64>,
+    /// The authority key to use (transcripts use the transcript key of `@authority`);
+    /// `None`: memory generates one, a file store uses the key in its directory.
+    pub authority_key: Option<mwp_core::SecretKey>,
+    /// Create the data directory (and its parents) when it is missing.
+    pub create: bool,
 }
 
 fn not_built(url: &StoreUrl) -> Failure {
@@ -77,11 +82,16 @@ fn not_built(url: &StoreUrl) -> Failure {
 pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityService>, Failure> {
     match url {
         StoreUrl::Memory => {
-            let service = MemoryService::generate()
-                .map_err(|e| Failure::from_error("cannot create the authority key", &e))?
-                .with_online_events(options.online_events);
+            let key = match &options.authority_key {
+                Some(k) => k.clone(),
+                None => crate::memory_service::random_key()
+                    .map_err(|e| Failure::from_error("cannot create the authority key", &e))?,
+            };
+            let service = MemoryService::new(key).with_online_events(options.online_events);
             Ok(Arc::new(service))
         }
+        // The file store: `FileStore::open(dir, StoreOptions { online_events, authority_key, .. })`
+        // (creating `dir` first when `options.create`).
         StoreUrl::File(_) | StoreUrl::Postgres(_) => Err(not_built(url)),
     }
 }

@@ -9,10 +9,11 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
+use mwp_core::id::AUTHORITY_ACTOR;
 use mwp_core::replica::{Offer, Replica};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::transcript::{Host, Runner};
-use mwp_core::{Code, Command, Decision, Error, GroupState, Id, Result, WorkState};
+use mwp_core::{Code, Command, Decision, Error, GroupState, Id, Result, SecretKey, WorkState};
 
 use super::store::StoreUrl;
 use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -138,13 +139,29 @@ pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
     let mut host = match url {
         StoreUrl::Memory => ServiceHost::memory(),
         other => {
-            // Opening fails with a clear message until the store is built.
-            let service = super::store::open(other, &super::store::Options::default())?;
+            // Transcripts name the transcript key of `@authority` (SPEC §12).
+            if let StoreUrl::File(dir) = other {
+                let used = std::fs::read_dir(dir)
+                    .map(|mut d| d.next().is_some())
+                    .unwrap_or(false);
+                if used {
+                    return Err(Failure::new(
+                        EXIT_BAD_INPUT,
+                        format!("{} is not empty; a transcript runs on a fresh authority: name a new directory", dir.display()),
+                    ));
+                }
+            }
+            let options = super::store::Options {
+                authority_key: Some(SecretKey::for_transcript(AUTHORITY_ACTOR)),
+                create: true,
+                ..Default::default()
+            };
+            let service = super::store::open(other, &options)?;
             let reopen_url = other.clone();
             ServiceHost::new(
                 service,
                 Box::new(move || {
-                    super::store::open(&reopen_url, &super::store::Options::default())
+                    super::store::open(&reopen_url, &options)
                         .map_err(|f| Error::new(Code::Storage, f.message))
                 }),
             )
