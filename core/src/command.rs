@@ -641,7 +641,7 @@ impl Body {
                     }
                     check_new_work(&w.work, &w.contract, &w.after, limits)?;
                 }
-                Ok(())
+                check_acyclic(&b.work)
             }
             _ => Ok(()),
         }
@@ -679,6 +679,53 @@ fn check_new_work(work: &Id, contract: &Contract, after: &[Id], limits: &Limits)
         return Err(Error::malformed(
             "`contract.backoff_base_ms` must not exceed `contract.backoff_max_ms`",
         ));
+    }
+    Ok(())
+}
+
+/// Items of one `expand` may depend on each other, but not in a cycle: such items could never
+/// start. (Edges to existing items cannot close a cycle: those never depend on new ones.)
+fn check_acyclic(items: &[NewWork]) -> Result<()> {
+    use std::collections::BTreeMap;
+    let index: BTreeMap<&Id, usize> = items
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (&w.work, i))
+        .collect();
+    // 0 = unvisited, 1 = on the current path, 2 = done. Iterative, so depth is no concern.
+    let mut mark = vec![0u8; items.len()];
+    for start in 0..items.len() {
+        if mark[start] != 0 {
+            continue;
+        }
+        let mut stack = vec![(start, 0usize)];
+        mark[start] = 1;
+        while let Some((node, edge)) = stack.pop() {
+            let next = items[node]
+                .after
+                .get(edge)
+                .and_then(|a| index.get(a).copied());
+            match (items[node].after.get(edge), next) {
+                (None, _) => mark[node] = 2,
+                (Some(_), None) => stack.push((node, edge + 1)),
+                (Some(_), Some(dep)) => {
+                    stack.push((node, edge + 1));
+                    match mark[dep] {
+                        0 => {
+                            mark[dep] = 1;
+                            stack.push((dep, 0));
+                        }
+                        1 => {
+                            return Err(Error::malformed(format!(
+                                "`expand` items {} and {} depend on each other in a cycle",
+                                items[node].work, items[dep].work
+                            )))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
