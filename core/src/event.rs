@@ -6,6 +6,7 @@
 //! hash and the `prev` chain verifiable.
 
 use serde::{Deserialize, Serialize};
+use ciborium::value::Value as CborValue;
 use serde_json::Value;
 
 use crate::canonical::{self, Strictness};
@@ -384,14 +385,59 @@ fn map_opaque(kind: &mut Value, f: &mut dyn FnMut(&Value) -> Result<Value>) -> R
     Ok(())
 }
 
-/// Computes the payload hash of an event kind (SPEC §3).
+/// Computes the payload hash of an event kind (SPEC §3): SHA-256 of the canonical CBOR of
+/// `kind` with each opaque value replaced by the hex SHA-256 of its own canonical CBOR (or by
+/// the hash a redaction marker carries).
+///
+/// The kind is turned into a CBOR value tree once and the opaque positions are rewritten in
+/// place; this gives the same bytes as rewriting its JSON form (see the tests).
 pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
-    let mut json = serde_json::to_value(kind)
+    let mut value = CborValue::serialized(kind)
         .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
-    map_opaque(&mut json, &mut |v| {
-        Ok(Value::String(opaque::hash(v)?.to_hex()))
-    })?;
-    Ok(Hash(canonical::hash(&json)?))
+    let CborValue::Map(entries) = &mut value else {
+        return Err(Error::corrupt("event kind is not a map"));
+    };
+    let expanded = entries
+        .iter()
+        .any(|(k, v)| k.as_text() == Some("type") && v.as_text() == Some("work_expanded"));
+    for (key, value) in entries.iter_mut() {
+        let Some(key) = key.as_text() else { continue };
+        if OPAQUE_FIELDS.contains(&key) {
+            *value = opaque_hash_text(value)?;
+        } else if expanded && key == "work" {
+            let CborValue::Array(items) = value else { continue };
+            for item in items.iter_mut() {
+                let CborValue::Map(fields) = item else { continue };
+                for (k, spec) in fields.iter_mut() {
+                    if k.as_text() == Some("spec") {
+                        *spec = opaque_hash_text(spec)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(Hash(canonical::sha256(&canonical::encode_value(&value)?)))
+}
+
+/// The hex hash that stands for an opaque value in the payload hash: its redaction marker's
+/// hash, or the SHA-256 of its canonical CBOR (as [`opaque::hash`]).
+fn opaque_hash_text(value: &CborValue) -> Result<CborValue> {
+    let hash = match redaction_marker_hash(value) {
+        Some(h) => h,
+        None => Hash(canonical::sha256(&canonical::encode_value(value)?)),
+    };
+    Ok(CborValue::Text(hash.to_hex()))
+}
+
+/// [`opaque::redacted_hash`] on the CBOR form: `{"$redacted": "<64 hex digits>"}`.
+fn redaction_marker_hash(value: &CborValue) -> Option<Hash> {
+    let CborValue::Map(entries) = value else {
+        return None;
+    };
+    match entries.as_slice() {
+        [(k, v)] if k.as_text() == Some(opaque::REDACTED_KEY) => Hash::from_hex(v.as_text()?).ok(),
+        _ => None,
+    }
 }
 
 impl Event {
@@ -486,6 +532,15 @@ impl Event {
     pub fn from_cbor(bytes: &[u8]) -> Result<Event> {
         canonical::from_slice(bytes, Strictness::Canonical)
             .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))
+    }
+
+    /// The receipt disposition this event gives: `evidence` for a late result, else
+    /// `applied`.
+    pub fn disposition(&self) -> crate::receipt::Disposition {
+        match self.kind {
+            EventKind::EvidenceRecorded(_) => crate::receipt::Disposition::Evidence,
+            _ => crate::receipt::Disposition::Applied,
+        }
     }
 
     /// The receipt this event gives its sender.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::canonical;
 use crate::command::{Needs, Role};
-use crate::crypto::{Hash, PublicKey};
+use crate::crypto::{Hash, PublicKey, Signature};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, Revocation};
 use crate::id::Id;
@@ -31,6 +31,52 @@ pub struct Member {
     pub session: u64,
     /// Whether the member was removed.
     pub removed: bool,
+    /// `key`, decompressed on first use.
+    #[serde(skip)]
+    verifying: KeyCache,
+}
+
+impl Member {
+    fn new(role: Role, key: PublicKey, session: u64) -> Self {
+        Member {
+            role,
+            key,
+            session,
+            removed: false,
+            verifying: KeyCache::default(),
+        }
+    }
+
+    /// Whether `sig` over `message` verifies under the member's registered key (as
+    /// [`PublicKey::verify`], without decompressing the key every time).
+    pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
+        let key = self
+            .verifying
+            .0
+            .get_or_init(|| ed25519_dalek::VerifyingKey::from_bytes(&self.key.0).ok());
+        let sig = ed25519_dalek::Signature::from_bytes(&sig.0);
+        key.as_ref()
+            .is_some_and(|k| ed25519_dalek::Verifier::verify(k, message, &sig).is_ok())
+    }
+}
+
+/// A decompressed Ed25519 key, computed on first use. A cache, not state: serde skips it and
+/// any two compare equal, so it never shows in a state's encoding, hash or equality.
+#[derive(Clone, Default)]
+struct KeyCache(std::sync::OnceLock<Option<ed25519_dalek::VerifyingKey>>);
+
+impl PartialEq for KeyCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for KeyCache {}
+
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyCache")
+    }
 }
 
 /// Where an approval stands.
@@ -177,12 +223,7 @@ impl GroupState {
             .map(|m| {
                 (
                     m.actor.clone(),
-                    Member {
-                        role: m.role,
-                        key: m.key,
-                        session: 1,
-                        removed: false,
-                    },
+                    Member::new(m.role, m.key, 1),
                 )
             })
             .collect();
@@ -301,22 +342,25 @@ impl GroupState {
     }
 
     fn record_receipt(&mut self, event: &Event) {
-        let r = Receipt::of(event);
-        self.receipts
-            .entry(event.actor.clone())
-            .or_default()
-            .insert(
-                event.action.clone(),
-                StoredReceipt {
-                    seq: r.seq,
-                    event_id: r.event_id,
-                    content_hash: r.content_hash,
-                    aggregate: r.aggregate,
-                    revision: r.revision,
-                    disposition: r.disposition,
-                    at: r.at,
-                },
-            );
+        let stored = StoredReceipt {
+            seq: event.seq,
+            event_id: event.id,
+            content_hash: event.content_hash,
+            aggregate: event.aggregate.clone(),
+            revision: event.revision,
+            disposition: event.disposition(),
+            at: event.at,
+        };
+        // Look up before inserting: most actors have receipts already, so no key is cloned.
+        match self.receipts.get_mut(event.actor.as_str()) {
+            Some(by_action) => {
+                by_action.insert(event.action.clone(), stored);
+            }
+            None => {
+                let by_action = BTreeMap::from([(event.action.clone(), stored)]);
+                self.receipts.insert(event.actor.clone(), by_action);
+            }
+        }
     }
 
     /// Applies one event. Everything is checked before anything changes: on error the state
@@ -585,12 +629,7 @@ impl GroupState {
                 let session = self.members.get(&m.actor).map_or(1, |old| old.session);
                 self.members.insert(
                     m.actor.clone(),
-                    Member {
-                        role: m.role,
-                        key: m.key,
-                        session,
-                        removed: false,
-                    },
+                    Member::new(m.role, m.key, session),
                 );
                 self.members_revision += 1;
             }

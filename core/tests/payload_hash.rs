@@ -1,0 +1,75 @@
+//! The payload hash (SPEC §3) computed by `event::payload_hash` equals a direct reading of the
+//! rule on the JSON form — every opaque field replaced by the hex SHA-256 of its canonical
+//! CBOR — for every event the transcripts produce, and for each of them redacted.
+
+use mwp_core::event::{payload_hash, EventKind, OPAQUE_FIELDS};
+use mwp_core::memory::MemoryAuthority;
+use mwp_core::transcript::{Host, Runner};
+use mwp_core::{canonical, opaque, Command, Decision, Event, GroupState, Id, Result, WorkState};
+use serde_json::Value;
+
+fn reference(kind: &EventKind) -> mwp_core::crypto::Hash {
+    let mut json = serde_json::to_value(kind).expect("a kind is JSON");
+    let expanded = json["type"] == "work_expanded";
+    let hash = |v: &Value| Value::String(opaque::hash(v).expect("hashes").to_hex());
+    for (k, v) in json.as_object_mut().expect("a kind is an object") {
+        if OPAQUE_FIELDS.contains(&k.as_str()) {
+            *v = hash(v);
+        } else if expanded && k == "work" {
+            for item in v.as_array_mut().expect("a work list") {
+                let spec = hash(&item["spec"]);
+                item["spec"] = spec;
+            }
+        }
+    }
+    mwp_core::crypto::Hash(canonical::hash(&json).expect("hashes"))
+}
+
+#[derive(Default)]
+struct Recorder {
+    inner: MemoryAuthority,
+    events: Vec<Event>,
+}
+
+impl Host for Recorder {
+    fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        let d = self.inner.submit(cmd, now_ms)?;
+        if let Decision::Accepted(e) = &d {
+            self.events.push((**e).clone());
+        }
+        Ok(d)
+    }
+    fn restart(&mut self) -> Result<()> {
+        self.inner.restart()
+    }
+    fn state(&self, group: &Id) -> Option<GroupState> {
+        Host::state(&self.inner, group)
+    }
+    fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
+        self.inner.work_state(group, work)
+    }
+}
+
+#[test]
+fn payload_hash_follows_the_rule_for_every_transcript_event() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+    let mut kinds = std::collections::BTreeSet::new();
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).expect("transcripts") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
+        let mut host = Recorder::default();
+        Runner::new(&mut host).run_all(&text);
+        for mut e in host.events {
+            assert_eq!(payload_hash(&e.kind).expect("hashes"), reference(&e.kind));
+            assert_eq!(e.payload_hash, reference(&e.kind));
+            let json = serde_json::to_value(&e.kind).expect("json");
+            kinds.insert(json["type"].as_str().expect("tag").to_owned());
+            e.redact().expect("redacts");
+            assert_eq!(payload_hash(&e.kind).expect("hashes"), reference(&e.kind));
+            e.verify().expect("a redacted event verifies");
+            n += 1;
+        }
+    }
+    assert!(n > 150, "{n} events");
+    assert!(kinds.len() >= 27, "every event kind is covered: {kinds:?}");
+}
