@@ -1,0 +1,85 @@
+//! Accept throughput: commands decided and applied per second, with and without Ed25519
+//! signature checking, beside the raw Ed25519 verify rate measured in the same run.
+//!
+//! `cargo bench -p mwp-core --bench accept`
+// criterion's macros generate undocumented public functions.
+#![allow(missing_docs)]
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use mwp_core::accept::accept_preverified;
+use mwp_core::{accept, Command, Decision, GroupState, Limits, Result};
+
+mod common;
+
+type Decide = fn(Option<&GroupState>, &Command, u64, &Limits) -> Result<Decision>;
+
+fn run(genesis: &GroupState, cmds: &[Command], decide: Decide) -> GroupState {
+    let limits = Limits::default();
+    let mut state = Some(genesis.clone());
+    for cmd in cmds {
+        match decide(state.as_ref(), cmd, common::NOW_MS, &limits) {
+            Ok(Decision::Accepted(event)) => {
+                GroupState::apply_to(&mut state, &event).expect("accepted events apply")
+            }
+            other => panic!("the workload is valid: {other:?}"),
+        }
+    }
+    state.expect("open")
+}
+
+fn bench(c: &mut Criterion) {
+    let limits = Limits::default();
+    let mut genesis = None;
+    let Decision::Accepted(e) = accept(None, &common::open(), 0, &limits).expect("opens") else {
+        panic!("genesis is accepted")
+    };
+    GroupState::apply_to(&mut genesis, &e).expect("applies");
+    let genesis = genesis.expect("open");
+    let cmds = common::workload(1_000);
+
+    let mut group = c.benchmark_group("accept");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(cmds.len() as u64));
+    group.bench_function("accept+apply, signatures checked", |b| {
+        b.iter_batched(
+            || (),
+            |()| run(&genesis, &cmds, accept),
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function("accept+apply, signatures not checked", |b| {
+        b.iter_batched(
+            || (),
+            |()| run(&genesis, &cmds, accept_preverified),
+            BatchSize::PerIteration,
+        )
+    });
+    // The baseline: Ed25519 verification of the same commands' signed bytes, with keys
+    // already decompressed — the fastest a signature check can be.
+    let prepared: Vec<(
+        ed25519_dalek::VerifyingKey,
+        Vec<u8>,
+        ed25519_dalek::Signature,
+    )> = cmds
+        .iter()
+        .map(|c| {
+            let key = genesis.members[&c.actor].key;
+            (
+                ed25519_dalek::VerifyingKey::from_bytes(&key.0).expect("valid key"),
+                c.content_bytes().expect("encodes"),
+                ed25519_dalek::Signature::from_bytes(&c.sig.0),
+            )
+        })
+        .collect();
+    group.bench_function("raw ed25519 verify", |b| {
+        b.iter(|| {
+            for (key, msg, sig) in &prepared {
+                ed25519_dalek::Verifier::verify(key, msg, sig).expect("verifies");
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
