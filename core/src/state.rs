@@ -220,12 +220,7 @@ impl GroupState {
         let members = g
             .members
             .iter()
-            .map(|m| {
-                (
-                    m.actor.clone(),
-                    Member::new(m.role, m.key, 1),
-                )
-            })
+            .map(|m| (m.actor.clone(), Member::new(m.role, m.key, 1)))
             .collect();
         let mut state = GroupState {
             org: g.org.clone(),
@@ -427,11 +422,12 @@ impl GroupState {
 
     /// Checks that an event's references hold, so that [`GroupState::mutate`] cannot fail.
     fn check(&self, event: &Event) -> Result<()> {
-        let agg = |expected: String| {
-            if event.aggregate == expected {
+        // `prefix` + `id` is the expected aggregate; compared without building it.
+        let agg = |prefix: &str, id: &str| {
+            if event.aggregate.strip_prefix(prefix) == Some(id) {
                 Ok(())
             } else {
-                Err(corrupt(event, format!("aggregate should be {expected}")))
+                Err(corrupt(event, format!("aggregate should be {prefix}{id}")))
             }
         };
         let lease_is = |work: &Id, lease| -> Result<()> {
@@ -442,44 +438,44 @@ impl GroupState {
                     format!("lease {lease} is not current on {work}"),
                 ));
             }
-            agg(WorkItem::aggregate(work))
+            agg("work:", work.as_str())
         };
         match &event.kind {
             EventKind::GroupOpened(_) => Err(corrupt(event, "the group is already open")),
-            EventKind::MemberAdded(_) | EventKind::RoleChanged(_) => agg("members".into()),
+            EventKind::MemberAdded(_) | EventKind::RoleChanged(_) => agg("members", ""),
             EventKind::MemberRemoved(m) => {
                 if !self.members.contains_key(&m.actor) {
                     return Err(corrupt(event, format!("member {} does not exist", m.actor)));
                 }
                 self.check_revocations(event, &m.revoked)?;
-                agg("members".into())
+                agg("members", "")
             }
             EventKind::SessionReplaced(s) => {
                 if !self.members.contains_key(&event.actor) {
                     return Err(corrupt(event, "the sender is not a member"));
                 }
                 self.check_revocations(event, &s.revoked)?;
-                agg("group".into())
+                agg("group", "")
             }
             EventKind::LeasesExpired(e) => {
                 self.check_revocations(event, &e.expired)?;
-                agg("group".into())
+                agg("group", "")
             }
             EventKind::WorkCreated(c) => {
                 if self.work.contains_key(&c.work) {
                     return Err(corrupt(event, format!("work {} exists already", c.work)));
                 }
-                agg(WorkItem::aggregate(&c.work))
+                agg("work:", c.work.as_str())
             }
             EventKind::WorkExpanded(x) => {
                 if x.work.iter().any(|w| self.work.contains_key(&w.work)) {
                     return Err(corrupt(event, "an expanded work item exists already"));
                 }
-                agg("group".into())
+                agg("group", "")
             }
             EventKind::WorkClaimed(c) => {
                 self.item(event, &c.work)?;
-                agg(WorkItem::aggregate(&c.work))
+                agg("work:", c.work.as_str())
             }
             EventKind::WorkStarted(s) => lease_is(&s.work, s.lease),
             EventKind::LeaseRenewed(s) => lease_is(&s.work, s.lease),
@@ -506,25 +502,25 @@ impl GroupState {
                         format!("effect {} was never intended", s.key),
                     ));
                 }
-                agg(WorkItem::aggregate(&s.work))
+                agg("work:", s.work.as_str())
             }
             EventKind::BlockResolved(s) => {
                 self.item(event, &s.work)?;
-                agg(WorkItem::aggregate(&s.work))
+                agg("work:", s.work.as_str())
             }
             EventKind::WorkCancelled(s) => {
                 self.item(event, &s.work)?;
-                agg(WorkItem::aggregate(&s.work))
+                agg("work:", s.work.as_str())
             }
             EventKind::WorkReassigned(s) => {
                 self.check_revocations(event, std::slice::from_ref(&s.revoked))?;
-                agg(WorkItem::aggregate(&s.work))
+                agg("work:", s.work.as_str())
             }
             EventKind::ApprovalRequested(a) => {
                 if self.approvals.contains_key(&a.approval) {
                     return Err(corrupt(event, format!("approval {} exists", a.approval)));
                 }
-                agg(format!("approval:{}", a.approval))
+                agg("approval:", a.approval.as_str())
             }
             EventKind::ApprovalDecided(a) => {
                 if !self.approvals.contains_key(&a.approval) {
@@ -533,12 +529,12 @@ impl GroupState {
                         format!("approval {} does not exist", a.approval),
                     ));
                 }
-                agg(format!("approval:{}", a.approval))
+                agg("approval:", a.approval.as_str())
             }
-            EventKind::EventRedacted(_) | EventKind::GroupArchived(_) => agg("group".into()),
+            EventKind::EventRedacted(_) | EventKind::GroupArchived(_) => agg("group", ""),
             EventKind::EvidenceRecorded(e) => {
                 self.item(event, &e.work)?;
-                agg("group".into())
+                agg("group", "")
             }
         }
     }
@@ -616,21 +612,17 @@ impl GroupState {
     /// Changes the state; every reference was checked by [`GroupState::check`].
     fn mutate(&mut self, event: &Event) -> Result<()> {
         let seq = event.seq;
-        // Hash every opaque value first, so that nothing below can fail half-way.
-        let refs: Vec<OpaqueRef> = opaque_values(&event.kind)
-            .into_iter()
+        // Hash the opaque value first, so that nothing below can fail half-way.
+        let stored = opaque_value(&event.kind)
             .map(|v| opaque_ref(seq, v))
-            .collect::<Result<_>>()?;
-        let mut refs = refs.into_iter();
-        let mut next_ref = move || refs.next().expect("one ref per opaque value, in order");
+            .transpose()?;
+        let next_ref = || stored.expect("the kinds that store a value have one");
         match &event.kind {
             EventKind::GroupOpened(_) => {}
             EventKind::MemberAdded(m) => {
                 let session = self.members.get(&m.actor).map_or(1, |old| old.session);
-                self.members.insert(
-                    m.actor.clone(),
-                    Member::new(m.role, m.key, session),
-                );
+                self.members
+                    .insert(m.actor.clone(), Member::new(m.role, m.key, session));
                 self.members_revision += 1;
             }
             EventKind::MemberRemoved(m) => {
@@ -838,18 +830,18 @@ impl GroupState {
     }
 }
 
-/// The opaque values an event kind records in state, in the order `mutate` consumes them.
-fn opaque_values(kind: &EventKind) -> Vec<&Opaque> {
+/// The opaque value an event kind records in state (at most one), as `mutate` consumes it.
+fn opaque_value(kind: &EventKind) -> Option<&Opaque> {
     match kind {
-        EventKind::WorkCheckpointed(c) => vec![&c.data],
-        EventKind::WorkBlocked(b) => vec![&b.data],
-        EventKind::WorkSucceeded(s) => vec![&s.result],
-        EventKind::WorkFailed(f) => vec![&f.error],
-        EventKind::EffectIntended(e) => vec![&e.target],
-        EventKind::EffectSettled(s) => vec![&s.receipt],
-        EventKind::EffectReconciled(r) => vec![&r.receipt],
-        EventKind::WorkCharged(c) => c.data.iter().collect(),
-        EventKind::ApprovalRequested(a) => vec![&a.reason],
-        _ => vec![],
+        EventKind::WorkCheckpointed(c) => Some(&c.data),
+        EventKind::WorkBlocked(b) => Some(&b.data),
+        EventKind::WorkSucceeded(s) => Some(&s.result),
+        EventKind::WorkFailed(f) => Some(&f.error),
+        EventKind::EffectIntended(e) => Some(&e.target),
+        EventKind::EffectSettled(s) => Some(&s.receipt),
+        EventKind::EffectReconciled(r) => Some(&r.receipt),
+        EventKind::WorkCharged(c) => c.data.as_ref(),
+        EventKind::ApprovalRequested(a) => Some(&a.reason),
+        _ => None,
     }
 }
