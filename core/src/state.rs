@@ -628,7 +628,7 @@ impl GroupState {
                 self.expansions.insert(
                     x.trigger,
                     Expansion {
-                        work_hash: Hash(canonical::hash(&x.work)?),
+                        work_hash: expansion_hash(&x.work)?,
                         actor: event.actor.clone(),
                         action: event.action.clone(),
                     },
@@ -797,6 +797,20 @@ impl GroupState {
         }
         Ok(())
     }
+}
+
+/// The hash an `expand` disposition is recorded and compared by: the canonical CBOR of its
+/// work list with each `spec` replaced by its opaque hash, so redacting the event (SPEC §6)
+/// leaves it unchanged.
+pub fn expansion_hash(work: &[crate::command::NewWork]) -> Result<Hash> {
+    let mut list = serde_json::to_value(work)
+        .map_err(|e| Error::malformed(format!("expand work list does not encode: {e}")))?;
+    for item in list.as_array_mut().into_iter().flatten() {
+        if let Some(spec) = item.get_mut("spec") {
+            *spec = serde_json::Value::String(opaque::hash(spec)?.to_hex());
+        }
+    }
+    Ok(Hash(canonical::hash(&list)?))
 }
 
 /// The opaque values an event kind records in state, in the order `mutate` consumes them.
