@@ -493,13 +493,17 @@ pub struct Agent {
     /// Claims answered with a receipt at this seq: not claimed again before the cursor
     /// reaches it.
     claimed_at: BTreeMap<Id, u64>,
+    /// Refused claims: not claimed again before the item's revision reaches the first
+    /// number or the time reaches the second.
+    claim_wait: BTreeMap<Id, (u64, u64)>,
     /// Works whose bookkeeping must be rechecked.
     dirty: BTreeSet<Id>,
     /// Uncertain effects already surfaced.
     surfaced: BTreeSet<Hash>,
     want_sync: bool,
     last_fetch: Option<u64>,
-    snapshot_pending: bool,
+    /// A snapshot being fetched, and when it was last asked for.
+    snapshot_pending: Option<(SnapshotRef, u64)>,
 }
 
 fn refuse(code: Code, message: impl Into<String>) -> Error {
@@ -515,7 +519,8 @@ impl Agent {
     /// Reopens from what the host committed. Outbox entries are reconciled by receipt
     /// look-up once connected; effects dispatched before the restart are uncertain.
     pub fn restore(config: Config, key: SecretKey, image: &AgentImage) -> Result<Agent> {
-        let replica = Replica::from_image(config.group.clone(), &image.replica, config.limits.clone())?;
+        let replica =
+            Replica::from_image(config.group.clone(), &image.replica, config.limits.clone())?;
         let flight = image
             .outbox
             .keys()
@@ -543,11 +548,12 @@ impl Agent {
             expired_locally: BTreeSet::new(),
             suspended: BTreeSet::new(),
             claimed_at: BTreeMap::new(),
+            claim_wait: BTreeMap::new(),
             dirty: BTreeSet::new(),
             surfaced: BTreeSet::new(),
             want_sync: true,
             last_fetch: None,
-            snapshot_pending: false,
+            snapshot_pending: None,
             replica,
             config,
             key,
@@ -685,17 +691,17 @@ impl Agent {
                     Flight::Unsent | Flight::Lookup(None) => {}
                 }
             }
-            at(self
-                .last_fetch
-                .map_or(0, |t| t.saturating_add(self.config.sync_ms)));
+            match &self.snapshot_pending {
+                Some((_, asked)) => at(asked.saturating_add(self.config.resend_ms)),
+                None => at(self
+                    .last_fetch
+                    .map_or(0, |t| t.saturating_add(self.config.sync_ms))),
+            }
             if self.claim_slots() > 0 {
-                if let Some(t) = self
-                    .replica
-                    .queue()
-                    .values()
-                    .map(|e| e.not_before)
-                    .min()
-                {
+                for (_, until) in self.claim_wait.values() {
+                    at(*until);
+                }
+                if let Some(t) = self.replica.queue().values().map(|e| e.not_before).min() {
                     at(t);
                 }
             }
@@ -763,8 +769,8 @@ impl Agent {
     pub fn handle_fetch_error(&mut self, now_ms: u64, error: &Error) {
         self.touch(now_ms);
         if let Some(r) = SnapshotRef::from_error(error) {
-            if r.seq >= self.replica.cursor() && !self.snapshot_pending {
-                self.snapshot_pending = true;
+            if r.seq >= self.replica.cursor() && self.snapshot_pending.is_none() {
+                self.snapshot_pending = Some((r.clone(), now_ms));
                 self.transmits.push_back(Transmit::FetchSnapshot(r));
             }
         }
@@ -773,11 +779,19 @@ impl Agent {
 
     /// A fetched snapshot. It is validated against the configured authority key, org and
     /// group, and must not be older than the cursor; on failure nothing changes
-    /// ([`Notice::Corrupt`]).
+    /// ([`Notice::Corrupt`]). A snapshot nobody asked for any more (a repeated delivery, or
+    /// the replica caught up past it meanwhile) is ignored.
     pub fn handle_snapshot(&mut self, now_ms: u64, bytes: &[u8]) {
         self.touch(now_ms);
-        self.snapshot_pending = false;
         let cursor = self.replica.cursor();
+        match self.snapshot_pending.take() {
+            Some((r, _)) if r.seq >= cursor => {}
+            _ => {
+                self.want_sync = true;
+                self.drive(now_ms);
+                return;
+            }
+        }
         match self.replica.restore_bytes(
             bytes,
             &self.config.authority_key,
@@ -803,7 +817,8 @@ impl Agent {
             (Link::Down(_), true) => {
                 self.link = Link::Up;
                 // Suspended work may go on: announce it again.
-                let suspended: Vec<LeaseId> = std::mem::take(&mut self.suspended).into_iter().collect();
+                let suspended: Vec<LeaseId> =
+                    std::mem::take(&mut self.suspended).into_iter().collect();
                 for id in suspended {
                     self.announced.remove(&id);
                     if let Some(l) = self.held.values().find(|l| l.id == id) {
@@ -832,10 +847,19 @@ impl Agent {
 
     /// The outcome of a dispatched effect was observed. `receipt` is the target's own
     /// receipt, recorded by `settle_effect`.
-    pub fn handle_effect_outcome(&mut self, now_ms: u64, key: &Hash, outcome: Opaque, receipt: Opaque) {
+    pub fn handle_effect_outcome(
+        &mut self,
+        now_ms: u64,
+        key: &Hash,
+        outcome: Opaque,
+        receipt: Opaque,
+    ) {
         self.touch(now_ms);
         if let Some(e) = self.effects.get(key) {
-            if matches!(e.status, JournalStatus::Dispatched | JournalStatus::Uncertain) {
+            if matches!(
+                e.status,
+                JournalStatus::Dispatched | JournalStatus::Uncertain
+            ) {
                 let mut e = e.clone();
                 e.status = JournalStatus::Observed;
                 e.happened = Some(true);
@@ -852,7 +876,11 @@ impl Agent {
     pub fn handle_committed(&mut self, now_ms: u64, serial: u64) {
         if serial > self.committed && serial <= self.flushed {
             self.committed = serial;
-            let done: Vec<u64> = self.flushed_cursors.range(..=serial).map(|(s, _)| *s).collect();
+            let done: Vec<u64> = self
+                .flushed_cursors
+                .range(..=serial)
+                .map(|(s, _)| *s)
+                .collect();
             for s in done {
                 if let Some(c) = self.flushed_cursors.remove(&s) {
                     self.durable_cursor = self.durable_cursor.max(c);
@@ -917,7 +945,13 @@ impl Agent {
     }
 
     /// Charges cost, with optional checkpoint data.
-    pub fn charge(&mut self, now_ms: u64, work: &Id, cost: u64, data: Option<Opaque>) -> Result<Id> {
+    pub fn charge(
+        &mut self,
+        now_ms: u64,
+        work: &Id,
+        cost: u64,
+        data: Option<Opaque>,
+    ) -> Result<Id> {
         self.touch(now_ms);
         let lease = self.running_lease(now_ms, work)?;
         let body = Body::Charge(Charge {
@@ -963,7 +997,10 @@ impl Agent {
         if self.effects.contains_key(&key) {
             return Err(refuse(
                 Code::AlreadyExists,
-                format!("effect {op} was already intended under epoch {} (key {key})", lease.epoch),
+                format!(
+                    "effect {op} was already intended under epoch {} (key {key})",
+                    lease.epoch
+                ),
             )
             .with("key", key.to_hex()));
         }
@@ -1000,12 +1037,24 @@ impl Agent {
     /// Says what happened to an uncertain effect, found out from its target. If the lease
     /// is still held: `happened` settles it; not happened makes it dispatchable again (no
     /// longer blind). If the authority already marked it unknown: `reconcile_effect`.
-    pub fn resolve_effect(&mut self, now_ms: u64, key: &Hash, happened: bool, receipt: Opaque) -> Result<()> {
+    pub fn resolve_effect(
+        &mut self,
+        now_ms: u64,
+        key: &Hash,
+        happened: bool,
+        receipt: Opaque,
+    ) -> Result<()> {
         self.touch(now_ms);
         let Some(mut e) = self.effects.get(key).cloned() else {
-            return Err(refuse(Code::NotFound, format!("no effect with key {key} in the journal")));
+            return Err(refuse(
+                Code::NotFound,
+                format!("no effect with key {key} in the journal"),
+            ));
         };
-        if !matches!(e.status, JournalStatus::Uncertain | JournalStatus::Dispatched) {
+        if !matches!(
+            e.status,
+            JournalStatus::Uncertain | JournalStatus::Dispatched
+        ) {
             return Err(refuse(
                 Code::InvalidState,
                 format!("effect {key} is not uncertain; nothing to resolve"),
@@ -1057,7 +1106,10 @@ impl Agent {
         self.replica.state().ok_or_else(|| {
             refuse(
                 Code::NotFound,
-                format!("group {} is not known to this replica yet", self.config.group),
+                format!(
+                    "group {} is not known to this replica yet",
+                    self.config.group
+                ),
             )
         })
     }
@@ -1073,7 +1125,8 @@ impl Agent {
             self.dirty.extend(s.work.keys().cloned());
         }
         self.dirty.extend(self.held.keys().cloned());
-        self.dirty.extend(self.effects.values().map(|e| e.work.clone()));
+        self.dirty
+            .extend(self.effects.values().map(|e| e.work.clone()));
     }
 
     fn absorb(&mut self, ws: WriteSet) {
@@ -1129,7 +1182,13 @@ impl Agent {
     }
 
     /// Makes, signs and puts a command in the outbox; on error nothing changed.
-    fn make(&mut self, now_ms: u64, body: Body, expect: Option<u64>, binding: Binding) -> Result<Id> {
+    fn make(
+        &mut self,
+        now_ms: u64,
+        body: Body,
+        expect: Option<u64>,
+        binding: Binding,
+    ) -> Result<Id> {
         let action = Id::new(format!("a-{}", self.meta.next_action))
             .map_err(|e| Error::malformed(e.to_string()))?;
         let cmd = Command::signed(
@@ -1159,17 +1218,24 @@ impl Agent {
 
     /// The lease this agent holds on running `work`, usable now.
     fn running_lease(&self, now_ms: u64, work: &Id) -> Result<Lease> {
-        let lease = self.held.get(work).cloned().ok_or_else(|| {
-            refuse(Code::Fenced, format!("this agent holds no lease on {work}"))
-        })?;
+        let lease =
+            self.held.get(work).cloned().ok_or_else(|| {
+                refuse(Code::Fenced, format!("this agent holds no lease on {work}"))
+            })?;
         let s = self.state()?;
         if s.work.get(work).map(|w| w.state) != Some(WorkState::Running) {
-            return Err(refuse(Code::InvalidState, format!("work {work} is not running")));
+            return Err(refuse(
+                Code::InvalidState,
+                format!("work {work} is not running"),
+            ));
         }
         if now_ms >= lease.expires_at || self.expired_locally.contains(&lease.id) {
             return Err(refuse(
                 Code::LeaseExpired,
-                format!("lease {} on {work} expired at {}", lease.id, lease.expires_at),
+                format!(
+                    "lease {} on {work} expired at {}",
+                    lease.id, lease.expires_at
+                ),
             ));
         }
         self.within_grace(now_ms, &lease)?;
@@ -1183,17 +1249,25 @@ impl Agent {
             self.within_grace(now_ms, l)?;
             let s = self.state()?;
             if s.work.get(work).map(|w| w.state) != Some(WorkState::Running) {
-                return Err(refuse(Code::InvalidState, format!("work {work} is not running")));
+                return Err(refuse(
+                    Code::InvalidState,
+                    format!("work {work} is not running"),
+                ));
             }
             return Ok(l.clone());
         }
-        Err(refuse(Code::Fenced, format!("this agent holds no lease on {work}")))
+        Err(refuse(
+            Code::Fenced,
+            format!("this agent holds no lease on {work}"),
+        ))
     }
 
     fn within_grace(&self, now_ms: u64, lease: &Lease) -> Result<()> {
         if let Link::Down(since) = self.link {
             let since = since.unwrap_or(now_ms);
-            if now_ms >= since.saturating_add(self.config.grace_ms) || self.suspended.contains(&lease.id) {
+            if now_ms >= since.saturating_add(self.config.grace_ms)
+                || self.suspended.contains(&lease.id)
+            {
                 return Err(refuse(
                     Code::InvalidState,
                     format!(
@@ -1208,12 +1282,17 @@ impl Agent {
     }
 
     fn no_open_effects(&self, work: &Id, epoch: u64) -> Result<()> {
-        if let Some(e) = self.effects.values().find(|e| {
-            &e.work == work && e.epoch == epoch && e.status != JournalStatus::Closed
-        }) {
+        if let Some(e) = self
+            .effects
+            .values()
+            .find(|e| &e.work == work && e.epoch == epoch && e.status != JournalStatus::Closed)
+        {
             return Err(refuse(
                 Code::EffectUnsettled,
-                format!("effect {} (key {}) on {work} is not settled yet", e.op, e.key),
+                format!(
+                    "effect {} (key {}) on {work} is not settled yet",
+                    e.op, e.key
+                ),
             )
             .with("key", e.key.to_hex()));
         }
@@ -1293,7 +1372,8 @@ impl Agent {
                     .get(base)
                     .is_some_and(|e| e.command.session < self.meta.session) =>
             {
-                self.flight.insert(base.clone(), Flight::Lookup(Some(now_ms)));
+                self.flight
+                    .insert(base.clone(), Flight::Lookup(Some(now_ms)));
                 self.rebase_when_current(now_ms, base);
                 return;
             }
@@ -1314,7 +1394,28 @@ impl Agent {
                 }
             }
         }
-        if matches!(error.code, Code::RevisionMismatch | Code::Fenced | Code::LeaseExpired) {
+        if let Body::ClaimWork(c) = &entry.command.body {
+            // The replica was behind (or the clocks differ): wait for it to catch up before
+            // claiming this item again, instead of repeating the same stale claim.
+            let used = entry.command.expect.unwrap_or(0);
+            let current = error
+                .details
+                .get("current")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
+            let until = match error.details.get("not_before").and_then(|v| v.as_u64()) {
+                Some(t) => (0, t),
+                None => (
+                    current.max(used + 1),
+                    now_ms.saturating_add(self.config.sync_ms),
+                ),
+            };
+            self.claim_wait.insert(c.work.clone(), until);
+        }
+        if matches!(
+            error.code,
+            Code::RevisionMismatch | Code::Fenced | Code::LeaseExpired
+        ) {
             self.want_sync = true;
         }
         if let Some(w) = entry.command.body.work() {
@@ -1349,7 +1450,8 @@ impl Agent {
             .get(base)
             .is_some_and(|e| matches!(e.command.body, Body::ReplaceSession(_)));
         if stale && !replacing && !self.session_current() {
-            self.flight.insert(base.clone(), Flight::Lookup(Some(now_ms)));
+            self.flight
+                .insert(base.clone(), Flight::Lookup(Some(now_ms)));
             return;
         }
         self.rebase(now_ms, base);
@@ -1382,7 +1484,11 @@ impl Agent {
         match &cmd.body {
             // Claims and renewals are remade from fresh state by the driver.
             Body::ClaimWork(_) | Body::RenewLease(_) | Body::StartWork(_) => {
-                return drop(self, &entry, "claims, starts and renewals are remade, not rebased".into());
+                return drop(
+                    self,
+                    &entry,
+                    "claims, starts and renewals are remade, not rebased".into(),
+                );
             }
             Body::ReplaceSession(_) => {}
             body => {
@@ -1416,10 +1522,23 @@ impl Agent {
         self.put_outbox(entry);
     }
 
-    /// Whether `work` is held, being claimed, or claimed with its event not applied yet.
-    fn claim_blocked(&self, work: &Id) -> bool {
-        self.held.contains_key(work)
-            || self.claimed_at.get(work).is_some_and(|s| *s > self.replica.cursor())
+    /// Whether `work` is held, being claimed, claimed with its event not applied yet, or
+    /// recently refused.
+    fn claim_blocked(&self, now_ms: u64, work: &Id) -> bool {
+        let waiting = self.claim_wait.get(work).is_some_and(|(rev, until)| {
+            now_ms < *until
+                && (*rev == 0
+                    || self
+                        .replica
+                        .state()
+                        .is_some_and(|s| s.revision_of(&format!("work:{work}")) < *rev))
+        });
+        waiting
+            || self.held.contains_key(work)
+            || self
+                .claimed_at
+                .get(work)
+                .is_some_and(|s| *s > self.replica.cursor())
             || self
                 .outbox
                 .values()
@@ -1524,7 +1643,8 @@ impl Agent {
                     reason: "session_replaced",
                 },
             };
-            if !self.expired_locally.contains(&old.id) || matches!(notice, Notice::Released { .. }) {
+            if !self.expired_locally.contains(&old.id) || matches!(notice, Notice::Released { .. })
+            {
                 self.notices.push_back(notice);
             }
             self.expired_locally.remove(&old.id);
@@ -1532,6 +1652,7 @@ impl Agent {
         }
         for l in gained {
             self.claimed_at.remove(&l.work);
+            self.claim_wait.remove(&l.work);
             self.held.insert(l.work.clone(), l);
         }
         // Leases whose time passed locally: stop before the authority says so.
@@ -1590,12 +1711,17 @@ impl Agent {
                     self.set_status(&e.key, JournalStatus::Closed)
                 }
                 // The lease ended with a repeatable effect unsettled: nothing to settle.
-                (Some(EffectStatus::Abandoned), _) => self.set_status(&e.key, JournalStatus::Closed),
+                (Some(EffectStatus::Abandoned), _) => {
+                    self.set_status(&e.key, JournalStatus::Closed)
+                }
                 // The lease ended with an undeclared effect unsettled.
                 (Some(EffectStatus::Unknown), JournalStatus::Observed) => {
                     self.ensure_reconcile(now_ms, &e)
                 }
-                (Some(EffectStatus::Unknown), JournalStatus::Requested | JournalStatus::Intended) => {
+                (
+                    Some(EffectStatus::Unknown),
+                    JournalStatus::Requested | JournalStatus::Intended,
+                ) => {
                     // Never dispatched by us: it did not happen.
                     let mut e = e.clone();
                     e.status = JournalStatus::Observed;
@@ -1605,13 +1731,18 @@ impl Agent {
                     self.put_effect(e.clone());
                     self.ensure_reconcile(now_ms, &e);
                 }
-                (Some(EffectStatus::Unknown), JournalStatus::Dispatched | JournalStatus::Uncertain) => {
+                (
+                    Some(EffectStatus::Unknown),
+                    JournalStatus::Dispatched | JournalStatus::Uncertain,
+                ) => {
                     if e.status == JournalStatus::Dispatched {
                         self.set_status(&e.key, JournalStatus::Uncertain);
                     }
                     self.surface(&e);
                 }
-                (Some(EffectStatus::Intended), JournalStatus::Observed) => self.ensure_settle(now_ms, &e),
+                (Some(EffectStatus::Intended), JournalStatus::Observed) => {
+                    self.ensure_settle(now_ms, &e)
+                }
                 // The intent never landed, is no longer queued, and its epoch is over.
                 (None, JournalStatus::Requested)
                     if !intent_queued
@@ -1782,7 +1913,8 @@ impl Agent {
             let Some(item) = state.work.get(work) else {
                 continue;
             };
-            let pending = |pred: &dyn Fn(&Body) -> bool| self.outbox.values().any(|o| pred(&o.command.body));
+            let pending =
+                |pred: &dyn Fn(&Body) -> bool| self.outbox.values().any(|o| pred(&o.command.body));
             match item.state {
                 WorkState::Leased
                     if now_ms < l.start_by
@@ -1829,8 +1961,9 @@ impl Agent {
     }
 
     fn plan_claims(&mut self, now_ms: u64) {
+        self.claim_wait.retain(|_, (_, until)| now_ms < *until);
         let mut slots = self.claim_slots();
-        if slots == 0 || self.snapshot_pending {
+        if slots == 0 || self.snapshot_pending.is_some() {
             return;
         }
         let Some(state) = self.replica.state() else {
@@ -1848,7 +1981,7 @@ impl Agent {
         let mut candidates: Vec<([u8; 32], Id, u64)> = self
             .replica
             .frontier(now_ms)
-            .filter(|e| !self.claim_blocked(&e.work))
+            .filter(|e| !self.claim_blocked(now_ms, &e.work))
             .filter_map(|e| {
                 let w = state.work.get(&e.work)?;
                 let approved = w.contract.risk == Risk::Low
@@ -1889,10 +2022,14 @@ impl Agent {
         for (base, entry) in &self.outbox {
             let f = self.flight.get(base).copied().unwrap_or(Flight::Unsent);
             let next = match f {
-                Flight::Unsent => Some((Transmit::Command(entry.command.clone()), Flight::Sent(now_ms))),
-                Flight::Sent(t) if now_ms >= t.saturating_add(resend) => {
-                    Some((Transmit::Command(entry.command.clone()), Flight::Sent(now_ms)))
-                }
+                Flight::Unsent => Some((
+                    Transmit::Command(entry.command.clone()),
+                    Flight::Sent(now_ms),
+                )),
+                Flight::Sent(t) if now_ms >= t.saturating_add(resend) => Some((
+                    Transmit::Command(entry.command.clone()),
+                    Flight::Sent(now_ms),
+                )),
                 Flight::Lookup(None) => Some((
                     Transmit::LookupReceipt {
                         action: entry.command.action.clone(),
@@ -1918,15 +2055,21 @@ impl Agent {
     }
 
     fn plan_sync(&mut self, now_ms: u64) {
-        if self.snapshot_pending {
+        if let Some((r, asked)) = &self.snapshot_pending {
+            // The snapshot (or the request) may have been lost: ask again.
+            if now_ms >= asked.saturating_add(self.config.resend_ms) {
+                let r = r.clone();
+                self.snapshot_pending = Some((r.clone(), now_ms));
+                self.transmits.push_back(Transmit::FetchSnapshot(r));
+            }
             return;
         }
         let due = self
             .last_fetch
             .is_none_or(|t| now_ms >= t.saturating_add(self.config.sync_ms));
-        let soon = self
-            .last_fetch
-            .is_none_or(|t| now_ms >= t.saturating_add(self.config.resend_ms.min(self.config.sync_ms)));
+        let soon = self.last_fetch.is_none_or(|t| {
+            now_ms >= t.saturating_add(self.config.resend_ms.min(self.config.sync_ms))
+        });
         if due || (self.want_sync && soon) {
             self.want_sync = false;
             self.last_fetch = Some(now_ms);

@@ -364,7 +364,10 @@ impl ReplicaImage {
             }
         }
         if ws.applied.windows(2).any(|w| w[1].seq != w[0].seq + 1) {
-            return Err(Error::new(Code::Storage, "write set applies events with a gap"));
+            return Err(Error::new(
+                Code::Storage,
+                "write set applies events with a gap",
+            ));
         }
         if ws.reset {
             self.rows.clear();
@@ -545,7 +548,10 @@ impl Replica {
         self.dependents.clear();
         for (id, w) in &state.work {
             for a in &w.after {
-                self.dependents.entry(a.clone()).or_default().push(id.clone());
+                self.dependents
+                    .entry(a.clone())
+                    .or_default()
+                    .push(id.clone());
             }
         }
         self.queue = state
@@ -564,8 +570,9 @@ impl Replica {
         self.buffer.retain(|seq, _| *seq > cursor);
     }
 
-    /// The write set that replaces a host's projection with the current state.
-    fn reset_write_set(&self) -> WriteSet {
+    /// The write set that replaces a host's projection with the current state, followed by
+    /// any buffered events the restore made contiguous.
+    fn reset_write_set(&mut self) -> WriteSet {
         let mut ws = WriteSet {
             group: Some(self.group.clone()),
             reset: true,
@@ -580,7 +587,23 @@ impl Replica {
             all_rows(s, &mut ws.projection);
         }
         ws.queue = self.queue.values().cloned().map(QueueChange::Put).collect();
+        // Dropped buffered events will be delivered again; nothing else to report.
+        let _dropped = self.drain(&mut ws);
+        ws.cursor = self.cursor();
         ws
+    }
+
+    /// Applies buffered events while they continue the cursor. A buffered event that does
+    /// not apply is dropped (the true one will be delivered again) and returned.
+    fn drain(&mut self, ws: &mut WriteSet) -> Vec<Error> {
+        let mut dropped = Vec::new();
+        while let Some(next) = self.buffer.remove(&(self.cursor() + 1)) {
+            if let Err(e) = self.apply_one(&next, ws) {
+                dropped.push(e);
+                break;
+            }
+        }
+        dropped
     }
 
     /// Restores from a decoded snapshot after validating it (SPEC §8, in order: schema,
@@ -718,7 +741,9 @@ impl Replica {
             );
         }
         if event.seq == 0 {
-            return Offer::Rejected(Error::corrupt("event seq 0 does not exist; seqs start at 1"));
+            return Offer::Rejected(Error::corrupt(
+                "event seq 0 does not exist; seqs start at 1",
+            ));
         }
         if let Err(e) = event.verify() {
             return Offer::Rejected(e);
@@ -771,15 +796,7 @@ impl Replica {
         if let Err(e) = self.apply_one(&event, &mut ws) {
             return Offer::Rejected(e);
         }
-        let mut dropped = Vec::new();
-        while let Some(next) = self.buffer.remove(&(self.cursor() + 1)) {
-            if let Err(e) = self.apply_one(&next, &mut ws) {
-                // A buffered event that does not chain is dropped; the true one will be
-                // delivered again.
-                dropped.push(e);
-                break;
-            }
-        }
+        let dropped = self.drain(&mut ws);
         ws.cursor = self.cursor();
         Offer::Applied {
             cursor: ws.cursor,
@@ -798,7 +815,10 @@ impl Replica {
     /// nothing changed.
     fn apply_one(&mut self, event: &Event, ws: &mut WriteSet) -> Result<()> {
         GroupState::apply_to(&mut self.state, event)?;
-        let state = self.state.as_ref().expect("apply_to leaves a state on success");
+        let state = self
+            .state
+            .as_ref()
+            .expect("apply_to leaves a state on success");
         if self.recent.len() >= RECENT_IDS {
             self.recent.pop_front();
         }
@@ -831,7 +851,10 @@ impl Replica {
                         event.kind,
                         EventKind::WorkCreated(_) | EventKind::WorkExpanded(_)
                     ) {
-                        self.dependents.entry(a.clone()).or_default().push((*w).clone());
+                        self.dependents
+                            .entry(a.clone())
+                            .or_default()
+                            .push((*w).clone());
                     }
                 }
                 if item.state == WorkState::Succeeded {

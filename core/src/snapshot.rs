@@ -410,9 +410,22 @@ fn head(b: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
     let (arg, len) = match info {
         0..=23 => (u64::from(info), 1),
         24 => (u64::from(*b.get(pos + 1)?), 2),
-        25 => (u64::from(u16::from_be_bytes(b.get(pos + 1..pos + 3)?.try_into().ok()?)), 3),
-        26 => (u64::from(u32::from_be_bytes(b.get(pos + 1..pos + 5)?.try_into().ok()?)), 5),
-        27 => (u64::from_be_bytes(b.get(pos + 1..pos + 9)?.try_into().ok()?), 9),
+        25 => (
+            u64::from(u16::from_be_bytes(
+                b.get(pos + 1..pos + 3)?.try_into().ok()?,
+            )),
+            3,
+        ),
+        26 => (
+            u64::from(u32::from_be_bytes(
+                b.get(pos + 1..pos + 5)?.try_into().ok()?,
+            )),
+            5,
+        ),
+        27 => (
+            u64::from_be_bytes(b.get(pos + 1..pos + 9)?.try_into().ok()?),
+            9,
+        ),
         _ => return None,
     };
     Some((major, arg, pos + len))

@@ -176,7 +176,11 @@ impl Scenario {
             mwp_core::EventKind::WorkClaimed(c) => c.lease.id.to_hex(),
             _ => unreachable!("claim_work gives work_claimed"),
         };
-        self.ok(actor, None, json!({"type": "start_work", "work": work, "lease": lease}));
+        self.ok(
+            actor,
+            None,
+            json!({"type": "start_work", "work": work, "lease": lease}),
+        );
         lease
     }
 }
@@ -211,71 +215,163 @@ pub fn rich() -> Scenario {
                "key": SecretKey::for_transcript("eve").public().to_hex()}),
     );
     let members_rev = s.state().members_revision;
-    s.ok("alice", Some(members_rev), json!({"type": "change_role", "actor": "eve", "role": "reviewer"}));
+    s.ok(
+        "alice",
+        Some(members_rev),
+        json!({"type": "change_role", "actor": "eve", "role": "reviewer"}),
+    );
     s.ok("alice", None, json!({"type": "request_approval", "approval": "ap1", "work": "w3", "reason": {"why": "prod"}}));
-    s.ok("rita", Some(1), json!({"type": "decide_approval", "approval": "ap1", "grant": true}));
+    s.ok(
+        "rita",
+        Some(1),
+        json!({"type": "decide_approval", "approval": "ap1", "grant": true}),
+    );
 
     // w1: bob runs, charges, settles an effect, checkpoints; carol finishes it.
     let l1 = s.claim_start("bob", "w1", 30_000);
     let rev = s.rev("w1");
-    s.ok("bob", Some(rev), json!({"type": "renew_lease", "work": "w1", "lease": l1, "lease_ms": 30_000}));
-    s.ok("bob", None, json!({"type": "charge", "work": "w1", "lease": l1, "cost": 4, "data": {"step": 1}}));
-    s.ok("bob", None, json!({"type": "intend_effect", "work": "w1", "lease": l1, "op": "e1", "mode": "keyed",
-                             "irreversible": false, "target": {"url": "https://x"}}));
-    s.ok("bob", None, json!({"type": "settle_effect", "work": "w1", "lease": l1, "op": "e1",
-                             "outcome": {"ok": true}, "receipt": {"id": "r-1"}}));
-    let cp = s.ok("bob", None, json!({"type": "checkpoint", "work": "w1", "lease": l1, "data": {"half": true}}));
+    s.ok(
+        "bob",
+        Some(rev),
+        json!({"type": "renew_lease", "work": "w1", "lease": l1, "lease_ms": 30_000}),
+    );
+    s.ok(
+        "bob",
+        None,
+        json!({"type": "charge", "work": "w1", "lease": l1, "cost": 4, "data": {"step": 1}}),
+    );
+    s.ok(
+        "bob",
+        None,
+        json!({"type": "intend_effect", "work": "w1", "lease": l1, "op": "e1", "mode": "keyed",
+                             "irreversible": false, "target": {"url": "https://x"}}),
+    );
+    s.ok(
+        "bob",
+        None,
+        json!({"type": "settle_effect", "work": "w1", "lease": l1, "op": "e1",
+                             "outcome": {"ok": true}, "receipt": {"id": "r-1"}}),
+    );
+    let cp = s.ok(
+        "bob",
+        None,
+        json!({"type": "checkpoint", "work": "w1", "lease": l1, "data": {"half": true}}),
+    );
     s.now += 10;
     let l1b = s.claim_start("carol", "w1", 30_000);
-    let done = s.ok("carol", None, json!({"type": "submit", "work": "w1", "lease": l1b, "result": {"ok": 1}}));
+    let done = s.ok(
+        "carol",
+        None,
+        json!({"type": "submit", "work": "w1", "lease": l1b, "result": {"ok": 1}}),
+    );
     // A late result under bob's released lease: evidence.
-    s.ok("bob", None, json!({"type": "submit", "work": "w1", "lease": l1, "result": {"late": true}}));
-    s.ok("alice", None, json!({"type": "expand", "trigger": done.seq, "work": [
-        {"work": "w5", "contract": c(2, "low"), "after": ["w1"], "spec": {"do": "w5"}}]}));
+    s.ok(
+        "bob",
+        None,
+        json!({"type": "submit", "work": "w1", "lease": l1, "result": {"late": true}}),
+    );
+    s.ok(
+        "alice",
+        None,
+        json!({"type": "expand", "trigger": done.seq, "work": [
+        {"work": "w5", "contract": c(2, "low"), "after": ["w1"], "spec": {"do": "w5"}}]}),
+    );
 
     // w2: fails once (retry with backoff), then blocks, is resolved, then succeeds.
     let l2 = s.claim_start("bob", "w2", 30_000);
     s.ok("bob", None, json!({"type": "fail", "work": "w2", "lease": l2, "error": {"e": "flaky"}, "retryable": true}));
     s.now += 1000;
     let l2b = s.claim_start("bob", "w2", 30_000);
-    s.ok("bob", None, json!({"type": "block", "work": "w2", "lease": l2b, "data": {"at": 2},
-                             "needs": {"key": "k1", "kind": "human"}}));
-    s.ok("rita", None, json!({"type": "resolve_block", "work": "w2", "key": "k1", "resolution": {"ok": true}}));
+    s.ok(
+        "bob",
+        None,
+        json!({"type": "block", "work": "w2", "lease": l2b, "data": {"at": 2},
+                             "needs": {"key": "k1", "kind": "human"}}),
+    );
+    s.ok(
+        "rita",
+        None,
+        json!({"type": "resolve_block", "work": "w2", "key": "k1", "resolution": {"ok": true}}),
+    );
     let l2c = s.claim_start("carol", "w2", 30_000);
-    s.ok("carol", None, json!({"type": "submit", "work": "w2", "lease": l2c, "result": {"ok": 2}}));
+    s.ok(
+        "carol",
+        None,
+        json!({"type": "submit", "work": "w2", "lease": l2c, "result": {"ok": 2}}),
+    );
 
     // w3 (high risk, approved): an undeclared effect whose lease expires → waiting →
     // reconciled → queued.
     let l3 = s.claim_start("carol", "w3", 1_000);
-    s.ok("carol", None, json!({"type": "intend_effect", "work": "w3", "lease": l3, "op": "u1",
-                               "mode": "undeclared", "irreversible": false, "target": {"t": 3}}));
+    s.ok(
+        "carol",
+        None,
+        json!({"type": "intend_effect", "work": "w3", "lease": l3, "op": "u1",
+                               "mode": "undeclared", "irreversible": false, "target": {"t": 3}}),
+    );
     // w4: a keyed effect abandoned when bob's session is replaced.
     let l4 = s.claim_start("bob", "w4", 60_000);
-    s.ok("bob", None, json!({"type": "intend_effect", "work": "w4", "lease": l4, "op": "k1",
-                             "mode": "keyed", "irreversible": false, "target": {"t": 4}}));
+    s.ok(
+        "bob",
+        None,
+        json!({"type": "intend_effect", "work": "w4", "lease": l4, "op": "k1",
+                             "mode": "keyed", "irreversible": false, "target": {"t": 4}}),
+    );
     s.now += 2_000;
     s.tick();
     let key = s.effect("w3", 1, "u1");
-    s.ok("rita", None, json!({"type": "reconcile_effect", "work": "w3", "key": key, "happened": false,
-                              "receipt": {"checked": true}}));
+    s.ok(
+        "rita",
+        None,
+        json!({"type": "reconcile_effect", "work": "w3", "key": key, "happened": false,
+                              "receipt": {"checked": true}}),
+    );
     s.ok("bob", None, json!({"type": "replace_session"}));
     // w6: reassigned; w7: cancelled while leased.
     s.claim_start("dave", "w6", 60_000);
-    s.ok("rita", None, json!({"type": "reassign", "work": "w6", "reason": {"r": "slow"}}));
+    s.ok(
+        "rita",
+        None,
+        json!({"type": "reassign", "work": "w6", "reason": {"r": "slow"}}),
+    );
     s.claim_start("dave", "w7", 60_000);
-    s.ok("rita", None, json!({"type": "cancel", "work": "w7", "reason": {"r": "dup"}}));
+    s.ok(
+        "rita",
+        None,
+        json!({"type": "cancel", "work": "w7", "reason": {"r": "dup"}}),
+    );
     let members_rev = s.state().members_revision;
-    s.ok("alice", Some(members_rev), json!({"type": "remove_member", "actor": "otto"}));
-    s.ok("alice", None, json!({"type": "redact", "seq": cp.seq, "reason": {"gdpr": 1}}));
+    s.ok(
+        "alice",
+        Some(members_rev),
+        json!({"type": "remove_member", "actor": "otto"}),
+    );
+    s.ok(
+        "alice",
+        None,
+        json!({"type": "redact", "seq": cp.seq, "reason": {"gdpr": 1}}),
+    );
     let l6 = s.claim_start("dave", "w6", 60_000);
-    s.ok("dave", None, json!({"type": "charge", "work": "w6", "lease": l6, "cost": 1}));
-    s.ok("dave", None, json!({"type": "checkpoint", "work": "w6", "lease": l6, "data": {"d": 6}}));
+    s.ok(
+        "dave",
+        None,
+        json!({"type": "charge", "work": "w6", "lease": l6, "cost": 1}),
+    );
+    s.ok(
+        "dave",
+        None,
+        json!({"type": "checkpoint", "work": "w6", "lease": l6, "data": {"d": 6}}),
+    );
     s
 }
 
 /// Archives a scenario's group (nothing may be leased or running).
 pub fn archive(s: &mut Scenario) -> Event {
-    s.ok("alice", None, json!({"type": "archive", "reason": {"done": true}}))
+    s.ok(
+        "alice",
+        None,
+        json!({"type": "archive", "reason": {"done": true}}),
+    )
 }
 
 /// A deterministic pseudo-random generator (splitmix64): tests need no RNG crate.

@@ -136,7 +136,9 @@ fn events_that_do_not_verify_are_rejected_and_never_applied() {
     bad_later.id = bad_later.compute_id().unwrap();
     assert_eq!(r.offer(bad_later), Offer::Buffered);
     match r.offer(next.clone()) {
-        Offer::Applied { cursor, dropped, .. } => {
+        Offer::Applied {
+            cursor, dropped, ..
+        } => {
             assert_eq!(cursor, 6);
             assert_eq!(dropped.len(), 1);
             assert_eq!(dropped[0].code, Code::LogCorrupt);
@@ -173,7 +175,10 @@ fn a_rejected_event_changes_nothing() {
     bad.revision += 7;
     bad.id = bad.compute_id().unwrap();
     rejected(r.offer(bad));
-    assert_eq!((r.state_hash().unwrap(), r.cursor(), r.queue()), (hash, cursor, &queue));
+    assert_eq!(
+        (r.state_hash().unwrap(), r.cursor(), r.queue()),
+        (hash, cursor, &queue)
+    );
 }
 
 #[test]
@@ -181,9 +186,14 @@ fn redacted_events_verify_and_apply_to_the_same_state() {
     let s = rich();
     let stored = s.events();
     let redacted = stored.iter().filter(|e| {
-        serde_json::to_string(&e.kind).unwrap().contains("$redacted")
+        serde_json::to_string(&e.kind)
+            .unwrap()
+            .contains("$redacted")
     });
-    assert!(redacted.count() >= 1, "the stored log holds a redacted event");
+    assert!(
+        redacted.count() >= 1,
+        "the stored log holds a redacted event"
+    );
     // Also redact every event's values: the chain still verifies and the state is the same.
     let mut r = Replica::new(s.group.clone());
     for mut e in stored {
@@ -235,7 +245,8 @@ fn write_sets_rebuild_the_same_state_queue_and_checkpoints() {
                 let json = serde_json::to_string(&write_set).unwrap();
                 assert_eq!(serde_json::from_str::<WriteSet>(&json).unwrap(), write_set);
                 image.commit(&write_set).unwrap();
-                let reopened = Replica::from_image(s.group.clone(), &image, Limits::default()).unwrap();
+                let reopened =
+                    Replica::from_image(s.group.clone(), &image, Limits::default()).unwrap();
                 assert_eq!(reopened.state_hash().unwrap(), r.state_hash().unwrap());
                 assert_eq!(reopened.queue(), r.queue());
                 assert_eq!(image.cursor, r.cursor());

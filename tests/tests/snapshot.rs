@@ -14,7 +14,9 @@ fn authority() -> SecretKey {
 
 fn check_of(e: &Error) -> &str {
     assert_eq!(e.code, Code::SnapshotInvalid, "{e}");
-    e.details["check"].as_str().expect("SNAPSHOT_INVALID names its check")
+    e.details["check"]
+        .as_str()
+        .expect("SNAPSHOT_INVALID names its check")
 }
 
 /// A small reference snapshot (so every bit can be flipped) of group g1 at its head.
@@ -76,7 +78,8 @@ fn receipts_travel_inside_so_idempotency_survives_restore() {
     };
     let bytes = Snapshot::build_cbor(s.state(), &authority()).unwrap();
     let mut r = Replica::new(s.group.clone());
-    r.restore_bytes(&bytes, &s.state().authority_key, &s.org, 0).unwrap();
+    r.restore_bytes(&bytes, &s.state().authority_key, &s.org, 0)
+        .unwrap();
     match accept(r.state(), &cmd, s.now, &Limits::default()).unwrap() {
         Decision::Duplicate(receipt) => assert_eq!(receipt, event.receipt()),
         other => panic!("expected the original receipt, got {other:?}"),
@@ -104,7 +107,10 @@ fn every_bit_flip_and_every_truncation_is_rejected() {
                 continue;
             }
             if let Ok(snap) = Snapshot::from_cbor(&t) {
-                assert!(snap.verify(&key, &s.org, &s.group, 0).is_err(), "byte {i} bit {bit}");
+                assert!(
+                    snap.verify(&key, &s.org, &s.group, 0).is_err(),
+                    "byte {i} bit {bit}"
+                );
             }
         }
     }
@@ -118,7 +124,11 @@ fn every_bit_flip_and_every_truncation_is_rejected() {
     for c in ["decode", "state_hash", "signature"] {
         assert!(checks.get(c).copied().unwrap_or(0) > 0, "{checks:?}");
     }
-    println!("{} flips of {} bytes rejected: {checks:?}", tried, bytes.len());
+    println!(
+        "{} flips of {} bytes rejected: {checks:?}",
+        tried,
+        bytes.len()
+    );
 }
 
 #[test]
@@ -126,12 +136,21 @@ fn wrong_key_org_group_and_older_seq_are_rejected_by_name() {
     let (s, bytes) = reference();
     let key = s.state().authority_key;
     let seq = s.state().seq;
-    let e = Snapshot::verify_bytes(&bytes, &SecretKey::for_transcript("mallory").public(), &s.org, &s.group, 0)
-        .unwrap_err();
+    let e = Snapshot::verify_bytes(
+        &bytes,
+        &SecretKey::for_transcript("mallory").public(),
+        &s.org,
+        &s.group,
+        0,
+    )
+    .unwrap_err();
     assert_eq!(check_of(&e), "signature");
     // Signed by another key that claims to be the signer: still not the trusted key.
     let forged = Snapshot::build_cbor(s.state(), &SecretKey::for_transcript("mallory")).unwrap();
-    assert_eq!(check_of(&Snapshot::verify_bytes(&forged, &key, &s.org, &s.group, 0).unwrap_err()), "signature");
+    assert_eq!(
+        check_of(&Snapshot::verify_bytes(&forged, &key, &s.org, &s.group, 0).unwrap_err()),
+        "signature"
+    );
     let e = Snapshot::verify_bytes(&bytes, &key, &id("other"), &s.group, 0).unwrap_err();
     assert_eq!(check_of(&e), "org");
     let e = Snapshot::verify_bytes(&bytes, &key, &s.org, &id("g2"), 0).unwrap_err();
@@ -163,17 +182,28 @@ fn checks_run_in_the_order_of_the_spec() {
     bad.state_hash = Hash::ZERO;
     let e = bad.verify(&key, &id("x"), &id("y"), u64::MAX).unwrap_err();
     assert_eq!(check_of(&e), "schema");
-    let e = Snapshot::verify_bytes(&bad.to_cbor().unwrap(), &key, &id("x"), &id("y"), u64::MAX).unwrap_err();
+    let e = Snapshot::verify_bytes(&bad.to_cbor().unwrap(), &key, &id("x"), &id("y"), u64::MAX)
+        .unwrap_err();
     assert_eq!(check_of(&e), "schema");
     // State hash before signature.
     let mut bad = good.clone();
     bad.state.revision += 1;
-    let e = bad.verify(&SecretKey::for_transcript("x").public(), &s.org, &s.group, 0).unwrap_err();
+    let e = bad
+        .verify(
+            &SecretKey::for_transcript("x").public(),
+            &s.org,
+            &s.group,
+            0,
+        )
+        .unwrap_err();
     assert_eq!(check_of(&e), "state_hash");
     // A state that hashes right but disagrees with the header.
     let mut bad = good.clone();
     bad.seq += 1;
-    assert_eq!(check_of(&bad.verify(&key, &s.org, &s.group, 0).unwrap_err()), "state_hash");
+    assert_eq!(
+        check_of(&bad.verify(&key, &s.org, &s.group, 0).unwrap_err()),
+        "state_hash"
+    );
     // Signature before org, group and seq.
     let mut bad = good.clone();
     bad.sig.0[3] ^= 4;
@@ -210,7 +240,10 @@ fn a_failed_restore_changes_nothing() {
     bad[n - 3] ^= 1;
     assert!(r.restore_bytes(&bad, &key, &s.org, cursor).is_err());
     // Even an older snapshot that is otherwise valid, when asked with a low cursor.
-    assert_eq!(check_of(&r.restore_bytes(&old, &key, &s.org, 0).unwrap_err()), "seq");
+    assert_eq!(
+        check_of(&r.restore_bytes(&old, &key, &s.org, 0).unwrap_err()),
+        "seq"
+    );
     assert_eq!((r.state_hash().unwrap(), r.cursor()), (hash, cursor));
     // The current one restores.
     let good = Snapshot::build_cbor(s.state(), &authority()).unwrap();
@@ -231,7 +264,10 @@ fn cursor_too_old_carries_its_snapshot_reference() {
     assert_eq!(v["snapshot"]["seq"], json!(r.seq));
     assert_eq!(v["snapshot"]["location"], "/v1/groups/g1/snapshots/latest");
     assert_eq!(SnapshotRef::from_error(&e), Some(r));
-    assert_eq!(SnapshotRef::from_error(&Error::new(Code::NotFound, "x")), None);
+    assert_eq!(
+        SnapshotRef::from_error(&Error::new(Code::NotFound, "x")),
+        None
+    );
 }
 
 #[test]
@@ -259,7 +295,10 @@ fn transcript_snapshot_and_restart_ops_follow_section_12() {
     // A group whose authority key is not the runner's: the snapshot does not verify.
     let foreign = text.replace(
         r#""members""#,
-        &format!(r#""authority_key": "{}", "members""#, SecretKey::for_transcript("elsewhere").public()),
+        &format!(
+            r#""authority_key": "{}", "members""#,
+            SecretKey::for_transcript("elsewhere").public()
+        ),
     );
     let (lines, _) = run_in_memory(&foreign);
     assert_eq!(lines[2]["outcome"], "rejected");
