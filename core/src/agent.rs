@@ -1454,12 +1454,12 @@ impl Agent {
                 .insert(base.clone(), Flight::Lookup(Some(now_ms)));
             return;
         }
-        self.rebase(now_ms, base);
+        self.rebase(base);
     }
 
     /// Rebases an outbox entry that did not land on the current session and fencing
     /// fields; a changed content gets the action `<base>~<n>`; then it is re-signed.
-    fn rebase(&mut self, now_ms: u64, base: &Id) {
+    fn rebase(&mut self, base: &Id) {
         let Some(mut entry) = self.outbox.get(base).cloned() else {
             return;
         };
@@ -1517,7 +1517,6 @@ impl Agent {
             return drop(self, &entry, e.to_string());
         }
         entry.command = cmd;
-        let _ = now_ms;
         self.flight.insert(entry.base.clone(), Flight::Unsent);
         self.put_outbox(entry);
     }
