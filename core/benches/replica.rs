@@ -35,12 +35,25 @@ fn group(n: usize) -> MemoryGroup {
         .collect();
     let mut action = 0u64;
     let mut now = 1_000u64;
-    let mut send = |g: &mut MemoryGroup, who: usize, expect: Option<u64>, body: serde_json::Value, now: u64| {
+    let mut send = |g: &mut MemoryGroup,
+                    who: usize,
+                    expect: Option<u64>,
+                    body: serde_json::Value,
+                    now: u64| {
         action += 1;
         let (actor, key) = &keys[who];
         let body: Body = serde_json::from_value(body).expect("well-formed body");
-        let cmd = Command::signed(id("acme"), id("g"), actor.clone(), id(&format!("x{action}")), 1, expect, body, key)
-            .expect("signs");
+        let cmd = Command::signed(
+            id("acme"),
+            id("g"),
+            actor.clone(),
+            id(&format!("x{action}")),
+            1,
+            expect,
+            body,
+            key,
+        )
+        .expect("signs");
         match g.submit(&cmd, now, &limits).expect("accepted") {
             Decision::Accepted(e) => *e,
             Decision::Duplicate(_) => unreachable!("fresh action IDs"),
@@ -51,23 +64,59 @@ fn group(n: usize) -> MemoryGroup {
         .enumerate()
         .map(|(i, (a, k))| json!({"actor": a, "role": if i == 0 { "owner" } else { "worker" }, "key": k.public()}))
         .collect();
-    send(&mut g, 0, None, json!({"type": "open_group", "mission": "m", "title": "bench", "members": members,
-        "authority_key": SecretKey::for_transcript("@authority").public()}), now);
+    send(
+        &mut g,
+        0,
+        None,
+        json!({"type": "open_group", "mission": "m", "title": "bench", "members": members,
+        "authority_key": SecretKey::for_transcript("@authority").public()}),
+        now,
+    );
     let contract = json!({"max_attempts": 3, "backoff_base_ms": 10, "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"});
     let mut i = 0usize;
     while g.log().len() + 5 <= n {
         let w = format!("job-{i}");
         let who = 1 + i % 4;
         now += 1;
-        send(&mut g, 0, None, json!({"type": "create_work", "work": w, "contract": contract, "after": [], "spec": {"n": i}}), now);
-        let claimed = send(&mut g, who, Some(1), json!({"type": "claim_work", "work": w, "lease_ms": 60_000, "start_within_ms": 10_000}), now);
+        send(
+            &mut g,
+            0,
+            None,
+            json!({"type": "create_work", "work": w, "contract": contract, "after": [], "spec": {"n": i}}),
+            now,
+        );
+        let claimed = send(
+            &mut g,
+            who,
+            Some(1),
+            json!({"type": "claim_work", "work": w, "lease_ms": 60_000, "start_within_ms": 10_000}),
+            now,
+        );
         let lease = match &claimed.kind {
             mwp_core::EventKind::WorkClaimed(c) => c.lease.id,
             _ => unreachable!("claim gives work_claimed"),
         };
-        send(&mut g, who, None, json!({"type": "start_work", "work": w, "lease": lease}), now);
-        send(&mut g, who, None, json!({"type": "charge", "work": w, "lease": lease, "cost": 1, "data": {"step": 1}}), now);
-        send(&mut g, who, None, json!({"type": "submit", "work": w, "lease": lease, "result": {"ok": i}}), now);
+        send(
+            &mut g,
+            who,
+            None,
+            json!({"type": "start_work", "work": w, "lease": lease}),
+            now,
+        );
+        send(
+            &mut g,
+            who,
+            None,
+            json!({"type": "charge", "work": w, "lease": lease, "cost": 1, "data": {"step": 1}}),
+            now,
+        );
+        send(
+            &mut g,
+            who,
+            None,
+            json!({"type": "submit", "work": w, "lease": lease, "result": {"ok": i}}),
+            now,
+        );
         i += 1;
     }
     g
@@ -76,10 +125,17 @@ fn group(n: usize) -> MemoryGroup {
 fn benches(c: &mut Criterion) {
     let big = group(100_000);
     let state = big.state().expect("open").clone();
-    eprintln!("group: {} events, {} work items", state.seq, state.work.len());
+    eprintln!(
+        "group: {} events, {} work items",
+        state.seq,
+        state.work.len()
+    );
 
     let bytes: Vec<Vec<u8>> = big.log()[..20_000].to_vec();
-    let events: Vec<Event> = bytes.iter().map(|b| Event::from_cbor(b).expect("decodes")).collect();
+    let events: Vec<Event> = bytes
+        .iter()
+        .map(|b| Event::from_cbor(b).expect("decodes"))
+        .collect();
     let mut g = c.benchmark_group("replica");
     g.sample_size(10);
     g.throughput(Throughput::Elements(bytes.len() as u64));
@@ -98,7 +154,12 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.bench_function("phase_decode", |b| {
-        b.iter(|| bytes.iter().map(|e| Event::from_cbor(e).expect("decodes")).count())
+        b.iter(|| {
+            bytes
+                .iter()
+                .map(|e| Event::from_cbor(e).expect("decodes"))
+                .count()
+        })
     });
     g.bench_function("phase_verify", |b| {
         b.iter(|| events.iter().all(|e| e.verify().is_ok()))
@@ -123,12 +184,17 @@ fn benches(c: &mut Criterion) {
     eprintln!("snapshot of seq {}: {} bytes", state.seq, snap.len());
     let mut g = c.benchmark_group("snapshot");
     g.sample_size(10);
-    g.bench_function("build_sign_100k", |b| b.iter(|| Snapshot::build_cbor(&state, &key).expect("builds")));
-    g.bench_function("phase_decode_100k", |b| b.iter(|| Snapshot::from_cbor(&snap).expect("decodes")));
+    g.bench_function("build_sign_100k", |b| {
+        b.iter(|| Snapshot::build_cbor(&state, &key).expect("builds"))
+    });
+    g.bench_function("phase_decode_100k", |b| {
+        b.iter(|| Snapshot::from_cbor(&snap).expect("decodes"))
+    });
     g.bench_function("verify_restore_100k", |b| {
         b.iter(|| {
             let mut r = Replica::new(id("g"));
-            r.restore_bytes(&snap, &key.public(), &id("acme"), 0).expect("restores");
+            r.restore_bytes(&snap, &key.public(), &id("acme"), 0)
+                .expect("restores");
             r
         })
     });

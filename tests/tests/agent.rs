@@ -22,7 +22,12 @@ struct Rig {
 }
 
 fn config(s: &Scenario, actor: &str) -> Config {
-    let mut c = Config::new(s.org.clone(), s.group.clone(), id(actor), SecretKey::for_transcript("@authority").public());
+    let mut c = Config::new(
+        s.org.clone(),
+        s.group.clone(),
+        id(actor),
+        SecretKey::for_transcript("@authority").public(),
+    );
     c.lease_ms = 10_000;
     c.start_within_ms = 1_000;
     c.renew_margin_ms = 2_000;
@@ -36,7 +41,16 @@ fn config(s: &Scenario, actor: &str) -> Config {
 impl Rig {
     fn new(s: Scenario, actor: &str) -> Rig {
         let agent = Agent::new(config(&s, actor), SecretKey::for_transcript(actor)).unwrap();
-        let mut r = Rig { s, agent, image: AgentImage::default(), notices: vec![], sent: vec![], dispatched: vec![], answers: true, up: true };
+        let mut r = Rig {
+            s,
+            agent,
+            image: AgentImage::default(),
+            notices: vec![],
+            sent: vec![],
+            dispatched: vec![],
+            answers: true,
+            up: true,
+        };
         let now = r.s.now;
         r.agent.handle_connectivity(now, true);
         r.pump();
@@ -89,7 +103,10 @@ impl Rig {
             }
             Transmit::FetchEvents { .. } => self.push_events(),
             Transmit::LookupReceipt { action } => {
-                let r = self.s.state().receipt(self.agent.config().actor.as_str(), action.as_str());
+                let r = self
+                    .s
+                    .state()
+                    .receipt(self.agent.config().actor.as_str(), action.as_str());
                 self.agent.handle_lookup(now, &action, r);
             }
             Transmit::FetchSnapshot(_) | Transmit::Ack { .. } => {}
@@ -99,7 +116,11 @@ impl Rig {
     fn push_events(&mut self) {
         let now = self.s.now;
         let after = self.agent.replica().cursor();
-        let events = self.s.auth.events(&self.s.group, after, usize::MAX).unwrap();
+        let events = self
+            .s
+            .auth
+            .events(&self.s.group, after, usize::MAX)
+            .unwrap();
         self.agent.handle_events(now, events);
     }
 
@@ -138,18 +159,25 @@ impl Rig {
     }
 
     fn running(&self) -> Vec<Id> {
-        self.notices.iter().filter_map(|n| match n {
-            Notice::Run { work, .. } => Some(work.clone()),
-            _ => None,
-        }).collect()
+        self.notices
+            .iter()
+            .filter_map(|n| match n {
+                Notice::Run { work, .. } => Some(work.clone()),
+                _ => None,
+            })
+            .collect()
     }
 }
 
 fn group_with(works: &[(&str, &[&str])]) -> Scenario {
     let mut s = Scenario::open("g1");
     for (w, after) in works {
-        s.ok("alice", None, json!({"type": "create_work", "work": w, "contract": contract(3, "low"),
-                                   "after": after, "spec": {}}));
+        s.ok(
+            "alice",
+            None,
+            json!({"type": "create_work", "work": w, "contract": contract(3, "low"),
+                                   "after": after, "spec": {}}),
+        );
     }
     s
 }
@@ -163,7 +191,10 @@ fn claims_the_frontier_starts_runs_and_releases_on_submit() {
     let now = r.s.now;
     r.agent.submit(now, &id("w1"), json!({"ok": true})).unwrap();
     r.pump();
-    assert!(r.notices.iter().any(|n| matches!(n, Notice::Released { work, state, .. }
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Released { work, state, .. }
         if work == &id("w1") && *state == mwp_core::WorkState::Succeeded)));
     // Its success is durable and unblocks w2, which is claimed next.
     assert_eq!(r.running(), vec![id("w1"), id("w2")]);
@@ -186,16 +217,27 @@ fn nothing_is_sent_or_dispatched_before_its_write_set_is_committed() {
     agent.handle_committed(s.now, ws.serial);
     let mut kinds = vec![];
     while let Some(t) = agent.poll_transmit() {
-        kinds.push(match t { Transmit::Command(c) => c.body.type_name().to_owned(), other => format!("{other:?}") });
+        kinds.push(match t {
+            Transmit::Command(c) => c.body.type_name().to_owned(),
+            other => format!("{other:?}"),
+        });
     }
     assert!(kinds.iter().any(|k| k == "claim_work"), "{kinds:?}");
     // The ACK carries the durable cursor.
-    assert!(kinds.iter().any(|k| k == &format!("Ack {{ cursor: {} }}", ws.cursor)), "{kinds:?}");
+    assert!(
+        kinds
+            .iter()
+            .any(|k| k == &format!("Ack {{ cursor: {} }}", ws.cursor)),
+        "{kinds:?}"
+    );
 }
 
 fn intend(r: &mut Rig, work: &str, op: &str, mode: EffectMode) -> Hash {
     let now = r.s.now;
-    let k = r.agent.intend_effect(now, &id(work), &id(op), mode, false, json!({"op": op})).unwrap();
+    let k = r
+        .agent
+        .intend_effect(now, &id(work), &id(op), mode, false, json!({"op": op}))
+        .unwrap();
     r.pump();
     k
 }
@@ -216,7 +258,8 @@ fn an_effect_is_dispatched_only_after_its_intent_is_accepted_and_recorded() {
     // The dispatch was durable before it was handed out.
     assert_eq!(r.image.effects[&key].status, JournalStatus::Dispatched);
     let now = r.s.now;
-    r.agent.handle_effect_outcome(now, &key, json!({"ok": 1}), json!({"rcpt": 1}));
+    r.agent
+        .handle_effect_outcome(now, &key, json!({"ok": 1}), json!({"rcpt": 1}));
     r.pump();
     assert_eq!(r.commands("settle_effect").len(), 1);
     assert_eq!(r.agent.effects()[&key].status, JournalStatus::Closed);
@@ -234,13 +277,19 @@ fn an_uncertain_undeclared_effect_is_surfaced_and_never_dispatched_blind() {
         r.advance(700);
     }
     assert_eq!(r.dispatched.len(), 1, "never dispatched again");
-    let uncertain = r.notices.iter().filter(|n| matches!(n, Notice::Uncertain { key: k, .. } if *k == key)).count();
+    let uncertain = r
+        .notices
+        .iter()
+        .filter(|n| matches!(n, Notice::Uncertain { key: k, .. } if *k == key))
+        .count();
     assert_eq!(uncertain, 1);
     let now = r.s.now;
     let e = r.agent.submit(now, &id("w1"), json!({})).unwrap_err();
     assert_eq!(e.code, Code::EffectUnsettled);
     // Somebody finds out it did not happen: now it may be dispatched again (not blind).
-    r.agent.resolve_effect(now, &key, false, json!({"checked": true})).unwrap();
+    r.agent
+        .resolve_effect(now, &key, false, json!({"checked": true}))
+        .unwrap();
     r.pump();
     assert_eq!(r.dispatched.len(), 2);
     for _ in 0..3 {
@@ -248,7 +297,9 @@ fn an_uncertain_undeclared_effect_is_surfaced_and_never_dispatched_blind() {
     }
     // This time it is found to have happened: settled with that outcome.
     let now = r.s.now;
-    r.agent.resolve_effect(now, &key, true, json!({"checked": 2})).unwrap();
+    r.agent
+        .resolve_effect(now, &key, true, json!({"checked": 2}))
+        .unwrap();
     r.pump();
     assert_eq!(r.commands("settle_effect").len(), 1);
     assert_eq!(r.agent.effects()[&key].status, JournalStatus::Closed);
@@ -262,7 +313,10 @@ fn a_repeatable_effect_with_unknown_outcome_is_sent_again_with_the_same_key() {
     assert_eq!(r.dispatched.len(), 2);
     assert!(r.dispatched.iter().all(|d| d.key == key));
     assert_eq!(r.dispatched[1].attempt, 2);
-    assert!(!r.notices.iter().any(|n| matches!(n, Notice::Uncertain { .. })));
+    assert!(!r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Uncertain { .. })));
 }
 
 #[test]
@@ -271,10 +325,20 @@ fn a_crash_after_dispatch_leaves_the_effect_uncertain() {
     let key = intend(&mut r, "w1", "u1", EffectMode::Undeclared);
     assert_eq!(r.dispatched.len(), 1);
     r.crash_and_restore();
-    assert!(r.notices.iter().any(|n| matches!(n, Notice::Uncertain { key: k, .. } if *k == key)));
-    assert!(r.notices.iter().any(|n| matches!(n, Notice::Run { resumed: true, .. })));
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Uncertain { key: k, .. } if *k == key)));
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Run { resumed: true, .. })));
     r.advance(2_000);
-    assert_eq!(r.dispatched.len(), 1, "not dispatched again after the restart");
+    assert_eq!(
+        r.dispatched.len(),
+        1,
+        "not dispatched again after the restart"
+    );
 }
 
 #[test]
@@ -282,9 +346,15 @@ fn restart_rebuilds_from_the_last_committed_write_set() {
     let mut r = Rig::new(group_with(&[("w1", &[]), ("w2", &[])]), "bob");
     let now = r.s.now;
     r.up = false;
-    r.agent.checkpoint(now, &id("w1"), json!({"half": 1})).unwrap();
+    r.agent
+        .checkpoint(now, &id("w1"), json!({"half": 1}))
+        .unwrap();
     r.pump();
-    let (hash, cursor, outbox) = (r.agent.replica().state_hash().unwrap(), r.agent.replica().cursor(), r.agent.outbox().clone());
+    let (hash, cursor, outbox) = (
+        r.agent.replica().state_hash().unwrap(),
+        r.agent.replica().cursor(),
+        r.agent.outbox().clone(),
+    );
     r.crash_and_restore();
     assert_eq!(r.agent.replica().state_hash().unwrap(), hash);
     assert_eq!(r.agent.replica().cursor(), cursor);
@@ -293,8 +363,14 @@ fn restart_rebuilds_from_the_last_committed_write_set() {
     let before = r.sent.len();
     r.link(true);
     let after: Vec<&Transmit> = r.sent[before..].iter().collect();
-    let lookup = after.iter().position(|t| matches!(t, Transmit::LookupReceipt { .. })).unwrap();
-    let send = after.iter().position(|t| matches!(t, Transmit::Command(c) if c.body.type_name() == "checkpoint")).unwrap();
+    let lookup = after
+        .iter()
+        .position(|t| matches!(t, Transmit::LookupReceipt { .. }))
+        .unwrap();
+    let send = after
+        .iter()
+        .position(|t| matches!(t, Transmit::Command(c) if c.body.type_name() == "checkpoint"))
+        .unwrap();
     assert!(lookup < send, "{after:?}");
     assert!(r.agent.outbox().is_empty());
 }
@@ -308,16 +384,45 @@ fn offline_no_claims_no_starts_no_visible_effects_and_grace_is_bounded() {
     r.pump();
     let claims = r.commands("claim_work").len();
     r.advance(100);
-    assert_eq!(r.commands("claim_work").len(), claims, "no new claim while offline");
+    assert_eq!(
+        r.commands("claim_work").len(),
+        claims,
+        "no new claim while offline"
+    );
     let now = r.s.now;
-    let e = r.agent.intend_effect(now, &id("w1"), &id("k"), EffectMode::Keyed, false, json!({})).unwrap_err();
+    let e = r
+        .agent
+        .intend_effect(
+            now,
+            &id("w1"),
+            &id("k"),
+            EffectMode::Keyed,
+            false,
+            json!({}),
+        )
+        .unwrap_err();
     assert_eq!(e.details["reason"], "offline");
-    r.agent.intend_effect(now, &id("w1"), &id("ro"), EffectMode::ReadOnly, false, json!({})).unwrap();
+    r.agent
+        .intend_effect(
+            now,
+            &id("w1"),
+            &id("ro"),
+            EffectMode::ReadOnly,
+            false,
+            json!({}),
+        )
+        .unwrap();
     r.agent.charge(now, &id("w1"), 1, None).unwrap();
     r.pump();
-    assert!(r.dispatched.is_empty(), "the read-only intent is not accepted yet");
+    assert!(
+        r.dispatched.is_empty(),
+        "the read-only intent is not accepted yet"
+    );
     r.advance(3_000);
-    assert!(r.notices.iter().any(|n| matches!(n, Notice::Suspended { work } if work == &id("w1"))));
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Suspended { work } if work == &id("w1"))));
     let now = r.s.now;
     let e = r.agent.charge(now, &id("w1"), 1, None).unwrap_err();
     assert_eq!(e.details["reason"], "grace_period_over");
@@ -329,7 +434,8 @@ fn offline_no_claims_no_starts_no_visible_effects_and_grace_is_bounded() {
     assert_eq!(r.dispatched.len(), 1);
     let key = r.dispatched[0].key;
     let now = r.s.now;
-    r.agent.handle_effect_outcome(now, &key, json!({}), json!({}));
+    r.agent
+        .handle_effect_outcome(now, &key, json!({}), json!({}));
     r.pump();
     r.agent.submit(now, &id("w1"), json!({})).unwrap();
     r.pump();
@@ -348,7 +454,10 @@ fn a_command_that_landed_is_found_by_lookup_and_not_sent_again() {
     r.link(false);
     r.answers = true;
     r.link(true);
-    assert!(r.sent.iter().any(|t| matches!(t, Transmit::LookupReceipt { .. })));
+    assert!(r
+        .sent
+        .iter()
+        .any(|t| matches!(t, Transmit::LookupReceipt { .. })));
     assert_eq!(r.commands("submit").len(), 1, "found by lookup, not resent");
     assert!(r.agent.outbox().is_empty());
 }
@@ -370,7 +479,9 @@ fn offline_commands_are_rebased_on_a_new_session_with_a_tilde_action_and_re_sign
     let last = submits.last().unwrap();
     assert_eq!(last.action, id(&format!("{action}~1")));
     assert_eq!(last.session, 2);
-    assert!(last.verify(&SecretKey::for_transcript("bob").public()).unwrap());
+    assert!(last
+        .verify(&SecretKey::for_transcript("bob").public())
+        .unwrap());
     let receipt = r.s.state().receipt("bob", last.action.as_str()).unwrap();
     // The lease of session 1 was revoked by the new session: the late result is evidence.
     assert_eq!(receipt.disposition, Disposition::Evidence);
@@ -408,11 +519,20 @@ fn cursor_too_old_leads_to_a_verified_snapshot_restore() {
     bad[40] ^= 1;
     agent.handle_snapshot(s.now, &bad);
     assert_eq!(agent.replica().cursor(), 0);
-    assert!(matches!(agent.poll_notice(), Some(Notice::Corrupt(Error { code: Code::SnapshotInvalid, .. }))));
+    assert!(matches!(
+        agent.poll_notice(),
+        Some(Notice::Corrupt(Error {
+            code: Code::SnapshotInvalid,
+            ..
+        }))
+    ));
     agent.handle_fetch_error(s.now, &e);
     agent.handle_snapshot(s.now, &bytes);
     assert_eq!(agent.replica().cursor(), snap.seq);
-    assert_eq!(agent.replica().state_hash().unwrap(), s.state().hash().unwrap());
+    assert_eq!(
+        agent.replica().state_hash().unwrap(),
+        s.state().hash().unwrap()
+    );
     let ws = agent.poll_write_set().unwrap();
     assert!(ws.reset);
     // Replay resumes strictly after the snapshot.
@@ -420,7 +540,10 @@ fn cursor_too_old_leads_to_a_verified_snapshot_restore() {
         Transmit::FetchEvents { after } => Some(after),
         _ => None,
     });
-    assert_eq!(fetch, None, "nothing is sent before the restore is committed");
+    assert_eq!(
+        fetch, None,
+        "nothing is sent before the restore is committed"
+    );
     agent.handle_committed(s.now, ws.serial);
     let fetch = std::iter::from_fn(|| agent.poll_transmit()).find_map(|t| match t {
         Transmit::FetchEvents { after } => Some(after),
@@ -435,7 +558,16 @@ fn a_lost_lease_is_reported_and_its_work_is_not_continued() {
     r.up = false; // renewals cannot get through
     r.agent.handle_connectivity(r.s.now, true); // …but the host does not know yet
     r.advance(10_500);
-    assert!(r.notices.iter().any(|n| matches!(n, Notice::LeaseLost { reason: "expired_locally", .. })));
+    assert!(r.notices.iter().any(|n| matches!(
+        n,
+        Notice::LeaseLost {
+            reason: "expired_locally",
+            ..
+        }
+    )));
     let now = r.s.now;
-    assert_eq!(r.agent.charge(now, &id("w1"), 1, None).unwrap_err().code, Code::LeaseExpired);
+    assert_eq!(
+        r.agent.charge(now, &id("w1"), 1, None).unwrap_err().code,
+        Code::LeaseExpired
+    );
 }

@@ -309,7 +309,11 @@ fn a_restore_applies_buffered_events_it_made_contiguous() {
     for e in &ev[..10] {
         GroupState::apply_to(&mut at10, e).unwrap();
     }
-    let bytes = mwp_core::snapshot::Snapshot::build_cbor(at10.as_ref().unwrap(), &mwp_core::SecretKey::for_transcript("@authority")).unwrap();
+    let bytes = mwp_core::snapshot::Snapshot::build_cbor(
+        at10.as_ref().unwrap(),
+        &mwp_core::SecretKey::for_transcript("@authority"),
+    )
+    .unwrap();
     let mut r = Replica::new(s.group.clone());
     for e in &ev[..3] {
         applied(&r.offer(e.clone()));
@@ -317,7 +321,9 @@ fn a_restore_applies_buffered_events_it_made_contiguous() {
     for e in &ev[10..14] {
         assert_eq!(r.offer(e.clone()), Offer::Buffered);
     }
-    let ws = r.restore_bytes(&bytes, &s.state().authority_key, &s.org, r.cursor()).unwrap();
+    let ws = r
+        .restore_bytes(&bytes, &s.state().authority_key, &s.org, r.cursor())
+        .unwrap();
     assert_eq!(r.cursor(), 14);
     assert_eq!(ws.cursor, 14);
     assert_eq!(r.buffered(), 0);
@@ -325,5 +331,8 @@ fn a_restore_applies_buffered_events_it_made_contiguous() {
     assert_eq!(seqs, vec![10, 11, 12, 13, 14]);
     let mut image = ReplicaImage::default();
     image.commit(&ws).unwrap();
-    assert_eq!(image.state().unwrap().unwrap().hash().unwrap(), r.state_hash().unwrap());
+    assert_eq!(
+        image.state().unwrap().unwrap().hash().unwrap(),
+        r.state_hash().unwrap()
+    );
 }

@@ -13,15 +13,15 @@ fn one_line_per_offer_then_cursor_and_state_hash() {
     let mut tampered = events[3].clone();
     tampered.at += 1;
     let text = [
-        line(1),                                     // early: buffered
-        line(0),                                     // applied, drains 2
-        line(0),                                     // duplicate
-        String::new(),                               // blank: skipped, not counted
-        "{not an event".to_owned(),                  // rejected, seq null
-        serde_json::to_string(&tampered).unwrap(),   // rejected: id does not verify
-        line(2),                                     // applied
-        line(1),                                     // duplicate
-        line(5),                                     // buffered (gap at 4)
+        line(1),                                   // early: buffered
+        line(0),                                   // applied, drains 2
+        line(0),                                   // duplicate
+        String::new(),                             // blank: skipped, not counted
+        "{not an event".to_owned(),                // rejected, seq null
+        serde_json::to_string(&tampered).unwrap(), // rejected: id does not verify
+        line(2),                                   // applied
+        line(1),                                   // duplicate
+        line(5),                                   // buffered (gap at 4)
     ]
     .join("\n");
     let out = run_lines(&text);
@@ -52,7 +52,11 @@ fn one_line_per_offer_then_cursor_and_state_hash() {
 #[test]
 fn a_whole_log_in_any_order_ends_at_the_authoritys_hash() {
     let s = rich();
-    let mut lines: Vec<String> = s.events().iter().map(|e| serde_json::to_string(e).unwrap()).collect();
+    let mut lines: Vec<String> = s
+        .events()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
     lines.reverse();
     let dup = lines[..5].to_vec();
     lines.extend(dup);
@@ -60,11 +64,18 @@ fn a_whole_log_in_any_order_ends_at_the_authoritys_hash() {
     let last = out.last().unwrap();
     assert_eq!(last["cursor"], json!(s.state().seq));
     assert_eq!(last["state_hash"], json!(s.state().hash().unwrap()));
-    assert_eq!(out.iter().filter(|l| l["result"] == "applied").count(), 1, "one apply drains everything");
+    assert_eq!(
+        out.iter().filter(|l| l["result"] == "applied").count(),
+        1,
+        "one apply drains everything"
+    );
     assert_eq!(out.iter().filter(|l| l["result"] == "duplicate").count(), 5);
 }
 
 #[test]
 fn empty_input_gives_only_the_summary() {
-    assert_eq!(run_lines(""), vec![json!({"cursor": 0, "state_hash": "0".repeat(64)})]);
+    assert_eq!(
+        run_lines(""),
+        vec![json!({"cursor": 0, "state_hash": "0".repeat(64)})]
+    );
 }
