@@ -1054,7 +1054,7 @@ impl<'a> Ctx<'a> {
                 )
             }
             Body::Expand(b) => {
-                let work_hash = Hash(canonical::hash(&b.work)?);
+                let work_hash = crate::state::expansion_hash(&b.work)?;
                 if let Some(x) = st.expansions.get(&b.trigger) {
                     if x.work_hash == work_hash {
                         let receipt = st

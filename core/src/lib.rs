@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod accept;
+pub mod agent;
 pub mod canonical;
 pub mod command;
 pub mod crypto;

@@ -1,30 +1,63 @@
 //! Replicas (SPEC §7): rebuild a Group's state from events delivered at least once, in any
-//! order. Duplicates are recognised, early events wait in a bounded buffer, and the cursor
-//! never passes a gap.
+//! order, and say after every apply exactly what a host must make durable.
+//!
+//! [`Replica::offer`] answers each delivered event with an [`Offer`], in this order of checks:
+//!
+//! 1. the event belongs to another group, or its `payload_hash` or `id` do not verify →
+//!    `Rejected` (`LOG_CORRUPT`): it is never applied and never kept;
+//! 2. `seq ≤ cursor` → `Duplicate` (but a *different* event at a seq whose id the replica
+//!    remembers is `Rejected`: two events cannot share a seq);
+//! 3. the same event is already buffered → `Duplicate`;
+//! 4. `seq > cursor + 1` → `Buffered` in a bounded buffer (over `max_buffered_events` →
+//!    `Rejected` with `MALFORMED` naming the limit; deliver the gap first);
+//! 5. `seq = cursor + 1` → applied through [`GroupState::apply`] (which checks seq, `prev`
+//!    and every reference, and changes nothing on failure), then the buffer is drained.
+//!
+//! The cursor is `state.seq`: it only moves by applying the next contiguous event, so it
+//! never passes a gap. Each `Applied` answer carries ONE [`WriteSet`] — the processed event
+//! IDs, projection rows, queue changes and checkpoint records, and the new cursor, in the
+//! order of the safe local apply cycle — that a host commits in one transaction. Folding
+//! committed write sets into a [`ReplicaImage`] and rebuilding from it gives the same state,
+//! byte for byte ([`Replica::from_image`]); that is how a host reopens.
+//!
+//! [`run_lines`] is the pure core of `mwp replica FILE` (SPEC §11).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::agent::{AgentMeta, EffectEntry, OutboxChange};
 use crate::crypto::{Hash, PublicKey};
 use crate::error::{Code, Error, Result};
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::id::Id;
 use crate::limits::Limits;
+use crate::opaque::{self, Opaque};
 use crate::snapshot::Snapshot;
-use crate::state::GroupState;
+use crate::state::{Approval, EvidenceNote, Expansion, GroupState, Member, StoredReceipt};
+use crate::work::{WorkItem, WorkState};
+
+/// How many recent event IDs a replica remembers to tell a redelivered event from a
+/// different event claiming an applied seq.
+pub const RECENT_IDS: usize = 1024;
 
 /// The answer to [`Replica::offer`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Offer {
-    /// Already applied (seq ≤ cursor) or already buffered.
+    /// Already applied (`seq ≤ cursor`) or already buffered: nothing to do.
     Duplicate,
-    /// Early: kept until the gap before it is filled.
+    /// Early: kept in memory until the gap before it is filled. Nothing to persist.
     Buffered,
-    /// Applied, with every buffered event it unblocked; `cursor` is the new cursor.
+    /// Applied, with every buffered event it unblocked.
     Applied {
-        /// Highest contiguous seq applied.
+        /// Highest contiguous seq applied: the new cursor.
         cursor: u64,
-        /// The events applied, in seq order (the offered one first).
-        events: Vec<Event>,
+        /// What the host commits, whole, before acknowledging `cursor`.
+        write_set: WriteSet,
+        /// Buffered events that turned out not to chain and were dropped (they will be
+        /// delivered again); empty in the ordinary case.
+        dropped: Vec<Error>,
     },
     /// Not applied and not kept.
     Rejected(Error),
@@ -42,56 +75,594 @@ impl Offer {
     }
 }
 
-/// One Group's replica.
+/// One processed event: a row of the processed-event table (the inbox).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedEvent {
+    /// Its seq.
+    pub seq: u64,
+    /// Its id.
+    pub id: Hash,
+}
+
+/// The scalar fields of a Group state (everything but its maps).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupHeader {
+    /// Organization.
+    pub org: Id,
+    /// Group.
+    pub group: Id,
+    /// Mission.
+    pub mission: Id,
+    /// Title, as a hash.
+    pub title: crate::work::OpaqueRef,
+    /// Key that signs ticks and snapshots.
+    pub authority_key: PublicKey,
+    /// Seq of the last event applied.
+    pub seq: u64,
+    /// Id of the last event applied.
+    pub head: Hash,
+    /// Revision of aggregate `group`.
+    pub revision: u64,
+    /// Revision of aggregate `members`.
+    pub members_revision: u64,
+    /// Whether archived.
+    pub archived: bool,
+}
+
+impl GroupHeader {
+    /// The header of a state.
+    pub fn of(s: &GroupState) -> GroupHeader {
+        GroupHeader {
+            org: s.org.clone(),
+            group: s.group.clone(),
+            mission: s.mission.clone(),
+            title: s.title,
+            authority_key: s.authority_key,
+            seq: s.seq,
+            head: s.head,
+            revision: s.revision,
+            members_revision: s.members_revision,
+            archived: s.archived,
+        }
+    }
+}
+
+/// One row of the Group projection. Rows are only ever written (upserted), never deleted:
+/// nothing in a Group state is removed once recorded. [`Row::key`] is the row's identity in
+/// a key-value store.
+#[allow(clippy::large_enum_variant)] // rows are written once and stored; boxing buys nothing
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Row {
+    /// The scalar fields.
+    Header(GroupHeader),
+    /// A member.
+    Member {
+        /// Actor.
+        actor: Id,
+        /// The member as the state holds it.
+        member: Member,
+    },
+    /// A work item.
+    Work {
+        /// Work item ID.
+        work: Id,
+        /// The item as the state holds it.
+        item: WorkItem,
+    },
+    /// An approval.
+    Approval {
+        /// Approval ID.
+        approval: Id,
+        /// As the state holds it.
+        value: Approval,
+    },
+    /// A receipt of the idempotency index.
+    Receipt {
+        /// Sender.
+        actor: Id,
+        /// Action ID.
+        action: Id,
+        /// As the state holds it.
+        receipt: StoredReceipt,
+    },
+    /// A terminal work event (a valid `expand` trigger).
+    Terminal {
+        /// Its seq.
+        seq: u64,
+        /// Its work item.
+        work: Id,
+    },
+    /// A recorded expansion.
+    Expansion {
+        /// Trigger seq.
+        trigger: u64,
+        /// The disposition.
+        expansion: Expansion,
+    },
+    /// A redacted seq.
+    Redacted {
+        /// The seq whose opaque values were erased.
+        seq: u64,
+    },
+    /// A late result recorded as evidence.
+    Evidence {
+        /// Position in the evidence list, from 0.
+        index: u64,
+        /// The note.
+        note: EvidenceNote,
+    },
+}
+
+impl Row {
+    /// The row's key: `header`, `member/<actor>`, `work/<id>`, `approval/<id>`,
+    /// `receipt/<actor>/<action>`, `terminal/<seq>`, `expansion/<seq>`, `redacted/<seq>`,
+    /// `evidence/<index>`. IDs never contain `/`.
+    pub fn key(&self) -> String {
+        match self {
+            Row::Header(_) => "header".to_owned(),
+            Row::Member { actor, .. } => format!("member/{actor}"),
+            Row::Work { work, .. } => format!("work/{work}"),
+            Row::Approval { approval, .. } => format!("approval/{approval}"),
+            Row::Receipt { actor, action, .. } => format!("receipt/{actor}/{action}"),
+            Row::Terminal { seq, .. } => format!("terminal/{seq}"),
+            Row::Expansion { trigger, .. } => format!("expansion/{trigger}"),
+            Row::Redacted { seq } => format!("redacted/{seq}"),
+            Row::Evidence { index, .. } => format!("evidence/{index}"),
+        }
+    }
+}
+
+/// A work item on the agent's local queue: queued, every dependency succeeded, attempts
+/// left. It is on the frontier at `now` when `not_before ≤ now` and its deadline has not
+/// passed (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueEntry {
+    /// Work item.
+    pub work: Id,
+    /// Not claimable before this time.
+    pub not_before: u64,
+    /// Not claimable from this time on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<u64>,
+}
+
+impl QueueEntry {
+    /// Whether the item is on the frontier at `now_ms`.
+    pub fn ready_at(&self, now_ms: u64) -> bool {
+        self.not_before <= now_ms && self.deadline_at.is_none_or(|d| now_ms < d)
+    }
+}
+
+/// A change to the local work queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum QueueChange {
+    /// The item is (still) queued, with these times.
+    Put(QueueEntry),
+    /// The item left the queue.
+    Remove {
+        /// Work item.
+        work: Id,
+    },
+}
+
+/// The latest checkpoint of a work item, with its value (the state keeps only its hash), so
+/// a new owner can resume from it. A redacted checkpoint carries the redaction marker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// Work item.
+    pub work: Id,
+    /// Seq of the event that recorded it.
+    pub seq: u64,
+    /// The opaque checkpoint data.
+    pub data: Opaque,
+}
+
+/// Everything one local transaction makes durable, in the order of the safe local apply
+/// cycle (seed "Projection transaction"): processed event IDs, then projection rows and
+/// queue changes, then checkpoint and outbox intents and the effect journal, then the new
+/// cursor. A host commits a write set whole (one IndexedDB readwrite transaction, one file
+/// append with fsync) or not at all; [`ReplicaImage::commit`] and
+/// [`crate::agent::AgentImage::commit`] are the reference of what committing means.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteSet {
+    /// Group.
+    pub group: Option<Id>,
+    /// Position in the agent's sequence of write sets (1, 2, …); 0 from a bare replica.
+    pub serial: u64,
+    /// A snapshot restore: drop every projection row, queue entry, checkpoint and processed
+    /// ID before writing what follows (outbox, journal and meta are kept).
+    pub reset: bool,
+    /// Events applied, in seq order (the processed-event table).
+    pub applied: Vec<AppliedEvent>,
+    /// Projection rows to upsert, in order (a later row with the same key wins).
+    pub projection: Vec<Row>,
+    /// Local work queue changes, in order.
+    pub queue: Vec<QueueChange>,
+    /// Checkpoint records to upsert (latest per work item).
+    pub checkpoints: Vec<CheckpointRecord>,
+    /// Outbox intents: commands to keep until their receipt is known.
+    pub outbox: Vec<OutboxChange>,
+    /// Effect journal entries to upsert.
+    pub effects: Vec<EffectEntry>,
+    /// The agent's own counters, when they changed.
+    pub meta: Option<AgentMeta>,
+    /// The durable cursor after this write set.
+    pub cursor: u64,
+}
+
+impl WriteSet {
+    /// Whether committing it would change nothing but the serial.
+    pub fn is_empty(&self) -> bool {
+        !self.reset
+            && self.applied.is_empty()
+            && self.projection.is_empty()
+            && self.queue.is_empty()
+            && self.checkpoints.is_empty()
+            && self.outbox.is_empty()
+            && self.effects.is_empty()
+            && self.meta.is_none()
+    }
+
+    /// Appends `next` (a later write set) to this one, so both commit as one.
+    pub fn merge(&mut self, next: WriteSet) {
+        if next.reset {
+            self.reset = true;
+            self.applied.clear();
+            self.projection.clear();
+            self.queue.clear();
+            self.checkpoints.clear();
+        }
+        if next.group.is_some() {
+            self.group = next.group;
+        }
+        self.applied.extend(next.applied);
+        self.projection.extend(next.projection);
+        self.queue.extend(next.queue);
+        self.checkpoints.extend(next.checkpoints);
+        self.outbox.extend(next.outbox);
+        self.effects.extend(next.effects);
+        if next.meta.is_some() {
+            self.meta = next.meta;
+        }
+        self.cursor = next.cursor;
+    }
+}
+
+/// What a host holds for a replica after committing write sets: the projection rows, the
+/// queue, the checkpoints, the recent processed IDs and the durable cursor. The reference
+/// model of a replica store; [`Replica::from_image`] reopens from it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaImage {
+    /// Projection rows by [`Row::key`].
+    pub rows: BTreeMap<String, Row>,
+    /// Local work queue.
+    pub queue: BTreeMap<Id, QueueEntry>,
+    /// Latest checkpoint per work item.
+    pub checkpoints: BTreeMap<Id, CheckpointRecord>,
+    /// The most recent processed event IDs (at most [`RECENT_IDS`]), oldest first.
+    pub recent: VecDeque<AppliedEvent>,
+    /// The durable cursor: what an ACK carries.
+    pub cursor: u64,
+}
+
+impl ReplicaImage {
+    /// Commits the projection part of a write set. Applied events must continue the cursor
+    /// (or follow a reset); anything else is `STORAGE` and changes nothing.
+    pub fn commit(&mut self, ws: &WriteSet) -> Result<()> {
+        let base = if ws.reset { None } else { Some(self.cursor) };
+        if let (Some(base), Some(first)) = (base, ws.applied.first()) {
+            if first.seq != base + 1 {
+                return Err(Error::new(
+                    Code::Storage,
+                    format!(
+                        "write set applies seq {} but the durable cursor is {base}; commit write sets in order",
+                        first.seq
+                    ),
+                ));
+            }
+        }
+        if ws.applied.windows(2).any(|w| w[1].seq != w[0].seq + 1) {
+            return Err(Error::new(
+                Code::Storage,
+                "write set applies events with a gap",
+            ));
+        }
+        if ws.reset {
+            self.rows.clear();
+            self.queue.clear();
+            self.checkpoints.clear();
+            self.recent.clear();
+        }
+        for a in &ws.applied {
+            if self.recent.len() == RECENT_IDS {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(*a);
+        }
+        for row in &ws.projection {
+            self.rows.insert(row.key(), row.clone());
+        }
+        for q in &ws.queue {
+            match q {
+                QueueChange::Put(e) => {
+                    self.queue.insert(e.work.clone(), e.clone());
+                }
+                QueueChange::Remove { work } => {
+                    self.queue.remove(work);
+                }
+            }
+        }
+        for c in &ws.checkpoints {
+            self.checkpoints.insert(c.work.clone(), c.clone());
+        }
+        self.cursor = ws.cursor;
+        Ok(())
+    }
+
+    /// The Group state the rows describe (`None` before genesis).
+    pub fn state(&self) -> Result<Option<GroupState>> {
+        let Some(Row::Header(h)) = self.rows.get("header") else {
+            if self.rows.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::corrupt("projection has rows but no header row"));
+        };
+        let mut s = GroupState {
+            org: h.org.clone(),
+            group: h.group.clone(),
+            mission: h.mission.clone(),
+            title: h.title,
+            authority_key: h.authority_key,
+            seq: h.seq,
+            head: h.head,
+            revision: h.revision,
+            members_revision: h.members_revision,
+            archived: h.archived,
+            members: BTreeMap::new(),
+            work: BTreeMap::new(),
+            approvals: BTreeMap::new(),
+            receipts: BTreeMap::new(),
+            terminal: BTreeMap::new(),
+            expansions: BTreeMap::new(),
+            redacted: BTreeSet::new(),
+            evidence: Vec::new(),
+        };
+        let mut evidence = BTreeMap::new();
+        for row in self.rows.values() {
+            match row {
+                Row::Header(_) => {}
+                Row::Member { actor, member } => {
+                    s.members.insert(actor.clone(), member.clone());
+                }
+                Row::Work { work, item } => {
+                    s.work.insert(work.clone(), item.clone());
+                }
+                Row::Approval { approval, value } => {
+                    s.approvals.insert(approval.clone(), value.clone());
+                }
+                Row::Receipt {
+                    actor,
+                    action,
+                    receipt,
+                } => {
+                    s.receipts
+                        .entry(actor.clone())
+                        .or_default()
+                        .insert(action.clone(), receipt.clone());
+                }
+                Row::Terminal { seq, work } => {
+                    s.terminal.insert(*seq, work.clone());
+                }
+                Row::Expansion { trigger, expansion } => {
+                    s.expansions.insert(*trigger, expansion.clone());
+                }
+                Row::Redacted { seq } => {
+                    s.redacted.insert(*seq);
+                }
+                Row::Evidence { index, note } => {
+                    evidence.insert(*index, note.clone());
+                }
+            }
+        }
+        for (i, (index, note)) in evidence.into_iter().enumerate() {
+            if index != i as u64 {
+                return Err(Error::corrupt(format!("evidence row {i} is missing")));
+            }
+            s.evidence.push(note);
+        }
+        if s.seq != self.cursor {
+            return Err(Error::corrupt(format!(
+                "projection is at seq {} but the durable cursor is {}",
+                s.seq, self.cursor
+            )));
+        }
+        Ok(Some(s))
+    }
+}
+
+/// One Group's replica: the state, the cursor, recent processed IDs, the early-event buffer
+/// and the local work queue.
 #[derive(Debug, Clone)]
 pub struct Replica {
     group: Id,
     state: Option<GroupState>,
     buffer: BTreeMap<u64, Event>,
+    recent: VecDeque<AppliedEvent>,
+    queue: BTreeMap<Id, QueueEntry>,
+    dependents: BTreeMap<Id, Vec<Id>>,
     limits: Limits,
 }
 
 impl Replica {
     /// An empty replica of `group`.
     pub fn new(group: Id) -> Self {
-        Replica {
-            group,
-            state: None,
-            buffer: BTreeMap::new(),
-            limits: Limits::default(),
-        }
+        Replica::with_limits(group, Limits::default())
     }
 
     /// An empty replica with the given limits.
     pub fn with_limits(group: Id, limits: Limits) -> Self {
         Replica {
+            group,
+            state: None,
+            buffer: BTreeMap::new(),
+            recent: VecDeque::new(),
+            queue: BTreeMap::new(),
+            dependents: BTreeMap::new(),
             limits,
-            ..Replica::new(group)
         }
     }
 
     /// A replica resumed from a state (restored from a snapshot or a local projection).
     pub fn from_state(state: GroupState) -> Self {
-        Replica {
-            group: state.group.clone(),
-            state: Some(state),
-            buffer: BTreeMap::new(),
-            limits: Limits::default(),
-        }
+        let mut r = Replica::new(state.group.clone());
+        r.install(state);
+        r
     }
 
-    /// Restores from a snapshot after validating it (SPEC §8). On error nothing changes.
+    /// Reopens from what a host committed. The queue is recomputed from the state and must
+    /// agree with the stored one (`LOG_CORRUPT` otherwise).
+    pub fn from_image(group: Id, image: &ReplicaImage, limits: Limits) -> Result<Self> {
+        let mut r = Replica::with_limits(group, limits);
+        if let Some(state) = image.state()? {
+            if state.group != r.group {
+                return Err(Error::corrupt(format!(
+                    "stored projection is of group {}, not {}",
+                    state.group, r.group
+                )));
+            }
+            r.install(state);
+        }
+        if r.queue != image.queue {
+            return Err(Error::corrupt(
+                "stored work queue disagrees with the stored projection",
+            ));
+        }
+        r.recent = image.recent.clone();
+        Ok(r)
+    }
+
+    /// Replaces the state and rebuilds the queue and the dependency index from it.
+    fn install(&mut self, state: GroupState) {
+        self.dependents.clear();
+        for (id, w) in &state.work {
+            for a in &w.after {
+                self.dependents
+                    .entry(a.clone())
+                    .or_default()
+                    .push(id.clone());
+            }
+        }
+        self.queue = state
+            .work
+            .keys()
+            .filter_map(|w| eligible(&state, w))
+            .map(|e| (e.work.clone(), e))
+            .collect();
+        self.recent.clear();
+        self.recent.push_back(AppliedEvent {
+            seq: state.seq,
+            id: state.head,
+        });
+        let cursor = state.seq;
+        self.state = Some(state);
+        self.buffer.retain(|seq, _| *seq > cursor);
+    }
+
+    /// The write set that replaces a host's projection with the current state, followed by
+    /// any buffered events the restore made contiguous.
+    fn reset_write_set(&mut self) -> WriteSet {
+        let mut ws = WriteSet {
+            group: Some(self.group.clone()),
+            reset: true,
+            cursor: self.cursor(),
+            ..WriteSet::default()
+        };
+        if let Some(s) = &self.state {
+            ws.applied.push(AppliedEvent {
+                seq: s.seq,
+                id: s.head,
+            });
+            all_rows(s, &mut ws.projection);
+        }
+        ws.queue = self.queue.values().cloned().map(QueueChange::Put).collect();
+        // Dropped buffered events will be delivered again; nothing else to report.
+        let _dropped = self.drain(&mut ws);
+        ws.cursor = self.cursor();
+        ws
+    }
+
+    /// Applies buffered events while they continue the cursor. A buffered event that does
+    /// not apply is dropped (the true one will be delivered again) and returned.
+    fn drain(&mut self, ws: &mut WriteSet) -> Vec<Error> {
+        let mut dropped = Vec::new();
+        while let Some(next) = self.buffer.remove(&(self.cursor() + 1)) {
+            if let Err(e) = self.apply_one(&next, ws) {
+                dropped.push(e);
+                break;
+            }
+        }
+        dropped
+    }
+
+    /// Restores from a decoded snapshot after validating it (SPEC §8, in order: schema,
+    /// state hash, signature against `trusted`, org and group, `seq ≥ requested_cursor`).
+    /// On error nothing changes. Replay then resumes strictly after the snapshot's seq.
     pub fn restore(
         &mut self,
         snapshot: &Snapshot,
         trusted: &PublicKey,
         org: &Id,
         requested_cursor: u64,
-    ) -> Result<()> {
+    ) -> Result<WriteSet> {
         let state = snapshot.verify(trusted, org, &self.group, requested_cursor)?;
-        self.state = Some(state.clone());
-        let cursor = self.cursor();
-        self.buffer.retain(|seq, _| *seq > cursor);
+        self.check_restore_point(state)?;
+        self.install(state.clone());
+        Ok(self.reset_write_set())
+    }
+
+    /// Restores from a snapshot's stored bytes (the fast path: the state is decoded once and
+    /// hashed from the bytes, never re-encoded). Same checks and guarantees as
+    /// [`Replica::restore`].
+    pub fn restore_bytes(
+        &mut self,
+        bytes: &[u8],
+        trusted: &PublicKey,
+        org: &Id,
+        requested_cursor: u64,
+    ) -> Result<WriteSet> {
+        let snap = Snapshot::verify_bytes(bytes, trusted, org, &self.group, requested_cursor)?;
+        self.check_restore_point(&snap.state)?;
+        self.install(snap.state);
+        Ok(self.reset_write_set())
+    }
+
+    /// A snapshot at a seq this replica already applied must be of the same chain.
+    fn check_restore_point(&self, state: &GroupState) -> Result<()> {
+        if state.seq < self.cursor() {
+            return Err(Error::new(
+                Code::SnapshotInvalid,
+                format!(
+                    "snapshot rejected: seq {} is older than this replica's cursor {}",
+                    state.seq,
+                    self.cursor()
+                ),
+            )
+            .with("check", "seq"));
+        }
+        if state.seq == self.cursor() && state.head != self.head() {
+            return Err(Error::new(
+                Code::SnapshotInvalid,
+                format!(
+                    "snapshot rejected: its chain head at seq {} is {}, but this replica applied {}",
+                    state.seq,
+                    state.head,
+                    self.head()
+                ),
+            )
+            .with("check", "seq"));
+        }
         Ok(())
     }
 
@@ -100,7 +671,12 @@ impl Replica {
         &self.group
     }
 
-    /// Highest contiguous seq applied: what an ACK carries.
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Highest contiguous seq applied: what an ACK carries once durable.
     pub fn cursor(&self) -> u64 {
         self.state.as_ref().map_or(0, |s| s.seq)
     }
@@ -115,7 +691,7 @@ impl Replica {
         self.state.as_ref()
     }
 
-    /// Hash of the state (of nothing before genesis).
+    /// Hash of the state (all zeros before genesis).
     pub fn state_hash(&self) -> Result<Hash> {
         match &self.state {
             Some(s) => s.hash(),
@@ -128,67 +704,430 @@ impl Replica {
         self.buffer.len()
     }
 
-    /// Offers one delivered event.
+    /// Lowest seq waiting in the buffer.
+    pub fn first_buffered(&self) -> Option<u64> {
+        self.buffer.keys().next().copied()
+    }
+
+    /// The local work queue.
+    pub fn queue(&self) -> &BTreeMap<Id, QueueEntry> {
+        &self.queue
+    }
+
+    /// The frontier at `now_ms`: queue entries ready now. Equals
+    /// [`GroupState::frontier`] without scanning every work item.
+    pub fn frontier(&self, now_ms: u64) -> impl Iterator<Item = &QueueEntry> {
+        self.queue.values().filter(move |e| e.ready_at(now_ms))
+    }
+
+    /// Decodes stored or received canonical CBOR and offers it. Bytes that do not decode
+    /// are `Rejected` (`LOG_CORRUPT`).
+    pub fn offer_bytes(&mut self, bytes: &[u8]) -> Offer {
+        match Event::from_cbor(bytes) {
+            Ok(e) => self.offer(e),
+            Err(e) => Offer::Rejected(e),
+        }
+    }
+
+    /// Offers one delivered event (see the module doc for the order of checks).
     pub fn offer(&mut self, event: Event) -> Offer {
         if event.group != self.group {
-            return Offer::Rejected(Error::corrupt(format!(
-                "event seq {} belongs to group {}, not {}",
-                event.seq, event.group, self.group
-            )));
+            return Offer::Rejected(
+                Error::corrupt(format!(
+                    "event seq {} belongs to group {}, not {}",
+                    event.seq, event.group, self.group
+                ))
+                .with("seq", event.seq),
+            );
         }
-        let cursor = self.cursor();
-        if event.seq <= cursor {
-            return Offer::Duplicate;
-        }
-        if self
-            .buffer
-            .get(&event.seq)
-            .is_some_and(|b| b.id == event.id)
-        {
-            return Offer::Duplicate;
+        if event.seq == 0 {
+            return Offer::Rejected(Error::corrupt(
+                "event seq 0 does not exist; seqs start at 1",
+            ));
         }
         if let Err(e) = event.verify() {
             return Offer::Rejected(e);
         }
-        if event.seq > cursor + 1 {
-            if self.buffer.contains_key(&event.seq) {
-                // A different event claims the same seq: keep the first; the chain decides.
-                return Offer::Rejected(Error::corrupt(format!(
-                    "a different event with seq {} is already buffered",
-                    event.seq
-                )));
+        let cursor = self.cursor();
+        if event.seq <= cursor {
+            if let Some(known) = self.recent_id(event.seq) {
+                if known != event.id {
+                    return Offer::Rejected(
+                        Error::corrupt(format!(
+                            "event seq {} has id {}, but the event applied at that seq is {known}",
+                            event.seq, event.id
+                        ))
+                        .with("seq", event.seq),
+                    );
+                }
             }
+            return Offer::Duplicate;
+        }
+        if let Some(b) = self.buffer.get(&event.seq) {
+            if b.id == event.id {
+                return Offer::Duplicate;
+            }
+            return Offer::Rejected(
+                Error::corrupt(format!(
+                    "a different event with seq {} is already buffered; the chain will decide",
+                    event.seq
+                ))
+                .with("seq", event.seq),
+            );
+        }
+        if event.seq > cursor + 1 {
             if self.buffer.len() >= self.limits.max_buffered_events {
                 return Offer::Rejected(
-                    Error::new(
-                        Code::Malformed,
-                        format!(
-                            "buffer holds {} early events, the limit; deliver seq {} first",
-                            self.buffer.len(),
-                            cursor + 1
-                        ),
-                    )
+                    Error::malformed(format!(
+                        "buffer holds {} early events, the limit; deliver seq {} first",
+                        self.buffer.len(),
+                        cursor + 1
+                    ))
                     .with("limit", self.limits.max_buffered_events),
                 );
             }
             self.buffer.insert(event.seq, event);
             return Offer::Buffered;
         }
-        if let Err(e) = GroupState::apply_to(&mut self.state, &event) {
+        let mut ws = WriteSet {
+            group: Some(self.group.clone()),
+            ..WriteSet::default()
+        };
+        if let Err(e) = self.apply_one(&event, &mut ws) {
             return Offer::Rejected(e);
         }
-        let mut events = vec![event];
-        while let Some(next) = self.buffer.remove(&(self.cursor() + 1)) {
-            if GroupState::apply_to(&mut self.state, &next).is_err() {
-                // A buffered event that does not chain is dropped; the true one will be
-                // delivered again.
-                break;
-            }
-            events.push(next);
-        }
+        let dropped = self.drain(&mut ws);
+        ws.cursor = self.cursor();
         Offer::Applied {
-            cursor: self.cursor(),
-            events,
+            cursor: ws.cursor,
+            write_set: ws,
+            dropped,
         }
     }
+
+    fn recent_id(&self, seq: u64) -> Option<Hash> {
+        let first = self.recent.front()?.seq;
+        let i = usize::try_from(seq.checked_sub(first)?).ok()?;
+        self.recent.get(i).filter(|a| a.seq == seq).map(|a| a.id)
+    }
+
+    /// Applies the next contiguous event and records what changed in `ws`. On error
+    /// nothing changed.
+    fn apply_one(&mut self, event: &Event, ws: &mut WriteSet) -> Result<()> {
+        GroupState::apply_to(&mut self.state, event)?;
+        let state = self
+            .state
+            .as_ref()
+            .expect("apply_to leaves a state on success");
+        if self.recent.len() >= RECENT_IDS {
+            self.recent.pop_front();
+        }
+        let applied = AppliedEvent {
+            seq: event.seq,
+            id: event.id,
+        };
+        self.recent.push_back(applied);
+        ws.applied.push(applied);
+
+        let mut works: Vec<&Id> = Vec::new();
+        touched(state, event, &mut ws.projection, &mut works);
+        for w in &works {
+            if let Some(item) = state.work.get(*w) {
+                ws.projection.push(Row::Work {
+                    work: (*w).clone(),
+                    item: item.clone(),
+                });
+            }
+        }
+
+        // The per-Group queue: every touched item and, if its state changed, its dependents.
+        let mut check: BTreeSet<Id> = BTreeSet::new();
+        for w in &works {
+            check.insert((*w).clone());
+            if let Some(item) = state.work.get(*w) {
+                for a in &item.after {
+                    // A created item joins its dependencies' dependents.
+                    if matches!(
+                        event.kind,
+                        EventKind::WorkCreated(_) | EventKind::WorkExpanded(_)
+                    ) {
+                        self.dependents
+                            .entry(a.clone())
+                            .or_default()
+                            .push((*w).clone());
+                    }
+                }
+                if item.state == WorkState::Succeeded {
+                    if let Some(deps) = self.dependents.get(*w) {
+                        check.extend(deps.iter().cloned());
+                    }
+                }
+            }
+        }
+        for w in check {
+            let entry = eligible(state, &w);
+            match (self.queue.get(&w), entry) {
+                (old, Some(e)) if old != Some(&e) => {
+                    self.queue.insert(w, e.clone());
+                    ws.queue.push(QueueChange::Put(e));
+                }
+                (Some(_), None) => {
+                    self.queue.remove(&w);
+                    ws.queue.push(QueueChange::Remove { work: w });
+                }
+                _ => {}
+            }
+        }
+
+        checkpoints(state, event, &mut ws.checkpoints);
+        ws.cursor = state.seq;
+        Ok(())
+    }
+}
+
+/// The queue entry of `work`, if it is queued with every dependency succeeded and attempts
+/// left (the time conditions of the frontier are kept in the entry).
+fn eligible(state: &GroupState, work: &Id) -> Option<QueueEntry> {
+    let w = state.work.get(work)?;
+    let ok = w.state == WorkState::Queued
+        && w.attempts < w.contract.max_attempts
+        && w.after.iter().all(|a| {
+            state
+                .work
+                .get(a)
+                .is_some_and(|d| d.state == WorkState::Succeeded)
+        });
+    ok.then(|| QueueEntry {
+        work: work.clone(),
+        not_before: w.not_before,
+        deadline_at: w.contract.deadline_at,
+    })
+}
+
+/// The rows an applied event changed (work items are returned in `works`, to be written
+/// once), read from the state after it.
+fn touched<'a>(state: &GroupState, event: &'a Event, rows: &mut Vec<Row>, works: &mut Vec<&'a Id>) {
+    rows.push(Row::Header(GroupHeader::of(state)));
+    if let Some(r) = state
+        .receipts
+        .get(&event.actor)
+        .and_then(|m| m.get(&event.action))
+    {
+        rows.push(Row::Receipt {
+            actor: event.actor.clone(),
+            action: event.action.clone(),
+            receipt: r.clone(),
+        });
+    }
+    let member = |actor: &Id, rows: &mut Vec<Row>| {
+        if let Some(m) = state.members.get(actor) {
+            rows.push(Row::Member {
+                actor: actor.clone(),
+                member: m.clone(),
+            });
+        }
+    };
+    match &event.kind {
+        EventKind::GroupOpened(g) => {
+            for m in &g.members {
+                member(&m.actor, rows);
+            }
+        }
+        EventKind::MemberAdded(m) => member(&m.actor, rows),
+        EventKind::RoleChanged(m) => member(&m.actor, rows),
+        EventKind::MemberRemoved(m) => {
+            member(&m.actor, rows);
+            works.extend(m.revoked.iter().map(|r| &r.work));
+        }
+        EventKind::SessionReplaced(s) => {
+            member(&event.actor, rows);
+            works.extend(s.revoked.iter().map(|r| &r.work));
+        }
+        EventKind::LeasesExpired(e) => works.extend(e.expired.iter().map(|r| &r.work)),
+        EventKind::WorkCreated(c) => works.push(&c.work),
+        EventKind::WorkExpanded(x) => {
+            works.extend(x.work.iter().map(|w| &w.work));
+            if let Some(e) = state.expansions.get(&x.trigger) {
+                rows.push(Row::Expansion {
+                    trigger: x.trigger,
+                    expansion: e.clone(),
+                });
+            }
+        }
+        EventKind::WorkClaimed(c) => works.push(&c.work),
+        EventKind::WorkStarted(s) => works.push(&s.work),
+        EventKind::LeaseRenewed(s) => works.push(&s.work),
+        EventKind::WorkCheckpointed(s) => works.push(&s.work),
+        EventKind::WorkBlocked(s) => works.push(&s.work),
+        EventKind::BlockResolved(s) => works.push(&s.work),
+        EventKind::WorkSucceeded(s) => works.push(&s.work),
+        EventKind::WorkFailed(s) => works.push(&s.work),
+        EventKind::WorkCancelled(s) => works.push(&s.work),
+        EventKind::WorkReassigned(s) => works.push(&s.work),
+        EventKind::EffectIntended(s) => works.push(&s.work),
+        EventKind::EffectSettled(s) => works.push(&s.work),
+        EventKind::EffectReconciled(s) => works.push(&s.work),
+        EventKind::WorkCharged(s) => works.push(&s.work),
+        EventKind::ApprovalRequested(a) => approval(state, &a.approval, rows),
+        EventKind::ApprovalDecided(a) => approval(state, &a.approval, rows),
+        EventKind::EventRedacted(r) => rows.push(Row::Redacted { seq: r.seq }),
+        EventKind::GroupArchived(_) => {}
+        EventKind::EvidenceRecorded(_) => {
+            if let Some((i, note)) = state.evidence.iter().enumerate().next_back() {
+                rows.push(Row::Evidence {
+                    index: i as u64,
+                    note: note.clone(),
+                });
+            }
+        }
+    }
+    if let Some(w) = state.terminal.get(&event.seq) {
+        rows.push(Row::Terminal {
+            seq: event.seq,
+            work: w.clone(),
+        });
+    }
+}
+
+fn approval(state: &GroupState, id: &Id, rows: &mut Vec<Row>) {
+    if let Some(a) = state.approvals.get(id) {
+        rows.push(Row::Approval {
+            approval: id.clone(),
+            value: a.clone(),
+        });
+    }
+}
+
+/// Every row of a state (a snapshot restore writes them all).
+fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
+    rows.push(Row::Header(GroupHeader::of(s)));
+    for (actor, member) in &s.members {
+        rows.push(Row::Member {
+            actor: actor.clone(),
+            member: member.clone(),
+        });
+    }
+    for (work, item) in &s.work {
+        rows.push(Row::Work {
+            work: work.clone(),
+            item: item.clone(),
+        });
+    }
+    for (approval, value) in &s.approvals {
+        rows.push(Row::Approval {
+            approval: approval.clone(),
+            value: value.clone(),
+        });
+    }
+    for (actor, by_action) in &s.receipts {
+        for (action, receipt) in by_action {
+            rows.push(Row::Receipt {
+                actor: actor.clone(),
+                action: action.clone(),
+                receipt: receipt.clone(),
+            });
+        }
+    }
+    for (seq, work) in &s.terminal {
+        rows.push(Row::Terminal {
+            seq: *seq,
+            work: work.clone(),
+        });
+    }
+    for (trigger, expansion) in &s.expansions {
+        rows.push(Row::Expansion {
+            trigger: *trigger,
+            expansion: expansion.clone(),
+        });
+    }
+    for seq in &s.redacted {
+        rows.push(Row::Redacted { seq: *seq });
+    }
+    for (i, note) in s.evidence.iter().enumerate() {
+        rows.push(Row::Evidence {
+            index: i as u64,
+            note: note.clone(),
+        });
+    }
+}
+
+/// Checkpoint records an applied event creates: the data of a checkpoint, block or charge,
+/// and the redaction marker for a latest checkpoint whose event was redacted.
+fn checkpoints(state: &GroupState, event: &Event, out: &mut Vec<CheckpointRecord>) {
+    let mut put = |work: &Id, data: &Opaque| {
+        out.push(CheckpointRecord {
+            work: work.clone(),
+            seq: event.seq,
+            data: data.clone(),
+        })
+    };
+    match &event.kind {
+        EventKind::WorkCheckpointed(c) => put(&c.work, &c.data),
+        EventKind::WorkBlocked(b) => put(&b.work, &b.data),
+        EventKind::WorkCharged(c) => {
+            if let Some(d) = &c.data {
+                put(&c.work, d);
+            }
+        }
+        EventKind::EventRedacted(r) => {
+            for (work, item) in &state.work {
+                if let Some(c) = item.checkpoint.filter(|c| c.seq == r.seq) {
+                    out.push(CheckpointRecord {
+                        work: work.clone(),
+                        seq: c.seq,
+                        data: opaque::redaction_marker(c.hash),
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The core of `mwp replica FILE` (SPEC §11): offers each non-blank line (an event in its
+/// JSON form, in the order given) to a fresh replica of the group named by the first event
+/// that parses, and returns one line per offer —
+/// `{"offer": N, "seq": S, "result": "applied"|"duplicate"|"buffered"|"rejected", "cursor": C}`
+/// (a rejected line also carries `"error"`; a line that is not an event has `"seq": null`) —
+/// then `{"cursor": C, "state_hash": H}`, H being the state hash at seq C.
+pub fn run_lines(text: &str) -> Vec<Value> {
+    let mut replica: Option<Replica> = None;
+    let mut out = Vec::new();
+    let mut n = 0u64;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        n += 1;
+        match serde_json::from_str::<Event>(line) {
+            Ok(event) => {
+                let seq = event.seq;
+                let r = replica.get_or_insert_with(|| Replica::new(event.group.clone()));
+                let offer = r.offer(event);
+                let mut v = json!({
+                    "offer": n, "seq": seq, "result": offer.name(), "cursor": r.cursor(),
+                });
+                if let Offer::Rejected(e) = offer {
+                    v["error"] = json!(e);
+                }
+                out.push(v);
+            }
+            Err(e) => {
+                let error = Error::malformed(format!("line {n} is not an event: {e}"));
+                out.push(json!({
+                    "offer": n, "seq": null, "result": "rejected",
+                    "cursor": replica.as_ref().map_or(0, Replica::cursor), "error": error,
+                }));
+            }
+        }
+    }
+    let (cursor, hash) = match &replica {
+        Some(r) => (r.cursor(), r.state_hash()),
+        None => (0, Ok(Hash::ZERO)),
+    };
+    match hash {
+        Ok(h) => out.push(json!({"cursor": cursor, "state_hash": h})),
+        Err(e) => out.push(json!({"cursor": cursor, "error": e})),
+    }
+    out
 }

@@ -1,5 +1,16 @@
 //! Signed snapshots (SPEC §8): the canonical Group state at a seq, receipts included, signed
 //! by the authority, so a replica that fell behind can restore and resume strictly after it.
+//!
+//! Validation runs the checks of SPEC §8 in order and stops at the first failure, answering
+//! `SNAPSHOT_INVALID` with `check` naming it: `decode` (stored bytes are not canonical CBOR
+//! of a snapshot), `schema`, `state_hash` (the state does not hash to `state_hash`, or does
+//! not match the header's seq, chain head, mission, org or group), `signature` (not signed by
+//! the trusted key), `org`, `group`, `seq` (older than the requested cursor). Nothing is
+//! changed by a failed validation.
+//!
+//! Stored bytes are verified without re-encoding the state: because they must be canonical,
+//! the state's hash is the SHA-256 of its encoded bytes as stored, and the signed digest is the
+//! SHA-256 of the snapshot map with its `sig` entry left out.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,21 +45,8 @@ pub struct Snapshot {
     pub state: GroupState,
     /// Public key of the signer.
     pub signer: PublicKey,
-    /// Signature over the SHA-256 of the canonical CBOR of every other field.
+    /// Ed25519 signature over the SHA-256 of the canonical CBOR of every other field.
     pub sig: Signature,
-}
-
-#[derive(Serialize)]
-struct Signed<'a> {
-    schema: &'a str,
-    org: &'a Id,
-    group: &'a Id,
-    mission: &'a Id,
-    seq: u64,
-    chain_head: &'a Hash,
-    state_hash: &'a Hash,
-    state: &'a GroupState,
-    signer: &'a PublicKey,
 }
 
 /// Where a signed snapshot can be fetched: the body of a `CURSOR_TOO_OLD` answer.
@@ -63,7 +61,8 @@ pub struct SnapshotRef {
 }
 
 impl SnapshotRef {
-    /// The `CURSOR_TOO_OLD` error pointing at this snapshot.
+    /// The `CURSOR_TOO_OLD` error pointing at this snapshot: the answer of a replay source
+    /// that no longer holds events after `requested` (it serves events after `oldest`).
     pub fn cursor_too_old(&self, requested: u64, oldest: u64) -> Error {
         Error::new(
             Code::CursorTooOld,
@@ -77,48 +76,161 @@ impl SnapshotRef {
             serde_json::to_value(self).expect("a snapshot reference always encodes"),
         )
     }
+
+    /// The snapshot reference a `CURSOR_TOO_OLD` error carries, if `error` is one.
+    pub fn from_error(error: &Error) -> Option<SnapshotRef> {
+        if error.code != Code::CursorTooOld {
+            return None;
+        }
+        serde_json::from_value(error.details.get("snapshot")?.clone()).ok()
+    }
 }
 
-fn invalid(reason: impl Into<String>) -> Error {
+/// The validation step that failed (the `check` detail of `SNAPSHOT_INVALID`).
+fn invalid(check: &str, reason: impl Into<String>) -> Error {
     let reason = reason.into();
     Error::new(
         Code::SnapshotInvalid,
-        format!("snapshot rejected: {reason}"),
+        format!("snapshot rejected ({check}): {reason}"),
     )
+    .with("check", check)
     .with("reason", reason)
 }
 
+/// The two digests validation compares: the state's hash and the signed digest.
+struct Digests {
+    state_hash: Hash,
+    signed: [u8; 32],
+}
+
+/// Canonical CBOR of a map given as (key, encoded value) pairs: keys sorted by their
+/// encoded bytes, as [`canonical`] would write them.
+fn assemble(entries: &[(&str, &[u8])]) -> Result<Vec<u8>> {
+    let mut encoded: Vec<(Vec<u8>, &[u8])> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        encoded.push((canonical::to_vec(*k)?, v));
+    }
+    encoded.sort();
+    let len: usize = encoded.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let mut out = Vec::with_capacity(len + 9);
+    write_map_head(&mut out, encoded.len());
+    for (k, v) in encoded {
+        out.extend_from_slice(&k);
+        out.extend_from_slice(v);
+    }
+    Ok(out)
+}
+
+fn write_map_head(out: &mut Vec<u8>, n: usize) {
+    // Snapshots have ten entries at most: the head is always one byte.
+    debug_assert!(n < 24, "a snapshot map has fewer than 24 entries");
+    out.push(0xa0 | (n as u8 & 0x1f));
+}
+
+/// The encoded fields of a snapshot other than `state` and `sig`.
+struct Parts {
+    schema: Vec<u8>,
+    org: Vec<u8>,
+    group: Vec<u8>,
+    mission: Vec<u8>,
+    seq: Vec<u8>,
+    chain_head: Vec<u8>,
+    state_hash: Vec<u8>,
+    signer: Vec<u8>,
+}
+
+impl Parts {
+    fn entries<'a>(&'a self, state: &'a [u8]) -> Vec<(&'static str, &'a [u8])> {
+        vec![
+            ("schema", &self.schema),
+            ("org", &self.org),
+            ("group", &self.group),
+            ("mission", &self.mission),
+            ("seq", &self.seq),
+            ("chain_head", &self.chain_head),
+            ("state_hash", &self.state_hash),
+            ("state", state),
+            ("signer", &self.signer),
+        ]
+    }
+}
+
 impl Snapshot {
-    /// Builds and signs a snapshot of `state` with the authority key.
+    /// Builds and signs a snapshot of `state` with the authority key (the state is encoded
+    /// once).
     pub fn build(state: &GroupState, key: &SecretKey) -> Result<Snapshot> {
-        let mut snap = Snapshot {
+        let state_bytes = state.to_cbor()?;
+        let (state_hash, signer, sig, _) = Self::sign_parts(state, &state_bytes, key, false)?;
+        Ok(Snapshot {
             schema: SCHEMA.to_owned(),
             org: state.org.clone(),
             group: state.group.clone(),
             mission: state.mission.clone(),
             seq: state.seq,
             chain_head: state.head,
-            state_hash: state.hash()?,
+            state_hash,
             state: state.clone(),
-            signer: key.public(),
-            sig: Signature([0; 64]),
-        };
-        snap.sig = key.sign(&snap.signed_digest()?);
-        Ok(snap)
+            signer,
+            sig,
+        })
     }
 
-    fn signed_digest(&self) -> Result<[u8; 32]> {
-        Ok(canonical::hash(&Signed {
-            schema: &self.schema,
-            org: &self.org,
-            group: &self.group,
-            mission: &self.mission,
-            seq: self.seq,
-            chain_head: &self.chain_head,
-            state_hash: &self.state_hash,
-            state: &self.state,
-            signer: &self.signer,
-        })?)
+    /// Builds, signs and encodes a snapshot of `state` in one pass: the stored and served
+    /// bytes, without an intermediate copy of the state.
+    pub fn build_cbor(state: &GroupState, key: &SecretKey) -> Result<Vec<u8>> {
+        let state_bytes = state.to_cbor()?;
+        let (_, _, _, bytes) = Self::sign_parts(state, &state_bytes, key, true)?;
+        Ok(bytes.expect("sign_parts encodes when asked to"))
+    }
+
+    fn sign_parts(
+        state: &GroupState,
+        state_bytes: &[u8],
+        key: &SecretKey,
+        encode: bool,
+    ) -> Result<(Hash, PublicKey, Signature, Option<Vec<u8>>)> {
+        let state_hash = Hash::of(state_bytes);
+        let signer = key.public();
+        let parts = Parts {
+            schema: canonical::to_vec(SCHEMA)?,
+            org: canonical::to_vec(&state.org)?,
+            group: canonical::to_vec(&state.group)?,
+            mission: canonical::to_vec(&state.mission)?,
+            seq: canonical::to_vec(&state.seq)?,
+            chain_head: canonical::to_vec(&state.head)?,
+            state_hash: canonical::to_vec(&state_hash)?,
+            signer: canonical::to_vec(&signer)?,
+        };
+        let signed = assemble(&parts.entries(state_bytes))?;
+        let sig = key.sign(&canonical::sha256(&signed));
+        let bytes = if encode {
+            let sig_bytes = canonical::to_vec(&sig)?;
+            let mut entries = parts.entries(state_bytes);
+            entries.push(("sig", &sig_bytes));
+            Some(assemble(&entries)?)
+        } else {
+            None
+        };
+        Ok((state_hash, signer, sig, bytes))
+    }
+
+    /// The digests, by encoding the fields.
+    fn digests(&self) -> Result<Digests> {
+        let state_bytes = self.state.to_cbor()?;
+        let parts = Parts {
+            schema: canonical::to_vec(&self.schema)?,
+            org: canonical::to_vec(&self.org)?,
+            group: canonical::to_vec(&self.group)?,
+            mission: canonical::to_vec(&self.mission)?,
+            seq: canonical::to_vec(&self.seq)?,
+            chain_head: canonical::to_vec(&self.chain_head)?,
+            state_hash: canonical::to_vec(&self.state_hash)?,
+            signer: canonical::to_vec(&self.signer)?,
+        };
+        Ok(Digests {
+            state_hash: Hash::of(&state_bytes),
+            signed: canonical::sha256(&assemble(&parts.entries(&state_bytes))?),
+        })
     }
 
     /// Canonical CBOR: the stored and served form.
@@ -126,10 +238,11 @@ impl Snapshot {
         Ok(canonical::to_vec(self)?)
     }
 
-    /// Decodes a stored snapshot; anything but canonical CBOR is `SNAPSHOT_INVALID`.
+    /// Decodes a stored snapshot; anything but canonical CBOR of a snapshot is
+    /// `SNAPSHOT_INVALID` (check `decode`).
     pub fn from_cbor(bytes: &[u8]) -> Result<Snapshot> {
         canonical::from_slice(bytes, Strictness::Canonical)
-            .map_err(|e| invalid(format!("does not decode: {e}")))
+            .map_err(|e| invalid("decode", format!("does not decode: {e}")))
     }
 
     /// Validates, in the order of SPEC §8: schema, state hash, signature against `trusted`,
@@ -142,51 +255,15 @@ impl Snapshot {
         min_seq: u64,
     ) -> Result<&GroupState> {
         if self.schema != SCHEMA {
-            return Err(invalid(format!(
-                "schema is {:?}, expected {SCHEMA:?}",
-                self.schema
-            )));
+            return Err(self.schema_error());
         }
-        let s = &self.state;
-        if s.hash()? != self.state_hash {
-            return Err(invalid("state does not hash to state_hash"));
-        }
-        if s.seq != self.seq || s.head != self.chain_head || s.mission != self.mission {
-            return Err(invalid(
-                "seq, chain_head or mission disagree with the state",
-            ));
-        }
-        if &self.signer != trusted {
-            return Err(invalid(format!(
-                "signed by {}, which is not the trusted key {trusted}",
-                self.signer
-            )));
-        }
-        if !trusted.verify(&self.signed_digest()?, &self.sig) {
-            return Err(invalid("signature does not verify under the trusted key"));
-        }
-        if &self.org != org || &s.org != org {
-            return Err(invalid(format!(
-                "bound to org {}, expected {org}",
-                self.org
-            )));
-        }
-        if &self.group != group || &s.group != group {
-            return Err(invalid(format!(
-                "bound to group {}, expected {group}",
-                self.group
-            )));
-        }
-        if self.seq < min_seq {
-            return Err(invalid(format!(
-                "seq {} is older than the requested cursor {min_seq}",
-                self.seq
-            )));
-        }
-        Ok(s)
+        let digests = self.digests()?;
+        self.check(&digests, trusted, org, group, min_seq)?;
+        Ok(&self.state)
     }
 
-    /// Decodes and validates stored bytes in one step.
+    /// Decodes and validates stored bytes in one step, hashing the state from the bytes
+    /// instead of re-encoding it.
     pub fn verify_bytes(
         bytes: &[u8],
         trusted: &PublicKey,
@@ -195,7 +272,189 @@ impl Snapshot {
         min_seq: u64,
     ) -> Result<Snapshot> {
         let snap = Snapshot::from_cbor(bytes)?;
-        snap.verify(trusted, org, group, min_seq)?;
+        if snap.schema != SCHEMA {
+            return Err(snap.schema_error());
+        }
+        let digests = digests_of_bytes(bytes)?;
+        snap.check(&digests, trusted, org, group, min_seq)?;
         Ok(snap)
     }
+
+    fn schema_error(&self) -> Error {
+        invalid(
+            "schema",
+            format!("schema is {:?}, expected {SCHEMA:?}", self.schema),
+        )
+    }
+
+    fn check(
+        &self,
+        d: &Digests,
+        trusted: &PublicKey,
+        org: &Id,
+        group: &Id,
+        min_seq: u64,
+    ) -> Result<()> {
+        let s = &self.state;
+        if d.state_hash != self.state_hash {
+            return Err(invalid(
+                "state_hash",
+                format!(
+                    "state hashes to {}, but the snapshot says {}",
+                    d.state_hash, self.state_hash
+                ),
+            ));
+        }
+        if s.seq != self.seq
+            || s.head != self.chain_head
+            || s.mission != self.mission
+            || s.org != self.org
+            || s.group != self.group
+        {
+            return Err(invalid(
+                "state_hash",
+                "seq, chain_head, mission, org or group disagree with the state",
+            ));
+        }
+        if &self.signer != trusted {
+            return Err(invalid(
+                "signature",
+                format!(
+                    "signed by {}, which is not the trusted key {trusted}",
+                    self.signer
+                ),
+            ));
+        }
+        if !trusted.verify(&d.signed, &self.sig) {
+            return Err(invalid(
+                "signature",
+                "signature does not verify under the trusted key",
+            ));
+        }
+        if &self.org != org {
+            return Err(invalid(
+                "org",
+                format!("bound to org {}, expected {org}", self.org),
+            ));
+        }
+        if &self.group != group {
+            return Err(invalid(
+                "group",
+                format!("bound to group {}, expected {group}", self.group),
+            ));
+        }
+        if self.seq < min_seq {
+            return Err(invalid(
+                "seq",
+                format!(
+                    "seq {} is older than the requested cursor {min_seq}",
+                    self.seq
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The reference a `CURSOR_TOO_OLD` answer carries for this snapshot.
+    pub fn reference(&self, location: impl Into<String>) -> SnapshotRef {
+        SnapshotRef {
+            seq: self.seq,
+            hash: self.state_hash,
+            location: location.into(),
+        }
+    }
+}
+
+/// Digests of stored snapshot bytes that already decoded canonically: the state's value
+/// bytes are hashed as they are, and the signed digest covers the map without `sig`.
+fn digests_of_bytes(bytes: &[u8]) -> Result<Digests> {
+    let corrupt = || invalid("decode", "snapshot bytes are not a map of fields");
+    let (major, n, mut pos) = head(bytes, 0).ok_or_else(corrupt)?;
+    if major != 5 || n >= 24 {
+        return Err(corrupt());
+    }
+    let mut signed = Vec::with_capacity(bytes.len());
+    write_map_head(&mut signed, n as usize - 1);
+    let mut state = None;
+    let mut sig_seen = false;
+    for _ in 0..n {
+        let key_start = pos;
+        let key_end = item_end(bytes, pos).ok_or_else(corrupt)?;
+        let value_end = item_end(bytes, key_end).ok_or_else(corrupt)?;
+        let key = &bytes[key_start..key_end];
+        if key == b"\x63sig" {
+            sig_seen = true;
+        } else {
+            signed.extend_from_slice(&bytes[key_start..value_end]);
+        }
+        if key == b"\x65state" {
+            state = Some(&bytes[key_end..value_end]);
+        }
+        pos = value_end;
+    }
+    let state = state.ok_or_else(corrupt)?;
+    if !sig_seen || pos != bytes.len() {
+        return Err(corrupt());
+    }
+    Ok(Digests {
+        state_hash: Hash::of(state),
+        signed: canonical::sha256(&signed),
+    })
+}
+
+/// Reads a CBOR head at `pos`: (major type, argument, position after the head).
+fn head(b: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
+    let initial = *b.get(pos)?;
+    let major = initial >> 5;
+    let info = initial & 0x1f;
+    let (arg, len) = match info {
+        0..=23 => (u64::from(info), 1),
+        24 => (u64::from(*b.get(pos + 1)?), 2),
+        25 => (
+            u64::from(u16::from_be_bytes(
+                b.get(pos + 1..pos + 3)?.try_into().ok()?,
+            )),
+            3,
+        ),
+        26 => (
+            u64::from(u32::from_be_bytes(
+                b.get(pos + 1..pos + 5)?.try_into().ok()?,
+            )),
+            5,
+        ),
+        27 => (
+            u64::from_be_bytes(b.get(pos + 1..pos + 9)?.try_into().ok()?),
+            9,
+        ),
+        _ => return None,
+    };
+    Some((major, arg, pos + len))
+}
+
+/// End position of the data item starting at `pos` (bytes already checked canonical, so
+/// lengths are definite and nesting is bounded; every loop is bounded by the input).
+fn item_end(b: &[u8], pos: usize) -> Option<usize> {
+    let mut pending: u64 = 1;
+    let mut pos = pos;
+    while pending > 0 {
+        pending -= 1;
+        let (major, arg, next) = head(b, pos)?;
+        pos = match major {
+            0 | 1 | 7 => next,
+            2 | 3 => next.checked_add(usize::try_from(arg).ok()?)?,
+            4 => {
+                pending = pending.checked_add(arg)?;
+                next
+            }
+            5 => {
+                pending = pending.checked_add(arg.checked_mul(2)?)?;
+                next
+            }
+            _ => return None,
+        };
+        if pos > b.len() {
+            return None;
+        }
+    }
+    Some(pos)
 }

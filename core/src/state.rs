@@ -653,13 +653,14 @@ impl GroupState {
                 self.create_work(seq, &c.work, &c.contract, &c.after, &c.spec)?;
             }
             EventKind::WorkExpanded(x) => {
+                let work_hash = expansion_hash(&x.work)?;
                 for w in &x.work {
                     self.create_work(seq, &w.work, &w.contract, &w.after, &w.spec)?;
                 }
                 self.expansions.insert(
                     x.trigger,
                     Expansion {
-                        work_hash: Hash(canonical::hash(&x.work)?),
+                        work_hash,
                         actor: event.actor.clone(),
                         action: event.action.clone(),
                     },
@@ -828,6 +829,20 @@ impl GroupState {
         }
         Ok(())
     }
+}
+
+/// The hash an `expand` disposition is recorded and compared by: the canonical CBOR of its
+/// work list with each `spec` replaced by its opaque hash, so redacting the event (SPEC §6)
+/// leaves it unchanged.
+pub fn expansion_hash(work: &[crate::command::NewWork]) -> Result<Hash> {
+    let mut list = serde_json::to_value(work)
+        .map_err(|e| Error::malformed(format!("expand work list does not encode: {e}")))?;
+    for item in list.as_array_mut().into_iter().flatten() {
+        if let Some(spec) = item.get_mut("spec") {
+            *spec = serde_json::Value::String(opaque::hash(spec)?.to_hex());
+        }
+    }
+    Ok(Hash(canonical::hash(&list)?))
 }
 
 /// The opaque value an event kind records in state (at most one), as `mutate` consumes it.

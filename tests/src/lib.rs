@@ -1,1 +1,4 @@
 //! Shared helpers for the conformance tests.
+
+pub mod fixtures;
+pub mod sim;

@@ -1,0 +1,573 @@
+//! The agent driver (SPEC §7), rule by rule, over a perfect in-process link.
+
+use mwp_core::agent::{Agent, AgentImage, Config, JournalStatus, Notice, Transmit};
+use mwp_core::command::EffectMode;
+use mwp_core::snapshot::Snapshot;
+use mwp_core::{Code, Decision, Disposition, Error, Hash, Id, SecretKey};
+use mwp_tests::fixtures::{contract, id, Scenario};
+use serde_json::json;
+
+/// One agent wired to a scenario's authority.
+struct Rig {
+    s: Scenario,
+    agent: Agent,
+    image: AgentImage,
+    notices: Vec<Notice>,
+    sent: Vec<Transmit>,
+    dispatched: Vec<mwp_core::agent::Dispatch>,
+    /// Deliver answers to commands (false: they are lost).
+    answers: bool,
+    /// The link is up.
+    up: bool,
+}
+
+fn config(s: &Scenario, actor: &str) -> Config {
+    let mut c = Config::new(
+        s.org.clone(),
+        s.group.clone(),
+        id(actor),
+        SecretKey::for_transcript("@authority").public(),
+    );
+    c.lease_ms = 10_000;
+    c.start_within_ms = 1_000;
+    c.renew_margin_ms = 2_000;
+    c.grace_ms = 3_000;
+    c.resend_ms = 500;
+    c.sync_ms = 1_000;
+    c.effect_timeout_ms = 1_000;
+    c
+}
+
+impl Rig {
+    fn new(s: Scenario, actor: &str) -> Rig {
+        let agent = Agent::new(config(&s, actor), SecretKey::for_transcript(actor)).unwrap();
+        let mut r = Rig {
+            s,
+            agent,
+            image: AgentImage::default(),
+            notices: vec![],
+            sent: vec![],
+            dispatched: vec![],
+            answers: true,
+            up: true,
+        };
+        let now = r.s.now;
+        r.agent.handle_connectivity(now, true);
+        r.pump();
+        r
+    }
+
+    /// Commits write sets, carries transmits (while up), collects dispatches and notices,
+    /// until nothing moves.
+    fn pump(&mut self) {
+        for _ in 0..1000 {
+            let now = self.s.now;
+            if let Some(ws) = self.agent.poll_write_set() {
+                self.image.commit(&ws).unwrap();
+                self.agent.handle_committed(now, ws.serial);
+                continue;
+            }
+            if let Some(t) = self.agent.poll_transmit() {
+                self.sent.push(t.clone());
+                if self.up {
+                    self.serve(t);
+                }
+                continue;
+            }
+            if let Some(d) = self.agent.poll_dispatch() {
+                self.dispatched.push(d);
+                continue;
+            }
+            if let Some(n) = self.agent.poll_notice() {
+                self.notices.push(n);
+                continue;
+            }
+            return;
+        }
+        panic!("the agent does not settle");
+    }
+
+    fn serve(&mut self, t: Transmit) {
+        let now = self.s.now;
+        match t {
+            Transmit::Command(cmd) => {
+                let answer = match self.s.submit(&cmd) {
+                    Ok(Decision::Accepted(e)) => Ok(e.receipt()),
+                    Ok(Decision::Duplicate(r)) => Ok(r),
+                    Err(e) => Err(e),
+                };
+                self.push_events();
+                if self.answers {
+                    self.agent.handle_answer(now, &cmd.action, answer);
+                }
+            }
+            Transmit::FetchEvents { .. } => self.push_events(),
+            Transmit::LookupReceipt { action } => {
+                let r = self
+                    .s
+                    .state()
+                    .receipt(self.agent.config().actor.as_str(), action.as_str());
+                self.agent.handle_lookup(now, &action, r);
+            }
+            Transmit::FetchSnapshot(_) | Transmit::Ack { .. } => {}
+        }
+    }
+
+    fn push_events(&mut self) {
+        let now = self.s.now;
+        let after = self.agent.replica().cursor();
+        let events = self
+            .s
+            .auth
+            .events(&self.s.group, after, usize::MAX)
+            .unwrap();
+        self.agent.handle_events(now, events);
+    }
+
+    fn advance(&mut self, ms: u64) {
+        self.s.now += ms;
+        let now = self.s.now;
+        self.agent.handle_timeout(now);
+        self.pump();
+    }
+
+    fn link(&mut self, up: bool) {
+        self.up = up;
+        let now = self.s.now;
+        self.agent.handle_connectivity(now, up);
+        self.pump();
+    }
+
+    fn crash_and_restore(&mut self) {
+        let config = self.agent.config().clone();
+        let key = SecretKey::for_transcript(config.actor.as_str());
+        self.agent = Agent::restore(config, key, &self.image).unwrap();
+        self.notices.clear();
+        let now = self.s.now;
+        self.agent.handle_connectivity(now, self.up);
+        self.pump();
+    }
+
+    fn commands(&self, kind: &str) -> Vec<mwp_core::Command> {
+        self.sent
+            .iter()
+            .filter_map(|t| match t {
+                Transmit::Command(c) if c.body.type_name() == kind => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn running(&self) -> Vec<Id> {
+        self.notices
+            .iter()
+            .filter_map(|n| match n {
+                Notice::Run { work, .. } => Some(work.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn group_with(works: &[(&str, &[&str])]) -> Scenario {
+    let mut s = Scenario::open("g1");
+    for (w, after) in works {
+        s.ok(
+            "alice",
+            None,
+            json!({"type": "create_work", "work": w, "contract": contract(3, "low"),
+                                   "after": after, "spec": {}}),
+        );
+    }
+    s
+}
+
+#[test]
+fn claims_the_frontier_starts_runs_and_releases_on_submit() {
+    let mut r = Rig::new(group_with(&[("w1", &[]), ("w2", &["w1"])]), "bob");
+    assert_eq!(r.running(), vec![id("w1")], "only the frontier is claimed");
+    assert_eq!(r.commands("claim_work").len(), 1);
+    assert_eq!(r.commands("start_work").len(), 1);
+    let now = r.s.now;
+    r.agent.submit(now, &id("w1"), json!({"ok": true})).unwrap();
+    r.pump();
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Released { work, state, .. }
+        if work == &id("w1") && *state == mwp_core::WorkState::Succeeded)));
+    // Its success is durable and unblocks w2, which is claimed next.
+    assert_eq!(r.running(), vec![id("w1"), id("w2")]);
+    assert_eq!(r.image.replica.cursor, r.s.state().seq);
+}
+
+#[test]
+fn nothing_is_sent_or_dispatched_before_its_write_set_is_committed() {
+    let s = group_with(&[("w1", &[])]);
+    let mut agent = Agent::new(config(&s, "bob"), SecretKey::for_transcript("bob")).unwrap();
+    agent.handle_connectivity(s.now, true);
+    // Events arrive; a claim is planned: it sits in a staged write set.
+    agent.handle_events(s.now, s.events());
+    assert!(agent.uncommitted());
+    assert_eq!(agent.poll_transmit(), None);
+    let ws = agent.poll_write_set().unwrap();
+    assert!(ws.outbox.iter().any(|o| matches!(o, mwp_core::agent::OutboxChange::Put(e) if e.command.body.type_name() == "claim_work")));
+    // Handed out but not committed: still nothing.
+    assert_eq!(agent.poll_transmit(), None);
+    agent.handle_committed(s.now, ws.serial);
+    let mut kinds = vec![];
+    while let Some(t) = agent.poll_transmit() {
+        kinds.push(match t {
+            Transmit::Command(c) => c.body.type_name().to_owned(),
+            other => format!("{other:?}"),
+        });
+    }
+    assert!(kinds.iter().any(|k| k == "claim_work"), "{kinds:?}");
+    // The ACK carries the durable cursor.
+    assert!(
+        kinds
+            .iter()
+            .any(|k| k == &format!("Ack {{ cursor: {} }}", ws.cursor)),
+        "{kinds:?}"
+    );
+}
+
+fn intend(r: &mut Rig, work: &str, op: &str, mode: EffectMode) -> Hash {
+    let now = r.s.now;
+    let k = r
+        .agent
+        .intend_effect(now, &id(work), &id(op), mode, false, json!({"op": op}))
+        .unwrap();
+    r.pump();
+    k
+}
+
+#[test]
+fn an_effect_is_dispatched_only_after_its_intent_is_accepted_and_recorded() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    r.answers = false;
+    r.up = false; // the intent does not reach the authority yet
+    let key = intend(&mut r, "w1", "e1", EffectMode::Keyed);
+    assert!(r.dispatched.is_empty());
+    assert_eq!(r.agent.effects()[&key].status, JournalStatus::Requested);
+    r.up = true;
+    r.answers = true;
+    r.advance(600); // resend
+    assert_eq!(r.dispatched.len(), 1);
+    assert_eq!(r.dispatched[0].key, key);
+    // The dispatch was durable before it was handed out.
+    assert_eq!(r.image.effects[&key].status, JournalStatus::Dispatched);
+    let now = r.s.now;
+    r.agent
+        .handle_effect_outcome(now, &key, json!({"ok": 1}), json!({"rcpt": 1}));
+    r.pump();
+    assert_eq!(r.commands("settle_effect").len(), 1);
+    assert_eq!(r.agent.effects()[&key].status, JournalStatus::Closed);
+    let now = r.s.now;
+    r.agent.submit(now, &id("w1"), json!({})).unwrap();
+}
+
+#[test]
+fn an_uncertain_undeclared_effect_is_surfaced_and_never_dispatched_blind() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    let key = intend(&mut r, "w1", "u1", EffectMode::Undeclared);
+    assert_eq!(r.dispatched.len(), 1);
+    // No outcome comes back.
+    for _ in 0..5 {
+        r.advance(700);
+    }
+    assert_eq!(r.dispatched.len(), 1, "never dispatched again");
+    let uncertain = r
+        .notices
+        .iter()
+        .filter(|n| matches!(n, Notice::Uncertain { key: k, .. } if *k == key))
+        .count();
+    assert_eq!(uncertain, 1);
+    let now = r.s.now;
+    let e = r.agent.submit(now, &id("w1"), json!({})).unwrap_err();
+    assert_eq!(e.code, Code::EffectUnsettled);
+    // Somebody finds out it did not happen: now it may be dispatched again (not blind).
+    r.agent
+        .resolve_effect(now, &key, false, json!({"checked": true}))
+        .unwrap();
+    r.pump();
+    assert_eq!(r.dispatched.len(), 2);
+    for _ in 0..3 {
+        r.advance(700);
+    }
+    // This time it is found to have happened: settled with that outcome.
+    let now = r.s.now;
+    r.agent
+        .resolve_effect(now, &key, true, json!({"checked": 2}))
+        .unwrap();
+    r.pump();
+    assert_eq!(r.commands("settle_effect").len(), 1);
+    assert_eq!(r.agent.effects()[&key].status, JournalStatus::Closed);
+}
+
+#[test]
+fn a_repeatable_effect_with_unknown_outcome_is_sent_again_with_the_same_key() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    let key = intend(&mut r, "w1", "k1", EffectMode::Keyed);
+    r.advance(1_100);
+    assert_eq!(r.dispatched.len(), 2);
+    assert!(r.dispatched.iter().all(|d| d.key == key));
+    assert_eq!(r.dispatched[1].attempt, 2);
+    assert!(!r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Uncertain { .. })));
+}
+
+#[test]
+fn a_crash_after_dispatch_leaves_the_effect_uncertain() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    let key = intend(&mut r, "w1", "u1", EffectMode::Undeclared);
+    assert_eq!(r.dispatched.len(), 1);
+    r.crash_and_restore();
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Uncertain { key: k, .. } if *k == key)));
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Run { resumed: true, .. })));
+    r.advance(2_000);
+    assert_eq!(
+        r.dispatched.len(),
+        1,
+        "not dispatched again after the restart"
+    );
+}
+
+#[test]
+fn restart_rebuilds_from_the_last_committed_write_set() {
+    let mut r = Rig::new(group_with(&[("w1", &[]), ("w2", &[])]), "bob");
+    let now = r.s.now;
+    r.up = false;
+    r.agent
+        .checkpoint(now, &id("w1"), json!({"half": 1}))
+        .unwrap();
+    r.pump();
+    let (hash, cursor, outbox) = (
+        r.agent.replica().state_hash().unwrap(),
+        r.agent.replica().cursor(),
+        r.agent.outbox().clone(),
+    );
+    r.crash_and_restore();
+    assert_eq!(r.agent.replica().state_hash().unwrap(), hash);
+    assert_eq!(r.agent.replica().cursor(), cursor);
+    assert_eq!(r.agent.outbox(), &outbox);
+    // Reconnected, the checkpoint waiting in the outbox is looked up before it is sent.
+    let before = r.sent.len();
+    r.link(true);
+    let after: Vec<&Transmit> = r.sent[before..].iter().collect();
+    let lookup = after
+        .iter()
+        .position(|t| matches!(t, Transmit::LookupReceipt { .. }))
+        .unwrap();
+    let send = after
+        .iter()
+        .position(|t| matches!(t, Transmit::Command(c) if c.body.type_name() == "checkpoint"))
+        .unwrap();
+    assert!(lookup < send, "{after:?}");
+    assert!(r.agent.outbox().is_empty());
+}
+
+#[test]
+fn offline_no_claims_no_starts_no_visible_effects_and_grace_is_bounded() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    r.s.ok("alice", None, json!({"type": "create_work", "work": "w2", "contract": contract(3, "low"), "after": [], "spec": {}}));
+    r.link(false);
+    r.push_events(); // events still reach the replica (e.g. from a peer)
+    r.pump();
+    let claims = r.commands("claim_work").len();
+    r.advance(100);
+    assert_eq!(
+        r.commands("claim_work").len(),
+        claims,
+        "no new claim while offline"
+    );
+    let now = r.s.now;
+    let e = r
+        .agent
+        .intend_effect(
+            now,
+            &id("w1"),
+            &id("k"),
+            EffectMode::Keyed,
+            false,
+            json!({}),
+        )
+        .unwrap_err();
+    assert_eq!(e.details["reason"], "offline");
+    r.agent
+        .intend_effect(
+            now,
+            &id("w1"),
+            &id("ro"),
+            EffectMode::ReadOnly,
+            false,
+            json!({}),
+        )
+        .unwrap();
+    r.agent.charge(now, &id("w1"), 1, None).unwrap();
+    r.pump();
+    assert!(
+        r.dispatched.is_empty(),
+        "the read-only intent is not accepted yet"
+    );
+    r.advance(3_000);
+    assert!(r
+        .notices
+        .iter()
+        .any(|n| matches!(n, Notice::Suspended { work } if work == &id("w1"))));
+    let now = r.s.now;
+    let e = r.agent.charge(now, &id("w1"), 1, None).unwrap_err();
+    assert_eq!(e.details["reason"], "grace_period_over");
+    // Back online: the buffered commands are reconciled and sent; claims resume.
+    r.link(true);
+    assert!(r.agent.outbox().is_empty(), "{:?}", r.agent.outbox());
+    assert_eq!(r.s.state().work[&id("w1")].spent, 1);
+    // The read-only effect may now be dispatched; once w1 is done, w2 is claimed.
+    assert_eq!(r.dispatched.len(), 1);
+    let key = r.dispatched[0].key;
+    let now = r.s.now;
+    r.agent
+        .handle_effect_outcome(now, &key, json!({}), json!({}));
+    r.pump();
+    r.agent.submit(now, &id("w1"), json!({})).unwrap();
+    r.pump();
+    assert!(r.commands("claim_work").len() > claims);
+    assert!(r.running().contains(&id("w2")));
+}
+
+#[test]
+fn a_command_that_landed_is_found_by_lookup_and_not_sent_again() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    r.answers = false; // the receipt is lost
+    let now = r.s.now;
+    r.agent.submit(now, &id("w1"), json!({"ok": 1})).unwrap();
+    r.pump();
+    assert_eq!(r.commands("submit").len(), 1);
+    r.link(false);
+    r.answers = true;
+    r.link(true);
+    assert!(r
+        .sent
+        .iter()
+        .any(|t| matches!(t, Transmit::LookupReceipt { .. })));
+    assert_eq!(r.commands("submit").len(), 1, "found by lookup, not resent");
+    assert!(r.agent.outbox().is_empty());
+}
+
+#[test]
+fn offline_commands_are_rebased_on_a_new_session_with_a_tilde_action_and_re_signed() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    r.link(false);
+    let now = r.s.now;
+    let action = r.agent.submit(now, &id("w1"), json!({"ok": 1})).unwrap();
+    let session = r.agent.replace_session(now).unwrap();
+    r.pump();
+    assert_eq!(r.agent.session(), 2);
+    r.link(true);
+    for _ in 0..4 {
+        r.advance(600);
+    }
+    let submits = r.commands("submit");
+    let last = submits.last().unwrap();
+    assert_eq!(last.action, id(&format!("{action}~1")));
+    assert_eq!(last.session, 2);
+    assert!(last
+        .verify(&SecretKey::for_transcript("bob").public())
+        .unwrap());
+    let receipt = r.s.state().receipt("bob", last.action.as_str()).unwrap();
+    // The lease of session 1 was revoked by the new session: the late result is evidence.
+    assert_eq!(receipt.disposition, Disposition::Evidence);
+    assert!(r.s.state().receipt("bob", session.as_str()).is_some());
+    assert!(r.agent.outbox().is_empty());
+}
+
+#[test]
+fn cursor_too_old_leads_to_a_verified_snapshot_restore() {
+    let mut s = group_with(&[("w1", &[]), ("w2", &[])]);
+    s.claim_start("carol", "w1", 60_000);
+    let bytes = Snapshot::build_cbor(s.state(), &SecretKey::for_transcript("@authority")).unwrap();
+    let snap = Snapshot::from_cbor(&bytes).unwrap();
+    let mut c = config(&s, "bob");
+    c.capacity = 0;
+    let mut agent = Agent::new(c, SecretKey::for_transcript("bob")).unwrap();
+    agent.handle_connectivity(s.now, true);
+    let e = snap.reference("/snap").cursor_too_old(0, snap.seq);
+    agent.handle_fetch_error(s.now, &e);
+    let mut asked = false;
+    loop {
+        if let Some(ws) = agent.poll_write_set() {
+            agent.handle_committed(s.now, ws.serial);
+            continue;
+        }
+        match agent.poll_transmit() {
+            Some(Transmit::FetchSnapshot(r)) => asked |= r.seq == snap.seq,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    assert!(asked);
+    // A tampered snapshot changes nothing.
+    let mut bad = bytes.clone();
+    bad[40] ^= 1;
+    agent.handle_snapshot(s.now, &bad);
+    assert_eq!(agent.replica().cursor(), 0);
+    assert!(matches!(
+        agent.poll_notice(),
+        Some(Notice::Corrupt(Error {
+            code: Code::SnapshotInvalid,
+            ..
+        }))
+    ));
+    agent.handle_fetch_error(s.now, &e);
+    agent.handle_snapshot(s.now, &bytes);
+    assert_eq!(agent.replica().cursor(), snap.seq);
+    assert_eq!(
+        agent.replica().state_hash().unwrap(),
+        s.state().hash().unwrap()
+    );
+    let ws = agent.poll_write_set().unwrap();
+    assert!(ws.reset);
+    // Replay resumes strictly after the snapshot.
+    let fetch = std::iter::from_fn(|| agent.poll_transmit()).find_map(|t| match t {
+        Transmit::FetchEvents { after } => Some(after),
+        _ => None,
+    });
+    assert_eq!(
+        fetch, None,
+        "nothing is sent before the restore is committed"
+    );
+    agent.handle_committed(s.now, ws.serial);
+    let fetch = std::iter::from_fn(|| agent.poll_transmit()).find_map(|t| match t {
+        Transmit::FetchEvents { after } => Some(after),
+        _ => None,
+    });
+    assert_eq!(fetch, Some(snap.seq));
+}
+
+#[test]
+fn a_lost_lease_is_reported_and_its_work_is_not_continued() {
+    let mut r = Rig::new(group_with(&[("w1", &[])]), "bob");
+    r.up = false; // renewals cannot get through
+    r.agent.handle_connectivity(r.s.now, true); // …but the host does not know yet
+    r.advance(10_500);
+    assert!(r.notices.iter().any(|n| matches!(
+        n,
+        Notice::LeaseLost {
+            reason: "expired_locally",
+            ..
+        }
+    )));
+    let now = r.s.now;
+    assert_eq!(
+        r.agent.charge(now, &id("w1"), 1, None).unwrap_err().code,
+        Code::LeaseExpired
+    );
+}
