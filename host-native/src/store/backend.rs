@@ -181,6 +181,7 @@ enum Entry {
 
 #[derive(Debug, Default)]
 struct MemFs {
+    sync_delay: std::time::Duration,
     inodes: Vec<Inode>,
     live: BTreeMap<PathBuf, Entry>,
     durable: BTreeMap<PathBuf, Entry>,
@@ -308,6 +309,12 @@ impl MemBackend {
         lock(&self.fs).fault = Some((n, fault));
     }
 
+    /// Makes every `sync_data` take `delay` (outside the lock), as a real disk does, so that
+    /// concurrent writers pile up behind a sync and group commit batches them.
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        lock(&self.fs).sync_delay = delay;
+    }
+
     /// Removes any injected fault.
     pub fn clear_fault(&self) {
         lock(&self.fs).fault = None;
@@ -397,6 +404,7 @@ impl MemBackend {
         }
         MemBackend {
             fs: Arc::new(Mutex::new(MemFs {
+                sync_delay: std::time::Duration::ZERO,
                 inodes,
                 live: entries.clone(),
                 durable: entries,
@@ -465,11 +473,17 @@ impl StorageFile for MemFile {
         Ok(())
     }
     fn sync_data(&self) -> io::Result<()> {
-        let mut fs = lock(&self.fs);
-        fs.tick(format!("sync {}", self.path.display()))?;
-        let inode = &mut fs.inodes[self.inode];
-        inode.durable = inode.live.clone();
-        inode.pending.clear();
+        let delay = {
+            let mut fs = lock(&self.fs);
+            fs.tick(format!("sync {}", self.path.display()))?;
+            let inode = &mut fs.inodes[self.inode];
+            inode.durable = inode.live.clone();
+            inode.pending.clear();
+            fs.sync_delay
+        };
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
         Ok(())
     }
 }

@@ -502,7 +502,14 @@ impl GroupLog {
             if record_crc(&hb_bytes(&h), &payload) != h.crc {
                 return Err(corrupt_at(&name, off, format!("record seq {seq} checksum mismatch")));
             }
-            let mut event = Event::from_cbor(&payload)?;
+            if payload.iter().all(|&b| b == 0) {
+                return Err(corrupt_at(
+                    &name,
+                    off,
+                    format!("record seq {seq} was erased but {OVERLAY_NAME} has no entry for it"),
+                ));
+            }
+            let mut event = Event::from_cbor(&payload).map_err(|e| corrupt_at(&name, off, e.message))?;
             event.redact()?;
             let red = event.to_cbor()?;
             let mut entry = Vec::with_capacity(8 + red.len());
@@ -689,66 +696,46 @@ impl GroupLog {
         });
         let mut state: Option<GroupState> = base.map(|s| s.state);
 
-        let mut index: Vec<SegmentIndex> = Vec::new();
-        let mut pending_zero: Vec<u64> = Vec::new();
-        let mut last_id = Hash::ZERO;
-        let mut next_seq = 1u64;
-        let erased = |seq: u64| overlay.entries.get(&seq).map(|e| e.orig);
-        let mut replay = Replay::new(&overlay, &dir);
-        for (i, first_seq) in seg_seqs.iter().enumerate() {
-            let name = segment_name(*first_seq);
-            let path = dir.join(&name);
-            let file = be.open(&path).map_err(io_err(format!("open {}", path.display())))?;
-            if *first_seq != next_seq {
-                return Err(corrupt_at(&name, 0, format!("segment starts at seq {first_seq}, expected {next_seq}")));
-            }
-            let header = check_header(&*file, &name, SEGMENT_MAGIC, &id, Some(*first_seq))?;
-            if *first_seq > base_seq && header.prev != last_id {
-                return Err(corrupt_at(&name, 20, "segment header's prev is not the id of the event before it"));
-            }
-            let is_last = i + 1 == seg_seqs.len();
-            let mut offsets = Vec::new();
-            let spec = ScanSpec {
-                name: &name,
-                first_seq: *first_seq,
-                contiguous: true,
-                may_be_torn: is_last,
-                erased: &erased,
-            };
-            let end = scan(&*file, &spec, &mut |r| {
-                offsets.push(r.offset);
-                if r.erasure == Erasure::Pending {
-                    pending_zero.push(r.header.seq);
-                }
-                let seq = r.header.seq;
-                if seq < base_seq {
-                    return Ok(());
-                }
-                let event = replay.decode(&r, &name)?;
-                if seq == base_seq {
-                    if Some(event.id) != chain_head {
-                        return Err(corrupt_at(&name, r.offset, format!("event {seq} is not the snapshot's chain head")));
+        // Two stages on two threads: this thread applies, a scoped worker reads, checks and
+        // decodes (the expensive part) and hands over events in order, in bounded batches.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(String, u64, Event)>>(8);
+        let scanned: Result<Scanned> = std::thread::scope(|scope| {
+            let worker = scope.spawn(|| scan_segments(&be, &dir, &id, &seg_seqs, &overlay, base_seq, tx));
+            let mut applied: Result<()> = Ok(());
+            for batch in rx.iter() {
+                for (name, offset, event) in batch {
+                    let r = if event.seq == base_seq {
+                        if Some(event.id) == chain_head {
+                            Ok(())
+                        } else {
+                            Err(corrupt_at(&name, offset, format!("event {} is not the snapshot's chain head", event.seq)))
+                        }
+                    } else {
+                        GroupState::apply_to(&mut state, &event).map_err(|e| corrupt_at(&name, offset, e.message))
+                    };
+                    if let Err(e) = r {
+                        applied = Err(e);
+                        break;
                     }
-                } else {
-                    GroupState::apply_to(&mut state, &event)
-                        .map_err(|e| corrupt_at(&name, r.offset, e.message))?;
                 }
-                last_id = event.id;
-                Ok(())
-            })?;
-            if let Some(torn) = end.torn {
-                trim(&*file, &path, end.end)?;
-                report.trimmed.push((path.display().to_string(), end.end, torn));
+                if applied.is_err() {
+                    break;
+                }
             }
-            next_seq = end.last_seq + 1;
-            index.push(SegmentIndex {
-                first_seq: *first_seq,
-                name,
-                file,
-                offsets,
-                end: end.end,
-            });
-        }
+            // Dropping the receiver stops the worker at its next send.
+            drop(rx);
+            let scanned = worker
+                .join()
+                .unwrap_or_else(|_| Err(Error::new(Code::Storage, "the log reader thread panicked")));
+            applied.and(scanned)
+        });
+        let Scanned {
+            index,
+            pending_zero,
+            next_seq,
+            trimmed,
+        } = scanned?;
+        report.trimmed.extend(trimmed);
         let head = next_seq - 1;
         if head < base_seq {
             return Err(Error::corrupt(format!(
@@ -929,4 +916,94 @@ impl<'a> Replay<'a> {
         }
         Ok(event)
     }
+}
+
+/// What the log reader found: the segment index, records whose erasure must be redone,
+/// the next seq, and the tails it trimmed.
+struct Scanned {
+    index: Vec<SegmentIndex>,
+    pending_zero: Vec<u64>,
+    next_seq: u64,
+    trimmed: Vec<(String, u64, u64)>,
+}
+
+/// Reads every segment in order, checking framing, CRCs and seqs, trimming a torn tail, and
+/// sends the decoded events from `from_seq` on to `tx` in batches.
+fn scan_segments(
+    be: &Arc<dyn super::backend::Backend>,
+    dir: &Path,
+    id: &Id,
+    seg_seqs: &[u64],
+    overlay: &Overlay,
+    from_seq: u64,
+    tx: std::sync::mpsc::SyncSender<Vec<(String, u64, Event)>>,
+) -> Result<Scanned> {
+    const BATCH: usize = 256;
+    let mut index: Vec<SegmentIndex> = Vec::new();
+    let mut pending_zero: Vec<u64> = Vec::new();
+    let mut trimmed = Vec::new();
+    let mut last_id = Hash::ZERO;
+    let mut next_seq = 1u64;
+    let erased = |seq: u64| overlay.entries.get(&seq).map(|e| e.orig);
+    let mut replay = Replay::new(overlay, dir);
+    let mut batch: Vec<(String, u64, Event)> = Vec::with_capacity(BATCH);
+    let stopped = || Error::new(Code::Storage, "log replay stopped");
+    for (i, first_seq) in seg_seqs.iter().enumerate() {
+        let name = segment_name(*first_seq);
+        let path = dir.join(&name);
+        let file = be.open(&path).map_err(io_err(format!("open {}", path.display())))?;
+        if *first_seq != next_seq {
+            return Err(corrupt_at(&name, 0, format!("segment starts at seq {first_seq}, expected {next_seq}")));
+        }
+        let header = check_header(&*file, &name, SEGMENT_MAGIC, id, Some(*first_seq))?;
+        if *first_seq > from_seq && header.prev != last_id {
+            return Err(corrupt_at(&name, 20, "segment header's prev is not the id of the event before it"));
+        }
+        let mut offsets = Vec::new();
+        let spec = ScanSpec {
+            name: &name,
+            first_seq: *first_seq,
+            contiguous: true,
+            may_be_torn: i + 1 == seg_seqs.len(),
+            erased: &erased,
+        };
+        let end = scan(&*file, &spec, &mut |r| {
+            offsets.push(r.offset);
+            if r.erasure == Erasure::Pending {
+                pending_zero.push(r.header.seq);
+            }
+            if r.header.seq < from_seq {
+                return Ok(());
+            }
+            let event = replay.decode(&r, &name)?;
+            last_id = event.id;
+            batch.push((name.clone(), r.offset, event));
+            if batch.len() == BATCH {
+                tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
+                    .map_err(|_| stopped())?;
+            }
+            Ok(())
+        })?;
+        if let Some(torn) = end.torn {
+            trim(&*file, &path, end.end)?;
+            trimmed.push((path.display().to_string(), end.end, torn));
+        }
+        next_seq = end.last_seq + 1;
+        index.push(SegmentIndex {
+            first_seq: *first_seq,
+            name,
+            file,
+            offsets,
+            end: end.end,
+        });
+    }
+    if !batch.is_empty() {
+        tx.send(batch).map_err(|_| stopped())?;
+    }
+    Ok(Scanned {
+        index,
+        pending_zero,
+        next_seq,
+        trimmed,
+    })
 }
