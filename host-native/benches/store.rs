@@ -12,12 +12,14 @@
 //! `target/mwp-bench-1m` (about a minute). `MWP_BENCH_QUICK=1` skips the cold opens.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use mwp_core::accept::accept_preverified;
-use mwp_core::command::{Body, ClaimWork, Contract, CreateWork, MemberSpec, OpenGroup, Risk, Role, StartWork, Submit};
+use mwp_core::command::{
+    Body, ClaimWork, Contract, CreateWork, MemberSpec, OpenGroup, Risk, Role, StartWork, Submit,
+};
 use mwp_core::lease::LeaseId;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{accept, Command, Decision, GroupState, Id, Limits, SecretKey};
@@ -130,7 +132,8 @@ impl Sqlite {
         // Same parallel signature check as the file store.
         let key = {
             let g = self.inner.lock().expect("no panics");
-            g.0.as_ref().and_then(|s| s.members.get(&cmd.actor).map(|m| m.key))
+            g.0.as_ref()
+                .and_then(|s| s.members.get(&cmd.actor).map(|m| m.key))
         };
         let verified = key.filter(|k| cmd.verify(k).unwrap_or(false));
         let mut g = self.inner.lock().expect("no panics");
@@ -150,7 +153,13 @@ impl Sqlite {
             .expect("insert event");
             tx.execute(
                 "INSERT INTO receipts (grp, actor, action, seq, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-                rusqlite::params![e.group.as_str(), e.actor.as_str(), e.action.as_str(), e.seq as i64, receipt],
+                rusqlite::params![
+                    e.group.as_str(),
+                    e.actor.as_str(),
+                    e.action.as_str(),
+                    e.seq as i64,
+                    receipt
+                ],
             )
             .expect("insert receipt");
             tx.commit().expect("commit");
@@ -168,7 +177,9 @@ fn bench_dir(name: &str) -> PathBuf {
 }
 
 fn durable_accepts(c: &mut Criterion) {
-    let keys: Vec<SecretKey> = (0..MEMBERS).map(|i| SecretKey::for_transcript(&actor(i))).collect();
+    let keys: Vec<SecretKey> = (0..MEMBERS)
+        .map(|i| SecretKey::for_transcript(&actor(i)))
+        .collect();
     let mut group = c.benchmark_group("durable_accepts");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
@@ -196,7 +207,9 @@ fn durable_accepts(c: &mut Criterion) {
                     round += 1;
                     let per = (iters as usize).div_ceil(submitters);
                     // Pre-signed outside the timed section.
-                    let lists: Vec<Vec<Command>> = (0..submitters).map(|s| commands(s, round, per, &keys)).collect();
+                    let lists: Vec<Vec<Command>> = (0..submitters)
+                        .map(|s| commands(s, round, per, &keys))
+                        .collect();
                     let barrier = Barrier::new(submitters + 1);
                     let elapsed = std::thread::scope(|scope| {
                         for list in &lists {
@@ -238,11 +251,19 @@ fn build_large(dir: &Path, events: u64) {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir.join("groups/g1")).expect("mkdir");
     let key = authority();
-    std::fs::write(dir.join("authority.key"), format!("{}\n", hex_of(&key.to_bytes()))).expect("key");
+    std::fs::write(
+        dir.join("authority.key"),
+        format!("{}\n", hex_of(&key.to_bytes())),
+    )
+    .expect("key");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.join("authority.key"), std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        std::fs::set_permissions(
+            dir.join("authority.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .expect("chmod");
     }
     let limits = Limits::default();
     let mut state: Option<GroupState> = None;
@@ -258,7 +279,9 @@ fn build_large(dir: &Path, events: u64) {
     }
     .encode()
     .to_vec();
-    let flush = |first: u64, bytes: &[u8]| std::fs::write(gdir.join(segment_name(first)), bytes).expect("segment");
+    let flush = |first: u64, bytes: &[u8]| {
+        std::fs::write(gdir.join(segment_name(first)), bytes).expect("segment")
+    };
     let snapshot_at = events - 1000;
     let mut i = 0u64;
     let mut step = 0u64;
@@ -266,7 +289,7 @@ fn build_large(dir: &Path, events: u64) {
         let seq = state.as_ref().map_or(0, |s| s.seq);
         let now = 10_000 + seq;
         let w = format!("w{i}");
-        let (cmd, key) = if seq == 0 {
+        let (cmd, signer) = if seq == 0 {
             (open_cmd(), alice)
         } else {
             let (who, body, expect) = match step {
@@ -324,8 +347,10 @@ fn build_large(dir: &Path, events: u64) {
             (cmd, if who == "bob" { bob } else { alice })
         };
         // The data set is built without signing: accept is told the signature was checked.
-        let d = accept_preverified(state.as_ref(), &cmd, now, &limits, &key).expect("accepted");
-        let Decision::Accepted(e) = d else { panic!("expected an event") };
+        let d = accept_preverified(state.as_ref(), &cmd, now, &limits, &signer).expect("accepted");
+        let Decision::Accepted(e) = d else {
+            panic!("expected an event")
+        };
         let bytes = e.to_cbor().expect("encodes");
         if seg.len() as u64 >= 64 << 20 {
             flush(seg_first, &seg);
@@ -343,8 +368,15 @@ fn build_large(dir: &Path, events: u64) {
         GroupState::apply_to(&mut state, &e).expect("applies");
         if e.seq == snapshot_at {
             let s = state.as_ref().expect("state");
-            let payload = Snapshot::build(s, &key).expect("snapshot").to_cbor().expect("encodes");
-            std::fs::write(gdir.join(format::snapshot_name(e.seq)), format::encode_snapshot_file(e.seq, &payload)).expect("snap");
+            let payload = Snapshot::build(s, &key)
+                .expect("snapshot")
+                .to_cbor()
+                .expect("encodes");
+            std::fs::write(
+                gdir.join(format::snapshot_name(e.seq)),
+                format::encode_snapshot_file(e.seq, &payload),
+            )
+            .expect("snap");
         }
     }
     flush(seg_first, &seg);
@@ -386,9 +418,18 @@ fn cold_open_child(dir: &str, without_snapshot: bool) {
     let head = store.head_seq(&id("g1")).expect("head");
     let rss = std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_owned)
+        })
         .unwrap_or_default();
-    println!("{} {} {}", elapsed.as_nanos(), head, rss.split_whitespace().nth(1).unwrap_or("0"));
+    println!(
+        "{} {} {}",
+        elapsed.as_nanos(),
+        head,
+        rss.split_whitespace().nth(1).unwrap_or("0")
+    );
 }
 
 fn cold_open(c: &mut Criterion) {
@@ -398,7 +439,11 @@ fn cold_open(c: &mut Criterion) {
     let dir = bench_dir("mwp-bench-1m");
     let t = Instant::now();
     build_large(&dir, 1_000_000);
-    eprintln!("1M-event data set ready in {:?} at {}", t.elapsed(), dir.display());
+    eprintln!(
+        "1M-event data set ready in {:?} at {}",
+        t.elapsed(),
+        dir.display()
+    );
     let mut group = c.benchmark_group("cold_open_1m");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(30));
@@ -415,8 +460,14 @@ fn cold_open(c: &mut Criterion) {
                         .expect("child runs");
                     let text = String::from_utf8_lossy(&out.stdout);
                     let mut f = text.split_whitespace();
-                    let ns: u64 = f.next().and_then(|x| x.parse().ok()).expect("child reports time");
-                    let head: u64 = f.next().and_then(|x| x.parse().ok()).expect("child reports head");
+                    let ns: u64 = f
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .expect("child reports time");
+                    let head: u64 = f
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .expect("child reports head");
                     assert_eq!(head, 1_000_000);
                     peak_kib = peak_kib.max(f.next().and_then(|x| x.parse().ok()).unwrap_or(0));
                     total += Duration::from_nanos(ns);
@@ -429,14 +480,14 @@ fn cold_open(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, durable_accepts, cold_open);
-
 fn main() {
     if let Some(dir) = std::env::var_os("MWP_BENCH_COLD_OPEN") {
         let without = std::env::var("MWP_BENCH_NO_SNAPSHOT").is_ok_and(|v| v == "1");
         cold_open_child(&dir.to_string_lossy(), without);
         return;
     }
-    benches();
-    Criterion::default().configure_from_args().final_summary();
+    let mut c = Criterion::default().configure_from_args();
+    durable_accepts(&mut c);
+    cold_open(&mut c);
+    c.final_summary();
 }

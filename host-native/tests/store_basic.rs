@@ -21,14 +21,26 @@ fn workload_answers_like_the_memory_reference() {
     let got = runner.run_all(&workload());
     let (want, _) = run_in_memory(&workload());
     assert_same_output(&got, &want, "workload");
-    let outcomes: Vec<&str> = want.iter().map(|v| v["outcome"].as_str().unwrap_or("op")).collect();
+    let outcomes: Vec<&str> = want
+        .iter()
+        .map(|v| v["outcome"].as_str().unwrap_or("op"))
+        .collect();
     assert!(outcomes.contains(&"duplicate") && outcomes.contains(&"rejected"));
-    assert_eq!(outcomes.iter().filter(|o| **o == "accepted").count(), 26, "{want:#?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == "accepted").count(),
+        26,
+        "{want:#?}"
+    );
     let store = rec.store.take().unwrap();
     let before = store.state_hash(&id("g1")).unwrap();
     let store = store.reopen().unwrap();
     assert_eq!(store.state_hash(&id("g1")).unwrap(), before);
-    assert!(be.op_log().iter().any(|o| o.contains("00000000000000000008.seg")), "segments roll over");
+    assert!(
+        be.op_log()
+            .iter()
+            .any(|o| o.contains("00000000000000000008.seg")),
+        "segments roll over"
+    );
 }
 
 #[test]
@@ -68,8 +80,15 @@ fn key_file_is_0600_and_binds_the_directory() {
         authority_key: Some(mwp_core::SecretKey::for_transcript("@authority")),
         ..Default::default()
     };
-    assert_eq!(FileStore::open(tmp.path(), other).unwrap_err().code, Code::Storage);
-    std::fs::set_permissions(tmp.path().join("authority.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(
+        FileStore::open(tmp.path(), other).unwrap_err().code,
+        Code::Storage
+    );
+    std::fs::set_permissions(
+        tmp.path().join("authority.key"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
     let e = FileStore::open(tmp.path(), Default::default()).unwrap_err();
     assert!(e.message.contains("0600"), "{e}");
 }
@@ -82,7 +101,10 @@ fn open_group_must_name_this_authority() {
     let mut runner = Runner::new(&mut rec_store);
     let out = runner.run_all(&workload());
     assert_eq!(out[0]["error"]["code"], "NOT_PERMITTED", "{}", out[0]);
-    assert!(rec_store.groups().unwrap().is_empty(), "nothing was created");
+    assert!(
+        rec_store.groups().unwrap().is_empty(),
+        "nothing was created"
+    );
 }
 
 #[test]
@@ -98,8 +120,17 @@ fn storage_errors_are_sticky() {
         runner.run_line(line);
     }
     drop(runner);
-    assert!(rec.errors.iter().all(|e| e.code == Code::Storage), "{:?}", rec.errors);
-    assert!(rec.errors.len() > 10, "every later command is refused, not retried: {:?} {:?}", rec.errors, be.op_log());
+    assert!(
+        rec.errors.iter().all(|e| e.code == Code::Storage),
+        "{:?}",
+        rec.errors
+    );
+    assert!(
+        rec.errors.len() > 10,
+        "every later command is refused, not retried: {:?} {:?}",
+        rec.errors,
+        be.op_log()
+    );
     assert_eq!(rec.acked.len(), 3);
 }
 
@@ -113,12 +144,17 @@ fn redaction_erases_stored_values_and_keeps_the_chain() {
     let events = store.events(&g, 0, 100).unwrap();
     let e2 = &events[1];
     e2.verify().unwrap();
-    assert!(serde_json::to_string(&e2.kind).unwrap().contains("$redacted"));
+    assert!(serde_json::to_string(&e2.kind)
+        .unwrap()
+        .contains("$redacted"));
     for w in events.windows(2) {
         assert_eq!(w[1].prev, w[0].id);
     }
     for (name, bytes) in all_files(&be, Path::new("/d")) {
-        assert!(!bytes.windows(SECRET.len()).any(|w| w == SECRET), "{name} still holds the value");
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET),
+            "{name} still holds the value"
+        );
     }
     let report = mwp_host::store::fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
     assert!(report.is_clean(), "{:?}", report.findings);
@@ -136,7 +172,14 @@ fn archive_writes_a_final_signed_snapshot() {
     let g = id("g1");
     let head = store.head_seq(&g).unwrap();
     let bytes = store.latest_snapshot(&g).unwrap();
-    let snap = mwp_core::snapshot::Snapshot::verify_bytes(&bytes, &store.authority_key(), &id("acme"), &g, head).unwrap();
+    let snap = mwp_core::snapshot::Snapshot::verify_bytes(
+        &bytes,
+        &store.authority_key(),
+        &id("acme"),
+        &g,
+        head,
+    )
+    .unwrap();
     assert_eq!(snap.seq, head);
     assert!(snap.state.archived);
 }
@@ -171,7 +214,10 @@ fn ticks_are_signed_by_the_store_and_follow_deadlines() {
     let mut store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), opts()).unwrap();
     let text: String = workload().lines().take(13).collect::<Vec<_>>().join("\n");
     Runner::new(&mut store).run_all(&text);
-    let (g, at) = store.next_deadline().unwrap().expect("carol's lease has a deadline");
+    let (g, at) = store
+        .next_deadline()
+        .unwrap()
+        .expect("carol's lease has a deadline");
     assert_eq!(g, id("g1"));
     assert_eq!(store.tick(&g, at - 1).unwrap(), None, "nothing due yet");
     match store.tick(&g, at).unwrap() {
@@ -187,7 +233,10 @@ fn preverified_accept_still_rejects_a_wrong_key() {
     let (lines, _) = (workload(), ());
     let mut mem = mwp_core::memory::MemoryAuthority::new();
     let mut cmds = Vec::new();
-    struct Cap<'a>(&'a mut mwp_core::memory::MemoryAuthority, &'a mut Vec<mwp_core::Command>);
+    struct Cap<'a>(
+        &'a mut mwp_core::memory::MemoryAuthority,
+        &'a mut Vec<mwp_core::Command>,
+    );
     impl mwp_core::transcript::Host for Cap<'_> {
         fn submit(&mut self, c: &mwp_core::Command, n: u64) -> mwp_core::Result<Decision> {
             self.1.push(c.clone());
@@ -212,4 +261,28 @@ fn preverified_accept_still_rejects_a_wrong_key() {
     let wrong = mwp_core::SecretKey::for_transcript("mallory").public();
     let e = accept_preverified(Some(&state), &cmd, 0, &Default::default(), &wrong).unwrap_err();
     assert_eq!(e.code, Code::BadSignature);
+}
+
+#[test]
+fn fsck_checks_a_real_data_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = FileStore::open(tmp.path(), opts()).unwrap();
+    Runner::new(&mut store).run_all(&workload());
+    drop(store);
+    let report = mwp_host::store::fsck(tmp.path()).unwrap();
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert_eq!(report.groups.len(), 1);
+    assert!(report.groups[0].snapshots_ok >= 1);
+    let seg = tmp.path().join("groups/g1/00000000000000000001.seg");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[300] ^= 0x10;
+    std::fs::write(&seg, &bytes).unwrap();
+    let report = mwp_host::store::fsck(tmp.path()).unwrap();
+    assert!(!report.is_clean());
+    let f = &report.findings[0];
+    assert_eq!(
+        (f.code, f.file.as_str(), f.offset),
+        (Code::LogCorrupt, "00000000000000000001.seg", Some(192))
+    );
+    assert_eq!(std::fs::read(&seg).unwrap(), bytes, "fsck changes nothing");
 }

@@ -47,7 +47,8 @@ fn assert_detected(be: &MemBackend, file: &Path, context: &str) {
             let named = e.details.get("file").and_then(|f| f.as_str()).unwrap_or("");
             let _ = file;
             assert!(
-                (named.ends_with(".seg") || named.ends_with(".log")) && e.details.contains_key("offset")
+                (named.ends_with(".seg") || named.ends_with(".log"))
+                    && e.details.contains_key("offset")
                     || e.message.contains("snapshot"),
                 "{context}: {e:?}"
             );
@@ -75,7 +76,11 @@ fn bit_flips_at_random_offsets_are_all_detected() {
             let at = rng.below(bytes.len() as u64) as usize;
             damaged[at] ^= 1 << rng.below(8);
             image.write_file(file, &damaged).unwrap();
-            assert_detected(&image, file, &format!("bit flip at {}:{at}", file.display()));
+            assert_detected(
+                &image,
+                file,
+                &format!("bit flip at {}:{at}", file.display()),
+            );
             trials += 1;
         }
     }
@@ -92,7 +97,11 @@ fn truncations_at_random_offsets_are_all_detected() {
             let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
             let at = rng.below(bytes.len() as u64) as usize;
             image.write_file(file, &bytes[..at]).unwrap();
-            assert_detected(&image, file, &format!("truncation of {} at {at}", file.display()));
+            assert_detected(
+                &image,
+                file,
+                &format!("truncation of {} at {at}", file.display()),
+            );
         }
     }
 }
@@ -106,7 +115,13 @@ fn big_segments() -> mwp_host::store::StoreOptions {
 
 fn last_segment(be: &MemBackend) -> PathBuf {
     let dir = Path::new("/d/groups/g1");
-    let last = be.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".seg")).max().unwrap();
+    let last = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .max()
+        .unwrap();
     dir.join(last)
 }
 
@@ -126,7 +141,10 @@ fn a_torn_tail_is_trimmed_and_writing_resumes() {
     bytes.extend_from_slice(&[0x2a, 0, 0, 0, (head + 1) as u8, 0, 0, 0, 0, 0]);
     be.write_file(&seg, &bytes).unwrap();
     let store = open(&be).unwrap();
-    assert_eq!(store.report().trimmed, vec![(seg.display().to_string(), good, 10)]);
+    assert_eq!(
+        store.report().trimmed,
+        vec![(seg.display().to_string(), good, 10)]
+    );
     assert_eq!(store.head_seq(&id("g1")).unwrap(), head);
     drop(store);
     // Everything continues: the rest of the workload commits and reopens cleanly.
@@ -134,7 +152,9 @@ fn a_torn_tail_is_trimmed_and_writing_resumes() {
     run(&mut rec, &text);
     let store = rec.store.take().unwrap().reopen().unwrap();
     assert!(store.report().trimmed.is_empty());
-    assert!(fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap().is_clean());
+    assert!(fsck_with(Arc::new(be.clone()), Path::new("/d"))
+        .unwrap()
+        .is_clean());
 }
 
 #[test]
@@ -171,7 +191,11 @@ fn a_torn_batch_whose_later_pages_landed_is_still_a_torn_tail() {
     out.extend_from_slice(&batch);
     be.write_file(&seg, &out).unwrap();
     let store = open(&be).unwrap();
-    assert_eq!(store.head_seq(&id("g1")).unwrap(), 2, "the batch is trimmed from its first damaged record");
+    assert_eq!(
+        store.head_seq(&id("g1")).unwrap(),
+        2,
+        "the batch is trimmed from its first damaged record"
+    );
     assert_eq!(store.report().trimmed.len(), 1);
 }
 
@@ -216,7 +240,13 @@ fn damage_in_the_last_segment_before_a_later_batch_is_refused() {
 fn a_damaged_snapshot_is_passed_over_and_reported() {
     let (be, _) = written();
     let dir = Path::new("/d/groups/g1");
-    let snap = be.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".snap")).max().unwrap();
+    let snap = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".snap"))
+        .max()
+        .unwrap();
     let path = dir.join(&snap);
     let mut bytes = be.read_file(&path).unwrap();
     let n = bytes.len();

@@ -23,7 +23,13 @@ fn baseline() -> (u64, Hash) {
     let mut rec = Recorder::open(&be, opts());
     run(&mut rec, &workload());
     assert!(rec.errors.iter().all(|e| e.code != mwp_core::Code::Storage));
-    let hash = rec.store.as_ref().unwrap().state_hash(&id("g1")).unwrap().unwrap();
+    let hash = rec
+        .store
+        .as_ref()
+        .unwrap()
+        .state_hash(&id("g1"))
+        .unwrap()
+        .unwrap();
     (be.ops(), hash)
 }
 
@@ -34,7 +40,11 @@ fn resume_and_check(store: FileStore, final_hash: Hash, context: &str) {
     };
     run(&mut rec, &workload());
     let got = rec.store.as_ref().unwrap().state_hash(&id("g1")).unwrap();
-    assert_eq!(got, Some(final_hash), "{context}: resumed workload ends elsewhere");
+    assert_eq!(
+        got,
+        Some(final_hash),
+        "{context}: resumed workload ends elsewhere"
+    );
 }
 
 /// In debug builds every 5th crash point is visited (the full sweep runs with --release).
@@ -57,7 +67,10 @@ fn crash_at_every_write_and_sync_boundary() {
             let mut rec = Recorder::open(&be, opts());
             run(&mut rec, &workload());
             drop(rec.store.take());
-            let context = format!("fault {fault:?} at op {n} ({:?})", be.op_log().get(n as usize));
+            let context = format!(
+                "fault {fault:?} at op {n} ({:?})",
+                be.op_log().get(n as usize)
+            );
             let image = be.crash_image(PowerLoss::DropAll);
             let store = check_reopened(&image, &rec, &context);
             resume_and_check(store, final_hash, &context);
@@ -84,7 +97,10 @@ fn power_loss_images_at_every_boundary() {
             PowerLoss::Scramble(n),
             PowerLoss::Scramble(n ^ 0xdead_beef),
         ] {
-            let context = format!("power loss {loss:?} at op {n} ({:?})", be.op_log().get(n as usize));
+            let context = format!(
+                "power loss {loss:?} at op {n} ({:?})",
+                be.op_log().get(n as usize)
+            );
             let image = be.crash_image(loss);
             let store = check_reopened(&image, &rec, &context);
             resume_and_check(store, final_hash, &context);
@@ -130,7 +146,8 @@ fn power_loss_during_group_commit_of_concurrent_submitters() {
             })
             .collect();
         for c in cmds.iter().flatten() {
-            rec.cmds.insert((c.actor.clone(), c.action.clone()), c.clone());
+            rec.cmds
+                .insert((c.actor.clone(), c.action.clone()), c.clone());
         }
         let acked = Mutex::new(rec.acked.clone());
         std::thread::scope(|s| {
@@ -149,16 +166,28 @@ fn power_loss_during_group_commit_of_concurrent_submitters() {
         });
         drop(store);
         rec.acked = acked.into_inner().unwrap();
-        let writes = be.op_log().iter().filter(|o| o.starts_with("write") && o.contains(".seg")).count();
+        let writes = be
+            .op_log()
+            .iter()
+            .filter(|o| o.starts_with("write") && o.contains(".seg"))
+            .count();
         batched |= writes < 1 + rec.acked.len();
-        for loss in [PowerLoss::DropAll, PowerLoss::KeepAll, PowerLoss::Scramble(cut), PowerLoss::Scramble(cut + 99)] {
+        for loss in [
+            PowerLoss::DropAll,
+            PowerLoss::KeepAll,
+            PowerLoss::Scramble(cut),
+            PowerLoss::Scramble(cut + 99),
+        ] {
             let context = format!("concurrent, power loss {loss:?} after {cut} ops");
             let image = be.crash_image(loss);
             check_reopened(&image, &rec, &context);
             covered += 1;
         }
     }
-    assert!(batched, "group commit never batched two records into one write");
+    assert!(
+        batched,
+        "group commit never batched two records into one write"
+    );
     eprintln!("concurrent power-loss images covered: {covered}");
 }
 
@@ -175,7 +204,10 @@ fn a_reopened_store_keeps_answering_duplicates_with_the_original_receipts() {
     };
     run(&mut again, &workload());
     for r in &first {
-        assert!(again.acked.contains(r), "receipt {r:?} changed after reopen");
+        assert!(
+            again.acked.contains(r),
+            "receipt {r:?} changed after reopen"
+        );
     }
     let _ = Path::new("/d");
     let _ = Arc::new(());

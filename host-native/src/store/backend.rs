@@ -18,6 +18,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 pub trait StorageFile: Send + Sync {
     /// Current length in bytes, as reads see it (including unsynced writes).
     fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Fills `buf` with the bytes at `offset`; an error if the range passes the end.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Writes `data` at `offset`, extending the file (with zeros before `offset` if it lies
@@ -85,7 +89,10 @@ impl StorageFile for FsFile {
 #[cfg(unix)]
 impl Backend for FsBackend {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(path)?;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
         Ok(Arc::new(FsFile(f)))
     }
     fn create(&self, path: &Path, mode: u32) -> io::Result<Arc<dyn StorageFile>> {
@@ -215,7 +222,10 @@ fn is_root(path: &Path) -> bool {
 }
 
 fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{} does not exist", path.display()))
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{} does not exist", path.display()),
+    )
 }
 
 fn injected(n: u64, what: &str) -> io::Error {
@@ -374,7 +384,10 @@ impl MemBackend {
                                 // Torn: a prefix of the write, cut at a random byte.
                                 PendingOp::Write(off, bytes) => {
                                     let cut = rng.below(bytes.len() as u64 + 1) as usize;
-                                    apply(&mut data, &PendingOp::Write(*off, bytes[..cut].to_vec()));
+                                    apply(
+                                        &mut data,
+                                        &PendingOp::Write(*off, bytes[..cut].to_vec()),
+                                    );
                                 }
                                 PendingOp::SetLen(_) => apply(&mut data, op),
                             },
@@ -449,14 +462,21 @@ impl StorageFile for MemFile {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let end = start.saturating_add(buf.len());
         if end > data.len() {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past the end",
+            ));
         }
         buf.copy_from_slice(&data[start..end]);
         Ok(())
     }
     fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut fs = lock(&self.fs);
-        fs.tick(format!("write {} @{offset} +{}", self.path.display(), data.len()))?;
+        fs.tick(format!(
+            "write {} @{offset} +{}",
+            self.path.display(),
+            data.len()
+        ))?;
         let op = PendingOp::Write(offset, data.to_vec());
         let inode = &mut fs.inodes[self.inode];
         apply(&mut inode.live, &op);
@@ -504,7 +524,10 @@ impl Backend for MemBackend {
         let mut fs = lock(&self.fs);
         fs.tick(format!("create {}", path.display()))?;
         if fs.live.contains_key(path) {
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", path.display()),
+            ));
         }
         if !fs.parent_is_dir(path) {
             return Err(not_found(path.parent().unwrap_or(path)));
@@ -525,7 +548,10 @@ impl Backend for MemBackend {
         let mut fs = lock(&self.fs);
         fs.tick(format!("mkdir {}", path.display()))?;
         if fs.live.contains_key(path) {
-            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", path.display()),
+            ));
         }
         if !fs.parent_is_dir(path) {
             return Err(not_found(path.parent().unwrap_or(path)));
@@ -566,7 +592,10 @@ impl Backend for MemBackend {
         if fs.live.keys().any(|p| p.parent() == Some(path)) {
             return Err(io::Error::other(format!("{} is not empty", path.display())));
         }
-        fs.live.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
+        fs.live
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| not_found(path))
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut fs = lock(&self.fs);

@@ -79,7 +79,10 @@ impl FileHeader {
     /// Parses and checks a header; the error says what is wrong.
     pub fn decode(b: &[u8], magic: [u8; 8]) -> std::result::Result<FileHeader, String> {
         if b.len() < FILE_HEADER_LEN {
-            return Err(format!("header is {} bytes, expected {FILE_HEADER_LEN}", b.len()));
+            return Err(format!(
+                "header is {} bytes, expected {FILE_HEADER_LEN}",
+                b.len()
+            ));
         }
         if b[0..8] != magic {
             return Err("wrong magic".into());
@@ -89,7 +92,9 @@ impl FileHeader {
         }
         let version = u32_at(b, 8);
         if version != VERSION {
-            return Err(format!("format version {version} is not supported (expected {VERSION})"));
+            return Err(format!(
+                "format version {version} is not supported (expected {VERSION})"
+            ));
         }
         let n = usize::from(b[52]);
         if n == 0 || n > MAX_ID_LEN || b[53 + n..188].iter().any(|&x| x != 0) {
@@ -181,7 +186,10 @@ pub fn decode_snapshot_file(b: &[u8]) -> std::result::Result<(u64, &[u8]), Strin
     let seq = u64_at(b, 12);
     let len = u64_at(b, 20);
     if len != (b.len() - SNAPSHOT_HEADER_LEN) as u64 {
-        return Err(format!("length field says {len} bytes, the file holds {}", b.len() - SNAPSHOT_HEADER_LEN));
+        return Err(format!(
+            "length field says {len} bytes, the file holds {}",
+            b.len() - SNAPSHOT_HEADER_LEN
+        ));
     }
     let payload = &b[SNAPSHOT_HEADER_LEN..];
     if crc32c::crc32c_append(crc32c::crc32c(&b[..28]), payload) != u32_at(b, 28) {
@@ -223,10 +231,9 @@ const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 /// names never collide on case-insensitive file systems and `.`/`..` never occur.
 pub fn group_dir_name(group: &Id) -> String {
     let s = group.as_str();
-    let plain = s
-        .bytes()
-        .enumerate()
-        .all(|(i, b)| b.is_ascii_lowercase() || b.is_ascii_digit() || (i > 0 && matches!(b, b'.' | b'_' | b'-')));
+    let plain = s.bytes().enumerate().all(|(i, b)| {
+        b.is_ascii_lowercase() || b.is_ascii_digit() || (i > 0 && matches!(b, b'.' | b'_' | b'-'))
+    });
     if plain {
         return s.to_owned();
     }
@@ -273,9 +280,12 @@ pub fn group_from_dir_name(name: &str) -> Option<Id> {
 
 /// A `LOG_CORRUPT` error naming a file and an offset.
 pub fn corrupt_at(file: &str, offset: u64, what: impl std::fmt::Display) -> Error {
-    Error::new(Code::LogCorrupt, format!("{file} at offset {offset}: {what}"))
-        .with("file", file)
-        .with("offset", offset)
+    Error::new(
+        Code::LogCorrupt,
+        format!("{file} at offset {offset}: {what}"),
+    )
+    .with("file", file)
+    .with("offset", offset)
 }
 
 /// A `STORAGE` error from an IO failure.
@@ -352,7 +362,9 @@ pub fn scan(
     spec: &ScanSpec<'_>,
     visit: &mut dyn FnMut(Record<'_>) -> Result<()>,
 ) -> Result<ScanEnd> {
-    let len = file.len().map_err(|e| storage(format!("size of {}", spec.name), e))?;
+    let len = file
+        .len()
+        .map_err(|e| storage(format!("size of {}", spec.name), e))?;
     let mut pos = FILE_HEADER_LEN as u64;
     let mut buf: Vec<u8> = Vec::new();
     let mut buf_start = pos;
@@ -387,7 +399,10 @@ pub fn scan(
         let hb = (pos - buf_start) as usize;
         let h = RecordHeader::parse(&buf[hb..hb + RECORD_HEADER_LEN]);
         if h.len > MAX_RECORD_LEN {
-            break (pos, format!("record length {} exceeds {MAX_RECORD_LEN}", h.len));
+            break (
+                pos,
+                format!("record length {} exceeds {MAX_RECORD_LEN}", h.len),
+            );
         }
         let total = RECORD_HEADER_LEN + h.len as usize;
         if !fill(&mut buf, &mut buf_start, pos, total)? {
@@ -397,12 +412,22 @@ pub fn scan(
         let rec = &buf[rb..rb + total];
         let payload = &rec[RECORD_HEADER_LEN..];
         let crc_ok = record_crc(rec, payload) == h.crc;
-        let seq_ok = if spec.contiguous { h.seq == expected } else { h.seq >= 1 };
+        let seq_ok = if spec.contiguous {
+            h.seq == expected
+        } else {
+            h.seq >= 1
+        };
         let erased = if seq_ok { (spec.erased)(h.seq) } else { None };
         let erasure = match erased {
             None => Erasure::None,
             Some(e) if e.len != h.len => {
-                break (pos, format!("redacted record seq {} has length {}, the overlay says {}", h.seq, h.len, e.len));
+                break (
+                    pos,
+                    format!(
+                        "redacted record seq {} has length {}, the overlay says {}",
+                        h.seq, h.len, e.len
+                    ),
+                );
             }
             Some(_) if crc_ok && payload.iter().all(|&b| b == 0) => Erasure::Done,
             // The original bytes, or an erasure a crash interrupted: the overlay holds the
@@ -410,17 +435,31 @@ pub fn scan(
             Some(_) => Erasure::Pending,
         };
         if erasure == Erasure::None && !crc_ok {
-            break (pos, format!("record checksum mismatch (seq field {})", h.seq));
+            break (
+                pos,
+                format!("record checksum mismatch (seq field {})", h.seq),
+            );
         }
         if !seq_ok {
             if crc_ok {
                 // A whole, checksummed record with the wrong seq is not a torn write.
-                return Err(corrupt_at(spec.name, pos, format!("record has seq {}, expected {expected}", h.seq)));
+                return Err(corrupt_at(
+                    spec.name,
+                    pos,
+                    format!("record has seq {}, expected {expected}", h.seq),
+                ));
             }
-            break (pos, format!("record has seq {}, expected {expected}", h.seq));
+            break (
+                pos,
+                format!("record has seq {}, expected {expected}", h.seq),
+            );
         }
         if crc_ok && h.batch > h.seq {
-            return Err(corrupt_at(spec.name, pos, format!("record seq {} names batch {} after it", h.seq, h.batch)));
+            return Err(corrupt_at(
+                spec.name,
+                pos,
+                format!("record seq {} names batch {} after it", h.seq, h.batch),
+            ));
         }
         visit(Record {
             offset: pos,
@@ -452,7 +491,13 @@ pub fn scan(
 
 /// Looks for a checksummed record after `from` that belongs to a write batch later than the
 /// one that should hold seq `expected`: proof that the damage is not a torn last write.
-fn later_batch(file: &dyn StorageFile, len: u64, from: u64, expected: u64, contiguous: bool) -> Result<Option<u64>> {
+fn later_batch(
+    file: &dyn StorageFile,
+    len: u64,
+    from: u64,
+    expected: u64,
+    contiguous: bool,
+) -> Result<Option<u64>> {
     let n = usize::try_from(len - from).map_err(|_| Error::new(Code::Storage, "file too large"))?;
     let mut rest = vec![0u8; n];
     file.read_at(from, &mut rest)
@@ -464,7 +509,11 @@ fn later_batch(file: &dyn StorageFile, len: u64, from: u64, expected: u64, conti
         }
         // Segments: a batch that starts after the seq the damaged record should hold.
         // The overlay: any entry, since each is synced before the next is written.
-        let later = if contiguous { h.batch > expected } else { h.seq >= 1 };
+        let later = if contiguous {
+            h.batch > expected
+        } else {
+            h.seq >= 1
+        };
         if !later {
             continue;
         }

@@ -17,8 +17,9 @@ use mwp_core::{Code, Error, Event, GroupState, Hash, Id, PublicKey, Result};
 
 use super::backend::{Backend, FsBackend, StorageFile};
 use super::format::{
-    self, corrupt_at, group_from_dir_name, parse_numbered, scan, segment_name, storage, Erased, Erasure, FileHeader,
-    ScanSpec, FILE_HEADER_LEN, GROUPS_DIR, KEY_NAME, OVERLAY_MAGIC, OVERLAY_NAME, SEGMENT_MAGIC,
+    self, corrupt_at, group_from_dir_name, parse_numbered, scan, segment_name, storage, Erased,
+    Erasure, FileHeader, ScanSpec, FILE_HEADER_LEN, GROUPS_DIR, KEY_NAME, OVERLAY_MAGIC,
+    OVERLAY_NAME, SEGMENT_MAGIC,
 };
 
 /// One thing fsck found.
@@ -95,7 +96,9 @@ pub fn fsck_with(be: Arc<dyn Backend>, dir: &Path) -> Result<FsckReport> {
     let key: Option<PublicKey> = match super::read_key_file(&*be, &key_path) {
         Ok(k) => Some(k.public()),
         Err(e) => {
-            report.findings.push(finding(None, &e, &key_path.display().to_string(), true));
+            report
+                .findings
+                .push(finding(None, &e, &key_path.display().to_string(), true));
             None
         }
     };
@@ -121,7 +124,13 @@ pub fn fsck_with(be: Arc<dyn Backend>, dir: &Path) -> Result<FsckReport> {
     Ok(report)
 }
 
-fn check_group(be: &dyn Backend, dir: &Path, id: &Id, key: Option<&PublicKey>, report: &mut FsckReport) {
+fn check_group(
+    be: &dyn Backend,
+    dir: &Path,
+    id: &Id,
+    key: Option<&PublicKey>,
+    report: &mut FsckReport,
+) {
     let mut summary = GroupSummary {
         group: id.clone(),
         events: 0,
@@ -147,7 +156,11 @@ fn header(file: &dyn StorageFile, name: &str, magic: [u8; 8], id: &Id) -> Result
         .map_err(|_| corrupt_at(name, 0, "file is shorter than its header"))?;
     let h = FileHeader::decode(&b, magic).map_err(|e| corrupt_at(name, 0, e))?;
     if &h.group != id {
-        return Err(corrupt_at(name, 52, format!("file belongs to group {}, not {id}", h.group)));
+        return Err(corrupt_at(
+            name,
+            52,
+            format!("file belongs to group {}, not {id}", h.group),
+        ));
     }
     Ok(h)
 }
@@ -158,7 +171,9 @@ fn torn_warning(id: &Id, file: &str, end: &format::ScanEnd) -> Option<Finding> {
         file: file.to_owned(),
         offset: Some(end.end),
         code: Code::LogCorrupt,
-        message: format!("torn tail of {bytes} bytes (an unacknowledged write); the next open trims it"),
+        message: format!(
+            "torn tail of {bytes} bytes (an unacknowledged write); the next open trims it"
+        ),
         damage: false,
     })
 }
@@ -188,7 +203,11 @@ fn check_group_inner(
         };
         let end = scan(&*file, &spec, &mut |r| {
             if r.payload.len() < 8 {
-                return Err(corrupt_at(OVERLAY_NAME, r.offset, "entry shorter than 8 bytes"));
+                return Err(corrupt_at(
+                    OVERLAY_NAME,
+                    r.offset,
+                    "entry shorter than 8 bytes",
+                ));
             }
             let mut a = [0u8; 4];
             a.copy_from_slice(&r.payload[0..4]);
@@ -202,7 +221,10 @@ fn check_group_inner(
     }
 
     // Snapshots to compare against the replay, by seq.
-    let snap_seqs: Vec<u64> = names.iter().filter_map(|n| parse_numbered(n, "snap")).collect();
+    let snap_seqs: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_numbered(n, "snap"))
+        .collect();
     let mut want_hash: BTreeMap<u64, Hash> = BTreeMap::new();
     for seq in &snap_seqs {
         let name = format::snapshot_name(*seq);
@@ -214,7 +236,10 @@ fn check_group_inner(
         }
     }
 
-    let seg_seqs: Vec<u64> = names.iter().filter_map(|n| parse_numbered(n, "seg")).collect();
+    let seg_seqs: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_numbered(n, "seg"))
+        .collect();
     if seg_seqs.is_empty() {
         return Err(Error::corrupt(format!("group {id} has no log segment")));
     }
@@ -228,10 +253,18 @@ fn check_group_inner(
         let file = open_file(be, &dir.join(&name))?;
         let h = header(&*file, &name, SEGMENT_MAGIC, id)?;
         if h.first_seq != *first || *first != next {
-            return Err(corrupt_at(&name, 12, format!("segment starts at seq {}, expected {next}", h.first_seq)));
+            return Err(corrupt_at(
+                &name,
+                12,
+                format!("segment starts at seq {}, expected {next}", h.first_seq),
+            ));
         }
         if h.prev != prev_id {
-            return Err(corrupt_at(&name, 20, "segment header's prev is not the id of the event before it"));
+            return Err(corrupt_at(
+                &name,
+                20,
+                "segment header's prev is not the id of the event before it",
+            ));
         }
         let spec = ScanSpec {
             name: &name,
@@ -250,17 +283,25 @@ fn check_group_inner(
                     overlay
                         .get(&r.header.seq)
                         .map(|(_, b)| b.as_slice())
-                        .ok_or_else(|| corrupt_at(&name, r.offset, "redacted record has no overlay entry"))?
+                        .ok_or_else(|| {
+                            corrupt_at(&name, r.offset, "redacted record has no overlay entry")
+                        })?
                 }
             };
             let at = |m: String| corrupt_at(&name, r.offset, m);
             let event = Event::from_cbor(bytes).map_err(|e| at(e.message))?;
             if event.seq != r.header.seq || &event.group != id {
-                return Err(at(format!("record seq {} holds event seq {} of group {}", r.header.seq, event.seq, event.group)));
+                return Err(at(format!(
+                    "record seq {} holds event seq {} of group {}",
+                    r.header.seq, event.seq, event.group
+                )));
             }
             event.verify().map_err(|e| at(e.message))?;
             if event.prev != prev_id {
-                return Err(at(format!("event {} does not chain to the event before it", event.seq)));
+                return Err(at(format!(
+                    "event {} does not chain to the event before it",
+                    event.seq
+                )));
             }
             GroupState::apply_to(&mut state, &event).map_err(|e| at(e.message))?;
             prev_id = event.id;
@@ -271,7 +312,10 @@ fn check_group_inner(
                         file: format::snapshot_name(event.seq),
                         offset: None,
                         code: Code::SnapshotInvalid,
-                        message: format!("state hash differs from the log's state at seq {}", event.seq),
+                        message: format!(
+                            "state hash differs from the log's state at seq {}",
+                            event.seq
+                        ),
                         damage: true,
                     });
                 } else {
@@ -285,7 +329,9 @@ fn check_group_inner(
         next = end.last_seq + 1;
     }
     let Some(state) = state else {
-        return Err(Error::corrupt(format!("group {id}: the log holds no event")));
+        return Err(Error::corrupt(format!(
+            "group {id}: the log holds no event"
+        )));
     };
     for seq in want_hash.keys().filter(|s| **s > state.seq) {
         findings.push(Finding {
@@ -293,18 +339,28 @@ fn check_group_inner(
             file: format::snapshot_name(*seq),
             offset: None,
             code: Code::LogCorrupt,
-            message: format!("snapshot at seq {seq} is ahead of the log, which ends at {}", state.seq),
+            message: format!(
+                "snapshot at seq {seq} is ahead of the log, which ends at {}",
+                state.seq
+            ),
             damage: true,
         });
     }
-    let unerased = state.redacted.iter().filter(|s| !overlay.contains_key(s)).count() + pending_erasures;
+    let unerased = state
+        .redacted
+        .iter()
+        .filter(|s| !overlay.contains_key(s))
+        .count()
+        + pending_erasures;
     if unerased > 0 {
         findings.push(Finding {
             group: Some(id.clone()),
             file: OVERLAY_NAME.into(),
             offset: None,
             code: Code::LogCorrupt,
-            message: format!("{unerased} redacted event(s) not yet erased; the next open erases them"),
+            message: format!(
+                "{unerased} redacted event(s) not yet erased; the next open erases them"
+            ),
             damage: false,
         });
     }
@@ -312,7 +368,13 @@ fn check_group_inner(
     Ok(())
 }
 
-fn check_snapshot(be: &dyn Backend, path: &Path, seq: u64, id: &Id, key: Option<&PublicKey>) -> Result<Hash> {
+fn check_snapshot(
+    be: &dyn Backend,
+    path: &Path,
+    seq: u64,
+    id: &Id,
+    key: Option<&PublicKey>,
+) -> Result<Hash> {
     let file = open_file(be, path)?;
     let len = file
         .len()
@@ -326,7 +388,10 @@ fn check_snapshot(be: &dyn Backend, path: &Path, seq: u64, id: &Id, key: Option<
     let trusted = key.copied().unwrap_or(snap.signer);
     snap.verify(&trusted, &snap.org, id, 0)?;
     if frame_seq != seq || snap.seq != seq {
-        return Err(invalid(format!("holds seq {}, its name says {seq}", snap.seq)));
+        return Err(invalid(format!(
+            "holds seq {}, its name says {seq}",
+            snap.seq
+        )));
     }
     Ok(snap.state_hash)
 }

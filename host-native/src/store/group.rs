@@ -17,13 +17,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLock
 
 use mwp_core::accept::accept_preverified;
 use mwp_core::snapshot::Snapshot;
-use mwp_core::{accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, PublicKey, Receipt, Result};
+use mwp_core::{
+    accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, PublicKey,
+    Receipt, Result,
+};
 
 use super::backend::StorageFile;
 use super::format::{
-    self, corrupt_at, encode_record, parse_numbered, record_crc, scan, segment_name, snapshot_name, storage, Erased,
-    Erasure, FileHeader, RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME,
-    RECORD_HEADER_LEN, SEGMENT_MAGIC,
+    self, corrupt_at, encode_record, parse_numbered, record_crc, scan, segment_name, snapshot_name,
+    storage, Erased, Erasure, FileHeader, RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN,
+    OVERLAY_MAGIC, OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC,
 };
 use super::policy;
 use super::{Ctx, OpenReport};
@@ -129,8 +132,10 @@ impl GroupLog {
     pub(crate) fn create(ctx: Arc<Ctx>, dir: PathBuf, genesis: &Event) -> Result<Arc<GroupLog>> {
         let be = &ctx.backend;
         let parent = dir.parent().unwrap_or(Path::new("")).to_path_buf();
-        be.create_dir(&dir).map_err(io_err(format!("create {}", dir.display())))?;
-        be.sync_dir(&parent).map_err(io_err(format!("sync {}", parent.display())))?;
+        be.create_dir(&dir)
+            .map_err(io_err(format!("create {}", dir.display())))?;
+        be.sync_dir(&parent)
+            .map_err(io_err(format!("sync {}", parent.display())))?;
         let bytes = genesis.to_cbor()?;
         let mut data = FileHeader {
             magic: SEGMENT_MAGIC,
@@ -250,7 +255,11 @@ impl GroupLog {
                         id: event.id,
                         bytes,
                     });
-                    let snap = self.ctx.cadence.due(&event).then(|| Box::new(core.state.clone()));
+                    let snap = self
+                        .ctx
+                        .cadence
+                        .due(&event)
+                        .then(|| Box::new(core.state.clone()));
                     let seq = event.seq;
                     (Ok(Decision::Accepted(event)), seq, snap)
                 }
@@ -326,16 +335,20 @@ impl GroupLog {
         if w.end >= self.ctx.segment_bytes && w.end > FILE_HEADER_LEN as u64 {
             self.roll(&mut w, first_seq)?;
         }
-        let size: usize = pending.iter().map(|p| RECORD_HEADER_LEN + p.bytes.len()).sum();
+        let size: usize = pending
+            .iter()
+            .map(|p| RECORD_HEADER_LEN + p.bytes.len())
+            .sum();
         let mut buf = Vec::with_capacity(size);
         let mut offsets = Vec::with_capacity(pending.len());
         for p in &pending {
             offsets.push(w.end + buf.len() as u64);
             encode_record(&mut buf, p.seq, first_seq, &p.bytes);
         }
-        w.file
-            .write_at(w.end, &buf)
-            .map_err(io_err(format!("append to {}", self.path(&w.name).display())))?;
+        w.file.write_at(w.end, &buf).map_err(io_err(format!(
+            "append to {}",
+            self.path(&w.name).display()
+        )))?;
         w.file
             .sync_data()
             .map_err(io_err(format!("sync {}", self.path(&w.name).display())))?;
@@ -411,11 +424,15 @@ impl GroupLog {
         let mut seq = after + 1;
         let mut bytes_read = 0u64;
         while seq <= last && bytes_read < MAX_READ_BYTES {
-            let seg_i = index.partition_point(|s| s.first_seq <= seq).saturating_sub(1);
+            let seg_i = index
+                .partition_point(|s| s.first_seq <= seq)
+                .saturating_sub(1);
             let seg = index
                 .get(seg_i)
                 .filter(|s| seq >= s.first_seq && seq - s.first_seq < s.offsets.len() as u64)
-                .ok_or_else(|| Error::corrupt(format!("seq {seq} of group {} is not in the log", self.id)))?;
+                .ok_or_else(|| {
+                    Error::corrupt(format!("seq {seq} of group {} is not in the log", self.id))
+                })?;
             let i0 = (seq - seg.first_seq) as usize;
             let start = seg.offsets[i0];
             let cap = start.saturating_add(MAX_READ_BYTES);
@@ -441,7 +458,11 @@ impl GroupLog {
                     None => {
                         let rec = &buf[at..at + total];
                         if record_crc(rec, &rec[RECORD_HEADER_LEN..]) != h.crc {
-                            return Err(corrupt_at(&seg.name, start + at as u64, "record checksum mismatch"));
+                            return Err(corrupt_at(
+                                &seg.name,
+                                start + at as u64,
+                                "record checksum mismatch",
+                            ));
                         }
                         Event::from_cbor(&rec[RECORD_HEADER_LEN..])?
                     }
@@ -451,7 +472,11 @@ impl GroupLog {
                 seq += 1;
             }
             if at == 0 {
-                return Err(corrupt_at(&seg.name, start, format!("record seq {seq} does not parse")));
+                return Err(corrupt_at(
+                    &seg.name,
+                    start,
+                    format!("record seq {seq} does not parse"),
+                ));
             }
         }
         Ok(out)
@@ -463,27 +488,39 @@ impl GroupLog {
             .as_ref()
             .ok_or_else(|| Error::corrupt("redaction overlay is missing"))?;
         let mut buf = vec![0u8; e.len as usize];
-        file.read_at(e.offset, &mut buf)
-            .map_err(io_err(format!("read {}", self.path(OVERLAY_NAME).display())))?;
+        file.read_at(e.offset, &mut buf).map_err(io_err(format!(
+            "read {}",
+            self.path(OVERLAY_NAME).display()
+        )))?;
         Event::from_cbor(&buf)
     }
 
     /// Reads the durable record of `seq` from its segment: (segment file, record offset,
     /// header, payload).
-    fn read_record(&self, seq: u64) -> Result<(Arc<dyn StorageFile>, String, u64, RecordHeader, Vec<u8>)> {
+    fn read_record(&self, seq: u64) -> Result<StoredRecord> {
         let index = read(&self.index);
-        let seg_i = index.partition_point(|s| s.first_seq <= seq).saturating_sub(1);
+        let seg_i = index
+            .partition_point(|s| s.first_seq <= seq)
+            .saturating_sub(1);
         let seg = index
             .get(seg_i)
             .filter(|s| seq >= s.first_seq && seq - s.first_seq < s.offsets.len() as u64)
-            .ok_or_else(|| Error::corrupt(format!("seq {seq} of group {} is not in the log", self.id)))?;
+            .ok_or_else(|| {
+                Error::corrupt(format!("seq {seq} of group {} is not in the log", self.id))
+            })?;
         let off = seg.offsets[(seq - seg.first_seq) as usize];
         let mut hb = [0u8; RECORD_HEADER_LEN];
         let name = self.path(&seg.name).display().to_string();
-        seg.file.read_at(off, &mut hb).map_err(io_err(format!("read {name}")))?;
+        seg.file
+            .read_at(off, &mut hb)
+            .map_err(io_err(format!("read {name}")))?;
         let h = RecordHeader::parse(&hb);
         if h.seq != seq || h.len > MAX_RECORD_LEN {
-            return Err(corrupt_at(&seg.name, off, format!("expected record seq {seq}")));
+            return Err(corrupt_at(
+                &seg.name,
+                off,
+                format!("expected record seq {seq}"),
+            ));
         }
         let mut payload = vec![0u8; h.len as usize];
         seg.file
@@ -500,7 +537,11 @@ impl GroupLog {
         let known = read(&self.overlay).entries.get(&seq).copied();
         if known.is_none() {
             if record_crc(&hb_bytes(&h), &payload) != h.crc {
-                return Err(corrupt_at(&name, off, format!("record seq {seq} checksum mismatch")));
+                return Err(corrupt_at(
+                    &name,
+                    off,
+                    format!("record seq {seq} checksum mismatch"),
+                ));
             }
             if payload.iter().all(|&b| b == 0) {
                 return Err(corrupt_at(
@@ -509,7 +550,8 @@ impl GroupLog {
                     format!("record seq {seq} was erased but {OVERLAY_NAME} has no entry for it"),
                 ));
             }
-            let mut event = Event::from_cbor(&payload).map_err(|e| corrupt_at(&name, off, e.message))?;
+            let mut event =
+                Event::from_cbor(&payload).map_err(|e| corrupt_at(&name, off, e.message))?;
             event.redact()?;
             let red = event.to_cbor()?;
             let mut entry = Vec::with_capacity(8 + red.len());
@@ -520,7 +562,9 @@ impl GroupLog {
             let mut rec = Vec::new();
             encode_record(&mut rec, seq, seq, &entry);
             let oname = self.path(OVERLAY_NAME).display().to_string();
-            ofile.write_at(oend, &rec).map_err(io_err(format!("append to {oname}")))?;
+            ofile
+                .write_at(oend, &rec)
+                .map_err(io_err(format!("append to {oname}")))?;
             ofile.sync_data().map_err(io_err(format!("sync {oname}")))?;
             let mut ov = write(&self.overlay);
             ov.end = oend + rec.len() as u64;
@@ -529,7 +573,10 @@ impl GroupLog {
                 OverlayEntry {
                     offset: oend + (RECORD_HEADER_LEN + 8) as u64,
                     len: red.len() as u32,
-                    orig: Erased { len: h.len, crc: h.crc },
+                    orig: Erased {
+                        len: h.len,
+                        crc: h.crc,
+                    },
                 },
             );
         }
@@ -570,8 +617,12 @@ impl GroupLog {
     pub(crate) fn latest_snapshot(&self) -> Result<Vec<u8>> {
         let info = self.latest_snapshot_info()?;
         let bytes = read_snapshot_file(&self.ctx, &self.path(&snapshot_name(info.seq)))?;
-        let (_, payload) = format::decode_snapshot_file(&bytes)
-            .map_err(|e| Error::new(Code::SnapshotInvalid, format!("{}: {e}", snapshot_name(info.seq))))?;
+        let (_, payload) = format::decode_snapshot_file(&bytes).map_err(|e| {
+            Error::new(
+                Code::SnapshotInvalid,
+                format!("{}: {e}", snapshot_name(info.seq)),
+            )
+        })?;
         Ok(payload.to_vec())
     }
 
@@ -599,14 +650,18 @@ impl GroupLog {
         let names = be
             .list(&self.dir)
             .map_err(io_err(format!("list {}", self.dir.display())))?;
-        let snaps: Vec<&String> = names.iter().filter(|n| parse_numbered(n, "snap").is_some()).collect();
+        let snaps: Vec<&String> = names
+            .iter()
+            .filter(|n| parse_numbered(n, "snap").is_some())
+            .collect();
         let keep = self.ctx.snapshots_kept.max(1);
         if snaps.len() <= keep {
             return Ok(());
         }
         for name in &snaps[..snaps.len() - keep] {
             let p = self.path(name);
-            be.remove(&p).map_err(io_err(format!("remove {}", p.display())))?;
+            be.remove(&p)
+                .map_err(io_err(format!("remove {}", p.display())))?;
         }
         be.sync_dir(&self.dir)
             .map_err(io_err(format!("sync {}", self.dir.display())))
@@ -614,29 +669,46 @@ impl GroupLog {
 
     /// Reopens a group from its directory. `Ok(None)`: the directory holds no segment (a
     /// creation that never completed).
-    pub(crate) fn open(ctx: Arc<Ctx>, dir: PathBuf, id: Id, report: &mut OpenReport) -> Result<Option<Arc<GroupLog>>> {
+    pub(crate) fn open(
+        ctx: Arc<Ctx>,
+        dir: PathBuf,
+        id: Id,
+        report: &mut OpenReport,
+    ) -> Result<Option<Arc<GroupLog>>> {
         let be = ctx.backend.clone();
-        let names = be.list(&dir).map_err(io_err(format!("list {}", dir.display())))?;
+        let names = be
+            .list(&dir)
+            .map_err(io_err(format!("list {}", dir.display())))?;
         let mut removed = false;
         for n in names.iter().filter(|n| n.ends_with(".tmp")) {
-            be.remove(&dir.join(n)).map_err(io_err(format!("remove {n}")))?;
+            be.remove(&dir.join(n))
+                .map_err(io_err(format!("remove {n}")))?;
             removed = true;
         }
         if removed {
-            be.sync_dir(&dir).map_err(io_err(format!("sync {}", dir.display())))?;
+            be.sync_dir(&dir)
+                .map_err(io_err(format!("sync {}", dir.display())))?;
         }
-        let seg_seqs: Vec<u64> = names.iter().filter_map(|n| parse_numbered(n, "seg")).collect();
+        let seg_seqs: Vec<u64> = names
+            .iter()
+            .filter_map(|n| parse_numbered(n, "seg"))
+            .collect();
         if seg_seqs.is_empty() {
             return Ok(None);
         }
-        let mut snap_seqs: Vec<u64> = names.iter().filter_map(|n| parse_numbered(n, "snap")).collect();
+        let mut snap_seqs: Vec<u64> = names
+            .iter()
+            .filter_map(|n| parse_numbered(n, "snap"))
+            .collect();
         snap_seqs.sort_unstable();
 
         // The overlay first: the segment scan needs to know which records are erased.
         let mut overlay = Overlay::default();
         if names.iter().any(|n| n == OVERLAY_NAME) {
             let path = dir.join(OVERLAY_NAME);
-            let file = be.open(&path).map_err(io_err(format!("open {}", path.display())))?;
+            let file = be
+                .open(&path)
+                .map_err(io_err(format!("open {}", path.display())))?;
             check_header(&*file, OVERLAY_NAME, OVERLAY_MAGIC, &id, None)?;
             let mut entries = BTreeMap::new();
             let spec = ScanSpec {
@@ -648,7 +720,11 @@ impl GroupLog {
             };
             let end = scan(&*file, &spec, &mut |r| {
                 if r.payload.len() < 8 {
-                    return Err(corrupt_at(OVERLAY_NAME, r.offset, "entry shorter than 8 bytes"));
+                    return Err(corrupt_at(
+                        OVERLAY_NAME,
+                        r.offset,
+                        "entry shorter than 8 bytes",
+                    ));
                 }
                 let mut a = [0u8; 4];
                 a.copy_from_slice(&r.payload[0..4]);
@@ -667,7 +743,9 @@ impl GroupLog {
             })?;
             if let Some(torn) = end.torn {
                 trim(&*file, &path, end.end)?;
-                report.trimmed.push((path.display().to_string(), end.end, torn));
+                report
+                    .trimmed
+                    .push((path.display().to_string(), end.end, torn));
             }
             overlay = Overlay {
                 file: Some(file),
@@ -685,7 +763,9 @@ impl GroupLog {
                     base = Some(s);
                     break;
                 }
-                Err(e) => report.skipped_snapshots.push((path.display().to_string(), e.message)),
+                Err(e) => report
+                    .skipped_snapshots
+                    .push((path.display().to_string(), e.message)),
             }
         }
         let base_seq = base.as_ref().map_or(0, |s| s.seq);
@@ -698,35 +778,48 @@ impl GroupLog {
 
         // Two stages on two threads: this thread applies, a scoped worker reads, checks and
         // decodes (the expensive part) and hands over events in order, in bounded batches.
+        // Applied batches go back to the worker to be freed there: memory allocated and freed
+        // by the same thread keeps the allocator out of cross-thread consolidation.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(String, u64, Event)>>(8);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Vec<(String, u64, Event)>>();
         let scanned: Result<Scanned> = std::thread::scope(|scope| {
-            let worker = scope.spawn(|| scan_segments(&be, &dir, &id, &seg_seqs, &overlay, base_seq, tx));
+            let worker = scope.spawn(|| {
+                scan_segments(&be, &dir, &id, &seg_seqs, &overlay, base_seq, tx, done_rx)
+            });
             let mut applied: Result<()> = Ok(());
             for batch in rx.iter() {
-                for (name, offset, event) in batch {
+                for (name, offset, event) in &batch {
+                    let (name, offset) = (name.as_str(), *offset);
                     let r = if event.seq == base_seq {
                         if Some(event.id) == chain_head {
                             Ok(())
                         } else {
-                            Err(corrupt_at(&name, offset, format!("event {} is not the snapshot's chain head", event.seq)))
+                            Err(corrupt_at(
+                                name,
+                                offset,
+                                format!("event {} is not the snapshot's chain head", event.seq),
+                            ))
                         }
                     } else {
-                        GroupState::apply_to(&mut state, &event).map_err(|e| corrupt_at(&name, offset, e.message))
+                        GroupState::apply_to(&mut state, event)
+                            .map_err(|e| corrupt_at(name, offset, e.message))
                     };
                     if let Err(e) = r {
                         applied = Err(e);
                         break;
                     }
                 }
+                // The worker may have finished; then the batch is freed here.
+                let _ = done_tx.send(batch);
                 if applied.is_err() {
                     break;
                 }
             }
             // Dropping the receiver stops the worker at its next send.
             drop(rx);
-            let scanned = worker
-                .join()
-                .unwrap_or_else(|_| Err(Error::new(Code::Storage, "the log reader thread panicked")));
+            let scanned = worker.join().unwrap_or_else(|_| {
+                Err(Error::new(Code::Storage, "the log reader thread panicked"))
+            });
             applied.and(scanned)
         });
         let Scanned {
@@ -743,7 +836,9 @@ impl GroupLog {
             )));
         }
         let Some(state) = state else {
-            return Err(Error::corrupt(format!("group {id}: the log holds no event")));
+            return Err(Error::corrupt(format!(
+                "group {id}: the log holds no event"
+            )));
         };
         let last = index.last().ok_or_else(|| Error::corrupt("no segment"))?;
         let writer = Writer {
@@ -779,13 +874,17 @@ impl GroupLog {
             let known = read(&group.overlay).entries.contains_key(&seq);
             if !known || group.needs_zeroing(seq)? {
                 group.erase(seq)?;
-                report.repaired.push(format!("erased the values of seq {seq}"));
+                report
+                    .repaired
+                    .push(format!("erased the values of seq {seq}"));
             }
         }
         if archived && lock(&group.snaps).as_ref().map(|s| s.seq) != Some(head) {
             let state = lock(&group.core).state.clone();
             group.write_snapshot(&state)?;
-            report.repaired.push(format!("wrote the final snapshot at seq {head}"));
+            report
+                .repaired
+                .push(format!("wrote the final snapshot at seq {head}"));
         }
         Ok(Some(group))
     }
@@ -795,6 +894,9 @@ impl GroupLog {
         Ok(!(payload.iter().all(|&b| b == 0) && record_crc(&hb_bytes(&h), &payload) == h.crc))
     }
 }
+
+/// A record read back from a segment: (file, segment name, offset, header, payload).
+type StoredRecord = (Arc<dyn StorageFile>, String, u64, RecordHeader, Vec<u8>);
 
 /// Header bytes 0..20 of a parsed record header (what the CRC covers before the payload).
 fn hb_bytes(h: &RecordHeader) -> [u8; 20] {
@@ -826,31 +928,54 @@ fn trim(file: &dyn StorageFile, path: &Path, end: u64) -> Result<()> {
 }
 
 /// Writes a whole new file durably: `<name>.tmp`, sync, rename to `name`, sync the directory.
-pub(crate) fn write_new_file(ctx: &Ctx, dir: &Path, name: &str, data: &[u8]) -> Result<Arc<dyn StorageFile>> {
+pub(crate) fn write_new_file(
+    ctx: &Ctx,
+    dir: &Path,
+    name: &str,
+    data: &[u8],
+) -> Result<Arc<dyn StorageFile>> {
     let be = &ctx.backend;
     let tmp = dir.join(format!("{name}.tmp"));
     let path = dir.join(name);
-    let file = be.create(&tmp, 0o644).map_err(io_err(format!("create {}", tmp.display())))?;
+    let file = be
+        .create(&tmp, 0o644)
+        .map_err(io_err(format!("create {}", tmp.display())))?;
     file.write_at(0, data)
         .map_err(io_err(format!("write {}", tmp.display())))?;
-    file.sync_data().map_err(io_err(format!("sync {}", tmp.display())))?;
+    file.sync_data()
+        .map_err(io_err(format!("sync {}", tmp.display())))?;
     be.rename(&tmp, &path)
         .map_err(io_err(format!("rename {}", tmp.display())))?;
-    be.sync_dir(dir).map_err(io_err(format!("sync {}", dir.display())))?;
+    be.sync_dir(dir)
+        .map_err(io_err(format!("sync {}", dir.display())))?;
     Ok(file)
 }
 
-fn check_header(file: &dyn StorageFile, name: &str, magic: [u8; 8], id: &Id, first_seq: Option<u64>) -> Result<FileHeader> {
+fn check_header(
+    file: &dyn StorageFile,
+    name: &str,
+    magic: [u8; 8],
+    id: &Id,
+    first_seq: Option<u64>,
+) -> Result<FileHeader> {
     let mut b = [0u8; FILE_HEADER_LEN];
     file.read_at(0, &mut b)
         .map_err(|_| corrupt_at(name, 0, "file is shorter than its header"))?;
     let h = FileHeader::decode(&b, magic).map_err(|e| corrupt_at(name, 0, e))?;
     if &h.group != id {
-        return Err(corrupt_at(name, 52, format!("file belongs to group {}, not {id}", h.group)));
+        return Err(corrupt_at(
+            name,
+            52,
+            format!("file belongs to group {}, not {id}", h.group),
+        ));
     }
     if let Some(seq) = first_seq {
         if h.first_seq != seq {
-            return Err(corrupt_at(name, 12, format!("header says first seq {}, the name says {seq}", h.first_seq)));
+            return Err(corrupt_at(
+                name,
+                12,
+                format!("header says first seq {}, the name says {seq}", h.first_seq),
+            ));
         }
     }
     Ok(h)
@@ -861,7 +986,9 @@ pub(crate) fn read_snapshot_file(ctx: &Ctx, path: &Path) -> Result<Vec<u8>> {
         .backend
         .open(path)
         .map_err(io_err(format!("open {}", path.display())))?;
-    let len = file.len().map_err(io_err(format!("size of {}", path.display())))?;
+    let len = file
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
     let mut buf = vec![0u8; len as usize];
     file.read_at(0, &mut buf)
         .map_err(io_err(format!("read {}", path.display())))?;
@@ -875,7 +1002,10 @@ fn load_snapshot(ctx: &Ctx, path: &Path, seq: u64, group: &Id) -> Result<Snapsho
     let snap = Snapshot::from_cbor(payload)?;
     snap.verify(&ctx.key.public(), &snap.org, group, 0)?;
     if frame_seq != seq || snap.seq != seq {
-        return Err(invalid(format!("holds seq {}, its name says {seq}", snap.seq)));
+        return Err(invalid(format!(
+            "holds seq {}, its name says {seq}",
+            snap.seq
+        )));
     }
     Ok(snap)
 }
@@ -893,26 +1023,32 @@ impl<'a> Replay<'a> {
 
     fn decode(&mut self, r: &format::Record<'_>, name: &str) -> Result<Event> {
         let event = match r.erasure {
-            Erasure::None => Event::from_cbor(r.payload).map_err(|e| corrupt_at(name, r.offset, e.message))?,
+            Erasure::None => {
+                Event::from_cbor(r.payload).map_err(|e| corrupt_at(name, r.offset, e.message))?
+            }
             Erasure::Pending | Erasure::Done => {
-                let e = self
-                    .overlay
-                    .entries
-                    .get(&r.header.seq)
-                    .ok_or_else(|| corrupt_at(name, r.offset, "redacted record has no overlay entry"))?;
+                let e = self.overlay.entries.get(&r.header.seq).ok_or_else(|| {
+                    corrupt_at(name, r.offset, "redacted record has no overlay entry")
+                })?;
                 let file = self
                     .overlay
                     .file
                     .as_ref()
                     .ok_or_else(|| Error::corrupt("redaction overlay is missing"))?;
                 let mut buf = vec![0u8; e.len as usize];
-                file.read_at(e.offset, &mut buf)
-                    .map_err(io_err(format!("read {}", self.dir.join(OVERLAY_NAME).display())))?;
+                file.read_at(e.offset, &mut buf).map_err(io_err(format!(
+                    "read {}",
+                    self.dir.join(OVERLAY_NAME).display()
+                )))?;
                 Event::from_cbor(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))?
             }
         };
         if event.seq != r.header.seq {
-            return Err(corrupt_at(name, r.offset, format!("record seq {} holds event seq {}", r.header.seq, event.seq)));
+            return Err(corrupt_at(
+                name,
+                r.offset,
+                format!("record seq {} holds event seq {}", r.header.seq, event.seq),
+            ));
         }
         Ok(event)
     }
@@ -928,7 +1064,9 @@ struct Scanned {
 }
 
 /// Reads every segment in order, checking framing, CRCs and seqs, trimming a torn tail, and
-/// sends the decoded events from `from_seq` on to `tx` in batches.
+/// sends the decoded events from `from_seq` on to `tx` in batches (freeing the batches that
+/// come back on `done`).
+#[allow(clippy::too_many_arguments)]
 fn scan_segments(
     be: &Arc<dyn super::backend::Backend>,
     dir: &Path,
@@ -937,6 +1075,7 @@ fn scan_segments(
     overlay: &Overlay,
     from_seq: u64,
     tx: std::sync::mpsc::SyncSender<Vec<(String, u64, Event)>>,
+    done: std::sync::mpsc::Receiver<Vec<(String, u64, Event)>>,
 ) -> Result<Scanned> {
     const BATCH: usize = 256;
     let mut index: Vec<SegmentIndex> = Vec::new();
@@ -951,13 +1090,23 @@ fn scan_segments(
     for (i, first_seq) in seg_seqs.iter().enumerate() {
         let name = segment_name(*first_seq);
         let path = dir.join(&name);
-        let file = be.open(&path).map_err(io_err(format!("open {}", path.display())))?;
+        let file = be
+            .open(&path)
+            .map_err(io_err(format!("open {}", path.display())))?;
         if *first_seq != next_seq {
-            return Err(corrupt_at(&name, 0, format!("segment starts at seq {first_seq}, expected {next_seq}")));
+            return Err(corrupt_at(
+                &name,
+                0,
+                format!("segment starts at seq {first_seq}, expected {next_seq}"),
+            ));
         }
         let header = check_header(&*file, &name, SEGMENT_MAGIC, id, Some(*first_seq))?;
         if *first_seq > from_seq && header.prev != last_id {
-            return Err(corrupt_at(&name, 20, "segment header's prev is not the id of the event before it"));
+            return Err(corrupt_at(
+                &name,
+                20,
+                "segment header's prev is not the id of the event before it",
+            ));
         }
         let mut offsets = Vec::new();
         let spec = ScanSpec {
@@ -981,6 +1130,7 @@ fn scan_segments(
             if batch.len() == BATCH {
                 tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))
                     .map_err(|_| stopped())?;
+                done.try_iter().for_each(drop);
             }
             Ok(())
         })?;

@@ -28,7 +28,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use mwp_core::transcript::Host;
-use mwp_core::{accept, Code, Command, Decision, Error, GroupState, Hash, Id, Limits, PublicKey, Receipt, Result, SecretKey, WorkState};
+use mwp_core::{
+    accept, Code, Command, Decision, Error, GroupState, Hash, Id, Limits, PublicKey, Receipt,
+    Result, SecretKey, WorkState,
+};
 
 use crate::service::AuthorityService;
 use backend::{Backend, FsBackend};
@@ -106,7 +109,10 @@ impl Ctx {
             None => Ok(()),
             Some(e) => Err(Error::new(
                 Code::Storage,
-                format!("the store refuses writes after a storage failure ({}); restart it", e.message),
+                format!(
+                    "the store refuses writes after a storage failure ({}); restart it",
+                    e.message
+                ),
             )),
         }
     }
@@ -131,7 +137,9 @@ pub struct FileStore {
 
 impl std::fmt::Debug for FileStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FileStore").field("root", &self.root).finish_non_exhaustive()
+        f.debug_struct("FileStore")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
     }
 }
 
@@ -142,12 +150,17 @@ fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error 
 /// A fresh Ed25519 secret key from the operating system's randomness.
 pub fn generate_key() -> Result<SecretKey> {
     let mut seed = [0u8; 32];
-    getrandom::getrandom(&mut seed).map_err(|e| Error::new(Code::Storage, format!("no randomness for a key: {e}")))?;
+    getrandom::getrandom(&mut seed)
+        .map_err(|e| Error::new(Code::Storage, format!("no randomness for a key: {e}")))?;
     Ok(SecretKey::from_bytes(&seed))
 }
 
 /// Reads (or creates) the authority key file of a data directory.
-fn load_or_create_key(be: &dyn Backend, root: &Path, given: Option<&SecretKey>) -> Result<SecretKey> {
+fn load_or_create_key(
+    be: &dyn Backend,
+    root: &Path,
+    given: Option<&SecretKey>,
+) -> Result<SecretKey> {
     let path = root.join(KEY_NAME);
     if be.is_file(&path) {
         let key = read_key_file(be, &path)?;
@@ -172,37 +185,61 @@ fn load_or_create_key(be: &dyn Backend, root: &Path, given: Option<&SecretKey>) 
     };
     let tmp = root.join(format!("{KEY_NAME}.tmp"));
     if be.is_file(&tmp) {
-        be.remove(&tmp).map_err(io_err(format!("remove {}", tmp.display())))?;
+        be.remove(&tmp)
+            .map_err(io_err(format!("remove {}", tmp.display())))?;
     }
-    let f = be.create(&tmp, 0o600).map_err(io_err(format!("create {}", tmp.display())))?;
+    let f = be
+        .create(&tmp, 0o600)
+        .map_err(io_err(format!("create {}", tmp.display())))?;
     let text = format!("{}\n", hex::encode(key.to_bytes()));
     f.write_at(0, text.as_bytes())
         .map_err(io_err(format!("write {}", tmp.display())))?;
-    f.sync_data().map_err(io_err(format!("sync {}", tmp.display())))?;
+    f.sync_data()
+        .map_err(io_err(format!("sync {}", tmp.display())))?;
     be.rename(&tmp, &path)
         .map_err(io_err(format!("rename {}", tmp.display())))?;
-    be.sync_dir(root).map_err(io_err(format!("sync {}", root.display())))?;
+    be.sync_dir(root)
+        .map_err(io_err(format!("sync {}", root.display())))?;
     Ok(key)
 }
 
 /// Reads a key file: 64 lowercase hex digits and a newline, mode 0600.
 pub fn read_key_file(be: &dyn Backend, path: &Path) -> Result<SecretKey> {
-    if let Some(mode) = be.mode(path).map_err(io_err(format!("stat {}", path.display())))? {
+    if let Some(mode) = be
+        .mode(path)
+        .map_err(io_err(format!("stat {}", path.display())))?
+    {
         if mode & 0o077 != 0 {
             return Err(Error::new(
                 Code::Storage,
-                format!("{} has mode {mode:o}; a key file must be 0600 (chmod 600 it)", path.display()),
+                format!(
+                    "{} has mode {mode:o}; a key file must be 0600 (chmod 600 it)",
+                    path.display()
+                ),
             ));
         }
     }
-    let f = be.open(path).map_err(io_err(format!("open {}", path.display())))?;
-    let len = f.len().map_err(io_err(format!("size of {}", path.display())))?;
-    let bad = || Error::new(Code::Storage, format!("{} is not 64 lowercase hex digits and a newline", path.display()));
+    let f = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
+    let len = f
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
+    let bad = || {
+        Error::new(
+            Code::Storage,
+            format!(
+                "{} is not 64 lowercase hex digits and a newline",
+                path.display()
+            ),
+        )
+    };
     if len != 65 {
         return Err(bad());
     }
     let mut buf = [0u8; 65];
-    f.read_at(0, &mut buf).map_err(io_err(format!("read {}", path.display())))?;
+    f.read_at(0, &mut buf)
+        .map_err(io_err(format!("read {}", path.display())))?;
     if buf[64] != b'\n' || buf[..64].iter().any(|b| b.is_ascii_uppercase()) {
         return Err(bad());
     }
@@ -218,12 +255,18 @@ impl FileStore {
     }
 
     /// Opens a data directory on any [`Backend`].
-    pub fn open_with(backend: Arc<dyn Backend>, dir: &Path, opts: StoreOptions) -> Result<FileStore> {
+    pub fn open_with(
+        backend: Arc<dyn Backend>,
+        dir: &Path,
+        opts: StoreOptions,
+    ) -> Result<FileStore> {
         let be = &*backend;
         if !be.is_dir(dir) {
-            be.create_dir(dir).map_err(io_err(format!("create {}", dir.display())))?;
+            be.create_dir(dir)
+                .map_err(io_err(format!("create {}", dir.display())))?;
             if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                be.sync_dir(parent).map_err(io_err(format!("sync {}", parent.display())))?;
+                be.sync_dir(parent)
+                    .map_err(io_err(format!("sync {}", parent.display())))?;
             }
         }
         let key = load_or_create_key(be, dir, opts.authority_key.as_ref())?;
@@ -231,7 +274,8 @@ impl FileStore {
         if !be.is_dir(&groups_dir) {
             be.create_dir(&groups_dir)
                 .map_err(io_err(format!("create {}", groups_dir.display())))?;
-            be.sync_dir(dir).map_err(io_err(format!("sync {}", dir.display())))?;
+            be.sync_dir(dir)
+                .map_err(io_err(format!("sync {}", dir.display())))?;
         }
         let ctx = Arc::new(Ctx {
             backend: backend.clone(),
@@ -366,11 +410,16 @@ impl FileStore {
 }
 
 fn remove_dir(be: &dyn Backend, path: &Path) -> Result<()> {
-    for n in be.list(path).map_err(io_err(format!("list {}", path.display())))? {
+    for n in be
+        .list(path)
+        .map_err(io_err(format!("list {}", path.display())))?
+    {
         let p = path.join(&n);
-        be.remove(&p).map_err(io_err(format!("remove {}", p.display())))?;
+        be.remove(&p)
+            .map_err(io_err(format!("remove {}", p.display())))?;
     }
-    be.remove(path).map_err(io_err(format!("remove {}", path.display())))
+    be.remove(path)
+        .map_err(io_err(format!("remove {}", path.display())))
 }
 
 impl AuthorityService for FileStore {
@@ -415,7 +464,10 @@ impl AuthorityService for FileStore {
             .values()
             .cloned()
             .collect();
-        let deadlines: Vec<(Id, Option<u64>)> = groups.iter().map(|g| (g.id().clone(), g.next_deadline())).collect();
+        let deadlines: Vec<(Id, Option<u64>)> = groups
+            .iter()
+            .map(|g| (g.id().clone(), g.next_deadline()))
+            .collect();
         Ok(policy::earliest(deadlines.iter().map(|(g, d)| (g, *d))))
     }
 

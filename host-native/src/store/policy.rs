@@ -4,7 +4,9 @@
 
 use mwp_core::command::{Body, Tick};
 use mwp_core::snapshot::SnapshotRef;
-use mwp_core::{Code, Command, Error, Event, EventKind, GroupState, Hash, Id, PublicKey, Result, SecretKey};
+use mwp_core::{
+    Code, Command, Error, Event, EventKind, GroupState, Hash, Id, PublicKey, Result, SecretKey,
+};
 
 /// Which replay requests are still served from the log.
 ///
@@ -31,7 +33,9 @@ impl OnlineWindow {
         if !self.needs_snapshot(after, head) || after >= snapshot.seq {
             return Ok(());
         }
-        let oldest = head.saturating_sub(self.online_events.unwrap_or(head)).min(snapshot.seq);
+        let oldest = head
+            .saturating_sub(self.online_events.unwrap_or(head))
+            .min(snapshot.seq);
         Err(snapshot.cursor_too_old(after, oldest))
     }
 }
@@ -106,7 +110,9 @@ pub fn check_open_group(cmd: &Command, key: &PublicKey) -> Result<()> {
 }
 
 /// The earliest deadline among groups: what the tick loop sleeps until.
-pub fn earliest<'a>(deadlines: impl IntoIterator<Item = (&'a Id, Option<u64>)>) -> Option<(Id, u64)> {
+pub fn earliest<'a>(
+    deadlines: impl IntoIterator<Item = (&'a Id, Option<u64>)>,
+) -> Option<(Id, u64)> {
     deadlines
         .into_iter()
         .filter_map(|(g, d)| Some((g, d?)))

@@ -18,7 +18,10 @@ use std::sync::{Arc, Mutex};
 use mwp_core::{Code, Error, Hash, Id, Result};
 
 use super::backend::{Backend, FsBackend, StorageFile};
-use super::format::{self, corrupt_at, encode_record, group_dir_name, scan, storage, FileHeader, ScanSpec, FILE_HEADER_LEN};
+use super::format::{
+    self, corrupt_at, encode_record, group_dir_name, scan, storage, FileHeader, ScanSpec,
+    FILE_HEADER_LEN,
+};
 use super::group::lock;
 
 /// Magic of a projection journal.
@@ -111,7 +114,8 @@ impl<'a> Cursor<'a> {
         Some(s)
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        self.take(4)
+            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
     }
     fn u64(&mut self) -> Option<u64> {
         let s = self.take(8)?;
@@ -123,14 +127,14 @@ impl<'a> Cursor<'a> {
 
 fn decode(b: &[u8]) -> Option<Committed> {
     let mut c = Cursor { b, at: 1 };
-    let out = match b.first()? {
-        &KIND_IMAGE => {
+    let out = match *b.first()? {
+        KIND_IMAGE => {
             let cursor = c.u64()?;
             let image = c.b.get(c.at..)?.to_vec();
             c.at = b.len();
             Committed::Image { cursor, image }
         }
-        &KIND_TXN => {
+        KIND_TXN => {
             let mut t = ProjectionTxn::new(c.u64()?);
             for _ in 0..c.u32()? {
                 let seq = c.u64()?;
@@ -201,9 +205,13 @@ impl FileProjectionStore {
         let root = dir.join("projections");
         for d in [dir, root.as_path()] {
             if !backend.is_dir(d) {
-                backend.create_dir(d).map_err(io_err(format!("create {}", d.display())))?;
+                backend
+                    .create_dir(d)
+                    .map_err(io_err(format!("create {}", d.display())))?;
                 if let Some(p) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    backend.sync_dir(p).map_err(io_err(format!("sync {}", p.display())))?;
+                    backend
+                        .sync_dir(p)
+                        .map_err(io_err(format!("sync {}", p.display())))?;
                 }
             }
         }
@@ -222,7 +230,13 @@ impl FileProjectionStore {
     fn check_sticky(&self) -> Result<()> {
         match &*lock(&self.sticky) {
             None => Ok(()),
-            Some(e) => Err(Error::new(Code::Storage, format!("the projection store refuses writes after a storage failure ({})", e.message))),
+            Some(e) => Err(Error::new(
+                Code::Storage,
+                format!(
+                    "the projection store refuses writes after a storage failure ({})",
+                    e.message
+                ),
+            )),
         }
     }
 
@@ -240,7 +254,8 @@ impl FileProjectionStore {
         let dir = self.dir(group);
         let be = &self.backend;
         if !be.is_dir(&dir) {
-            be.create_dir(&dir).map_err(io_err(format!("create {}", dir.display())))?;
+            be.create_dir(&dir)
+                .map_err(io_err(format!("create {}", dir.display())))?;
             be.sync_dir(&self.root)
                 .map_err(io_err(format!("sync {}", self.root.display())))?;
         }
@@ -257,14 +272,20 @@ impl FileProjectionStore {
         }
         let tmp = dir.join(format!("{JOURNAL_NAME}.tmp"));
         if be.is_file(&tmp) {
-            be.remove(&tmp).map_err(io_err(format!("remove {}", tmp.display())))?;
+            be.remove(&tmp)
+                .map_err(io_err(format!("remove {}", tmp.display())))?;
         }
-        let file = be.create(&tmp, 0o644).map_err(io_err(format!("create {}", tmp.display())))?;
-        file.write_at(0, &data).map_err(io_err(format!("write {}", tmp.display())))?;
-        file.sync_data().map_err(io_err(format!("sync {}", tmp.display())))?;
+        let file = be
+            .create(&tmp, 0o644)
+            .map_err(io_err(format!("create {}", tmp.display())))?;
+        file.write_at(0, &data)
+            .map_err(io_err(format!("write {}", tmp.display())))?;
+        file.sync_data()
+            .map_err(io_err(format!("sync {}", tmp.display())))?;
         be.rename(&tmp, &dir.join(JOURNAL_NAME))
             .map_err(io_err(format!("rename {}", tmp.display())))?;
-        be.sync_dir(&dir).map_err(io_err(format!("sync {}", dir.display())))?;
+        be.sync_dir(&dir)
+            .map_err(io_err(format!("sync {}", dir.display())))?;
         Ok(Journal {
             file,
             end: data.len() as u64,
@@ -274,18 +295,30 @@ impl FileProjectionStore {
     }
 
     /// Scans a journal, trimming a torn last commit.
-    fn scan_journal(&self, group: &Id, visit: &mut dyn FnMut(Committed) -> Result<()>) -> Result<Option<Journal>> {
+    fn scan_journal(
+        &self,
+        group: &Id,
+        visit: &mut dyn FnMut(Committed) -> Result<()>,
+    ) -> Result<Option<Journal>> {
         let path = self.dir(group).join(JOURNAL_NAME);
         if !self.backend.is_file(&path) {
             return Ok(None);
         }
-        let file = self.backend.open(&path).map_err(io_err(format!("open {}", path.display())))?;
+        let file = self
+            .backend
+            .open(&path)
+            .map_err(io_err(format!("open {}", path.display())))?;
         let mut hb = [0u8; FILE_HEADER_LEN];
         file.read_at(0, &mut hb)
             .map_err(|_| corrupt_at(JOURNAL_NAME, 0, "file is shorter than its header"))?;
-        let h = FileHeader::decode(&hb, JOURNAL_MAGIC).map_err(|e| corrupt_at(JOURNAL_NAME, 0, e))?;
+        let h =
+            FileHeader::decode(&hb, JOURNAL_MAGIC).map_err(|e| corrupt_at(JOURNAL_NAME, 0, e))?;
         if &h.group != group {
-            return Err(corrupt_at(JOURNAL_NAME, 52, format!("journal belongs to group {}", h.group)));
+            return Err(corrupt_at(
+                JOURNAL_NAME,
+                52,
+                format!("journal belongs to group {}", h.group),
+            ));
         }
         let mut cursor = 0;
         let spec = ScanSpec {
@@ -296,7 +329,8 @@ impl FileProjectionStore {
             erased: &|_| None,
         };
         let end = scan(&*file, &spec, &mut |r| {
-            let c = decode(r.payload).ok_or_else(|| corrupt_at(JOURNAL_NAME, r.offset, "record does not decode"))?;
+            let c = decode(r.payload)
+                .ok_or_else(|| corrupt_at(JOURNAL_NAME, r.offset, "record does not decode"))?;
             cursor = match &c {
                 Committed::Image { cursor, .. } => *cursor,
                 Committed::Txn(t) => t.cursor,
@@ -304,8 +338,10 @@ impl FileProjectionStore {
             visit(c)
         })?;
         if end.torn.is_some() {
-            file.set_len(end.end).map_err(io_err(format!("trim {}", path.display())))?;
-            file.sync_data().map_err(io_err(format!("sync {}", path.display())))?;
+            file.set_len(end.end)
+                .map_err(io_err(format!("trim {}", path.display())))?;
+            file.sync_data()
+                .map_err(io_err(format!("sync {}", path.display())))?;
         }
         Ok(Some(Journal {
             file,

@@ -61,7 +61,10 @@ pub fn workload() -> String {
             "x".repeat(40)
         ));
     }
-    l.push(r#"{"actor": "alice", "action": "arch", "body": {"type": "archive", "reason": "done"}}"#.into());
+    l.push(
+        r#"{"actor": "alice", "action": "arch", "body": {"type": "archive", "reason": "done"}}"#
+            .into(),
+    );
     l.push(r#"{"actor": "alice", "action": "late", "body": {"type": "cancel", "work": "w2", "reason": "late"}}"#.into());
     l.join("\n")
 }
@@ -96,7 +99,10 @@ impl Host for Recorder {
         self.cmds
             .insert((cmd.actor.clone(), cmd.action.clone()), cmd.clone());
         let Some(store) = &self.store else {
-            return Err(mwp_core::Error::new(mwp_core::Code::Storage, "store did not open"));
+            return Err(mwp_core::Error::new(
+                mwp_core::Code::Storage,
+                "store did not open",
+            ));
         };
         let d = AuthorityService::submit(store, cmd, now_ms);
         match &d {
@@ -116,7 +122,9 @@ impl Host for Recorder {
         self.store.as_ref().and_then(|s| Host::state(s, group))
     }
     fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
-        self.store.as_ref().and_then(|s| Host::work_state(s, group, work))
+        self.store
+            .as_ref()
+            .and_then(|s| Host::work_state(s, group, work))
     }
 }
 
@@ -150,7 +158,11 @@ pub fn check_reopened(image: &MemBackend, rec: &Recorder, context: &str) -> File
     let g = id("g1");
     for r in &rec.acked {
         let got = store.receipt(&r.group, &r.actor, &r.action).unwrap();
-        assert_eq!(got.as_ref(), Some(r), "{context}: acknowledged receipt lost or changed");
+        assert_eq!(
+            got.as_ref(),
+            Some(r),
+            "{context}: acknowledged receipt lost or changed"
+        );
     }
     let events = if store.groups().unwrap().contains(&g) {
         store.events(&g, 0, usize::MAX).unwrap()
@@ -158,7 +170,10 @@ pub fn check_reopened(image: &MemBackend, rec: &Recorder, context: &str) -> File
         Vec::new()
     };
     let max_acked = rec.acked.iter().map(|r| r.seq).max().unwrap_or(0);
-    assert!(events.len() as u64 >= max_acked, "{context}: log shorter than acknowledged");
+    assert!(
+        events.len() as u64 >= max_acked,
+        "{context}: log shorter than acknowledged"
+    );
     // Reference: the memory authority fed the same commands, in the log's order.
     let mut reference = MemoryAuthority::new();
     let mut redacted_log = false;
@@ -169,9 +184,16 @@ pub fn check_reopened(image: &MemBackend, rec: &Recorder, context: &str) -> File
             .unwrap_or_else(|| panic!("{context}: event {} has no command", e.seq));
         match reference.submit(cmd, e.at) {
             Ok(Decision::Accepted(r)) => {
-                assert_eq!(r.id, e.id, "{context}: event {} differs from the reference", e.seq)
+                assert_eq!(
+                    r.id, e.id,
+                    "{context}: event {} differs from the reference",
+                    e.seq
+                )
             }
-            other => panic!("{context}: reference did not accept seq {}: {other:?}", e.seq),
+            other => panic!(
+                "{context}: reference did not accept seq {}: {other:?}",
+                e.seq
+            ),
         }
         if matches!(e.kind, mwp_core::EventKind::EventRedacted(_)) {
             redacted_log = true;
@@ -181,11 +203,18 @@ pub fn check_reopened(image: &MemBackend, rec: &Recorder, context: &str) -> File
         .group(&g)
         .and_then(|m| m.state())
         .map(|s| s.hash().unwrap());
-    assert_eq!(store.state_hash(&g).unwrap(), want, "{context}: state hash differs from the reference");
+    assert_eq!(
+        store.state_hash(&g).unwrap(),
+        want,
+        "{context}: state hash differs from the reference"
+    );
     if redacted_log {
         let two = &events[1];
         let json = serde_json::to_string(&two.kind).unwrap();
-        assert!(json.contains("$redacted"), "{context}: seq 2 is served unredacted");
+        assert!(
+            json.contains("$redacted"),
+            "{context}: seq 2 is served unredacted"
+        );
         for (name, bytes) in all_files(image, Path::new("/d")) {
             assert!(
                 !bytes.windows(SECRET.len()).any(|w| w == SECRET),
@@ -194,7 +223,11 @@ pub fn check_reopened(image: &MemBackend, rec: &Recorder, context: &str) -> File
         }
     }
     let report = mwp_host::store::fsck_with(Arc::new(image.clone()), Path::new("/d")).unwrap();
-    assert!(report.is_clean(), "{context}: fsck found damage: {:?}", report.findings);
+    assert!(
+        report.is_clean(),
+        "{context}: fsck found damage: {:?}",
+        report.findings
+    );
     store
 }
 
