@@ -424,11 +424,21 @@ fn cold_open_child(dir: &str, without_snapshot: bool) {
                 .map(str::to_owned)
         })
         .unwrap_or_default();
+    // CPU time of the whole process (both replay threads), in clock ticks of 10 ms.
+    let cpu_ticks: u64 = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.to_owned();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
     println!(
-        "{} {} {}",
+        "{} {} {} {}",
         elapsed.as_nanos(),
         head,
-        rss.split_whitespace().nth(1).unwrap_or("0")
+        rss.split_whitespace().nth(1).unwrap_or("0"),
+        cpu_ticks * 10
     );
 }
 
@@ -470,6 +480,12 @@ fn cold_open(c: &mut Criterion) {
                         .expect("child reports head");
                     assert_eq!(head, 1_000_000);
                     peak_kib = peak_kib.max(f.next().and_then(|x| x.parse().ok()).unwrap_or(0));
+                    let cpu_ms: u64 = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    eprintln!(
+                        "cold_open_1m/{name}: open {:.2} s wall, {:.2} s CPU",
+                        ns as f64 / 1e9,
+                        cpu_ms as f64 / 1e3
+                    );
                     total += Duration::from_nanos(ns);
                 }
                 total
