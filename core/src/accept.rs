@@ -47,22 +47,22 @@ pub fn accept(
     now_ms: u64,
     limits: &Limits,
 ) -> Result<Decision> {
-    decide_command(state, cmd, now_ms, limits, true)
+    decide_command(state, cmd, now_ms, limits, None)
 }
 
-/// [`accept`] without the Ed25519 verification of check 2 (the actor must still be known).
-///
-/// Only for a caller that has verified `sig` over [`Command::content_bytes`] under the
-/// actor's registered key itself (say, on other threads ahead of the sequential decision),
-/// and for measuring the decision alone. Every other check runs exactly as in [`accept`].
-#[doc(hidden)]
+/// [`accept`] for a host that checked the signature before taking its lock, so that
+/// signature checks of concurrent commands run in parallel: the caller has seen
+/// `cmd.verify(verified_key)` return `true`. Step 2 skips the check when the actor's
+/// registered key is `verified_key`, and verifies as usual otherwise (the key changed, or the
+/// caller guessed wrong). Every answer is the one [`accept`] gives.
 pub fn accept_preverified(
     state: Option<&GroupState>,
     cmd: &Command,
     now_ms: u64,
     limits: &Limits,
+    verified_key: &PublicKey,
 ) -> Result<Decision> {
-    decide_command(state, cmd, now_ms, limits, false)
+    decide_command(state, cmd, now_ms, limits, Some(verified_key))
 }
 
 fn decide_command(
@@ -70,7 +70,7 @@ fn decide_command(
     cmd: &Command,
     now_ms: u64,
     limits: &Limits,
-    check_signature: bool,
+    verified_key: Option<&PublicKey>,
 ) -> Result<Decision> {
     // 1. Decode and limits; org and group. Payload rules first: they name the field.
     if cmd.session == 0 {
@@ -102,13 +102,13 @@ fn decide_command(
 
     // 2. Signature.
     let member = actor_member(state, &cmd.actor)?;
-    if check_signature {
+    let key = member.map_or(state.authority_key, |m| m.key);
+    if verified_key != Some(&key) {
         let verified = match member {
             Some(m) => m.verify(&content, &cmd.sig),
             None => state.authority_key.verify(&content, &cmd.sig),
         };
         if !verified {
-            let key = member.map_or(state.authority_key, |m| m.key);
             return Err(bad_signature(&key, cmd));
         }
     }

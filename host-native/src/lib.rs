@@ -7,3 +7,4 @@ pub mod demo;
 pub mod memory_service;
 pub mod server;
 pub mod service;
+pub mod store;

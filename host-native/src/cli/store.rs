@@ -90,9 +90,35 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
             let service = MemoryService::new(key).with_online_events(options.online_events);
             Ok(Arc::new(service))
         }
-        // The file store: `FileStore::open(dir, StoreOptions { online_events, authority_key, .. })`
-        // (creating `dir` first when `options.create`).
-        StoreUrl::File(_) | StoreUrl::Postgres(_) => Err(not_built(url)),
+        StoreUrl::File(dir) => {
+            if !dir.is_dir() {
+                if !options.create {
+                    return Err(Failure::new(
+                        super::EXIT_BAD_INPUT,
+                        format!(
+                            "{} is not a data directory; `mwp serve --data {}` creates one",
+                            dir.display(),
+                            dir.display()
+                        ),
+                    ));
+                }
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    Failure::new(
+                        EXIT_UNAVAILABLE,
+                        format!("cannot create {}: {e}", dir.display()),
+                    )
+                })?;
+            }
+            let store_options = crate::store::StoreOptions {
+                online_events: options.online_events,
+                authority_key: options.authority_key.clone(),
+                ..crate::store::StoreOptions::default()
+            };
+            let store = crate::store::FileStore::open(dir, store_options)
+                .map_err(|e| Failure::from_error(&format!("cannot open {url}"), &e))?;
+            Ok(Arc::new(store))
+        }
+        StoreUrl::Postgres(_) => Err(not_built(url)),
     }
 }
 
@@ -103,7 +129,30 @@ pub fn fsck(url: &StoreUrl) -> Outcome {
             super::EXIT_BAD_INPUT,
             "a memory: store has nothing on disk to check; name one with --data DIR",
         )),
-        StoreUrl::File(_) | StoreUrl::Postgres(_) => Err(not_built(url)),
+        StoreUrl::File(dir) => {
+            let report = crate::store::fsck(dir)
+                .map_err(|e| Failure::from_error(&format!("cannot check {url}"), &e))?;
+            for g in &report.groups {
+                println!(
+                    "{}",
+                    serde_json::json!({"group": g.group, "events": g.events,
+                        "state_hash": g.state_hash, "snapshots_ok": g.snapshots_ok})
+                );
+            }
+            for f in &report.findings {
+                println!(
+                    "{}",
+                    serde_json::json!({"damage": f.damage, "code": f.code, "group": f.group,
+                        "file": f.file, "offset": f.offset, "message": f.message})
+                );
+            }
+            Ok(if report.is_clean() {
+                super::EXIT_OK
+            } else {
+                super::EXIT_FAILED
+            })
+        }
+        StoreUrl::Postgres(_) => Err(not_built(url)),
     }
 }
 

@@ -1,0 +1,509 @@
+//! File store benchmarks (docs/bench-store.md has the figures and how to read them).
+//!
+//! * `durable_accepts/{file,sqlite}/{1,8,64}`: commands accepted durably per second with 1, 8
+//!   and 64 concurrent submitters, through the file store and through a SQLite baseline
+//!   (rusqlite, WAL, `synchronous=FULL`, one transaction per command holding an event row and
+//!   a receipt row) deciding the same pre-signed commands with the same core.
+//! * `cold_open_1m/{snapshot_and_tail,full_log}`: opening a 1,000,000-event Group in a fresh
+//!   process, from the latest snapshot plus a 1,000-event tail and from the full log; each
+//!   child process reports its own open time and peak RSS (VmHWM), printed to stderr.
+//!
+//! Run: `cargo bench -p mwp-host --bench store`. The 1M-event data set is built once under
+//! `target/mwp-bench-1m` (about a minute). `MWP_BENCH_QUICK=1` skips the cold opens.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+use mwp_core::accept::accept_preverified;
+use mwp_core::command::{
+    Body, ClaimWork, Contract, CreateWork, MemberSpec, OpenGroup, Risk, Role, StartWork, Submit,
+};
+use mwp_core::lease::LeaseId;
+use mwp_core::snapshot::Snapshot;
+use mwp_core::{accept, Command, Decision, GroupState, Id, Limits, SecretKey};
+use mwp_host::service::AuthorityService;
+use mwp_host::store::format::{self, encode_record, segment_name, FileHeader, SEGMENT_MAGIC};
+use mwp_host::store::{FileStore, StoreOptions};
+
+fn id(s: &str) -> Id {
+    Id::new(s).expect("bench ids are valid")
+}
+
+fn authority() -> SecretKey {
+    SecretKey::for_transcript("@authority")
+}
+
+fn contract() -> Contract {
+    Contract {
+        max_attempts: 3,
+        backoff_base_ms: 100,
+        backoff_max_ms: 1000,
+        cost_budget: 10,
+        deadline_at: None,
+        risk: Risk::Low,
+    }
+}
+
+const MEMBERS: usize = 64;
+
+fn actor(i: usize) -> String {
+    format!("a{i}")
+}
+
+fn open_cmd() -> Command {
+    let mut members: Vec<MemberSpec> = (0..MEMBERS)
+        .map(|i| MemberSpec {
+            actor: id(&actor(i)),
+            role: Role::Owner,
+            key: SecretKey::for_transcript(&actor(i)).public(),
+        })
+        .collect();
+    members.push(MemberSpec {
+        actor: id("bob"),
+        role: Role::Worker,
+        key: SecretKey::for_transcript("bob").public(),
+    });
+    Command::signed(
+        id("acme"),
+        id("g1"),
+        id(&actor(0)),
+        id("open"),
+        1,
+        None,
+        Body::OpenGroup(OpenGroup {
+            mission: id("m1"),
+            title: serde_json::json!("bench"),
+            members,
+            authority_key: authority().public(),
+        }),
+        &SecretKey::for_transcript(&actor(0)),
+    )
+    .expect("signs")
+}
+
+/// `n` pre-signed create_work commands, from submitter `who`, unique per `round`.
+fn commands(who: usize, round: u64, n: usize, keys: &[SecretKey]) -> Vec<Command> {
+    (0..n)
+        .map(|i| {
+            let name = format!("r{round}-s{who}-{i}");
+            Command::signed(
+                id("acme"),
+                id("g1"),
+                id(&actor(who)),
+                id(&name),
+                1,
+                None,
+                Body::CreateWork(CreateWork {
+                    work: id(&name),
+                    contract: contract(),
+                    after: vec![],
+                    spec: serde_json::json!({"task": "build", "n": i}),
+                }),
+                &keys[who],
+            )
+            .expect("signs")
+        })
+        .collect()
+}
+
+/// The SQLite baseline: the same core decides; each accepted command is one transaction
+/// with an event row and a receipt row, committed with `synchronous=FULL` in WAL mode.
+struct Sqlite {
+    inner: Mutex<(Option<GroupState>, rusqlite::Connection)>,
+}
+
+impl Sqlite {
+    fn open(path: &Path) -> Sqlite {
+        let conn = rusqlite::Connection::open(path).expect("sqlite opens");
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+             CREATE TABLE events (grp TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (grp, seq));
+             CREATE TABLE receipts (grp TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (grp, actor, action));",
+        )
+        .expect("schema");
+        Sqlite {
+            inner: Mutex::new((None, conn)),
+        }
+    }
+
+    fn submit(&self, cmd: &Command, now_ms: u64) -> mwp_core::Result<Decision> {
+        // Same parallel signature check as the file store.
+        let key = {
+            let g = self.inner.lock().expect("no panics");
+            g.0.as_ref()
+                .and_then(|s| s.members.get(&cmd.actor).map(|m| m.key))
+        };
+        let verified = key.filter(|k| cmd.verify(k).unwrap_or(false));
+        let mut g = self.inner.lock().expect("no panics");
+        let (state, conn) = &mut *g;
+        let d = match &verified {
+            Some(k) => accept_preverified(state.as_ref(), cmd, now_ms, &Limits::default(), k)?,
+            None => accept(state.as_ref(), cmd, now_ms, &Limits::default())?,
+        };
+        if let Decision::Accepted(e) = &d {
+            let bytes = e.to_cbor()?;
+            let receipt = serde_json::to_vec(&e.receipt()).expect("receipts encode");
+            let tx = conn.transaction().expect("begin");
+            tx.execute(
+                "INSERT INTO events (grp, seq, body) VALUES (?1, ?2, ?3)",
+                rusqlite::params![e.group.as_str(), e.seq as i64, bytes],
+            )
+            .expect("insert event");
+            tx.execute(
+                "INSERT INTO receipts (grp, actor, action, seq, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+                rusqlite::params![
+                    e.group.as_str(),
+                    e.actor.as_str(),
+                    e.action.as_str(),
+                    e.seq as i64,
+                    receipt
+                ],
+            )
+            .expect("insert receipt");
+            tx.commit().expect("commit");
+            GroupState::apply_to(state, e)?;
+        }
+        Ok(d)
+    }
+}
+
+fn bench_dir(name: &str) -> PathBuf {
+    let base = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    base.join(name)
+}
+
+fn durable_accepts(c: &mut Criterion) {
+    let keys: Vec<SecretKey> = (0..MEMBERS)
+        .map(|i| SecretKey::for_transcript(&actor(i)))
+        .collect();
+    let mut group = c.benchmark_group("durable_accepts");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.throughput(Throughput::Elements(1));
+    for submitters in [1usize, 8, 64] {
+        for kind in ["file", "sqlite"] {
+            let tmp = tempfile::tempdir_in(bench_dir("")).expect("tempdir");
+            let file = (kind == "file").then(|| {
+                let opts = StoreOptions {
+                    authority_key: Some(authority()),
+                    ..StoreOptions::default()
+                };
+                let s = FileStore::open(tmp.path(), opts).expect("opens");
+                s.submit(&open_cmd(), 1000).expect("opens group");
+                s
+            });
+            let sqlite = (kind == "sqlite").then(|| {
+                let s = Sqlite::open(&tmp.path().join("bench.db"));
+                s.submit(&open_cmd(), 1000).expect("opens group");
+                s
+            });
+            let mut round = 0u64;
+            group.bench_function(BenchmarkId::new(kind, submitters), |b| {
+                b.iter_custom(|iters| {
+                    round += 1;
+                    let per = (iters as usize).div_ceil(submitters);
+                    // Pre-signed outside the timed section.
+                    let lists: Vec<Vec<Command>> = (0..submitters)
+                        .map(|s| commands(s, round, per, &keys))
+                        .collect();
+                    let barrier = Barrier::new(submitters + 1);
+                    let elapsed = std::thread::scope(|scope| {
+                        for list in &lists {
+                            let (barrier, file, sqlite) = (&barrier, &file, &sqlite);
+                            scope.spawn(move || {
+                                barrier.wait();
+                                for cmd in list {
+                                    let d = match (file, sqlite) {
+                                        (Some(f), _) => f.submit(cmd, 2000),
+                                        (_, Some(s)) => s.submit(cmd, 2000),
+                                        _ => unreachable!("one store is set"),
+                                    };
+                                    assert!(matches!(d, Ok(Decision::Accepted(_))), "{d:?}");
+                                }
+                                barrier.wait();
+                            });
+                        }
+                        barrier.wait();
+                        let start = Instant::now();
+                        barrier.wait();
+                        start.elapsed()
+                    });
+                    // Report per command: the closure ran submitters × per commands.
+                    elapsed.mul_f64(iters as f64 / (submitters * per) as f64)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Builds (once) a data directory holding one group of `events` events — work items going
+/// through create, claim, start and submit — with a snapshot 1,000 events before the end.
+fn build_large(dir: &Path, events: u64) {
+    let done = dir.join("complete");
+    if done.exists() {
+        return;
+    }
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir.join("groups/g1")).expect("mkdir");
+    let key = authority();
+    std::fs::write(
+        dir.join("authority.key"),
+        format!("{}\n", hex_of(&key.to_bytes())),
+    )
+    .expect("key");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.join("authority.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .expect("chmod");
+    }
+    let limits = Limits::default();
+    let mut state: Option<GroupState> = None;
+    let bob = SecretKey::for_transcript("bob").public();
+    let alice = SecretKey::for_transcript(&actor(0)).public();
+    let gdir = dir.join("groups/g1");
+    let mut seg_first = 1u64;
+    let mut seg = FileHeader {
+        magic: SEGMENT_MAGIC,
+        first_seq: 1,
+        prev: mwp_core::Hash::ZERO,
+        group: id("g1"),
+    }
+    .encode()
+    .to_vec();
+    let flush = |first: u64, bytes: &[u8]| {
+        std::fs::write(gdir.join(segment_name(first)), bytes).expect("segment")
+    };
+    let snapshot_at = events - 1000;
+    let mut i = 0u64;
+    let mut step = 0u64;
+    while state.as_ref().map_or(0, |s| s.seq) < events {
+        let seq = state.as_ref().map_or(0, |s| s.seq);
+        let now = 10_000 + seq;
+        let w = format!("w{i}");
+        let (cmd, signer) = if seq == 0 {
+            (open_cmd(), alice)
+        } else {
+            let (who, body, expect) = match step {
+                0 => (
+                    actor(0),
+                    Body::CreateWork(CreateWork {
+                        work: id(&w),
+                        contract: contract(),
+                        after: vec![],
+                        spec: serde_json::json!({"task": "build", "n": i}),
+                    }),
+                    None,
+                ),
+                1 => (
+                    "bob".to_owned(),
+                    Body::ClaimWork(ClaimWork {
+                        work: id(&w),
+                        lease_ms: 60_000,
+                        start_within_ms: 60_000,
+                    }),
+                    Some(1),
+                ),
+                2 => (
+                    "bob".to_owned(),
+                    Body::StartWork(StartWork {
+                        work: id(&w),
+                        lease: LeaseId::derive(&id("g1"), &id(&w), 1),
+                    }),
+                    None,
+                ),
+                _ => (
+                    "bob".to_owned(),
+                    Body::Submit(Submit {
+                        work: id(&w),
+                        lease: LeaseId::derive(&id("g1"), &id(&w), 1),
+                        result: serde_json::json!({"ok": true, "n": i}),
+                    }),
+                    None,
+                ),
+            };
+            step = (step + 1) % 4;
+            if step == 0 {
+                i += 1;
+            }
+            let cmd = Command {
+                org: id("acme"),
+                group: id("g1"),
+                actor: id(&who),
+                action: id(&format!("x{seq}")),
+                session: 1,
+                expect,
+                body,
+                sig: mwp_core::Signature([0; 64]),
+            };
+            (cmd, if who == "bob" { bob } else { alice })
+        };
+        // The data set is built without signing: accept is told the signature was checked.
+        let d = accept_preverified(state.as_ref(), &cmd, now, &limits, &signer).expect("accepted");
+        let Decision::Accepted(e) = d else {
+            panic!("expected an event")
+        };
+        let bytes = e.to_cbor().expect("encodes");
+        if seg.len() as u64 >= 64 << 20 {
+            flush(seg_first, &seg);
+            seg_first = e.seq;
+            seg = FileHeader {
+                magic: SEGMENT_MAGIC,
+                first_seq: e.seq,
+                prev: state.as_ref().expect("state").head,
+                group: id("g1"),
+            }
+            .encode()
+            .to_vec();
+        }
+        encode_record(&mut seg, e.seq, e.seq, &bytes);
+        GroupState::apply_to(&mut state, &e).expect("applies");
+        if e.seq == snapshot_at {
+            let s = state.as_ref().expect("state");
+            let payload = Snapshot::build(s, &key)
+                .expect("snapshot")
+                .to_cbor()
+                .expect("encodes");
+            std::fs::write(
+                gdir.join(format::snapshot_name(e.seq)),
+                format::encode_snapshot_file(e.seq, &payload),
+            )
+            .expect("snap");
+        }
+    }
+    flush(seg_first, &seg);
+    std::fs::write(done, b"").expect("marker");
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The child side of a cold open: open, report time and peak RSS, exit.
+fn cold_open_child(dir: &str, without_snapshot: bool) {
+    let path = PathBuf::from(dir);
+    let mut opts = StoreOptions {
+        authority_key: Some(authority()),
+        ..StoreOptions::default()
+    };
+    opts.snapshot_every = None;
+    let data = if without_snapshot {
+        // A copy of the directory without its snapshot file (hard links: no data copied).
+        let tmp = path.with_extension("nosnap");
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(tmp.join("groups/g1")).expect("mkdir");
+        std::fs::copy(path.join("authority.key"), tmp.join("authority.key")).expect("key");
+        for e in std::fs::read_dir(path.join("groups/g1")).expect("list") {
+            let e = e.expect("entry");
+            let name = e.file_name();
+            if name.to_string_lossy().ends_with(".seg") {
+                std::fs::hard_link(e.path(), tmp.join("groups/g1").join(&name)).expect("link");
+            }
+        }
+        tmp
+    } else {
+        path
+    };
+    let start = Instant::now();
+    let store = FileStore::open(&data, opts).expect("cold open");
+    let elapsed = start.elapsed();
+    let head = store.head_seq(&id("g1")).expect("head");
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default();
+    // CPU time of the whole process (both replay threads), in clock ticks of 10 ms.
+    let cpu_ticks: u64 = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.to_owned();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    println!(
+        "{} {} {} {}",
+        elapsed.as_nanos(),
+        head,
+        rss.split_whitespace().nth(1).unwrap_or("0"),
+        cpu_ticks * 10
+    );
+}
+
+fn cold_open(c: &mut Criterion) {
+    if std::env::var_os("MWP_BENCH_QUICK").is_some() {
+        return;
+    }
+    let dir = bench_dir("mwp-bench-1m");
+    let t = Instant::now();
+    build_large(&dir, 1_000_000);
+    eprintln!(
+        "1M-event data set ready in {:?} at {}",
+        t.elapsed(),
+        dir.display()
+    );
+    let mut group = c.benchmark_group("cold_open_1m");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(30));
+    for (name, without) in [("snapshot_and_tail", false), ("full_log", true)] {
+        let mut peak_kib = 0u64;
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+                        .env("MWP_BENCH_COLD_OPEN", &dir)
+                        .env("MWP_BENCH_NO_SNAPSHOT", if without { "1" } else { "" })
+                        .output()
+                        .expect("child runs");
+                    let text = String::from_utf8_lossy(&out.stdout);
+                    let mut f = text.split_whitespace();
+                    let ns: u64 = f
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .expect("child reports time");
+                    let head: u64 = f
+                        .next()
+                        .and_then(|x| x.parse().ok())
+                        .expect("child reports head");
+                    assert_eq!(head, 1_000_000);
+                    peak_kib = peak_kib.max(f.next().and_then(|x| x.parse().ok()).unwrap_or(0));
+                    let cpu_ms: u64 = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    eprintln!(
+                        "cold_open_1m/{name}: open {:.2} s wall, {:.2} s CPU",
+                        ns as f64 / 1e9,
+                        cpu_ms as f64 / 1e3
+                    );
+                    total += Duration::from_nanos(ns);
+                }
+                total
+            })
+        });
+        eprintln!("cold_open_1m/{name}: peak RSS {} MiB", peak_kib / 1024);
+    }
+    group.finish();
+}
+
+fn main() {
+    if let Some(dir) = std::env::var_os("MWP_BENCH_COLD_OPEN") {
+        let without = std::env::var("MWP_BENCH_NO_SNAPSHOT").is_ok_and(|v| v == "1");
+        cold_open_child(&dir.to_string_lossy(), without);
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    durable_accepts(&mut c);
+    cold_open(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,511 @@
+//! The durable File store (SPEC §9): one directory per Group holding an append-only,
+//! segmented, checksummed log, a redaction overlay and signed snapshots; the authority key in
+//! a 0600 file. docs/format.md describes the bytes and the commit protocol.
+//!
+//! ```text
+//! DATA/authority.key                      64 hex digits + "\n", mode 0600
+//! DATA/groups/<group dir>/00000000000000000001.seg   log segment, named by its first seq
+//! DATA/groups/<group dir>/00000000000000100000.snap  signed snapshot, named by its seq
+//! DATA/groups/<group dir>/redactions.log             redacted forms of erased events
+//! ```
+//!
+//! [`FileStore`] implements [`AuthorityService`]: a receipt is returned only after its event
+//! is durable (`fdatasync`, and a directory `fsync` wherever a file is created or renamed);
+//! concurrent commands share syncs (group commit); a storage error is sticky. Reopening
+//! streams the log from the latest snapshot, trims a torn tail, and stops with
+//! `LOG_CORRUPT` naming file and offset on any other damage. [`fsck`] checks a data
+//! directory without changing it. [`projection`] is the agent side's store.
+
+pub mod backend;
+pub mod format;
+pub mod fsck;
+mod group;
+pub mod policy;
+pub mod projection;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use mwp_core::transcript::Host;
+use mwp_core::{
+    accept, Code, Command, Decision, Error, GroupState, Hash, Id, Limits, PublicKey, Receipt,
+    Result, SecretKey, WorkState,
+};
+
+use crate::service::AuthorityService;
+use backend::{Backend, FsBackend};
+use format::{group_dir_name, group_from_dir_name, storage, GROUPS_DIR, KEY_NAME};
+use group::{lock, GroupLog};
+use policy::{OnlineWindow, SnapshotCadence};
+
+pub use fsck::{fsck, fsck_with, FsckReport};
+
+/// How a [`FileStore`] behaves.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Replay requests older than this many events answer `CURSOR_TOO_OLD` (see
+    /// [`OnlineWindow`]); `None` serves the whole log.
+    pub online_events: Option<u64>,
+    /// Take a signed snapshot every this many events (and always on archive).
+    pub snapshot_every: Option<u64>,
+    /// How many snapshot files to keep per group (at least 1).
+    pub snapshots_kept: usize,
+    /// A segment that reached this size is closed and a new one started.
+    pub segment_bytes: u64,
+    /// Command limits.
+    pub limits: Limits,
+    /// The authority key to use. `None`: the key in `DATA/authority.key`, generated on first
+    /// open. If given and the directory already has another key, opening fails.
+    pub authority_key: Option<SecretKey>,
+    /// Write cadence snapshots on a background thread (archive snapshots are always written
+    /// before the receipt is returned).
+    pub background_snapshots: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            online_events: None,
+            snapshot_every: SnapshotCadence::default().every,
+            snapshots_kept: 2,
+            segment_bytes: 64 << 20,
+            limits: Limits::default(),
+            authority_key: None,
+            background_snapshots: true,
+        }
+    }
+}
+
+/// What opening a data directory found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Torn tails trimmed: (file, offset trimmed at, bytes removed).
+    pub trimmed: Vec<(String, u64, u64)>,
+    /// Snapshots that did not verify and were passed over: (file, reason).
+    pub skipped_snapshots: Vec<(String, String)>,
+    /// Work a crash had interrupted and the open finished (erasures, final snapshots).
+    pub repaired: Vec<String>,
+    /// Group directories that held no complete group (an interrupted creation), removed.
+    pub removed: Vec<String>,
+}
+
+/// What every group of a store shares.
+pub(crate) struct Ctx {
+    backend: Arc<dyn Backend>,
+    key: SecretKey,
+    limits: Limits,
+    cadence: SnapshotCadence,
+    window: OnlineWindow,
+    snapshots_kept: usize,
+    segment_bytes: u64,
+    background_snapshots: bool,
+    sticky: Mutex<Option<Error>>,
+}
+
+impl Ctx {
+    fn check_sticky(&self) -> Result<()> {
+        match &*lock(&self.sticky) {
+            None => Ok(()),
+            Some(e) => Err(Error::new(
+                Code::Storage,
+                format!(
+                    "the store refuses writes after a storage failure ({}); restart it",
+                    e.message
+                ),
+            )),
+        }
+    }
+
+    fn set_sticky(&self, e: Error) {
+        let mut s = lock(&self.sticky);
+        if s.is_none() {
+            *s = Some(e);
+        }
+    }
+}
+
+/// The durable file-backed authority.
+pub struct FileStore {
+    root: PathBuf,
+    ctx: Arc<Ctx>,
+    opts: StoreOptions,
+    groups: RwLock<BTreeMap<Id, Arc<GroupLog>>>,
+    creating: Mutex<()>,
+    report: OpenReport,
+}
+
+impl std::fmt::Debug for FileStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileStore")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| storage(what, e)
+}
+
+/// A fresh Ed25519 secret key from the operating system's randomness.
+pub fn generate_key() -> Result<SecretKey> {
+    let mut seed = [0u8; 32];
+    getrandom::getrandom(&mut seed)
+        .map_err(|e| Error::new(Code::Storage, format!("no randomness for a key: {e}")))?;
+    Ok(SecretKey::from_bytes(&seed))
+}
+
+/// Reads (or creates) the authority key file of a data directory.
+fn load_or_create_key(
+    be: &dyn Backend,
+    root: &Path,
+    given: Option<&SecretKey>,
+) -> Result<SecretKey> {
+    let path = root.join(KEY_NAME);
+    if be.is_file(&path) {
+        let key = read_key_file(be, &path)?;
+        if let Some(g) = given {
+            if g.public() != key.public() {
+                return Err(Error::new(
+                    Code::Storage,
+                    format!(
+                        "{} holds the key {}, not the requested {}; use another data directory",
+                        path.display(),
+                        key.public(),
+                        g.public()
+                    ),
+                ));
+            }
+        }
+        return Ok(key);
+    }
+    let key = match given {
+        Some(k) => k.clone(),
+        None => generate_key()?,
+    };
+    let tmp = root.join(format!("{KEY_NAME}.tmp"));
+    if be.is_file(&tmp) {
+        be.remove(&tmp)
+            .map_err(io_err(format!("remove {}", tmp.display())))?;
+    }
+    let f = be
+        .create(&tmp, 0o600)
+        .map_err(io_err(format!("create {}", tmp.display())))?;
+    let text = format!("{}\n", hex::encode(key.to_bytes()));
+    f.write_at(0, text.as_bytes())
+        .map_err(io_err(format!("write {}", tmp.display())))?;
+    f.sync_data()
+        .map_err(io_err(format!("sync {}", tmp.display())))?;
+    be.rename(&tmp, &path)
+        .map_err(io_err(format!("rename {}", tmp.display())))?;
+    be.sync_dir(root)
+        .map_err(io_err(format!("sync {}", root.display())))?;
+    Ok(key)
+}
+
+/// Reads a key file: 64 lowercase hex digits and a newline, mode 0600.
+pub fn read_key_file(be: &dyn Backend, path: &Path) -> Result<SecretKey> {
+    if let Some(mode) = be
+        .mode(path)
+        .map_err(io_err(format!("stat {}", path.display())))?
+    {
+        if mode & 0o077 != 0 {
+            return Err(Error::new(
+                Code::Storage,
+                format!(
+                    "{} has mode {mode:o}; a key file must be 0600 (chmod 600 it)",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let f = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
+    let len = f
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
+    let bad = || {
+        Error::new(
+            Code::Storage,
+            format!(
+                "{} is not 64 lowercase hex digits and a newline",
+                path.display()
+            ),
+        )
+    };
+    if len != 65 {
+        return Err(bad());
+    }
+    let mut buf = [0u8; 65];
+    f.read_at(0, &mut buf)
+        .map_err(io_err(format!("read {}", path.display())))?;
+    if buf[64] != b'\n' || buf[..64].iter().any(|b| b.is_ascii_uppercase()) {
+        return Err(bad());
+    }
+    let mut seed = [0u8; 32];
+    hex::decode_to_slice(&buf[..64], &mut seed).map_err(|_| bad())?;
+    Ok(SecretKey::from_bytes(&seed))
+}
+
+impl FileStore {
+    /// Opens (creating if needed) a data directory on the real file system.
+    pub fn open(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<FileStore> {
+        Self::open_with(Arc::new(FsBackend), dir.as_ref(), opts)
+    }
+
+    /// Opens a data directory on any [`Backend`].
+    pub fn open_with(
+        backend: Arc<dyn Backend>,
+        dir: &Path,
+        opts: StoreOptions,
+    ) -> Result<FileStore> {
+        let be = &*backend;
+        if !be.is_dir(dir) {
+            be.create_dir(dir)
+                .map_err(io_err(format!("create {}", dir.display())))?;
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                be.sync_dir(parent)
+                    .map_err(io_err(format!("sync {}", parent.display())))?;
+            }
+        }
+        let key = load_or_create_key(be, dir, opts.authority_key.as_ref())?;
+        let groups_dir = dir.join(GROUPS_DIR);
+        if !be.is_dir(&groups_dir) {
+            be.create_dir(&groups_dir)
+                .map_err(io_err(format!("create {}", groups_dir.display())))?;
+            be.sync_dir(dir)
+                .map_err(io_err(format!("sync {}", dir.display())))?;
+        }
+        let ctx = Arc::new(Ctx {
+            backend: backend.clone(),
+            key,
+            limits: opts.limits.clone(),
+            cadence: SnapshotCadence {
+                every: opts.snapshot_every,
+            },
+            window: OnlineWindow {
+                online_events: opts.online_events,
+            },
+            snapshots_kept: opts.snapshots_kept,
+            segment_bytes: opts.segment_bytes,
+            background_snapshots: opts.background_snapshots,
+            sticky: Mutex::new(None),
+        });
+        let mut report = OpenReport::default();
+        let mut groups = BTreeMap::new();
+        let names = be
+            .list(&groups_dir)
+            .map_err(io_err(format!("list {}", groups_dir.display())))?;
+        for name in names {
+            let path = groups_dir.join(&name);
+            let Some(id) = group_from_dir_name(&name) else {
+                continue;
+            };
+            if !be.is_dir(&path) {
+                continue;
+            }
+            match GroupLog::open(ctx.clone(), path.clone(), id.clone(), &mut report)? {
+                Some(g) => {
+                    groups.insert(id, g);
+                }
+                None => {
+                    remove_dir(be, &path)?;
+                    be.sync_dir(&groups_dir)
+                        .map_err(io_err(format!("sync {}", groups_dir.display())))?;
+                    report.removed.push(path.display().to_string());
+                }
+            }
+        }
+        Ok(FileStore {
+            root: dir.to_path_buf(),
+            ctx,
+            opts,
+            groups: RwLock::new(groups),
+            creating: Mutex::new(()),
+            report,
+        })
+    }
+
+    /// What the open found and repaired.
+    pub fn report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    /// The data directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn group(&self, id: &Id) -> Option<Arc<GroupLog>> {
+        self.groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    fn known(&self, id: &Id) -> Result<Arc<GroupLog>> {
+        self.group(id)
+            .ok_or_else(|| Error::new(Code::NotFound, format!("group {id} does not exist")))
+    }
+
+    /// The durable state of a group (a copy).
+    pub fn state(&self, group: &Id) -> Result<Option<GroupState>> {
+        match self.group(group) {
+            None => Ok(None),
+            Some(g) => g.state().map(Some),
+        }
+    }
+
+    /// Hash of a group's durable state.
+    pub fn state_hash(&self, group: &Id) -> Result<Option<Hash>> {
+        match self.state(group)? {
+            None => Ok(None),
+            Some(s) => s.hash().map(Some),
+        }
+    }
+
+    /// Takes a signed snapshot of a group now (of its durable state) and returns its seq.
+    pub fn snapshot_now(&self, group: &Id) -> Result<u64> {
+        let g = self.known(group)?;
+        let state = g.state()?;
+        Ok(g.write_snapshot(&state)?.seq)
+    }
+
+    /// Closes the store and opens the directory again, as a restart would.
+    pub fn reopen(self) -> Result<FileStore> {
+        let backend = self.ctx.backend.clone();
+        let root = self.root.clone();
+        let mut opts = self.opts.clone();
+        opts.authority_key = Some(self.ctx.key.clone());
+        drop(self);
+        FileStore::open_with(backend, &root, opts)
+    }
+
+    /// Creates a group from its `open_group` command.
+    fn create(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        let _one_at_a_time = lock(&self.creating);
+        if let Some(g) = self.group(&cmd.group) {
+            return g.submit(cmd, now_ms);
+        }
+        self.ctx.check_sticky()?;
+        let decision = accept(None, cmd, now_ms, &self.ctx.limits)?;
+        // Only an accepted open_group reaches here: accept(None, …) accepts nothing else.
+        if let Decision::Accepted(event) = &decision {
+            policy::check_open_group(cmd, &self.ctx.key.public())?;
+            let dir = self.root.join(GROUPS_DIR).join(group_dir_name(&cmd.group));
+            let g = GroupLog::create(self.ctx.clone(), dir, event).inspect_err(|e| {
+                if e.code == Code::Storage {
+                    self.ctx.set_sticky(e.clone());
+                }
+            })?;
+            self.groups
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(g.id().clone(), g);
+        }
+        Ok(decision)
+    }
+}
+
+fn remove_dir(be: &dyn Backend, path: &Path) -> Result<()> {
+    for n in be
+        .list(path)
+        .map_err(io_err(format!("list {}", path.display())))?
+    {
+        let p = path.join(&n);
+        be.remove(&p)
+            .map_err(io_err(format!("remove {}", p.display())))?;
+    }
+    be.remove(path)
+        .map_err(io_err(format!("remove {}", path.display())))
+}
+
+impl AuthorityService for FileStore {
+    fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        match self.group(&cmd.group) {
+            Some(g) => g.submit(cmd, now_ms),
+            None => self.create(cmd, now_ms),
+        }
+    }
+
+    fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<mwp_core::Event>> {
+        self.known(group)?.events(after, limit)
+    }
+
+    fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
+        Ok(self.group(group).and_then(|g| g.receipt(actor, action)))
+    }
+
+    fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
+        self.known(group)?.latest_snapshot()
+    }
+
+    fn groups(&self) -> Result<Vec<Id>> {
+        Ok(self
+            .groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect())
+    }
+
+    fn head_seq(&self, group: &Id) -> Result<u64> {
+        Ok(self.group(group).map_or(0, |g| g.durable()))
+    }
+
+    fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
+        let groups: Vec<Arc<GroupLog>> = self
+            .groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        let deadlines: Vec<(Id, Option<u64>)> = groups
+            .iter()
+            .map(|g| (g.id().clone(), g.next_deadline()))
+            .collect();
+        Ok(policy::earliest(deadlines.iter().map(|(g, d)| (g, *d))))
+    }
+
+    fn authority_key(&self) -> PublicKey {
+        self.ctx.key.public()
+    }
+
+    fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
+        self.known(group)?.tick(now_ms)
+    }
+}
+
+/// Lets the transcript runner (`mwp transcript --data DIR`) run on the file store;
+/// `restart` closes and reopens the directory.
+impl Host for FileStore {
+    fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        AuthorityService::submit(self, cmd, now_ms)
+    }
+
+    fn restart(&mut self) -> Result<()> {
+        let backend = self.ctx.backend.clone();
+        let mut opts = self.opts.clone();
+        opts.authority_key = Some(self.ctx.key.clone());
+        // Drop every in-memory group before reading the directory again.
+        self.groups
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        *self = FileStore::open_with(backend, &self.root.clone(), opts)?;
+        Ok(())
+    }
+
+    fn state(&self, group: &Id) -> Option<GroupState> {
+        FileStore::state(self, group).ok().flatten()
+    }
+
+    fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
+        let g = self.group(group)?;
+        g.with_state(|s| s.work.get(work).map(|w| w.state))
+    }
+}

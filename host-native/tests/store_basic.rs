@@ -1,0 +1,288 @@
+//! The file store as an authority: same answers as the memory reference, reopen, keys,
+//! redaction, the online window, ticks, sticky storage errors.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::*;
+use mwp_core::transcript::{run_in_memory, Runner};
+use mwp_core::{Code, Decision};
+use mwp_host::service::AuthorityService;
+use mwp_host::store::backend::{Fault, MemBackend};
+use mwp_host::store::FileStore;
+
+#[test]
+fn workload_answers_like_the_memory_reference() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    let mut runner = Runner::new(&mut rec);
+    let got = runner.run_all(&workload());
+    let (want, _) = run_in_memory(&workload());
+    assert_same_output(&got, &want, "workload");
+    let outcomes: Vec<&str> = want
+        .iter()
+        .map(|v| v["outcome"].as_str().unwrap_or("op"))
+        .collect();
+    assert!(outcomes.contains(&"duplicate") && outcomes.contains(&"rejected"));
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == "accepted").count(),
+        26,
+        "{want:#?}"
+    );
+    let store = rec.store.take().unwrap();
+    let before = store.state_hash(&id("g1")).unwrap();
+    let store = store.reopen().unwrap();
+    assert_eq!(store.state_hash(&id("g1")).unwrap(), before);
+    assert!(
+        be.op_log()
+            .iter()
+            .any(|o| o.contains("00000000000000000008.seg")),
+        "segments roll over"
+    );
+}
+
+#[test]
+fn every_transcript_runs_the_same_on_the_file_store() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let mut store = FileStore::open(tmp.path(), opts()).unwrap();
+        let mut runner = Runner::new(&mut store);
+        let got = runner.run_all(&text);
+        let (want, _) = run_in_memory(&text);
+        assert_same_output(&got, &want, &path.display().to_string());
+        n += 1;
+    }
+    assert!(n >= 1);
+}
+
+#[test]
+fn key_file_is_0600_and_binds_the_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = FileStore::open(tmp.path(), Default::default()).unwrap();
+    let key = store.authority_key();
+    drop(store);
+    let meta = std::fs::metadata(tmp.path().join("authority.key")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let again = FileStore::open(tmp.path(), Default::default()).unwrap();
+    assert_eq!(again.authority_key(), key, "the key survives a restart");
+    drop(again);
+    let other = mwp_host::store::StoreOptions {
+        authority_key: Some(mwp_core::SecretKey::for_transcript("@authority")),
+        ..Default::default()
+    };
+    assert_eq!(
+        FileStore::open(tmp.path(), other).unwrap_err().code,
+        Code::Storage
+    );
+    std::fs::set_permissions(
+        tmp.path().join("authority.key"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let e = FileStore::open(tmp.path(), Default::default()).unwrap_err();
+    assert!(e.message.contains("0600"), "{e}");
+}
+
+#[test]
+fn open_group_must_name_this_authority() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = FileStore::open(tmp.path(), Default::default()).unwrap();
+    let mut rec_store = store;
+    let mut runner = Runner::new(&mut rec_store);
+    let out = runner.run_all(&workload());
+    assert_eq!(out[0]["error"]["code"], "NOT_PERMITTED", "{}", out[0]);
+    assert!(
+        rec_store.groups().unwrap().is_empty(),
+        "nothing was created"
+    );
+}
+
+#[test]
+fn storage_errors_are_sticky() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    let text = workload();
+    let mut runner = Runner::new(&mut rec);
+    for (i, line) in text.lines().enumerate() {
+        if i == 3 {
+            be.fail_at(be.ops(), Fault::Once);
+        }
+        runner.run_line(line);
+    }
+    drop(runner);
+    assert!(
+        rec.errors.iter().all(|e| e.code == Code::Storage),
+        "{:?}",
+        rec.errors
+    );
+    assert!(
+        rec.errors.len() > 10,
+        "every later command is refused, not retried: {:?} {:?}",
+        rec.errors,
+        be.op_log()
+    );
+    assert_eq!(rec.acked.len(), 3);
+}
+
+#[test]
+fn redaction_erases_stored_values_and_keeps_the_chain() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    run(&mut rec, &workload());
+    let store = rec.store.take().unwrap();
+    let g = id("g1");
+    let events = store.events(&g, 0, 100).unwrap();
+    let e2 = &events[1];
+    e2.verify().unwrap();
+    assert!(serde_json::to_string(&e2.kind)
+        .unwrap()
+        .contains("$redacted"));
+    for w in events.windows(2) {
+        assert_eq!(w[1].prev, w[0].id);
+    }
+    for (name, bytes) in all_files(&be, Path::new("/d")) {
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET),
+            "{name} still holds the value"
+        );
+    }
+    let report = mwp_host::store::fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert_eq!(report.groups[0].events, events.len() as u64);
+    let store = store.reopen().unwrap();
+    assert_eq!(store.events(&g, 0, 100).unwrap(), events);
+}
+
+#[test]
+fn archive_writes_a_final_signed_snapshot() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    run(&mut rec, &workload());
+    let store = rec.store.take().unwrap();
+    let g = id("g1");
+    let head = store.head_seq(&g).unwrap();
+    let bytes = store.latest_snapshot(&g).unwrap();
+    let snap = mwp_core::snapshot::Snapshot::verify_bytes(
+        &bytes,
+        &store.authority_key(),
+        &id("acme"),
+        &g,
+        head,
+    )
+    .unwrap();
+    assert_eq!(snap.seq, head);
+    assert!(snap.state.archived);
+}
+
+#[test]
+fn replay_older_than_the_window_answers_cursor_too_old() {
+    let be = MemBackend::new();
+    let mut o = opts();
+    o.online_events = Some(5);
+    o.snapshot_every = Some(1000);
+    let store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), o).unwrap();
+    let mut store = store;
+    let text: String = workload().lines().take(15).collect::<Vec<_>>().join("\n");
+    Runner::new(&mut store).run_all(&text);
+    let g = id("g1");
+    let head = store.head_seq(&g).unwrap();
+    assert!(head > 10);
+    assert_eq!(store.events(&g, head - 5, 100).unwrap().len(), 5);
+    let e = store.events(&g, 0, 100).unwrap_err();
+    assert_eq!(e.code, Code::CursorTooOld);
+    let snap = &e.details["snapshot"];
+    let seq = snap["seq"].as_u64().unwrap();
+    assert_eq!(seq, head, "a snapshot was taken for the answer");
+    assert_eq!(snap["location"], "/v1/groups/g1/snapshots/latest");
+    // Events after the snapshot are always served.
+    assert!(store.events(&g, seq, 100).unwrap().is_empty());
+}
+
+#[test]
+fn ticks_are_signed_by_the_store_and_follow_deadlines() {
+    let be = MemBackend::new();
+    let mut store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), opts()).unwrap();
+    let text: String = workload().lines().take(13).collect::<Vec<_>>().join("\n");
+    Runner::new(&mut store).run_all(&text);
+    let (g, at) = store
+        .next_deadline()
+        .unwrap()
+        .expect("carol's lease has a deadline");
+    assert_eq!(g, id("g1"));
+    assert_eq!(store.tick(&g, at - 1).unwrap(), None, "nothing due yet");
+    match store.tick(&g, at).unwrap() {
+        Some(Decision::Accepted(e)) => assert!(e.actor.is_authority()),
+        other => panic!("expected an accepted tick, got {other:?}"),
+    }
+    assert_eq!(store.next_deadline().unwrap(), None);
+}
+
+#[test]
+fn preverified_accept_still_rejects_a_wrong_key() {
+    use mwp_core::accept::accept_preverified;
+    let (lines, _) = (workload(), ());
+    let mut mem = mwp_core::memory::MemoryAuthority::new();
+    let mut cmds = Vec::new();
+    struct Cap<'a>(
+        &'a mut mwp_core::memory::MemoryAuthority,
+        &'a mut Vec<mwp_core::Command>,
+    );
+    impl mwp_core::transcript::Host for Cap<'_> {
+        fn submit(&mut self, c: &mwp_core::Command, n: u64) -> mwp_core::Result<Decision> {
+            self.1.push(c.clone());
+            self.0.submit(c, n)
+        }
+        fn restart(&mut self) -> mwp_core::Result<()> {
+            Ok(())
+        }
+        fn state(&self, g: &mwp_core::Id) -> Option<mwp_core::GroupState> {
+            self.0.group(g)?.state().cloned()
+        }
+        fn work_state(&self, _: &mwp_core::Id, _: &mwp_core::Id) -> Option<mwp_core::WorkState> {
+            None
+        }
+    }
+    let one: String = lines.lines().take(1).collect();
+    Runner::new(&mut Cap(&mut mem, &mut cmds)).run_all(&one);
+    let state = mem.group(&id("g1")).unwrap().state().unwrap().clone();
+    let mut cmd = cmds[0].clone();
+    cmd.action = id("other");
+    // Signature now wrong; a caller claiming it verified under another key is not trusted.
+    let wrong = mwp_core::SecretKey::for_transcript("mallory").public();
+    let e = accept_preverified(Some(&state), &cmd, 0, &Default::default(), &wrong).unwrap_err();
+    assert_eq!(e.code, Code::BadSignature);
+}
+
+#[test]
+fn fsck_checks_a_real_data_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut store = FileStore::open(tmp.path(), opts()).unwrap();
+    Runner::new(&mut store).run_all(&workload());
+    drop(store);
+    let report = mwp_host::store::fsck(tmp.path()).unwrap();
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert_eq!(report.groups.len(), 1);
+    assert!(report.groups[0].snapshots_ok >= 1);
+    let seg = tmp.path().join("groups/g1/00000000000000000001.seg");
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[300] ^= 0x10;
+    std::fs::write(&seg, &bytes).unwrap();
+    let report = mwp_host::store::fsck(tmp.path()).unwrap();
+    assert!(!report.is_clean());
+    let f = &report.findings[0];
+    assert_eq!(
+        (f.code, f.file.as_str(), f.offset),
+        (Code::LogCorrupt, "00000000000000000001.seg", Some(192))
+    );
+    assert_eq!(std::fs::read(&seg).unwrap(), bytes, "fsck changes nothing");
+}

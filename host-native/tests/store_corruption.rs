@@ -1,0 +1,264 @@
+//! Damage to the log: bit flips and truncations at random offsets are all detected (the open
+//! fails with LOG_CORRUPT naming file and offset, or reports the tail it trimmed), a torn
+//! tail is trimmed and writing resumes, mid-log damage is refused.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::*;
+use mwp_core::Code;
+use mwp_host::service::AuthorityService;
+use mwp_host::store::backend::{Backend, MemBackend, Rng};
+use mwp_host::store::format::{FILE_HEADER_LEN, RECORD_HEADER_LEN};
+use mwp_host::store::{fsck_with, FileStore};
+
+/// A store after the workload, and the log files (segments and overlay) it wrote.
+fn written() -> (MemBackend, Vec<PathBuf>) {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    run(&mut rec, &workload());
+    drop(rec);
+    let dir = Path::new("/d/groups/g1");
+    let files = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg") || n.ends_with(".log"))
+        .map(|n| dir.join(n))
+        .collect();
+    (be, files)
+}
+
+fn open(be: &MemBackend) -> mwp_core::Result<FileStore> {
+    FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), opts())
+}
+
+/// Damage is detected when the open refuses with LOG_CORRUPT naming the file and an offset,
+/// or reports what it trimmed or repaired; and fsck, run before the open, reports it.
+fn assert_detected(be: &MemBackend, file: &Path, context: &str) {
+    let fsck = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(!fsck.findings.is_empty(), "{context}: fsck saw nothing");
+    match open(be) {
+        Err(e) => {
+            assert_eq!(e.code, Code::LogCorrupt, "{context}: {e}");
+            // Named: the damaged file, or the segment whose erased record lost its overlay entry.
+            let named = e.details.get("file").and_then(|f| f.as_str()).unwrap_or("");
+            let _ = file;
+            assert!(
+                (named.ends_with(".seg") || named.ends_with(".log"))
+                    && e.details.contains_key("offset")
+                    || e.message.contains("snapshot"),
+                "{context}: {e:?}"
+            );
+        }
+        Ok(s) => {
+            let r = s.report();
+            assert!(
+                !r.trimmed.is_empty() || !r.repaired.is_empty(),
+                "{context}: damage went unnoticed"
+            );
+        }
+    }
+}
+
+#[test]
+fn bit_flips_at_random_offsets_are_all_detected() {
+    let (be, files) = written();
+    let mut rng = Rng::new(7);
+    let mut trials = 0;
+    for file in &files {
+        let bytes = be.read_file(file).unwrap();
+        for _ in 0..60 {
+            let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+            let mut damaged = bytes.clone();
+            let at = rng.below(bytes.len() as u64) as usize;
+            damaged[at] ^= 1 << rng.below(8);
+            image.write_file(file, &damaged).unwrap();
+            assert_detected(
+                &image,
+                file,
+                &format!("bit flip at {}:{at}", file.display()),
+            );
+            trials += 1;
+        }
+    }
+    eprintln!("bit flips detected: {trials}/{trials}");
+}
+
+#[test]
+fn truncations_at_random_offsets_are_all_detected() {
+    let (be, files) = written();
+    let mut rng = Rng::new(11);
+    for file in &files {
+        let bytes = be.read_file(file).unwrap();
+        for _ in 0..30 {
+            let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+            let at = rng.below(bytes.len() as u64) as usize;
+            image.write_file(file, &bytes[..at]).unwrap();
+            assert_detected(
+                &image,
+                file,
+                &format!("truncation of {} at {at}", file.display()),
+            );
+        }
+    }
+}
+
+fn big_segments() -> mwp_host::store::StoreOptions {
+    mwp_host::store::StoreOptions {
+        segment_bytes: 1 << 20,
+        ..opts()
+    }
+}
+
+fn last_segment(be: &MemBackend) -> PathBuf {
+    let dir = Path::new("/d/groups/g1");
+    let last = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .max()
+        .unwrap();
+    dir.join(last)
+}
+
+#[test]
+fn a_torn_tail_is_trimmed_and_writing_resumes() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    let text = workload();
+    let first: String = text.lines().take(12).collect::<Vec<_>>().join("\n");
+    run(&mut rec, &first);
+    let head = rec.store.as_ref().unwrap().head_seq(&id("g1")).unwrap();
+    drop(rec);
+    let seg = last_segment(&be);
+    let mut bytes = be.read_file(&seg).unwrap();
+    let good = bytes.len() as u64;
+    // Half of a record header, as a write cut short by a power loss leaves it.
+    bytes.extend_from_slice(&[0x2a, 0, 0, 0, (head + 1) as u8, 0, 0, 0, 0, 0]);
+    be.write_file(&seg, &bytes).unwrap();
+    let store = open(&be).unwrap();
+    assert_eq!(
+        store.report().trimmed,
+        vec![(seg.display().to_string(), good, 10)]
+    );
+    assert_eq!(store.head_seq(&id("g1")).unwrap(), head);
+    drop(store);
+    // Everything continues: the rest of the workload commits and reopens cleanly.
+    let mut rec = Recorder::open(&be, opts());
+    run(&mut rec, &text);
+    let store = rec.store.take().unwrap().reopen().unwrap();
+    assert!(store.report().trimmed.is_empty());
+    assert!(fsck_with(Arc::new(be.clone()), Path::new("/d"))
+        .unwrap()
+        .is_clean());
+}
+
+#[test]
+fn a_torn_batch_whose_later_pages_landed_is_still_a_torn_tail() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, big_segments());
+    let text = workload();
+    let first: String = text.lines().take(4).collect::<Vec<_>>().join("\n");
+    run(&mut rec, &first);
+    drop(rec);
+    // Records 2..4 rewritten as one batch (batch field 2) whose middle did not land.
+    let seg = last_segment(&be);
+    let bytes = be.read_file(&seg).unwrap();
+    let first_rec = FILE_HEADER_LEN;
+    let len1 = u32::from_le_bytes(bytes[first_rec..first_rec + 4].try_into().unwrap()) as usize;
+    let second = first_rec + RECORD_HEADER_LEN + len1;
+    let mut recs = Vec::new();
+    let mut at = second;
+    while at < bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let seq = u64::from_le_bytes(bytes[at + 4..at + 12].try_into().unwrap());
+        let payload = bytes[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len].to_vec();
+        recs.push((seq, payload));
+        at += RECORD_HEADER_LEN + len;
+    }
+    assert_eq!(recs.len(), 3);
+    let mut out = bytes[..second].to_vec();
+    let mut batch = Vec::new();
+    for (seq, p) in &recs {
+        mwp_host::store::format::encode_record(&mut batch, *seq, 2, p);
+    }
+    let hole_start = RECORD_HEADER_LEN + recs[0].1.len() + 5;
+    batch[hole_start..hole_start + 40].fill(0);
+    out.extend_from_slice(&batch);
+    be.write_file(&seg, &out).unwrap();
+    let store = open(&be).unwrap();
+    assert_eq!(
+        store.head_seq(&id("g1")).unwrap(),
+        2,
+        "the batch is trimmed from its first damaged record"
+    );
+    assert_eq!(store.report().trimmed.len(), 1);
+}
+
+#[test]
+fn mid_log_damage_is_refused_naming_file_and_offset() {
+    let (be, _) = written();
+    let dir = Path::new("/d/groups/g1");
+    let first = dir.join("00000000000000000001.seg");
+    let mut bytes = be.read_file(&first).unwrap();
+    let at = FILE_HEADER_LEN + RECORD_HEADER_LEN + 3;
+    bytes[at] ^= 0x40;
+    be.write_file(&first, &bytes).unwrap();
+    let e = open(&be).unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt);
+    assert_eq!(e.details["file"], "00000000000000000001.seg");
+    assert_eq!(e.details["offset"], FILE_HEADER_LEN as u64);
+    // Nothing was truncated: the file is as the damage left it.
+    assert_eq!(be.read_file(&first).unwrap(), bytes);
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(!report.is_clean());
+}
+
+#[test]
+fn damage_in_the_last_segment_before_a_later_batch_is_refused() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, big_segments());
+    let text = workload();
+    let first: String = text.lines().take(4).collect::<Vec<_>>().join("\n");
+    run(&mut rec, &first);
+    drop(rec);
+    let seg = last_segment(&be);
+    let mut bytes = be.read_file(&seg).unwrap();
+    let at = FILE_HEADER_LEN + 2;
+    bytes[at] ^= 1;
+    be.write_file(&seg, &bytes).unwrap();
+    let e = open(&be).unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(e.message.contains("later write batch"), "{e}");
+}
+
+#[test]
+fn a_damaged_snapshot_is_passed_over_and_reported() {
+    let (be, _) = written();
+    let dir = Path::new("/d/groups/g1");
+    let snap = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".snap"))
+        .max()
+        .unwrap();
+    let path = dir.join(&snap);
+    let mut bytes = be.read_file(&path).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 4;
+    be.write_file(&path, &bytes).unwrap();
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(!report.is_clean());
+    let store = open(&be).unwrap();
+    assert_eq!(store.report().skipped_snapshots.len(), 1);
+    let want = {
+        let (clean, _) = written();
+        open(&clean).unwrap().state_hash(&id("g1")).unwrap()
+    };
+    assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
+}
