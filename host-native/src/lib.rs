@@ -7,3 +7,6 @@ pub mod demo;
 pub mod memory_service;
 pub mod server;
 pub mod service;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;
