@@ -733,6 +733,10 @@ impl AuthorityService for PostgresAuthority {
     fn authority_key(&self) -> PublicKey {
         self.public
     }
+
+    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
+        cmd.sign(&self.key)
+    }
 }
 
 /// Runs transcripts against PostgreSQL: `restart` forgets the caches and the connections.

@@ -169,6 +169,10 @@ impl AuthorityService for PostgresRouter {
     fn authority_key(&self) -> PublicKey {
         self.shards[0].authority_key()
     }
+
+    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
+        self.shards[0].sign_as_authority(cmd)
+    }
 }
 
 /// Runs transcripts across the servers.
