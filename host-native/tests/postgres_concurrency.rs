@@ -28,7 +28,10 @@ const PER_CLIENT: usize = 12;
 fn two_servers_and_concurrent_clients_never_fork_a_group() {
     let server = require_server!();
     let schema = Schema::new(&server, "two_servers");
-    let servers = [schema.open("pool_size=3&snapshot_every=10"), schema.open("pool_size=3&snapshot_every=10")];
+    let servers = [
+        schema.open("pool_size=3&snapshot_every=10"),
+        schema.open("pool_size=3&snapshot_every=10"),
+    ];
     let g = id("g1");
 
     // Every client races to open the group with the same command, half on each server:
@@ -40,11 +43,15 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
                 let (srv, barrier) = (&servers[c % 2], &barrier);
                 s.spawn(move || {
                     barrier.wait();
-                    srv.submit(&open_group("g1", CLIENTS), 1000).expect("open answered")
+                    srv.submit(&open_group("g1", CLIENTS), 1000)
+                        .expect("open answered")
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("client thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
     });
     let accepted: Vec<Receipt> = opens
         .iter()
@@ -53,7 +60,11 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
             Decision::Duplicate(_) => None,
         })
         .collect();
-    assert_eq!(accepted.len(), 1, "exactly one open_group is accepted: {opens:?}");
+    assert_eq!(
+        accepted.len(),
+        1,
+        "exactly one open_group is accepted: {opens:?}"
+    );
     for d in &opens {
         if let Decision::Duplicate(r) = d {
             assert_eq!(r, &accepted[0]);
@@ -76,7 +87,8 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
                         let cmd = create_work("g1", &actor, &format!("a{i}"), &format!("c{c}-{i}"));
                         let first = &servers[(c + i) % 2];
                         let other = &servers[(c + i + 1) % 2];
-                        let Decision::Accepted(event) = first.submit(&cmd, 2000).expect("accepted") else {
+                        let Decision::Accepted(event) = first.submit(&cmd, 2000).expect("accepted")
+                        else {
                             panic!("a fresh command must be accepted")
                         };
                         let receipt = event.receipt();
@@ -90,7 +102,10 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("client thread")).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("client thread"))
+            .collect()
     });
 
     // The log: gapless from 1, chained, one event per (actor, action), and every
@@ -104,18 +119,33 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
         if i > 0 {
             assert_eq!(e.prev, log[i - 1].id, "chained: no fork");
         }
-        assert!(keys.insert((e.actor.clone(), e.action.clone())), "appended twice: {e:?}");
+        assert!(
+            keys.insert((e.actor.clone(), e.action.clone())),
+            "appended twice: {e:?}"
+        );
     }
     for r in &acknowledged {
         let e = &log[(r.seq - 1) as usize];
         assert_eq!(&e.receipt(), r, "an acknowledged receipt is in the log");
-        assert_eq!(servers[1].receipt(&g, &r.actor, &r.action).expect("lookup").as_ref(), Some(r));
+        assert_eq!(
+            servers[1]
+                .receipt(&g, &r.actor, &r.action)
+                .expect("lookup")
+                .as_ref(),
+            Some(r)
+        );
     }
     // Both servers see the same state, and so does a third one starting cold.
     let third = schema.open("");
     let hashes: Vec<_> = [&servers[0], &servers[1], &third]
         .iter()
-        .map(|s: &&PostgresAuthority| s.state(&g).expect("state").expect("open").hash().expect("hash"))
+        .map(|s: &&PostgresAuthority| {
+            s.state(&g)
+                .expect("state")
+                .expect("open")
+                .hash()
+                .expect("hash")
+        })
         .collect();
     assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
     assert_eq!(servers[1].head_seq(&g).expect("head"), total as u64);
@@ -126,9 +156,16 @@ fn racing_compare_and_set_claims_have_one_winner() {
     let server = require_server!();
     let schema = Schema::new(&server, "cas_race");
     let servers = [schema.open("pool_size=4"), schema.open("pool_size=4")];
-    assert!(matches!(servers[0].submit(&open_group("g1", CLIENTS), 1000).expect("open"), Decision::Accepted(_)));
     assert!(matches!(
-        servers[1].submit(&create_work("g1", "alice", "c", "job"), 1000).expect("create"),
+        servers[0]
+            .submit(&open_group("g1", CLIENTS), 1000)
+            .expect("open"),
+        Decision::Accepted(_)
+    ));
+    assert!(matches!(
+        servers[1]
+            .submit(&create_work("g1", "alice", "c", "job"), 1000)
+            .expect("create"),
         Decision::Accepted(_)
     ));
     // Every worker claims the same item at revision 1 through alternating servers.
@@ -145,9 +182,15 @@ fn racing_compare_and_set_claims_have_one_winner() {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("client thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
     });
-    let winners = answers.iter().filter(|a| matches!(a, Ok(Decision::Accepted(_)))).count();
+    let winners = answers
+        .iter()
+        .filter(|a| matches!(a, Ok(Decision::Accepted(_))))
+        .count();
     assert_eq!(winners, 1, "{answers:?}");
     for a in &answers {
         if let Err(e) = a {
@@ -167,7 +210,9 @@ fn many_groups_on_two_servers_stay_independent() {
             let servers = &servers;
             s.spawn(move || {
                 let group = format!("g{c}");
-                servers[c % 2].submit(&open_group(&group, 1), 1000).expect("open");
+                servers[c % 2]
+                    .submit(&open_group(&group, 1), 1000)
+                    .expect("open");
                 for i in 0..6 {
                     let cmd = create_work(&group, "alice", &format!("a{i}"), &format!("w{i}"));
                     let d = servers[(c + i) % 2].submit(&cmd, 1000).expect("create");
@@ -180,6 +225,9 @@ fn many_groups_on_two_servers_stay_independent() {
     assert_eq!(groups.len(), CLIENTS);
     for g in groups {
         let log = servers[0].events(&g, 0, 100).expect("log");
-        assert_eq!(log.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=7).collect::<Vec<u64>>());
+        assert_eq!(
+            log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            (1..=7).collect::<Vec<u64>>()
+        );
     }
 }

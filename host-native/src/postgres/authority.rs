@@ -74,8 +74,12 @@ fn corrupt(group: &Id, what: impl std::fmt::Display) -> Error {
 }
 
 fn to_i64(v: u64, what: &str) -> Result<i64> {
-    i64::try_from(v)
-        .map_err(|_| Error::new(Code::Storage, format!("{what} {v} does not fit PostgreSQL's bigint")))
+    i64::try_from(v).map_err(|_| {
+        Error::new(
+            Code::Storage,
+            format!("{what} {v} does not fit PostgreSQL's bigint"),
+        )
+    })
 }
 
 fn to_u64(v: i64, group: &Id, what: &str) -> Result<u64> {
@@ -141,7 +145,10 @@ impl PostgresAuthority {
 
     /// As [`open`](Self::open); with `store_given`, a given key's secret is stored too (the
     /// router shares one key over every server this way).
-    pub(crate) fn open_with(config: PostgresConfig, store_given: bool) -> Result<PostgresAuthority> {
+    pub(crate) fn open_with(
+        config: PostgresConfig,
+        store_given: bool,
+    ) -> Result<PostgresAuthority> {
         let pg: postgres::Config = config.conninfo.parse().map_err(|e| {
             Error::new(
                 Code::Storage,
@@ -232,9 +239,8 @@ impl PostgresAuthority {
     /// The advisory lock key of a group: 64 bits of SHA-256 over the schema and the group.
     /// A collision only makes two groups wait for each other.
     fn lock_key(&self, group: &Id) -> i64 {
-        let digest = canonical::sha256(
-            format!("mwp group lock\0{}\0{}", self.lock_salt, group).as_bytes(),
-        );
+        let digest =
+            canonical::sha256(format!("mwp group lock\0{}\0{}", self.lock_salt, group).as_bytes());
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
         i64::from_be_bytes(first)
@@ -294,7 +300,10 @@ impl PostgresAuthority {
         seq: u64,
     ) -> Result<Option<GroupState>, Failure> {
         let row = c
-            .query_opt(&sql.snapshot_at_most, &[&group.as_str(), &to_i64(seq, "seq")?])
+            .query_opt(
+                &sql.snapshot_at_most,
+                &[&group.as_str(), &to_i64(seq, "seq")?],
+            )
             .map_err(db("reading the latest snapshot"))?;
         let Some(row) = row else { return Ok(None) };
         let Ok(org) = Id::new(row.get::<_, &str>(2)) else {
@@ -345,14 +354,22 @@ impl PostgresAuthority {
                 let event = Event::from_cbor(row.get(1))?;
                 event.verify()?;
                 if event.group != *group || event.seq != to_u64(row.get(0), group, "seq")? {
-                    return Err(corrupt(group, format!("row seq {} holds another event", event.seq)).into());
+                    return Err(corrupt(
+                        group,
+                        format!("row seq {} holds another event", event.seq),
+                    )
+                    .into());
                 }
                 GroupState::apply_to(state, &event)?;
             }
         }
         match state {
             Some(s) if s.seq == seq && s.head == head => Ok(()),
-            _ => Err(corrupt(group, format!("the log does not end at the head row (seq {seq}, {head})")).into()),
+            _ => Err(corrupt(
+                group,
+                format!("the log does not end at the head row (seq {seq}, {head})"),
+            )
+            .into()),
         }
     }
 
@@ -362,7 +379,12 @@ impl PostgresAuthority {
     fn locked<T>(
         &self,
         group: &Id,
-        mut f: impl FnMut(&Self, &mut Transaction<'_>, &Statements, &mut Slot) -> Result<Result<T>, Failure>,
+        mut f: impl FnMut(
+            &Self,
+            &mut Transaction<'_>,
+            &Statements,
+            &mut Slot,
+        ) -> Result<Result<T>, Failure>,
     ) -> Result<T> {
         let slot = self.slot(group);
         let mut slot = lock(&slot);
@@ -390,13 +412,19 @@ impl PostgresAuthority {
         &self,
         group: &Id,
         slot: &mut Slot,
-        f: &mut impl FnMut(&Self, &mut Transaction<'_>, &Statements, &mut Slot) -> Result<Result<T>, Failure>,
+        f: &mut impl FnMut(
+            &Self,
+            &mut Transaction<'_>,
+            &Statements,
+            &mut Slot,
+        ) -> Result<Result<T>, Failure>,
     ) -> Result<Result<T>, Failure> {
-        let mut conn = self.pool.get().map_err(|error| Failure { error, retry: true })?;
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|error| Failure { error, retry: true })?;
         let (client, sql) = conn.parts();
-        let mut tx = client
-            .transaction()
-            .map_err(db("starting a transaction"))?;
+        let mut tx = client.transaction().map_err(db("starting a transaction"))?;
         tx.execute(&sql.lock, &[&self.lock_key(group)])
             .map_err(db("locking the group"))?;
         self.sync(&mut tx, sql, slot, group)?;
@@ -461,7 +489,13 @@ impl PostgresAuthority {
         let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
         tx.execute(
             &sql.insert_receipt,
-            &[&group, &event.actor.as_str(), &event.action.as_str(), &seq, &receipt],
+            &[
+                &group,
+                &event.actor.as_str(),
+                &event.action.as_str(),
+                &seq,
+                &receipt,
+            ],
         )
         .map_err(db("recording the receipt"))?;
         if let EventKind::EventRedacted(r) = &event.kind {
@@ -469,7 +503,12 @@ impl PostgresAuthority {
             let row = tx
                 .query_opt(&sql.event_for_update, &[&group, &target])
                 .map_err(db("reading the event to redact"))?
-                .ok_or_else(|| corrupt(&event.group, format!("event seq {} to redact is not in the log", r.seq)))?;
+                .ok_or_else(|| {
+                    corrupt(
+                        &event.group,
+                        format!("event seq {} to redact is not in the log", r.seq),
+                    )
+                })?;
             let mut old = Event::from_cbor(row.get(0))?;
             old.redact()?;
             tx.execute(&sql.rewrite_event, &[&group, &target, &old.to_cbor()?])
@@ -574,13 +613,20 @@ fn default_label(pg: &postgres::Config) -> String {
 }
 
 /// Reads the authority key row, creating it on first use; a given key must match it.
-fn load_key(client: &mut postgres::Client, source: &KeySource, store_given: bool) -> Result<SecretKey> {
+fn load_key(
+    client: &mut postgres::Client,
+    source: &KeySource,
+    store_given: bool,
+) -> Result<SecretKey> {
     let (candidate, store_secret) = match source {
-        KeySource::Given(k) => (k.clone(), store_given),
+        KeySource::Given(k) => ((**k).clone(), store_given),
         KeySource::Database => {
             let mut seed = [0u8; 32];
             getrandom::getrandom(&mut seed).map_err(|e| {
-                Error::new(Code::Storage, format!("no randomness for a new authority key: {e}"))
+                Error::new(
+                    Code::Storage,
+                    format!("no randomness for a new authority key: {e}"),
+                )
             })?;
             (SecretKey::from_bytes(&seed), true)
         }
@@ -594,7 +640,10 @@ fn load_key(client: &mut postgres::Client, source: &KeySource, store_given: bool
         )
         .map_err(|e| storage("storing the authority key", &e))?;
     let row = client
-        .query_one("SELECT public_key, secret_key FROM mwp_authority WHERE id = 1", &[])
+        .query_one(
+            "SELECT public_key, secret_key FROM mwp_authority WHERE id = 1",
+            &[],
+        )
         .map_err(|e| storage("reading the authority key", &e))?;
     let public: String = row.get(0);
     let stored: Option<Vec<u8>> = row.get(1);
@@ -606,7 +655,7 @@ fn load_key(client: &mut postgres::Client, source: &KeySource, store_given: bool
                 k.public()
             ),
         )),
-        KeySource::Given(k) => Ok(k.clone()),
+        KeySource::Given(k) => Ok((**k).clone()),
         KeySource::Database => {
             let seed: [u8; 32] = stored
                 .as_deref()
@@ -665,7 +714,10 @@ impl AuthorityService for PostgresAuthority {
         let (client, sql) = conn.parts();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = client
-            .query(&sql.replay, &[&group.as_str(), &to_i64(after, "after")?, &limit])
+            .query(
+                &sql.replay,
+                &[&group.as_str(), &to_i64(after, "after")?, &limit],
+            )
             .map_err(|e| storage("reading events", &e))?;
         rows.iter().map(|r| Event::from_cbor(r.get(0))).collect()
     }
@@ -674,7 +726,10 @@ impl AuthorityService for PostgresAuthority {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
         let row = client
-            .query_opt(&sql.receipt, &[&group.as_str(), &actor.as_str(), &action.as_str()])
+            .query_opt(
+                &sql.receipt,
+                &[&group.as_str(), &actor.as_str(), &action.as_str()],
+            )
             .map_err(|e| storage("reading a receipt", &e))?;
         row.map(|r| {
             canonical::from_slice(r.get(0), Strictness::Canonical)
@@ -723,7 +778,8 @@ impl AuthorityService for PostgresAuthority {
             .map_err(|e| storage("reading the next deadline", &e))?;
         row.map(|r| {
             let g: &str = r.get(0);
-            let group = Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))?;
+            let group =
+                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))?;
             let at = u64::try_from(r.get::<_, i64>(1)).unwrap_or(0);
             Ok((group, at))
         })

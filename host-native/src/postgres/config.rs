@@ -23,7 +23,7 @@ pub enum KeySource {
     Database,
     /// Given by configuration; the database stores only its public half, and refuses a
     /// different key later.
-    Given(SecretKey),
+    Given(Box<SecretKey>),
 }
 
 /// Everything a [`super::PostgresAuthority`] needs to open.
@@ -120,17 +120,21 @@ impl PostgresConfig {
                 "online_window" => {
                     let n = number(key, value)?;
                     if n == 0 {
-                        return Err(bad("online_window=0 would serve nothing; it must be at least 1"));
+                        return Err(bad(
+                            "online_window=0 would serve nothing; it must be at least 1",
+                        ));
                     }
                     config.online_window = Some(n);
                 }
                 "cache_groups" => {
-                    config.cache_groups = usize::try_from(number(key, value)?.max(1))
-                        .unwrap_or(usize::MAX);
+                    config.cache_groups =
+                        usize::try_from(number(key, value)?.max(1)).unwrap_or(usize::MAX);
                 }
                 "shard" => {
                     if value.is_empty() || value.contains('%') {
-                        return Err(bad(format!("shard={value:?} must be a non-empty plain name")));
+                        return Err(bad(format!(
+                            "shard={value:?} must be a non-empty plain name"
+                        )));
                     }
                     config.shard = Some(value.to_owned());
                 }

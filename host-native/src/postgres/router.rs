@@ -62,7 +62,7 @@ impl PostgresRouter {
         let key = first.secret_key().clone();
         let mut shards = vec![first];
         for mut config in configs {
-            config.key = KeySource::Given(key.clone());
+            config.key = KeySource::Given(Box::new(key.clone()));
             shards.push(PostgresAuthority::open_with(config, true)?);
         }
         for (i, a) in shards.iter().enumerate() {
@@ -215,14 +215,20 @@ mod tests {
             }
         }
         // Roughly even: each server holds a third, give or take.
-        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (800..1200).contains(&c)),
+            "{counts:?}"
+        );
         // Roughly a quarter moves to the new server.
         assert!((500..1000).contains(&moved), "{moved}");
         // The order of the list does not matter, only the names.
         let shuffled = ["c:5432/db", "a:5432/db", "b:5432/db"];
         for i in 0..100 {
             let g = format!("group-{i}");
-            assert_eq!(three[rendezvous(&three, &g)], shuffled[rendezvous(&shuffled, &g)]);
+            assert_eq!(
+                three[rendezvous(&three, &g)],
+                shuffled[rendezvous(&shuffled, &g)]
+            );
         }
     }
 }

@@ -64,21 +64,27 @@ impl Statements {
             latest_snapshot: p("SELECT seq, state_hash, bytes FROM mwp_snapshots
                  WHERE group_id = $1 ORDER BY seq DESC LIMIT 1")?,
             event_id: p("SELECT id FROM mwp_events WHERE group_id = $1 AND seq = $2")?,
-            advance: p("INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline, archived)
+            advance: p(
+                "INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline, archived)
                  VALUES ($1, $2, $3, $4, $5, $6)
                  ON CONFLICT (group_id) DO UPDATE SET seq = EXCLUDED.seq, head = EXCLUDED.head,
                    next_deadline = EXCLUDED.next_deadline, archived = EXCLUDED.archived
-                 WHERE mwp_groups.seq = EXCLUDED.seq - 1")?,
+                 WHERE mwp_groups.seq = EXCLUDED.seq - 1",
+            )?,
             insert_event: p("INSERT INTO mwp_events (group_id, seq, id, kind, bytes)
                  VALUES ($1, $2, $3, $4, $5)")?,
-            insert_receipt: p("INSERT INTO mwp_receipts (group_id, actor, action, seq, bytes)
-                 VALUES ($1, $2, $3, $4, $5)")?,
+            insert_receipt: p(
+                "INSERT INTO mwp_receipts (group_id, actor, action, seq, bytes)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )?,
             event_for_update: p("SELECT bytes FROM mwp_events
                  WHERE group_id = $1 AND seq = $2 FOR UPDATE")?,
             rewrite_event: p("UPDATE mwp_events SET bytes = $3, redacted = true
                  WHERE group_id = $1 AND seq = $2")?,
-            insert_snapshot: p("INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (group_id, seq) DO NOTHING")?,
+            insert_snapshot: p(
+                "INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (group_id, seq) DO NOTHING",
+            )?,
             receipt: p("SELECT bytes FROM mwp_receipts
                  WHERE group_id = $1 AND actor = $2 AND action = $3")?,
             groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,

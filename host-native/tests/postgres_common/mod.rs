@@ -83,7 +83,7 @@ impl Schema {
     /// The configuration of a store on this schema, signing with the transcript authority key.
     pub fn config(&self, extra: &str) -> PostgresConfig {
         let mut config = PostgresConfig::from_url(&self.url(extra)).expect("config");
-        config.key = KeySource::Given(SecretKey::for_transcript("@authority"));
+        config.key = KeySource::Given(Box::new(SecretKey::for_transcript("@authority")));
         config.limits = Limits::default();
         config
     }
@@ -95,8 +95,7 @@ impl Schema {
 
     /// A plain client with the search path on this schema.
     pub fn client(&self) -> postgres::Client {
-        let mut client =
-            postgres::Client::connect(&self.server, postgres::NoTls).expect("connect");
+        let mut client = postgres::Client::connect(&self.server, postgres::NoTls).expect("connect");
         client
             .batch_execute(&format!("SET search_path TO \"{}\"", self.name))
             .expect("search path");
@@ -121,7 +120,13 @@ pub fn key_of(actor: &str) -> String {
 }
 
 /// A command signed with `actor`'s transcript key. `body` is the JSON body.
-pub fn command(group: &str, actor: &str, action: &str, expect: Option<u64>, body: Value) -> Command {
+pub fn command(
+    group: &str,
+    actor: &str,
+    action: &str,
+    expect: Option<u64>,
+    body: Value,
+) -> Command {
     let mut envelope = json!({
         "org": "acme", "group": group, "actor": actor, "action": action, "session": 1,
         "body": body, "sig": "00".repeat(64),
