@@ -231,3 +231,53 @@ fn many_groups_on_two_servers_stay_independent() {
         );
     }
 }
+
+#[test]
+fn two_servers_ticking_together_expire_a_lease_once() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "tick_race");
+    let servers = [schema.open("pool_size=2"), schema.open("pool_size=2")];
+    let g = id("g1");
+    servers[0].submit(&open_group("g1", 1), 1000).expect("open");
+    servers[1]
+        .submit(&create_work("g1", "alice", "c", "job"), 1000)
+        .expect("create");
+    let claim = command(
+        "g1",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "job",
+        "lease_ms": 1000, "start_within_ms": 500}),
+    );
+    servers[0].submit(&claim, 2000).expect("claim");
+    let barrier = Barrier::new(2);
+    let ticks: Vec<Option<Decision>> = std::thread::scope(|s| {
+        let handles: Vec<_> = servers
+            .iter()
+            .map(|srv| {
+                let (barrier, g) = (&barrier, &g);
+                s.spawn(move || {
+                    barrier.wait();
+                    srv.tick(g, 5000).expect("tick answered")
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("tick thread"))
+            .collect()
+    });
+    let accepted = ticks
+        .iter()
+        .filter(|t| matches!(t, Some(Decision::Accepted(_))))
+        .count();
+    assert_eq!(accepted, 1, "{ticks:?}");
+    assert!(
+        ticks
+            .iter()
+            .all(|t| matches!(t, Some(Decision::Accepted(_)) | None)),
+        "{ticks:?}"
+    );
+    assert_eq!(servers[1].head_seq(&g).expect("head"), 4);
+}

@@ -737,3 +737,40 @@ fn next_deadline_follows_leases() {
         Some((id("g1"), 10_700))
     );
 }
+
+#[test]
+fn tick_expires_leases_and_is_quiet_otherwise() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "tick");
+    let pg = schema.open("");
+    let g = id("g1");
+    assert_eq!(pg.tick(&g, 5).expect_err("unknown").code, Code::NotFound);
+    group_with(&pg, "g1", 1);
+    assert_eq!(pg.tick(&g, 5000).expect("quiet"), None, "nothing is due");
+    assert_eq!(
+        pg.head_seq(&g).expect("head"),
+        2,
+        "a quiet tick appends nothing"
+    );
+    let claim = command(
+        "g1",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 5000, "start_within_ms": 700}),
+    );
+    assert!(matches!(
+        pg.submit(&claim, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    let Some(Decision::Accepted(ev)) = pg.tick(&g, 10_700).expect("due") else {
+        panic!("the due tick is accepted")
+    };
+    assert_eq!(ev.actor, Id::authority());
+    assert!(
+        matches!(ev.kind, mwp_core::EventKind::LeasesExpired(_)),
+        "{ev:?}"
+    );
+    assert_eq!(pg.next_deadline().expect("deadline"), None);
+}

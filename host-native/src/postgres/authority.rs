@@ -7,6 +7,7 @@ use postgres::error::SqlState;
 use postgres::{GenericClient, Transaction};
 
 use mwp_core::canonical::{self, Strictness};
+use mwp_core::command::{Body, Tick};
 use mwp_core::snapshot::{Snapshot, SnapshotRef};
 use mwp_core::transcript::Host;
 use mwp_core::{
@@ -438,6 +439,31 @@ impl PostgresAuthority {
         Ok(out)
     }
 
+    /// Decides `cmd` against the slot's state (at the database's head, group locked) and
+    /// writes an accepted event in the open transaction.
+    fn decide(
+        &self,
+        tx: &mut Transaction<'_>,
+        sql: &Statements,
+        slot: &mut Slot,
+        cmd: &Command,
+        now_ms: u64,
+    ) -> Result<Result<Decision>, Failure> {
+        let event = match accept(slot.state.as_ref(), cmd, now_ms, &self.limits) {
+            Ok(Decision::Accepted(event)) => event,
+            other => return Ok(other),
+        };
+        if let Err(e) = GroupState::apply_to(&mut slot.state, &event) {
+            return Ok(Err(e));
+        }
+        let state = slot
+            .state
+            .as_ref()
+            .expect("a state exists once an event applied");
+        self.write(tx, sql, &event, state)?;
+        Ok(Ok(Decision::Accepted(event)))
+    }
+
     /// Writes an accepted event, applied to `state` already, in the open transaction.
     fn write(
         &self,
@@ -683,19 +709,7 @@ fn load_key(
 impl AuthorityService for PostgresAuthority {
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
         self.locked(&cmd.group, |this, tx, sql, slot| {
-            let event = match accept(slot.state.as_ref(), cmd, now_ms, &this.limits) {
-                Ok(Decision::Accepted(event)) => event,
-                other => return Ok(other),
-            };
-            if let Err(e) = GroupState::apply_to(&mut slot.state, &event) {
-                return Ok(Err(e));
-            }
-            let state = slot
-                .state
-                .as_ref()
-                .expect("a state exists once an event applied");
-            this.write(tx, sql, &event, state)?;
-            Ok(Ok(Decision::Accepted(event)))
+            this.decide(tx, sql, slot, cmd, now_ms)
         })
     }
 
@@ -790,8 +804,40 @@ impl AuthorityService for PostgresAuthority {
         self.public
     }
 
-    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
-        cmd.sign(&self.key)
+    fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
+        self.locked(group, |this, tx, sql, slot| {
+            let Some(state) = slot.state.as_ref() else {
+                return Ok(Err(not_found(group)));
+            };
+            if state.archived {
+                return Ok(Ok(None));
+            }
+            // Named after the head it was decided at: a tick another server sent first moves
+            // the head, so this one is a new command, not a collision.
+            let cmd = Id::new(format!("tick-{}-{now_ms}", state.seq))
+                .map_err(|e| Error::malformed(format!("tick action: {e}")))
+                .and_then(|action| {
+                    Command::signed(
+                        state.org.clone(),
+                        group.clone(),
+                        Id::authority(),
+                        action,
+                        1,
+                        None,
+                        Body::Tick(Tick {}),
+                        &this.key,
+                    )
+                });
+            let cmd = match cmd {
+                Ok(cmd) => cmd,
+                Err(e) => return Ok(Err(e)),
+            };
+            Ok(match this.decide(tx, sql, slot, &cmd, now_ms)? {
+                Ok(d) => Ok(Some(d)),
+                Err(e) if e.code == Code::NotYet => Ok(None),
+                Err(e) => Err(e),
+            })
+        })
     }
 }
 

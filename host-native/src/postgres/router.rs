@@ -170,8 +170,8 @@ impl AuthorityService for PostgresRouter {
         self.shards[0].authority_key()
     }
 
-    fn sign_as_authority(&self, cmd: &mut Command) -> Result<()> {
-        self.shards[0].sign_as_authority(cmd)
+    fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
+        self.check_home(group)?.tick(group, now_ms)
     }
 }
 
