@@ -281,3 +281,34 @@ fn two_servers_ticking_together_expire_a_lease_once() {
     );
     assert_eq!(servers[1].head_seq(&g).expect("head"), 4);
 }
+
+#[test]
+fn a_store_used_through_spawn_blocking_can_be_dropped_on_the_runtime() {
+    // How `mwp serve` uses it: calls through spawn_blocking, the last reference dropped
+    // inside the async runtime at shutdown. Dropping the driver's connections there must
+    // not panic.
+    let server = require_server!();
+    let schema = Schema::new(&server, "async_drop");
+    let store = std::sync::Arc::new(schema.open("pool_size=2"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let head = rt.block_on(async move {
+        let s = store.clone();
+        let d = tokio::task::spawn_blocking(move || s.submit(&open_group("g1", 1), 1000))
+            .await
+            .expect("join")
+            .expect("open");
+        assert!(matches!(d, Decision::Accepted(_)));
+        let s = store.clone();
+        let head = tokio::task::spawn_blocking(move || s.head_seq(&id("g1")))
+            .await
+            .expect("join")
+            .expect("head");
+        drop(store); // the last reference, on a runtime thread
+        head
+    });
+    assert_eq!(head, 1);
+}

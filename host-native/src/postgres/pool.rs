@@ -137,11 +137,34 @@ impl Pool {
     /// Closes every idle connection (a restart drops them too).
     pub(crate) fn clear(&self) {
         let mut slots = self.lock();
-        let n = slots.idle.len();
-        slots.idle.clear();
-        slots.open -= n;
+        let idle = std::mem::take(&mut slots.idle);
+        slots.open -= idle.len();
         drop(slots);
         self.freed.notify_all();
+        close(idle);
+    }
+}
+
+/// Drops connections on a thread of their own: each one owns a small runtime, and dropping
+/// a runtime on an async runtime's thread panics (the last `Arc` of a store may well be
+/// dropped there, e.g. when `mwp serve` shuts down).
+fn close(clients: Vec<(Client, Statements)>) {
+    if clients.is_empty() {
+        return;
+    }
+    // If the thread cannot be spawned, dropping here is the only option left.
+    if let Ok(handle) = std::thread::Builder::new()
+        .name("mwp-pg-close".into())
+        .spawn(move || drop(clients))
+    {
+        let _ = handle.join();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(&mut self.lock().idle);
+        close(idle);
     }
 }
 
