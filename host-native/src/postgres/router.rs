@@ -10,7 +10,7 @@
 use mwp_core::transcript::Host;
 use mwp_core::{
     canonical, Code, Command, Decision, Error, Event, GroupState, Id, PublicKey, Receipt, Result,
-    WorkState,
+    SecretKey, WorkState,
 };
 
 use super::config::{split_store_list, KeySource, PostgresConfig};
@@ -48,6 +48,29 @@ impl PostgresRouter {
             .into_iter()
             .map(PostgresConfig::from_url)
             .collect::<Result<Vec<_>>>()?;
+        PostgresRouter::open(configs)
+    }
+
+    /// As [`connect`](Self::connect), with the command line's settings over the URLs':
+    /// `online_window` (`mwp serve --online-events`) for every server, and the authority
+    /// key (transcripts use the transcript key of `@authority`).
+    pub fn connect_with(
+        list: &str,
+        online_window: Option<u64>,
+        key: Option<SecretKey>,
+    ) -> Result<PostgresRouter> {
+        let mut configs = split_store_list(list)
+            .into_iter()
+            .map(PostgresConfig::from_url)
+            .collect::<Result<Vec<_>>>()?;
+        for config in &mut configs {
+            if online_window.is_some() {
+                config.online_window = online_window;
+            }
+        }
+        if let (Some(key), Some(first)) = (key, configs.first_mut()) {
+            first.key = KeySource::Given(Box::new(key));
+        }
         PostgresRouter::open(configs)
     }
 
