@@ -92,7 +92,17 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
         }
         // The file store: `FileStore::open(dir, StoreOptions { online_events, authority_key, .. })`
         // (creating `dir` first when `options.create`).
-        StoreUrl::File(_) | StoreUrl::Postgres(_) => Err(not_built(url)),
+        #[cfg(feature = "postgres")]
+        StoreUrl::Postgres(list) => {
+            let service = crate::postgres::PostgresRouter::connect_with(
+                list,
+                options.online_events,
+                options.authority_key.clone(),
+            )
+            .map_err(|e| Failure::from_error("cannot open the PostgreSQL store", &e))?;
+            Ok(Arc::new(service))
+        }
+        _ => Err(not_built(url)),
     }
 }
 
