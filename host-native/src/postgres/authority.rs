@@ -480,9 +480,14 @@ impl PostgresAuthority {
                 .next_deadline()
                 .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
         };
-        let advanced = tx
-            .execute(
-                &sql.advance,
+        let kind = serde_json::to_value(&event.kind)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
+        let written: i64 = tx
+            .query_one(
+                &sql.append,
                 &[
                     &group,
                     &state.org.as_str(),
@@ -490,10 +495,16 @@ impl PostgresAuthority {
                     &event.id.to_hex(),
                     &deadline,
                     &state.archived,
+                    &kind,
+                    &event.to_cbor()?,
+                    &event.actor.as_str(),
+                    &event.action.as_str(),
+                    &receipt,
                 ],
             )
-            .map_err(db("advancing the group head"))?;
-        if advanced != 1 {
+            .map_err(db("appending the event"))?
+            .get(0);
+        if written != 1 {
             // Another writer moved the head: re-decide from the database.
             return Err(Failure {
                 error: Error::new(
@@ -503,27 +514,6 @@ impl PostgresAuthority {
                 retry: true,
             });
         }
-        let kind = serde_json::to_value(&event.kind)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
-            .unwrap_or_default();
-        tx.execute(
-            &sql.insert_event,
-            &[&group, &seq, &event.id.to_hex(), &kind, &event.to_cbor()?],
-        )
-        .map_err(db("appending the event"))?;
-        let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
-        tx.execute(
-            &sql.insert_receipt,
-            &[
-                &group,
-                &event.actor.as_str(),
-                &event.action.as_str(),
-                &seq,
-                &receipt,
-            ],
-        )
-        .map_err(db("recording the receipt"))?;
         if let EventKind::EventRedacted(r) = &event.kind {
             let target = to_i64(r.seq, "seq")?;
             let row = tx

@@ -23,12 +23,9 @@ pub(crate) struct Statements {
     pub latest_snapshot: Statement,
     /// `$1` group, `$2` seq → (id).
     pub event_id: Statement,
-    /// Advances the head by one (or creates it at seq 1); 0 rows when someone else did.
-    pub advance: Statement,
-    /// Appends an event row.
-    pub insert_event: Statement,
-    /// Records a receipt.
-    pub insert_receipt: Statement,
+    /// Advances the head by one (or creates it at seq 1) and inserts the event and receipt
+    /// rows → (1), or writes nothing → (0) when someone else moved the head.
+    pub append: Statement,
     /// `$1` group, `$2` seq → (bytes), row-locked.
     pub event_for_update: Statement,
     /// `$1` group, `$2` seq, `$3` new bytes: the redacted form.
@@ -64,19 +61,25 @@ impl Statements {
             latest_snapshot: p("SELECT seq, state_hash, bytes FROM mwp_snapshots
                  WHERE group_id = $1 ORDER BY seq DESC LIMIT 1")?,
             event_id: p("SELECT id FROM mwp_events WHERE group_id = $1 AND seq = $2")?,
-            advance: p(
-                "INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline, archived)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (group_id) DO UPDATE SET seq = EXCLUDED.seq, head = EXCLUDED.head,
-                   next_deadline = EXCLUDED.next_deadline, archived = EXCLUDED.archived
-                 WHERE mwp_groups.seq = EXCLUDED.seq - 1",
-            )?,
-            insert_event: p("INSERT INTO mwp_events (group_id, seq, id, kind, bytes)
-                 VALUES ($1, $2, $3, $4, $5)")?,
-            insert_receipt: p(
-                "INSERT INTO mwp_receipts (group_id, actor, action, seq, bytes)
-                 VALUES ($1, $2, $3, $4, $5)",
-            )?,
+            // One round trip for the three rows of an accept. Each insert feeds the next,
+            // so when the head did not advance (another writer moved it) nothing is written
+            // and the count is 0. Foreign keys are checked at the end of the statement, when
+            // every row is in.
+            append: p("WITH advanced AS (
+                   INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline, archived)
+                   VALUES ($1, $2, $3, $4, $5, $6)
+                   ON CONFLICT (group_id) DO UPDATE SET seq = EXCLUDED.seq,
+                     head = EXCLUDED.head, next_deadline = EXCLUDED.next_deadline,
+                     archived = EXCLUDED.archived
+                   WHERE mwp_groups.seq = EXCLUDED.seq - 1
+                   RETURNING 1),
+                 event AS (
+                   INSERT INTO mwp_events (group_id, seq, id, kind, bytes)
+                   SELECT $1, $3, $4, $7::text, $8::bytea FROM advanced RETURNING 1),
+                 receipt AS (
+                   INSERT INTO mwp_receipts (group_id, actor, action, seq, bytes)
+                   SELECT $1, $9::text, $10::text, $3, $11::bytea FROM event RETURNING 1)
+                 SELECT count(*) FROM receipt")?,
             event_for_update: p("SELECT bytes FROM mwp_events
                  WHERE group_id = $1 AND seq = $2 FOR UPDATE")?,
             rewrite_event: p("UPDATE mwp_events SET bytes = $3, redacted = true
