@@ -8,3 +8,6 @@ pub mod memory_service;
 pub mod server;
 pub mod service;
 pub mod store;
+
+#[cfg(feature = "postgres")]
+pub mod postgres;

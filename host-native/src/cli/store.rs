@@ -118,6 +118,17 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
                 .map_err(|e| Failure::from_error(&format!("cannot open {url}"), &e))?;
             Ok(Arc::new(store))
         }
+        #[cfg(feature = "postgres")]
+        StoreUrl::Postgres(list) => {
+            let service = crate::postgres::PostgresRouter::connect_with(
+                list,
+                options.online_events,
+                options.authority_key.clone(),
+            )
+            .map_err(|e| Failure::from_error("cannot open the PostgreSQL store", &e))?;
+            Ok(Arc::new(service))
+        }
+        #[cfg(not(feature = "postgres"))]
         StoreUrl::Postgres(_) => Err(not_built(url)),
     }
 }

@@ -1,0 +1,851 @@
+//! [`PostgresAuthority`]: the authority store on one PostgreSQL database.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use postgres::error::SqlState;
+use postgres::{GenericClient, Transaction};
+
+use mwp_core::canonical::{self, Strictness};
+use mwp_core::command::{Body, Tick};
+use mwp_core::snapshot::{Snapshot, SnapshotRef};
+use mwp_core::transcript::Host;
+use mwp_core::{
+    accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits,
+    PublicKey, Receipt, Result, SecretKey, WorkState,
+};
+
+use super::config::{KeySource, PostgresConfig};
+use super::migrate::migrate;
+use super::pool::Pool;
+use super::sql::Statements;
+use super::storage;
+use crate::service::AuthorityService;
+
+/// Attempts per call before a transient failure (a race lost, a connection dropped) is
+/// reported as `STORAGE`.
+const ATTEMPTS: usize = 5;
+
+/// Events read per round trip when a cached state catches up with the database.
+const CATCH_UP_BATCH: i64 = 1000;
+
+/// A storage failure inside one attempt, and whether a fresh attempt may succeed.
+struct Failure {
+    error: Error,
+    retry: bool,
+}
+
+impl Failure {
+    fn fatal(error: Error) -> Failure {
+        Failure {
+            error,
+            retry: false,
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure::fatal(error)
+    }
+}
+
+/// Maps a driver error; races (unique violation, serialization failure, deadlock) and lost
+/// connections are worth another attempt after reloading from the database.
+fn db(context: &'static str) -> impl Fn(postgres::Error) -> Failure {
+    move |e| {
+        let retry = e.is_closed()
+            || e.as_db_error().is_none()
+            || [
+                SqlState::UNIQUE_VIOLATION,
+                SqlState::T_R_SERIALIZATION_FAILURE,
+                SqlState::T_R_DEADLOCK_DETECTED,
+            ]
+            .iter()
+            .any(|c| e.code() == Some(c));
+        Failure {
+            error: storage(context, &e),
+            retry,
+        }
+    }
+}
+
+fn corrupt(group: &Id, what: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("group {group} in PostgreSQL: {what}"))
+}
+
+fn to_i64(v: u64, what: &str) -> Result<i64> {
+    i64::try_from(v).map_err(|_| {
+        Error::new(
+            Code::Storage,
+            format!("{what} {v} does not fit PostgreSQL's bigint"),
+        )
+    })
+}
+
+fn to_u64(v: i64, group: &Id, what: &str) -> Result<u64> {
+    u64::try_from(v).map_err(|_| corrupt(group, format!("negative {what} {v}")))
+}
+
+/// One group's cached state. `fresh` says it matched the database at the end of the last
+/// transaction of this process; it is re-checked against the head row before every decision.
+#[derive(Default)]
+struct Slot {
+    state: Option<GroupState>,
+    fresh: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a slot may leave its state half-updated: the `fresh` flag is
+    // cleared before every change, so a poisoned slot is reloaded, never trusted.
+    m.lock().unwrap_or_else(|p| {
+        let guard = p.into_inner();
+        m.clear_poison();
+        guard
+    })
+}
+
+/// The authority store on PostgreSQL: one transaction per accept, serialised per group across
+/// every process using the database (docs/postgres.md).
+///
+/// Blocking: call it from plain threads or `tokio::task::spawn_blocking`, never directly on
+/// an async runtime thread (the sync driver runs its own small runtime per connection).
+pub struct PostgresAuthority {
+    pool: Pool,
+    key: SecretKey,
+    public: PublicKey,
+    limits: Limits,
+    snapshot_every: u64,
+    online_window: Option<u64>,
+    cache_groups: usize,
+    lock_salt: String,
+    label: String,
+    cache: Mutex<HashMap<Id, Arc<Mutex<Slot>>>>,
+}
+
+impl std::fmt::Debug for PostgresAuthority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresAuthority")
+            .field("label", &self.label)
+            .field("authority_key", &self.public)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresAuthority {
+    /// Connects to a `postgres://` URL (mwp parameters in `config`), migrating the schema.
+    pub fn connect(url: &str) -> Result<PostgresAuthority> {
+        PostgresAuthority::open(PostgresConfig::from_url(url)?)
+    }
+
+    /// Opens with explicit settings: migrates the schema, loads (or creates) the authority
+    /// key, and checks one pooled connection.
+    pub fn open(config: PostgresConfig) -> Result<PostgresAuthority> {
+        Self::open_with(config, false)
+    }
+
+    /// As [`open`](Self::open); with `store_given`, a given key's secret is stored too (the
+    /// router shares one key over every server this way).
+    pub(crate) fn open_with(
+        config: PostgresConfig,
+        store_given: bool,
+    ) -> Result<PostgresAuthority> {
+        let pg: postgres::Config = config.conninfo.parse().map_err(|e| {
+            Error::new(
+                Code::Storage,
+                format!("the PostgreSQL connection string does not parse: {e}"),
+            )
+        })?;
+        let label = config.shard.clone().unwrap_or_else(|| default_label(&pg));
+        let pool = Pool::new(pg, config.schema.clone(), config.pool_size);
+        let mut client = pool.connect()?;
+        migrate(&mut client, config.schema.as_deref())?;
+        let key = load_key(&mut client, &config.key, store_given)?;
+        drop(client);
+        let authority = PostgresAuthority {
+            pool,
+            public: key.public(),
+            key,
+            limits: config.limits,
+            snapshot_every: config.snapshot_every,
+            online_window: config.online_window,
+            cache_groups: config.cache_groups.max(1),
+            lock_salt: config.schema.unwrap_or_default(),
+            label,
+            cache: Mutex::new(HashMap::new()),
+        };
+        drop(authority.pool.get()?);
+        Ok(authority)
+    }
+
+    /// The authority's secret key (the router hands it to the other servers).
+    pub(crate) fn secret_key(&self) -> &SecretKey {
+        &self.key
+    }
+
+    /// The name routing gives this server (`shard=` or `host:port/dbname`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Forgets every cached state and closes idle connections: the next call reloads from
+    /// the database, as a restarted process would.
+    pub fn restart(&self) {
+        lock(&self.cache).clear();
+        self.pool.clear();
+    }
+
+    /// The state of `group` as the database holds it now (`None` if it does not exist).
+    pub fn state(&self, group: &Id) -> Result<Option<GroupState>> {
+        self.read_state(group, |s| s.cloned())
+    }
+
+    fn read_state<T>(&self, group: &Id, f: impl FnOnce(Option<&GroupState>) -> T) -> Result<T> {
+        let slot = self.slot(group);
+        let mut slot = lock(&slot);
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        match self.sync(client, sql, &mut slot, group) {
+            Ok(()) => Ok(f(slot.state.as_ref())),
+            Err(fail) => {
+                slot.fresh = false;
+                Err(fail.error)
+            }
+        }
+    }
+
+    fn slot(&self, group: &Id) -> Arc<Mutex<Slot>> {
+        let mut cache = lock(&self.cache);
+        if let Some(s) = cache.get(group) {
+            return s.clone();
+        }
+        if cache.len() >= self.cache_groups {
+            // Evict idle groups (no caller holds them) down to three quarters.
+            let excess = cache.len() + 1 - self.cache_groups * 3 / 4;
+            let idle: Vec<Id> = cache
+                .iter()
+                .filter(|(_, s)| Arc::strong_count(s) == 1)
+                .map(|(g, _)| g.clone())
+                .take(excess)
+                .collect();
+            for g in idle {
+                cache.remove(&g);
+            }
+        }
+        let slot = Arc::new(Mutex::new(Slot::default()));
+        cache.insert(group.clone(), slot.clone());
+        slot
+    }
+
+    /// The advisory lock key of a group: 64 bits of SHA-256 over the schema and the group.
+    /// A collision only makes two groups wait for each other.
+    fn lock_key(&self, group: &Id) -> i64 {
+        let digest =
+            canonical::sha256(format!("mwp group lock\0{}\0{}", self.lock_salt, group).as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        i64::from_be_bytes(first)
+    }
+
+    /// Brings the cached state of `group` to the database's head: nothing if it is there,
+    /// the missing events if it is behind, a reload (snapshot + log) otherwise or if the
+    /// cached history turns out to differ from the database's.
+    fn sync(
+        &self,
+        c: &mut impl GenericClient,
+        sql: &Statements,
+        slot: &mut Slot,
+        group: &Id,
+    ) -> Result<(), Failure> {
+        let row = c
+            .query_opt(&sql.head, &[&group.as_str()])
+            .map_err(db("reading the group head"))?;
+        let Some(row) = row else {
+            slot.state = None;
+            slot.fresh = true;
+            return Ok(());
+        };
+        let seq = to_u64(row.get(0), group, "seq")?;
+        let head = Hash::from_hex(row.get::<_, &str>(1))
+            .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
+        let cached = slot.fresh && slot.state.as_ref().is_some_and(|s| s.seq <= seq);
+        if cached {
+            let mut state = slot.state.take();
+            slot.fresh = false;
+            match self.catch_up(c, sql, group, &mut state, seq, head) {
+                Ok(()) => {
+                    slot.state = state;
+                    slot.fresh = true;
+                    return Ok(());
+                }
+                Err(f) if f.retry => return Err(f),
+                // The cached history is not the database's (restored, failed over): reload.
+                Err(_) => {}
+            }
+        }
+        slot.fresh = false;
+        let mut state = self.load_base(c, sql, group, seq)?;
+        self.catch_up(c, sql, group, &mut state, seq, head)?;
+        slot.state = state;
+        slot.fresh = true;
+        Ok(())
+    }
+
+    /// The state of the latest valid snapshot at or below `seq`, or `None` (replay from the
+    /// start). A snapshot that does not verify is skipped: the log is the truth.
+    fn load_base(
+        &self,
+        c: &mut impl GenericClient,
+        sql: &Statements,
+        group: &Id,
+        seq: u64,
+    ) -> Result<Option<GroupState>, Failure> {
+        let row = c
+            .query_opt(
+                &sql.snapshot_at_most,
+                &[&group.as_str(), &to_i64(seq, "seq")?],
+            )
+            .map_err(db("reading the latest snapshot"))?;
+        let Some(row) = row else { return Ok(None) };
+        let Ok(org) = Id::new(row.get::<_, &str>(2)) else {
+            return Ok(None);
+        };
+        let Ok(snap) = Snapshot::verify_bytes(row.get(1), &self.public, &org, group, 0) else {
+            return Ok(None);
+        };
+        let id = c
+            .query_opt(&sql.event_id, &[&group.as_str(), &to_i64(snap.seq, "seq")?])
+            .map_err(db("reading the snapshot's event"))?;
+        if id.map(|r| r.get::<_, String>(0)) != Some(snap.chain_head.to_hex()) {
+            return Ok(None);
+        }
+        Ok(Some(snap.state))
+    }
+
+    /// Applies the events after `state` up to `seq`, verifying each, then checks the head.
+    fn catch_up(
+        &self,
+        c: &mut impl GenericClient,
+        sql: &Statements,
+        group: &Id,
+        state: &mut Option<GroupState>,
+        seq: u64,
+        head: Hash,
+    ) -> Result<(), Failure> {
+        loop {
+            let from = state.as_ref().map_or(0, |s| s.seq);
+            if from >= seq {
+                break;
+            }
+            let rows = c
+                .query(
+                    &sql.events_between,
+                    &[
+                        &group.as_str(),
+                        &to_i64(from, "seq")?,
+                        &to_i64(seq, "seq")?,
+                        &CATCH_UP_BATCH,
+                    ],
+                )
+                .map_err(db("reading events"))?;
+            if rows.is_empty() {
+                return Err(corrupt(group, format!("events after seq {from} are missing")).into());
+            }
+            for row in rows {
+                let event = Event::from_cbor(row.get(1))?;
+                event.verify()?;
+                if event.group != *group || event.seq != to_u64(row.get(0), group, "seq")? {
+                    return Err(corrupt(
+                        group,
+                        format!("row seq {} holds another event", event.seq),
+                    )
+                    .into());
+                }
+                GroupState::apply_to(state, &event)?;
+            }
+        }
+        match state {
+            Some(s) if s.seq == seq && s.head == head => Ok(()),
+            _ => Err(corrupt(
+                group,
+                format!("the log does not end at the head row (seq {seq}, {head})"),
+            )
+            .into()),
+        }
+    }
+
+    /// Runs `f` in a transaction holding the group's lock with the cached state at the
+    /// database's head; commits when `f` answers `Ok(Ok(_))`, rolls back otherwise. Transient
+    /// failures reload and retry, at most [`ATTEMPTS`] times.
+    fn locked<T>(
+        &self,
+        group: &Id,
+        mut f: impl FnMut(
+            &Self,
+            &mut Transaction<'_>,
+            &Statements,
+            &mut Slot,
+        ) -> Result<Result<T>, Failure>,
+    ) -> Result<T> {
+        let slot = self.slot(group);
+        let mut slot = lock(&slot);
+        let mut last = None;
+        for _ in 0..ATTEMPTS {
+            match self.attempt(group, &mut slot, &mut f) {
+                Ok(out) => return out,
+                Err(fail) => {
+                    slot.fresh = false;
+                    if !fail.retry {
+                        return Err(fail.error);
+                    }
+                    last = Some(fail.error);
+                }
+            }
+        }
+        let last = last.map_or_else(String::new, |e| e.message);
+        Err(Error::new(
+            Code::Storage,
+            format!("group {group}: gave up after {ATTEMPTS} attempts; the last failure: {last}"),
+        ))
+    }
+
+    fn attempt<T>(
+        &self,
+        group: &Id,
+        slot: &mut Slot,
+        f: &mut impl FnMut(
+            &Self,
+            &mut Transaction<'_>,
+            &Statements,
+            &mut Slot,
+        ) -> Result<Result<T>, Failure>,
+    ) -> Result<Result<T>, Failure> {
+        let mut conn = self
+            .pool
+            .get()
+            .map_err(|error| Failure { error, retry: true })?;
+        let (client, sql) = conn.parts();
+        let mut tx = client.transaction().map_err(db("starting a transaction"))?;
+        tx.execute(&sql.lock, &[&self.lock_key(group)])
+            .map_err(db("locking the group"))?;
+        self.sync(&mut tx, sql, slot, group)?;
+        slot.fresh = false;
+        let out = f(self, &mut tx, sql, slot)?;
+        if out.is_ok() {
+            tx.commit().map_err(db("committing"))?;
+        }
+        // Committed, or rolled back with the state untouched (decisions that write nothing).
+        slot.fresh = true;
+        Ok(out)
+    }
+
+    /// Decides `cmd` against the slot's state (at the database's head, group locked) and
+    /// writes an accepted event in the open transaction.
+    fn decide(
+        &self,
+        tx: &mut Transaction<'_>,
+        sql: &Statements,
+        slot: &mut Slot,
+        cmd: &Command,
+        now_ms: u64,
+    ) -> Result<Result<Decision>, Failure> {
+        let event = match accept(slot.state.as_ref(), cmd, now_ms, &self.limits) {
+            Ok(Decision::Accepted(event)) => event,
+            other => return Ok(other),
+        };
+        if let Err(e) = GroupState::apply_to(&mut slot.state, &event) {
+            return Ok(Err(e));
+        }
+        let state = slot
+            .state
+            .as_ref()
+            .expect("a state exists once an event applied");
+        self.write(tx, sql, &event, state)?;
+        Ok(Ok(Decision::Accepted(event)))
+    }
+
+    /// Writes an accepted event, applied to `state` already, in the open transaction.
+    fn write(
+        &self,
+        tx: &mut Transaction<'_>,
+        sql: &Statements,
+        event: &Event,
+        state: &GroupState,
+    ) -> Result<(), Failure> {
+        let group = event.group.as_str();
+        let seq = to_i64(event.seq, "seq")?;
+        let deadline = match state.archived {
+            true => None,
+            false => state
+                .next_deadline()
+                .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
+        };
+        let kind = serde_json::to_value(&event.kind)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
+        let written: i64 = tx
+            .query_one(
+                &sql.append,
+                &[
+                    &group,
+                    &state.org.as_str(),
+                    &seq,
+                    &event.id.to_hex(),
+                    &deadline,
+                    &state.archived,
+                    &kind,
+                    &event.to_cbor()?,
+                    &event.actor.as_str(),
+                    &event.action.as_str(),
+                    &receipt,
+                ],
+            )
+            .map_err(db("appending the event"))?
+            .get(0);
+        if written != 1 {
+            // Another writer moved the head: re-decide from the database.
+            return Err(Failure {
+                error: Error::new(
+                    Code::Storage,
+                    format!("group {group}: the head moved past seq {}", event.seq - 1),
+                ),
+                retry: true,
+            });
+        }
+        if let EventKind::EventRedacted(r) = &event.kind {
+            let target = to_i64(r.seq, "seq")?;
+            let row = tx
+                .query_opt(&sql.event_for_update, &[&group, &target])
+                .map_err(db("reading the event to redact"))?
+                .ok_or_else(|| {
+                    corrupt(
+                        &event.group,
+                        format!("event seq {} to redact is not in the log", r.seq),
+                    )
+                })?;
+            let mut old = Event::from_cbor(row.get(0))?;
+            old.redact()?;
+            tx.execute(&sql.rewrite_event, &[&group, &target, &old.to_cbor()?])
+                .map_err(db("erasing the redacted values"))?;
+        }
+        let archived = matches!(event.kind, EventKind::GroupArchived(_));
+        if archived || (self.snapshot_every > 0 && event.seq % self.snapshot_every == 0) {
+            self.store_snapshot(tx, sql, state)?;
+        }
+        Ok(())
+    }
+
+    fn store_snapshot(
+        &self,
+        tx: &mut Transaction<'_>,
+        sql: &Statements,
+        state: &GroupState,
+    ) -> Result<(u64, Hash, Vec<u8>), Failure> {
+        let snap = Snapshot::build(state, &self.key)?;
+        let bytes = snap.to_cbor()?;
+        tx.execute(
+            &sql.insert_snapshot,
+            &[
+                &state.group.as_str(),
+                &to_i64(snap.seq, "seq")?,
+                &snap.state_hash.to_hex(),
+                &bytes,
+            ],
+        )
+        .map_err(db("storing a snapshot"))?;
+        Ok((snap.seq, snap.state_hash, bytes))
+    }
+
+    /// Takes a signed snapshot of `group` at its head now and stores it.
+    pub fn take_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
+        self.snapshot_now(group).map(|(_, _, bytes)| bytes)
+    }
+
+    fn snapshot_now(&self, group: &Id) -> Result<(u64, Hash, Vec<u8>)> {
+        self.locked(group, |this, tx, sql, slot| {
+            let Some(state) = slot.state.as_ref() else {
+                return Ok(Err(not_found(group)));
+            };
+            Ok(Ok(this.store_snapshot(tx, sql, state)?))
+        })
+    }
+
+    /// `CURSOR_TOO_OLD` for a replay after `after` when only events after `oldest` are
+    /// served, naming a snapshot at or past `oldest` (taking one if there is none).
+    fn cursor_too_old(&self, group: &Id, after: u64, oldest: u64) -> Result<Error> {
+        let latest = {
+            let mut conn = self.pool.get()?;
+            let (client, sql) = conn.parts();
+            client
+                .query_opt(&sql.latest_snapshot, &[&group.as_str()])
+                .map_err(|e| storage("reading the latest snapshot", &e))?
+        };
+        let (seq, hash) = match latest {
+            Some(row) if to_u64(row.get(0), group, "seq")? >= oldest => {
+                let hash = Hash::from_hex(row.get::<_, &str>(1))
+                    .map_err(|e| corrupt(group, format!("snapshot hash: {e}")))?;
+                (to_u64(row.get(0), group, "seq")?, hash)
+            }
+            _ => {
+                let (seq, hash, _) = self.snapshot_now(group)?;
+                (seq, hash)
+            }
+        };
+        let location = format!("/v1/groups/{group}/snapshots/latest");
+        Ok(SnapshotRef {
+            seq,
+            hash,
+            location,
+        }
+        .cursor_too_old(after, oldest))
+    }
+
+    fn head(&self, group: &Id) -> Result<Option<u64>> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let row = client
+            .query_opt(&sql.head, &[&group.as_str()])
+            .map_err(|e| storage("reading the group head", &e))?;
+        row.map(|r| to_u64(r.get(0), group, "seq")).transpose()
+    }
+}
+
+fn not_found(group: &Id) -> Error {
+    Error::new(Code::NotFound, format!("group {group} does not exist"))
+}
+
+/// `host:port/dbname` of the first host: the default routing name of a server.
+fn default_label(pg: &postgres::Config) -> String {
+    let host = match pg.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = pg.get_ports().first().copied().unwrap_or(5432);
+    let db = pg.get_dbname().or(pg.get_user()).unwrap_or("postgres");
+    format!("{host}:{port}/{db}")
+}
+
+/// Reads the authority key row, creating it on first use; a given key must match it.
+fn load_key(
+    client: &mut postgres::Client,
+    source: &KeySource,
+    store_given: bool,
+) -> Result<SecretKey> {
+    let (candidate, store_secret) = match source {
+        KeySource::Given(k) => ((**k).clone(), store_given),
+        KeySource::Database => {
+            let mut seed = [0u8; 32];
+            getrandom::getrandom(&mut seed).map_err(|e| {
+                Error::new(
+                    Code::Storage,
+                    format!("no randomness for a new authority key: {e}"),
+                )
+            })?;
+            (SecretKey::from_bytes(&seed), true)
+        }
+    };
+    let secret: Option<Vec<u8>> = store_secret.then(|| candidate.to_bytes().to_vec());
+    client
+        .execute(
+            "INSERT INTO mwp_authority (id, public_key, secret_key) VALUES (1, $1, $2)
+             ON CONFLICT (id) DO NOTHING",
+            &[&candidate.public().to_hex(), &secret],
+        )
+        .map_err(|e| storage("storing the authority key", &e))?;
+    let row = client
+        .query_one(
+            "SELECT public_key, secret_key FROM mwp_authority WHERE id = 1",
+            &[],
+        )
+        .map_err(|e| storage("reading the authority key", &e))?;
+    let public: String = row.get(0);
+    let stored: Option<Vec<u8>> = row.get(1);
+    match source {
+        KeySource::Given(k) if k.public().to_hex() != public => Err(Error::new(
+            Code::Storage,
+            format!(
+                "this database's groups are signed by authority key {public}, not the configured {}; configure that key",
+                k.public()
+            ),
+        )),
+        KeySource::Given(k) => Ok((**k).clone()),
+        KeySource::Database => {
+            let seed: [u8; 32] = stored
+                .as_deref()
+                .and_then(|s| s.try_into().ok())
+                .ok_or_else(|| {
+                    Error::new(
+                        Code::Storage,
+                        format!(
+                            "this database keeps only the public authority key {public}; give the secret key by configuration"
+                        ),
+                    )
+                })?;
+            let key = SecretKey::from_bytes(&seed);
+            if key.public().to_hex() != public {
+                return Err(Error::new(
+                    Code::Storage,
+                    "the stored authority secret key does not match its public key",
+                ));
+            }
+            Ok(key)
+        }
+    }
+}
+
+impl AuthorityService for PostgresAuthority {
+    fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        self.locked(&cmd.group, |this, tx, sql, slot| {
+            this.decide(tx, sql, slot, cmd, now_ms)
+        })
+    }
+
+    fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
+        let head = self.head(group)?.ok_or_else(|| not_found(group))?;
+        if let Some(window) = self.online_window {
+            let oldest = head.saturating_sub(window);
+            if after < oldest {
+                return Err(self.cursor_too_old(group, after, oldest)?);
+            }
+        }
+        if limit == 0 || after >= head {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = client
+            .query(
+                &sql.replay,
+                &[&group.as_str(), &to_i64(after, "after")?, &limit],
+            )
+            .map_err(|e| storage("reading events", &e))?;
+        rows.iter().map(|r| Event::from_cbor(r.get(0))).collect()
+    }
+
+    fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let row = client
+            .query_opt(
+                &sql.receipt,
+                &[&group.as_str(), &actor.as_str(), &action.as_str()],
+            )
+            .map_err(|e| storage("reading a receipt", &e))?;
+        row.map(|r| {
+            canonical::from_slice(r.get(0), Strictness::Canonical)
+                .map_err(|e| corrupt(group, format!("stored receipt does not decode: {e}")))
+        })
+        .transpose()
+    }
+
+    fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
+        let latest = {
+            let mut conn = self.pool.get()?;
+            let (client, sql) = conn.parts();
+            client
+                .query_opt(&sql.latest_snapshot, &[&group.as_str()])
+                .map_err(|e| storage("reading the latest snapshot", &e))?
+        };
+        match latest {
+            Some(row) => Ok(row.get(2)),
+            None => self.take_snapshot(group),
+        }
+    }
+
+    fn groups(&self) -> Result<Vec<Id>> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let rows = client
+            .query(&sql.groups, &[])
+            .map_err(|e| storage("listing groups", &e))?;
+        rows.iter()
+            .map(|r| {
+                let g: &str = r.get(0);
+                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))
+            })
+            .collect()
+    }
+
+    fn head_seq(&self, group: &Id) -> Result<u64> {
+        Ok(self.head(group)?.unwrap_or(0))
+    }
+
+    fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let row = client
+            .query_opt(&sql.next_deadline, &[])
+            .map_err(|e| storage("reading the next deadline", &e))?;
+        row.map(|r| {
+            let g: &str = r.get(0);
+            let group =
+                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))?;
+            let at = u64::try_from(r.get::<_, i64>(1)).unwrap_or(0);
+            Ok((group, at))
+        })
+        .transpose()
+    }
+
+    fn authority_key(&self) -> PublicKey {
+        self.public
+    }
+
+    fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
+        self.locked(group, |this, tx, sql, slot| {
+            let Some(state) = slot.state.as_ref() else {
+                return Ok(Err(not_found(group)));
+            };
+            if state.archived {
+                return Ok(Ok(None));
+            }
+            // Named after the head it was decided at: a tick another server sent first moves
+            // the head, so this one is a new command, not a collision.
+            let cmd = Id::new(format!("tick-{}-{now_ms}", state.seq))
+                .map_err(|e| Error::malformed(format!("tick action: {e}")))
+                .and_then(|action| {
+                    Command::signed(
+                        state.org.clone(),
+                        group.clone(),
+                        Id::authority(),
+                        action,
+                        1,
+                        None,
+                        Body::Tick(Tick {}),
+                        &this.key,
+                    )
+                });
+            let cmd = match cmd {
+                Ok(cmd) => cmd,
+                Err(e) => return Ok(Err(e)),
+            };
+            Ok(match this.decide(tx, sql, slot, &cmd, now_ms)? {
+                Ok(d) => Ok(Some(d)),
+                Err(e) if e.code == Code::NotYet => Ok(None),
+                Err(e) => Err(e),
+            })
+        })
+    }
+}
+
+/// Runs transcripts against PostgreSQL: `restart` forgets the caches and the connections.
+impl Host for PostgresAuthority {
+    fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        AuthorityService::submit(self, cmd, now_ms)
+    }
+    fn restart(&mut self) -> Result<()> {
+        PostgresAuthority::restart(self);
+        Ok(())
+    }
+    fn state(&self, group: &Id) -> Option<GroupState> {
+        PostgresAuthority::state(self, group).ok().flatten()
+    }
+    fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
+        self.read_state(group, |s| Some(s?.work.get(work)?.state))
+            .ok()
+            .flatten()
+    }
+}

@@ -1,0 +1,98 @@
+//! Every SQL statement the store runs, prepared once per connection.
+
+use postgres::{Client, Statement};
+
+use mwp_core::Result;
+
+use super::storage;
+
+/// The prepared statements of one connection.
+#[derive(Clone)]
+pub(crate) struct Statements {
+    /// `$1` lock key: serialises accepts of one group until the transaction ends.
+    pub lock: Statement,
+    /// `$1` group → (seq, head).
+    pub head: Statement,
+    /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, bytes).
+    pub events_between: Statement,
+    /// `$1` group, `$2` after, `$3` limit → (bytes).
+    pub replay: Statement,
+    /// `$1` group, `$2` at most seq → (seq, bytes, org) of the latest snapshot.
+    pub snapshot_at_most: Statement,
+    /// `$1` group → (seq, state_hash, bytes) of the latest snapshot.
+    pub latest_snapshot: Statement,
+    /// `$1` group, `$2` seq → (id).
+    pub event_id: Statement,
+    /// Advances the head by one (or creates it at seq 1) and inserts the event and receipt
+    /// rows → (1), or writes nothing → (0) when someone else moved the head.
+    pub append: Statement,
+    /// `$1` group, `$2` seq → (bytes), row-locked.
+    pub event_for_update: Statement,
+    /// `$1` group, `$2` seq, `$3` new bytes: the redacted form.
+    pub rewrite_event: Statement,
+    /// Stores a snapshot (kept if one exists at that seq).
+    pub insert_snapshot: Statement,
+    /// `$1` group, `$2` actor, `$3` action → (bytes).
+    pub receipt: Statement,
+    /// All group IDs, sorted.
+    pub groups: Statement,
+    /// The earliest (group, next_deadline).
+    pub next_deadline: Statement,
+}
+
+impl Statements {
+    /// Prepares every statement on `client` (its search path already set).
+    pub(crate) fn prepare(client: &mut Client) -> Result<Statements> {
+        let mut p = |sql: &str| {
+            client
+                .prepare(sql)
+                .map_err(|e| storage("preparing statements (is the schema migrated?)", &e))
+        };
+        Ok(Statements {
+            lock: p("SELECT pg_advisory_xact_lock($1)")?,
+            head: p("SELECT seq, head FROM mwp_groups WHERE group_id = $1")?,
+            events_between: p("SELECT seq, bytes FROM mwp_events
+                 WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4")?,
+            replay: p("SELECT bytes FROM mwp_events
+                 WHERE group_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")?,
+            snapshot_at_most: p("SELECT s.seq, s.bytes, g.org FROM mwp_snapshots s
+                 JOIN mwp_groups g USING (group_id)
+                 WHERE s.group_id = $1 AND s.seq <= $2 ORDER BY s.seq DESC LIMIT 1")?,
+            latest_snapshot: p("SELECT seq, state_hash, bytes FROM mwp_snapshots
+                 WHERE group_id = $1 ORDER BY seq DESC LIMIT 1")?,
+            event_id: p("SELECT id FROM mwp_events WHERE group_id = $1 AND seq = $2")?,
+            // One round trip for the three rows of an accept. Each insert feeds the next,
+            // so when the head did not advance (another writer moved it) nothing is written
+            // and the count is 0. Foreign keys are checked at the end of the statement, when
+            // every row is in.
+            append: p("WITH advanced AS (
+                   INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline, archived)
+                   VALUES ($1, $2, $3, $4, $5, $6)
+                   ON CONFLICT (group_id) DO UPDATE SET seq = EXCLUDED.seq,
+                     head = EXCLUDED.head, next_deadline = EXCLUDED.next_deadline,
+                     archived = EXCLUDED.archived
+                   WHERE mwp_groups.seq = EXCLUDED.seq - 1
+                   RETURNING 1),
+                 event AS (
+                   INSERT INTO mwp_events (group_id, seq, id, kind, bytes)
+                   SELECT $1, $3, $4, $7::text, $8::bytea FROM advanced RETURNING 1),
+                 receipt AS (
+                   INSERT INTO mwp_receipts (group_id, actor, action, seq, bytes)
+                   SELECT $1, $9::text, $10::text, $3, $11::bytea FROM event RETURNING 1)
+                 SELECT count(*) FROM receipt")?,
+            event_for_update: p("SELECT bytes FROM mwp_events
+                 WHERE group_id = $1 AND seq = $2 FOR UPDATE")?,
+            rewrite_event: p("UPDATE mwp_events SET bytes = $3, redacted = true
+                 WHERE group_id = $1 AND seq = $2")?,
+            insert_snapshot: p(
+                "INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (group_id, seq) DO NOTHING",
+            )?,
+            receipt: p("SELECT bytes FROM mwp_receipts
+                 WHERE group_id = $1 AND actor = $2 AND action = $3")?,
+            groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,
+            next_deadline: p("SELECT group_id, next_deadline FROM mwp_groups
+                 WHERE next_deadline IS NOT NULL ORDER BY next_deadline, group_id LIMIT 1")?,
+        })
+    }
+}

@@ -1,0 +1,314 @@
+//! Two `PostgresAuthority` instances (two pools: two "servers") on one database, with
+//! concurrent clients on the same Group: the log stays gapless and unforked, nothing is
+//! appended twice, every acknowledged receipt is in the log, and retries are Duplicates.
+//!
+//! (An end-to-end version with two `mwp serve --store postgres://…` processes belongs with
+//! the CLI's tests once it opens PostgreSQL stores.)
+#![cfg(feature = "postgres")]
+
+mod postgres_common;
+
+use std::collections::BTreeSet;
+use std::sync::Barrier;
+
+use mwp_core::{Code, Decision, Id, Receipt};
+use mwp_host::postgres::PostgresAuthority;
+use mwp_host::service::AuthorityService;
+use postgres_common::{command, create_work, open_group, Schema};
+use serde_json::json;
+
+fn id(s: &str) -> Id {
+    Id::new(s).expect("valid id")
+}
+
+const CLIENTS: usize = 8;
+const PER_CLIENT: usize = 12;
+
+#[test]
+fn two_servers_and_concurrent_clients_never_fork_a_group() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "two_servers");
+    let servers = [
+        schema.open("pool_size=3&snapshot_every=10"),
+        schema.open("pool_size=3&snapshot_every=10"),
+    ];
+    let g = id("g1");
+
+    // Every client races to open the group with the same command, half on each server:
+    // one is accepted, every other answer is the same receipt as a Duplicate.
+    let barrier = Barrier::new(CLIENTS);
+    let opens: Vec<Decision> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let (srv, barrier) = (&servers[c % 2], &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    srv.submit(&open_group("g1", CLIENTS), 1000)
+                        .expect("open answered")
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    let accepted: Vec<Receipt> = opens
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Accepted(e) => Some(e.receipt()),
+            Decision::Duplicate(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        accepted.len(),
+        1,
+        "exactly one open_group is accepted: {opens:?}"
+    );
+    for d in &opens {
+        if let Decision::Duplicate(r) = d {
+            assert_eq!(r, &accepted[0]);
+        }
+    }
+
+    // Each client creates work through both servers in turn, and sends every command twice
+    // (a retry after a lost answer, to the other server): the retry is a Duplicate with the
+    // byte-identical receipt.
+    let barrier = Barrier::new(CLIENTS);
+    let acknowledged: Vec<Receipt> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let (servers, barrier) = (&servers, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let actor = format!("w{c}");
+                    let mut receipts = Vec::new();
+                    for i in 0..PER_CLIENT {
+                        let cmd = create_work("g1", &actor, &format!("a{i}"), &format!("c{c}-{i}"));
+                        let first = &servers[(c + i) % 2];
+                        let other = &servers[(c + i + 1) % 2];
+                        let Decision::Accepted(event) = first.submit(&cmd, 2000).expect("accepted")
+                        else {
+                            panic!("a fresh command must be accepted")
+                        };
+                        let receipt = event.receipt();
+                        match other.submit(&cmd, 2001).expect("retry answered") {
+                            Decision::Duplicate(r) => assert_eq!(r, receipt),
+                            Decision::Accepted(_) => panic!("a retry was appended twice"),
+                        }
+                        receipts.push(receipt);
+                    }
+                    receipts
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+
+    // The log: gapless from 1, chained, one event per (actor, action), and every
+    // acknowledged receipt names the event at its seq.
+    let log = servers[0].events(&g, 0, usize::MAX).expect("log");
+    let total = 1 + CLIENTS * PER_CLIENT;
+    assert_eq!(log.len(), total);
+    let mut keys = BTreeSet::new();
+    for (i, e) in log.iter().enumerate() {
+        assert_eq!(e.seq, i as u64 + 1, "gapless");
+        if i > 0 {
+            assert_eq!(e.prev, log[i - 1].id, "chained: no fork");
+        }
+        assert!(
+            keys.insert((e.actor.clone(), e.action.clone())),
+            "appended twice: {e:?}"
+        );
+    }
+    for r in &acknowledged {
+        let e = &log[(r.seq - 1) as usize];
+        assert_eq!(&e.receipt(), r, "an acknowledged receipt is in the log");
+        assert_eq!(
+            servers[1]
+                .receipt(&g, &r.actor, &r.action)
+                .expect("lookup")
+                .as_ref(),
+            Some(r)
+        );
+    }
+    // Both servers see the same state, and so does a third one starting cold.
+    let third = schema.open("");
+    let hashes: Vec<_> = [&servers[0], &servers[1], &third]
+        .iter()
+        .map(|s: &&PostgresAuthority| {
+            s.state(&g)
+                .expect("state")
+                .expect("open")
+                .hash()
+                .expect("hash")
+        })
+        .collect();
+    assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
+    assert_eq!(servers[1].head_seq(&g).expect("head"), total as u64);
+}
+
+#[test]
+fn racing_compare_and_set_claims_have_one_winner() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "cas_race");
+    let servers = [schema.open("pool_size=4"), schema.open("pool_size=4")];
+    assert!(matches!(
+        servers[0]
+            .submit(&open_group("g1", CLIENTS), 1000)
+            .expect("open"),
+        Decision::Accepted(_)
+    ));
+    assert!(matches!(
+        servers[1]
+            .submit(&create_work("g1", "alice", "c", "job"), 1000)
+            .expect("create"),
+        Decision::Accepted(_)
+    ));
+    // Every worker claims the same item at revision 1 through alternating servers.
+    let barrier = Barrier::new(CLIENTS);
+    let answers: Vec<Result<Decision, mwp_core::Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let (srv, barrier) = (&servers[c % 2], &barrier);
+                s.spawn(move || {
+                    let cmd = command("g1", &format!("w{c}"), "claim", Some(1), json!({
+                        "type": "claim_work", "work": "job", "lease_ms": 10_000, "start_within_ms": 5000}));
+                    barrier.wait();
+                    srv.submit(&cmd, 2000)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    let winners = answers
+        .iter()
+        .filter(|a| matches!(a, Ok(Decision::Accepted(_))))
+        .count();
+    assert_eq!(winners, 1, "{answers:?}");
+    for a in &answers {
+        if let Err(e) = a {
+            assert_eq!(e.code, Code::RevisionMismatch, "{e}");
+        }
+    }
+    assert_eq!(servers[0].head_seq(&id("g1")).expect("head"), 3);
+}
+
+#[test]
+fn many_groups_on_two_servers_stay_independent() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "many_groups");
+    let servers = [schema.open("pool_size=4"), schema.open("pool_size=4")];
+    std::thread::scope(|s| {
+        for c in 0..CLIENTS {
+            let servers = &servers;
+            s.spawn(move || {
+                let group = format!("g{c}");
+                servers[c % 2]
+                    .submit(&open_group(&group, 1), 1000)
+                    .expect("open");
+                for i in 0..6 {
+                    let cmd = create_work(&group, "alice", &format!("a{i}"), &format!("w{i}"));
+                    let d = servers[(c + i) % 2].submit(&cmd, 1000).expect("create");
+                    assert!(matches!(d, Decision::Accepted(_)));
+                }
+            });
+        }
+    });
+    let groups = servers[1].groups().expect("groups");
+    assert_eq!(groups.len(), CLIENTS);
+    for g in groups {
+        let log = servers[0].events(&g, 0, 100).expect("log");
+        assert_eq!(
+            log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            (1..=7).collect::<Vec<u64>>()
+        );
+    }
+}
+
+#[test]
+fn two_servers_ticking_together_expire_a_lease_once() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "tick_race");
+    let servers = [schema.open("pool_size=2"), schema.open("pool_size=2")];
+    let g = id("g1");
+    servers[0].submit(&open_group("g1", 1), 1000).expect("open");
+    servers[1]
+        .submit(&create_work("g1", "alice", "c", "job"), 1000)
+        .expect("create");
+    let claim = command(
+        "g1",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "job",
+        "lease_ms": 1000, "start_within_ms": 500}),
+    );
+    servers[0].submit(&claim, 2000).expect("claim");
+    let barrier = Barrier::new(2);
+    let ticks: Vec<Option<Decision>> = std::thread::scope(|s| {
+        let handles: Vec<_> = servers
+            .iter()
+            .map(|srv| {
+                let (barrier, g) = (&barrier, &g);
+                s.spawn(move || {
+                    barrier.wait();
+                    srv.tick(g, 5000).expect("tick answered")
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("tick thread"))
+            .collect()
+    });
+    let accepted = ticks
+        .iter()
+        .filter(|t| matches!(t, Some(Decision::Accepted(_))))
+        .count();
+    assert_eq!(accepted, 1, "{ticks:?}");
+    assert!(
+        ticks
+            .iter()
+            .all(|t| matches!(t, Some(Decision::Accepted(_)) | None)),
+        "{ticks:?}"
+    );
+    assert_eq!(servers[1].head_seq(&g).expect("head"), 4);
+}
+
+#[test]
+fn a_store_used_through_spawn_blocking_can_be_dropped_on_the_runtime() {
+    // How `mwp serve` uses it: calls through spawn_blocking, the last reference dropped
+    // inside the async runtime at shutdown. Dropping the driver's connections there must
+    // not panic.
+    let server = require_server!();
+    let schema = Schema::new(&server, "async_drop");
+    let store = std::sync::Arc::new(schema.open("pool_size=2"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let head = rt.block_on(async move {
+        let s = store.clone();
+        let d = tokio::task::spawn_blocking(move || s.submit(&open_group("g1", 1), 1000))
+            .await
+            .expect("join")
+            .expect("open");
+        assert!(matches!(d, Decision::Accepted(_)));
+        let s = store.clone();
+        let head = tokio::task::spawn_blocking(move || s.head_seq(&id("g1")))
+            .await
+            .expect("join")
+            .expect("head");
+        drop(store); // the last reference, on a runtime thread
+        head
+    });
+    assert_eq!(head, 1);
+}

@@ -1,0 +1,776 @@
+//! The PostgreSQL store passes the conformance suite of the memory host: every transcript of
+//! tests/transcripts gives the same output lines, randomized command sequences give the same
+//! receipts, logs and state hashes as `MemoryAuthority`, and replay, receipts, snapshots,
+//! `CURSOR_TOO_OLD` and redaction behave as SPEC §6–§8 say.
+//!
+//! Needs `MWP_TEST_POSTGRES` (scripts/setup-postgres.sh); each test uses a schema of its own.
+#![cfg(feature = "postgres")]
+
+mod postgres_common;
+
+use mwp_core::memory::MemoryAuthority;
+use mwp_core::snapshot::Snapshot;
+use mwp_core::transcript::{Host, Runner};
+use mwp_core::work::WorkItem;
+use mwp_core::{Code, Decision, Event, Id, SecretKey, WorkState};
+use mwp_host::postgres::{KeySource, PostgresAuthority};
+use mwp_host::service::AuthorityService;
+use postgres_common::{command, create_work, open_group, Schema};
+use serde_json::{json, Value};
+
+fn id(s: &str) -> Id {
+    Id::new(s).expect("valid id")
+}
+
+/// Runs `text` on a fresh memory authority and on `pg`; returns both outputs.
+fn both(text: &str, pg: &mut PostgresAuthority) -> (Vec<Value>, bool, Vec<Value>, bool) {
+    let mut memory = MemoryAuthority::new();
+    let mut runner = Runner::new(&mut memory);
+    let want = runner.run_all(text);
+    let want_failed = runner.failed();
+    let mut runner = Runner::new(pg);
+    let got = runner.run_all(text);
+    let got_failed = runner.failed();
+    (want, want_failed, got, got_failed)
+}
+
+#[test]
+fn every_transcript_gives_the_memory_hosts_output() {
+    let server = require_server!();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("tests/transcripts")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no transcripts in {dir}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read transcript");
+        let schema = Schema::new(&server, "transcript");
+        let mut pg = schema.open("");
+        let (want, want_failed, got, got_failed) = both(&text, &mut pg);
+        let name = file.display();
+        assert!(!want_failed, "{name} fails on the memory host: {want:#?}");
+        assert!(!got_failed, "{name} fails on PostgreSQL: {got:#?}");
+        assert_eq!(got.len(), want.len(), "{name}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "{name}: PostgreSQL and memory differ");
+        }
+    }
+}
+
+/// A small deterministic generator (xorshift64*), so failures reproduce from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// A random transcript over one group: every command kind that matters to storage, repeats
+/// of earlier lines (duplicates), reused action IDs (collisions), restarts and snapshots.
+/// A memory authority beside the generator shows the current revisions and lease epochs, so
+/// most commands are valid and the sequences go deep into the work lifecycle.
+fn random_transcript(seed: u64, group: &str, steps: usize) -> String {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut model = MemoryAuthority::new();
+    let gid = id(group);
+    let contract = json!({"max_attempts": 2, "backoff_base_ms": 100, "backoff_max_ms": 400,
+                          "cost_budget": 5, "risk": "low"});
+    let mut lines = vec![json!({
+        "at": 1000, "org": "acme", "group": group, "actor": "alice", "action": "open",
+        "body": {"type": "open_group", "mission": "m", "title": {"seed": seed}, "members": [
+            {"actor": "alice", "role": "owner"}, {"actor": "bob", "role": "worker"},
+            {"actor": "carol", "role": "worker"}, {"actor": "rita", "role": "reviewer"}]}
+    })];
+    Runner::new(&mut model).run_line(&lines[0].to_string());
+    let mut at = 1000;
+    for n in 0..steps {
+        at += rng.below(700);
+        let state = Host::state(&model, &gid);
+        let mut kind = rng.below(20);
+        // The work item the command suits (leased for start, running for results, queued
+        // for claims), or now and then any item, to exercise the rejections.
+        let wanted: &[WorkState] = match kind {
+            3..=5 => &[WorkState::Queued],
+            6 | 7 | 13 => &[WorkState::Leased, WorkState::Running],
+            8..=12 => &[WorkState::Running],
+            _ => &[],
+        };
+        let frontier: Vec<&Id> = state.as_ref().map(|s| s.frontier(at)).unwrap_or_default();
+        let mut items: Vec<(String, &WorkItem)> = state
+            .iter()
+            .flat_map(|s| s.work.iter())
+            .filter(|(id, w)| match kind {
+                3..=5 => frontier.contains(id),
+                _ => wanted.is_empty() || wanted.contains(&w.state),
+            })
+            .map(|(id, w)| (id.to_string(), w))
+            .collect();
+        if rng.below(10) == 0 {
+            // Now and then any item, to exercise the rejections.
+            items = state
+                .iter()
+                .flat_map(|s| s.work.iter())
+                .map(|(id, w)| (id.to_string(), w))
+                .collect();
+        }
+        let known: Vec<String> = state
+            .iter()
+            .flat_map(|s| s.work.keys().map(|w| w.to_string()))
+            .collect();
+        if items.is_empty() && !wanted.is_empty() && rng.below(4) != 0 {
+            kind = 0; // nothing suits: create work instead
+        }
+        let (work, item) = if items.is_empty() || rng.below(12) == 0 {
+            (format!("w{}", rng.below(5)), None)
+        } else {
+            let (w, i) = &items[rng.below(items.len() as u64) as usize];
+            (w.clone(), Some(*i))
+        };
+        let revision = item.map_or(1, |w| w.revision);
+        let epoch = item.map_or(1, |w| w.epoch.max(1));
+        // Mostly the current lease and holder; sometimes a stale one (fencing, evidence).
+        let stale = rng.below(8) == 0;
+        let lease = format!(
+            "{work}#{}",
+            if stale {
+                epoch.saturating_sub(1).max(1)
+            } else {
+                epoch
+            }
+        );
+        let holder = item
+            .and_then(|w| w.lease.as_ref())
+            .map(|l| l.holder.to_string());
+        let worker = match (&holder, stale) {
+            (Some(h), false) => h.clone(),
+            _ => rng.pick(&["bob", "carol"]).to_owned(),
+        };
+        let rev = if rng.below(10) == 0 {
+            revision + 1
+        } else {
+            revision
+        };
+        let (actor, body, expect_rev): (&str, Value, Option<u64>) = match kind {
+            0..=2 => {
+                let after: Vec<&String> = known.iter().filter(|_| rng.below(4) == 0).collect();
+                let fresh = if rng.below(6) == 0 {
+                    rng.below(known.len() as u64 + 1)
+                } else {
+                    known.len() as u64
+                };
+                (
+                    "alice",
+                    json!({"type": "create_work", "work": format!("w{fresh}"),
+                                  "contract": contract, "after": after, "spec": {"n": n}}),
+                    None,
+                )
+            }
+            3..=5 => (
+                rng.pick(&["bob", "carol"]),
+                json!({"type": "claim_work", "work": work,
+                       "lease_ms": 2000 + rng.below(4000), "start_within_ms": 1500}),
+                Some(rev),
+            ),
+            6 | 7 => (
+                &worker,
+                json!({"type": "start_work", "work": work, "lease": lease}),
+                None,
+            ),
+            8 => (
+                &worker,
+                json!({"type": "checkpoint", "work": work, "lease": lease, "data": {"n": n}}),
+                None,
+            ),
+            9 | 10 => (
+                &worker,
+                json!({"type": "submit", "work": work, "lease": lease, "result": {"ok": n}}),
+                None,
+            ),
+            11 => (
+                &worker,
+                json!({"type": "fail", "work": work, "lease": lease, "error": "e",
+                                   "retryable": rng.below(2) == 0}),
+                None,
+            ),
+            12 => (
+                &worker,
+                json!({"type": "charge", "work": work, "lease": lease, "cost": rng.below(4),
+                                   "data": {"c": n}}),
+                None,
+            ),
+            13 => (
+                &worker,
+                json!({"type": "renew_lease", "work": work, "lease": lease, "lease_ms": 3000}),
+                Some(rev),
+            ),
+            14 => (
+                "rita",
+                json!({"type": rng.pick(&["cancel", "reassign"]), "work": work, "reason": "r"}),
+                None,
+            ),
+            15 => ("@authority", json!({"type": "tick"}), None),
+            16 => {
+                let head = state.as_ref().map_or(1, |s| s.seq);
+                (
+                    "alice",
+                    json!({"type": "redact", "seq": 1 + rng.below(head), "reason": "gdpr"}),
+                    None,
+                )
+            }
+            17 => {
+                // Repeat an earlier line: a duplicate, or a collision if `at` changed the content.
+                let earlier = lines[rng.below(lines.len() as u64) as usize].clone();
+                Runner::new(&mut model).run_line(&earlier.to_string());
+                lines.push(earlier);
+                continue;
+            }
+            18 => {
+                lines.push(json!({"op": rng.pick(&["restart", "snapshot"])}));
+                continue;
+            }
+            _ if n > steps * 3 / 4 && rng.below(4) == 0 => {
+                ("alice", json!({"type": "archive", "reason": "done"}), None)
+            }
+            _ => ("@authority", json!({"type": "tick"}), None),
+        };
+        // Mostly fresh actions; sometimes an earlier action ID with new content (collision).
+        let action = if rng.below(15) == 0 {
+            format!("a{}", rng.below(n as u64 + 1))
+        } else {
+            format!("a{n}")
+        };
+        let mut line = json!({"at": at, "org": "acme", "group": group, "actor": actor,
+                              "action": action, "body": body});
+        if let Some(r) = expect_rev {
+            line["expect_rev"] = json!(r);
+        }
+        Runner::new(&mut model).run_line(&line.to_string());
+        lines.push(line);
+    }
+    lines.iter().map(|l| l.to_string() + "\n").collect()
+}
+
+#[test]
+fn random_sequences_match_the_memory_host_byte_for_byte() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "differential");
+    let mut pg = schema.open("snapshot_every=7");
+    let runs: u64 = std::env::var("MWP_PG_DIFF_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let mut accepted = 0;
+    let mut kinds = std::collections::BTreeMap::new();
+    for seed in 1..=runs {
+        let group = format!("g{seed}");
+        let text = random_transcript(seed, &group, 60);
+        let mut memory = MemoryAuthority::new();
+        let want = Runner::new(&mut memory).run_all(&text);
+        let got = Runner::new(&mut pg).run_all(&text);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "seed {seed}: PostgreSQL and memory differ\n{text}");
+        }
+        assert_eq!(got.len(), want.len());
+        accepted += want.iter().filter(|l| l["outcome"] == "accepted").count();
+        for l in &want {
+            let k = l
+                .pointer("/event/kind/type")
+                .or_else(|| l.pointer("/error/code"))
+                .or_else(|| l.get("outcome"));
+            *kinds
+                .entry(k.map(|k| k.to_string()).unwrap_or_default())
+                .or_insert(0usize) += 1;
+        }
+        // The stored logs are the same bytes, redactions included, and so are the states.
+        let gid = id(&group);
+        let mem_log = memory.group(&gid).expect("group").log().to_vec();
+        let pg_log: Vec<Vec<u8>> = pg
+            .events(&gid, 0, usize::MAX)
+            .expect("replay")
+            .iter()
+            .map(|e| e.to_cbor().expect("encode"))
+            .collect();
+        assert_eq!(pg_log, mem_log, "seed {seed}: logs differ");
+        let mem_state = Host::state(&memory, &gid).expect("state");
+        pg.restart();
+        let pg_state = pg.state(&gid).expect("state").expect("open");
+        assert_eq!(
+            pg_state.hash().expect("hash"),
+            mem_state.hash().expect("hash"),
+            "seed {seed}"
+        );
+    }
+    eprintln!("outcomes over {runs} runs: {kinds:?}");
+    // The generator must go deep: most runs accept many commands.
+    assert!(
+        accepted > runs as usize * 20,
+        "only {accepted} accepted commands"
+    );
+}
+
+/// A group with `n` accepted create_work commands after genesis (seq 1..=n+1).
+fn group_with(pg: &PostgresAuthority, group: &str, n: usize) {
+    let open = pg.submit(&open_group(group, 1), 1000).expect("open");
+    assert!(matches!(open, Decision::Accepted(_)));
+    for i in 0..n {
+        let cmd = create_work(group, "alice", &format!("c{i}"), &format!("w{i}"));
+        assert!(matches!(
+            pg.submit(&cmd, 1000 + i as u64).expect("create"),
+            Decision::Accepted(_)
+        ));
+    }
+}
+
+#[test]
+fn replay_receipts_and_heads() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "replay");
+    let pg = schema.open("");
+    let g = id("g1");
+    assert_eq!(
+        pg.events(&g, 0, 10).expect_err("unknown").code,
+        Code::NotFound
+    );
+    assert_eq!(pg.head_seq(&g).expect("head"), 0);
+    group_with(&pg, "g1", 9);
+    assert_eq!(pg.head_seq(&g).expect("head"), 10);
+    let page = pg.events(&g, 3, 4).expect("page");
+    assert_eq!(
+        page.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![4, 5, 6, 7]
+    );
+    assert!(pg.events(&g, 10, 5).expect("end").is_empty());
+    assert!(pg.events(&g, 99, 5).expect("past end").is_empty());
+    assert!(pg.events(&g, 0, 0).expect("limit 0").is_empty());
+    let all = pg.events(&g, 0, usize::MAX).expect("all");
+    assert_eq!(all.len(), 10);
+    for (i, e) in all.iter().enumerate() {
+        assert_eq!(e.seq, i as u64 + 1);
+        e.verify().expect("verifies");
+        if i > 0 {
+            assert_eq!(e.prev, all[i - 1].id, "chained");
+        }
+    }
+    // The stored receipt is the event's receipt; a retried command gets it byte for byte.
+    let r = pg
+        .receipt(&g, &id("alice"), &id("c4"))
+        .expect("lookup")
+        .expect("exists");
+    assert_eq!(r, all[5].receipt());
+    assert!(pg
+        .receipt(&g, &id("alice"), &id("nope"))
+        .expect("lookup")
+        .is_none());
+    let again = pg
+        .submit(&create_work("g1", "alice", "c4", "w4"), 5000)
+        .expect("retry");
+    assert_eq!(again, Decision::Duplicate(r));
+    // Same action, different content: a collision, and nothing is written.
+    let clash = pg
+        .submit(&create_work("g1", "alice", "c4", "other"), 5000)
+        .expect_err("collision");
+    assert_eq!(clash.code, Code::ActionIdCollision);
+    assert_eq!(pg.head_seq(&g).expect("head"), 10);
+    assert_eq!(pg.groups().expect("groups"), vec![g.clone()]);
+    assert_eq!(
+        pg.authority_key(),
+        SecretKey::for_transcript("@authority").public()
+    );
+}
+
+#[test]
+fn rejections_write_nothing() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "reject");
+    let pg = schema.open("");
+    group_with(&pg, "g1", 1);
+    let mut c = schema.client();
+    let count = |c: &mut postgres::Client, table: &str| -> i64 {
+        c.query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .expect("count")
+            .get(0)
+    };
+    let before = (count(&mut c, "mwp_events"), count(&mut c, "mwp_receipts"));
+    let bad = command(
+        "g1",
+        "w0",
+        "x",
+        None,
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 1000, "start_within_ms": 1000}),
+    );
+    assert_eq!(
+        pg.submit(&bad, 2000).expect_err("no expect").code,
+        Code::CasRequired
+    );
+    let mut tampered = create_work("g1", "alice", "y", "w9");
+    tampered.sig.0[0] ^= 1;
+    assert_eq!(
+        pg.submit(&tampered, 2000).expect_err("bad sig").code,
+        Code::BadSignature
+    );
+    assert_eq!(
+        (count(&mut c, "mwp_events"), count(&mut c, "mwp_receipts")),
+        before
+    );
+}
+
+#[test]
+fn snapshots_are_signed_stored_and_used_on_reload() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "snapshot");
+    let pg = schema.open("snapshot_every=4");
+    let g = id("g1");
+    group_with(&pg, "g1", 9); // seq 1..=10: periodic snapshots at 4 and 8
+    let mut c = schema.client();
+    let seqs: Vec<i64> = c
+        .query(
+            "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
+            &[],
+        )
+        .expect("query")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(seqs, vec![4, 8]);
+    let key = pg.authority_key();
+    let snap = Snapshot::verify_bytes(
+        &pg.latest_snapshot(&g).expect("latest"),
+        &key,
+        &id("acme"),
+        &g,
+        0,
+    )
+    .expect("verifies");
+    assert_eq!(snap.seq, 8);
+    // A restarted store loads snapshot 8 plus events 9..10 and reaches the same state.
+    let before = pg.state(&g).expect("state").expect("open");
+    pg.restart();
+    let after = pg.state(&g).expect("state").expect("open");
+    assert_eq!(after.hash().expect("hash"), before.hash().expect("hash"));
+    // A snapshot that does not verify is skipped: the log is the truth.
+    c.execute(
+        "UPDATE mwp_snapshots SET bytes = '\\x00' WHERE seq = 8",
+        &[],
+    )
+    .expect("damage");
+    pg.restart();
+    let reloaded = pg.state(&g).expect("state").expect("open");
+    assert_eq!(reloaded.hash().expect("hash"), before.hash().expect("hash"));
+    // A group with no snapshot gets one on demand; an unknown group is NOT_FOUND.
+    group_with(&pg, "g2", 0);
+    let s2 = Snapshot::verify_bytes(
+        &pg.latest_snapshot(&id("g2")).expect("taken"),
+        &key,
+        &id("acme"),
+        &id("g2"),
+        1,
+    )
+    .expect("verifies");
+    assert_eq!(s2.seq, 1);
+    assert_eq!(
+        pg.latest_snapshot(&id("nope")).expect_err("unknown").code,
+        Code::NotFound
+    );
+}
+
+#[test]
+fn archive_writes_a_final_snapshot() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "archive");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 1);
+    let archive = command(
+        "g1",
+        "alice",
+        "arch",
+        None,
+        json!({"type": "archive", "reason": "done"}),
+    );
+    assert!(matches!(
+        pg.submit(&archive, 3000).expect("archive"),
+        Decision::Accepted(_)
+    ));
+    let snap = Snapshot::verify_bytes(
+        &pg.latest_snapshot(&g).expect("final"),
+        &pg.authority_key(),
+        &id("acme"),
+        &g,
+        3,
+    )
+    .expect("verifies");
+    assert_eq!(snap.seq, 3);
+    assert!(snap.state.archived);
+    assert_eq!(pg.next_deadline().expect("deadline"), None);
+}
+
+#[test]
+fn cursor_too_old_points_at_a_snapshot_that_resumes_replay() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "window");
+    let pg = schema.open("online_window=3&snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 9); // head 10: events after 7 are served
+    assert_eq!(pg.events(&g, 7, 10).expect("inside").len(), 3);
+    for after in [0, 3, 6] {
+        let e = pg.events(&g, after, 10).expect_err("too old");
+        assert_eq!(e.code, Code::CursorTooOld, "after {after}");
+        let r = &e.details["snapshot"];
+        let seq = r["seq"].as_u64().expect("seq");
+        assert!(seq >= 7, "the snapshot is inside the window: {r}");
+        assert_eq!(r["location"], "/v1/groups/g1/snapshots/latest");
+        // Restore it, then replay strictly after it.
+        let snap = Snapshot::verify_bytes(
+            &pg.latest_snapshot(&g).expect("snapshot"),
+            &pg.authority_key(),
+            &id("acme"),
+            &g,
+            after,
+        )
+        .expect("verifies");
+        assert_eq!(snap.seq, seq);
+        assert_eq!(r["hash"], json!(snap.state_hash.to_hex()));
+        let rest = pg.events(&g, snap.seq, 100).expect("resume");
+        assert_eq!(rest.last().map(|e| e.seq).unwrap_or(snap.seq), 10);
+    }
+}
+
+#[test]
+fn redaction_rewrites_stored_bytes_in_the_same_transaction() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "redact");
+    let pg = schema.open("");
+    let g = id("g1");
+    group_with(&pg, "g1", 2); // seq 2 and 3 carry spec {"n": "c0"} / {"n": "c1"}
+    let original = pg.events(&g, 1, 1).expect("seq 2").remove(0);
+    let redact = command(
+        "g1",
+        "alice",
+        "r1",
+        None,
+        json!({"type": "redact", "seq": 2, "reason": "gdpr"}),
+    );
+    let Decision::Accepted(ev) = pg.submit(&redact, 4000).expect("redact") else {
+        panic!("redact not accepted")
+    };
+    assert_eq!(ev.seq, 4);
+    let stored = pg.events(&g, 1, 1).expect("seq 2").remove(0);
+    assert_ne!(
+        stored.to_cbor().expect("cbor"),
+        original.to_cbor().expect("cbor")
+    );
+    let text = serde_json::to_string(&stored).expect("json");
+    assert!(
+        text.contains("$redacted") && !text.contains("\"n\":\"c0\""),
+        "{text}"
+    );
+    assert_eq!(stored.id, original.id);
+    stored.verify().expect("ids and payload hash still verify");
+    let mut reference = original.clone();
+    reference.redact().expect("redact");
+    assert_eq!(stored, reference);
+    // The other event keeps its values; a restart replays the redacted log to the same state.
+    let other = serde_json::to_string(&pg.events(&g, 2, 1).expect("seq 3")[0]).expect("json");
+    assert!(other.contains("\"n\":\"c1\""));
+    let before = pg
+        .state(&g)
+        .expect("state")
+        .expect("open")
+        .hash()
+        .expect("hash");
+    pg.restart();
+    assert_eq!(
+        pg.state(&g)
+            .expect("state")
+            .expect("open")
+            .hash()
+            .expect("hash"),
+        before
+    );
+    let mut c = schema.client();
+    let flagged: bool = c
+        .query_one(
+            "SELECT redacted FROM mwp_events WHERE group_id = 'g1' AND seq = 2",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    assert!(flagged);
+}
+
+#[test]
+fn the_database_is_the_truth_when_it_moves_behind_the_cache() {
+    // As after a failover that lost the last commits: the cached state is ahead of the
+    // database. The next decision must follow the database, not the cache.
+    let server = require_server!();
+    let schema = Schema::new(&server, "failover");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // head 4
+    let mut c = schema.client();
+    c.batch_execute(
+        "DELETE FROM mwp_receipts WHERE group_id = 'g1' AND seq = 4;
+         DELETE FROM mwp_events WHERE group_id = 'g1' AND seq = 4;
+         UPDATE mwp_groups SET seq = 3, head = (SELECT id FROM mwp_events WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1';",
+    )
+    .expect("lose the last commit");
+    let cmd = create_work("g1", "alice", "after-failover", "wx");
+    let Decision::Accepted(ev) = pg.submit(&cmd, 9000).expect("decide") else {
+        panic!("not accepted")
+    };
+    assert_eq!(ev.seq, 4, "decided at the database's head, not the cache's");
+    let log = pg.events(&g, 0, 100).expect("log");
+    assert_eq!(log.len(), 4);
+    assert_eq!(log[3].prev, log[2].id);
+    // The lost command is no longer known, so resending it appends it again.
+    let lost = create_work("g1", "alice", "c2", "w2");
+    let Decision::Accepted(ev) = pg.submit(&lost, 9001).expect("resend") else {
+        panic!("not accepted")
+    };
+    assert_eq!(ev.seq, 5);
+}
+
+#[test]
+fn damage_in_the_log_is_log_corrupt_not_a_decision() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "corrupt");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2);
+    let mut c = schema.client();
+    let row = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 2",
+            &[],
+        )
+        .expect("row");
+    let mut event = Event::from_cbor(row.get(0)).expect("decode");
+    event.at += 1; // the id no longer matches the header
+    c.execute(
+        "UPDATE mwp_events SET bytes = $1 WHERE group_id = 'g1' AND seq = 2",
+        &[&event.to_cbor().expect("cbor")],
+    )
+    .expect("damage");
+    pg.restart();
+    let e = pg
+        .submit(&create_work("g1", "alice", "later", "wz"), 9000)
+        .expect_err("corrupt");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert_eq!(pg.head_seq(&g).expect("head"), 3, "nothing appended");
+}
+
+#[test]
+fn the_authority_key_is_pinned_by_the_database() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "key");
+    // Generated and stored on first open, the same on every later open.
+    let first = PostgresAuthority::connect(&schema.url("")).expect("open");
+    let again = PostgresAuthority::connect(&schema.url("")).expect("reopen");
+    assert_eq!(first.authority_key(), again.authority_key());
+    // A different configured key is refused, naming the stored one.
+    let mut config = schema.config("");
+    config.key = KeySource::Given(Box::new(SecretKey::for_transcript("someone")));
+    let e = PostgresAuthority::open(config).expect_err("other key");
+    assert_eq!(e.code, Code::Storage);
+    assert!(
+        e.message.contains(&first.authority_key().to_hex()),
+        "{}",
+        e.message
+    );
+    // A configured key is kept out of the database: only its public half is stored.
+    let other = Schema::new(&server, "keygiven");
+    let pg = other.open("");
+    let secret: Option<Vec<u8>> = other
+        .client()
+        .query_one("SELECT secret_key FROM mwp_authority", &[])
+        .expect("row")
+        .get(0);
+    assert!(secret.is_none());
+    assert_eq!(
+        pg.authority_key(),
+        SecretKey::for_transcript("@authority").public()
+    );
+    let e = PostgresAuthority::connect(&other.url("")).expect_err("needs the key");
+    assert!(
+        e.message.contains("give the secret key by configuration"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn next_deadline_follows_leases() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "deadline");
+    let pg = schema.open("");
+    assert_eq!(pg.next_deadline().expect("none"), None);
+    group_with(&pg, "g1", 1);
+    let claim = command(
+        "g1",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 5000, "start_within_ms": 700}),
+    );
+    assert!(matches!(
+        pg.submit(&claim, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    assert_eq!(
+        pg.next_deadline().expect("deadline"),
+        Some((id("g1"), 10_700))
+    );
+}
+
+#[test]
+fn tick_expires_leases_and_is_quiet_otherwise() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "tick");
+    let pg = schema.open("");
+    let g = id("g1");
+    assert_eq!(pg.tick(&g, 5).expect_err("unknown").code, Code::NotFound);
+    group_with(&pg, "g1", 1);
+    assert_eq!(pg.tick(&g, 5000).expect("quiet"), None, "nothing is due");
+    assert_eq!(
+        pg.head_seq(&g).expect("head"),
+        2,
+        "a quiet tick appends nothing"
+    );
+    let claim = command(
+        "g1",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 5000, "start_within_ms": 700}),
+    );
+    assert!(matches!(
+        pg.submit(&claim, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    let Some(Decision::Accepted(ev)) = pg.tick(&g, 10_700).expect("due") else {
+        panic!("the due tick is accepted")
+    };
+    assert_eq!(ev.actor, Id::authority());
+    assert!(
+        matches!(ev.kind, mwp_core::EventKind::LeasesExpired(_)),
+        "{ev:?}"
+    );
+    assert_eq!(pg.next_deadline().expect("deadline"), None);
+}
