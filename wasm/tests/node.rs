@@ -9,7 +9,7 @@ use mwp_wasm::frames;
 use mwp_wasm::snapshot::{build_snapshot, verify_snapshot};
 use mwp_wasm::{Authority, Replica};
 use serde_json::json;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 fn authority_with_work() -> (Authority, Vec<Vec<u8>>) {
