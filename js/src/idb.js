@@ -114,6 +114,7 @@ export class IdbReplica {
     return this.#queue.run(() => guardAsync(() => this.#inner.events(after, limit)));
   }
 
+  get group() { return this.#inner.group; }
   get cursor() { return this.#inner.cursor; }
   get head() { return this.#inner.head; }
   stateHash() { return guard(() => this.#inner.stateHash()); }

@@ -173,8 +173,9 @@ fn with_placeholder_sig(command: JsValue) -> Result<JsValue, Error> {
     }
     let mut json = json_from_js(command)?;
     if let Some(map) = json.as_object_mut() {
-        map.entry("sig")
-            .or_insert_with(|| serde_json::Value::String("00".repeat(64)));
+        if map.get("sig").is_none_or(serde_json::Value::is_null) {
+            map.insert("sig".into(), serde_json::Value::String("00".repeat(64)));
+        }
     }
     to_js(&json)
 }

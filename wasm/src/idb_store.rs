@@ -18,7 +18,7 @@
 //! committed. There is no separate recovery routine: opening is replay from the last
 //! checkpoint.
 
-use idb::{Database, KeyRange, Query, TransactionMode, TransactionResult};
+use idb::{Database, KeyRange, Query, TransactionMode};
 use mwp_core::replica::Replica as CoreReplica;
 use mwp_core::{accept, Code, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits};
 use serde_json::json;
@@ -268,7 +268,14 @@ impl Store {
             .unchecked_ref::<RawDatabase>()
             .transaction_with_options(&names, "readwrite", &options)
             .map_err(|e| storage(format!("readwrite transaction: {e:?}")))?;
-        let tx = idb::Transaction::from(raw);
+        // Completion is awaited through a JS promise whose resolve/reject are the
+        // transaction's own handlers: no Rust closure can outlive its owner when a failing
+        // request's error event and the abort event both arrive.
+        let done = js_sys::Promise::new(&mut |resolve, reject| {
+            raw.set_oncomplete(Some(&resolve));
+            raw.set_onabort(Some(&reject));
+        });
+        let tx = idb::Transaction::from(raw.clone());
         let events = tx.object_store(EVENTS).map_err(idb_err("events"))?;
         let receipts = tx.object_store(RECEIPTS).map_err(idb_err("receipts"))?;
         let meta = tx.object_store(META).map_err(idb_err("meta"))?;
@@ -306,14 +313,15 @@ impl Store {
         put_prop(&head, "head", &last.1.to_hex().into());
         meta.put(&head.into(), Some(&"head".into()))
             .map_err(idb_err("put head"))?;
-        let tx = if set.abort {
-            tx.abort().map_err(idb_err("abort"))?
-        } else {
-            tx
-        };
-        match tx.await.map_err(idb_err("commit"))? {
-            TransactionResult::Committed => Ok(()),
-            TransactionResult::Aborted => Err(storage("the transaction was aborted; nothing of it was written")),
+        if set.abort {
+            raw.abort().map_err(|e| storage(format!("abort: {e:?}")))?;
+        }
+        drop(tx);
+        match wasm_bindgen_futures::JsFuture::from(done).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(storage(
+                "the transaction was aborted; nothing of it was written",
+            )),
         }
     }
 }
@@ -635,6 +643,12 @@ impl IdbReplica {
     pub async fn events(&self, after: f64, limit: Option<u32>) -> Result<Vec<u8>, StoreError> {
         self.check()?;
         Ok(self.store.events(uint(after, "after")?, limit).await?)
+    }
+
+    /// The group.
+    #[wasm_bindgen(getter)]
+    pub fn group(&self) -> String {
+        self.store.group.to_string()
     }
 
     /// Highest contiguous seq applied and durable.
