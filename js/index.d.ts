@@ -244,6 +244,7 @@ export interface ReplicaLike {
 export class Client {
   constructor(baseUrl: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string> });
   authorityKey(): Promise<Hex>;
+  groups(): Promise<{ groups: { group: Id; head: number }[] }>;
   submit(command: Command): Promise<{ receipt: Receipt; duplicate: boolean }>;
   events(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<Event[]>;
   receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;

@@ -33,5 +33,11 @@ node --input-type=module -e '
   const bad = WebAssembly.Module.imports(mod).filter((i) => i.module !== "wbg" && !i.module.includes("mwp_wasm"));
   if (bad.length) { console.error("unexpected wasm imports:", bad); process.exit(1); }
 '
+# The dashboard (static files for `mwp serve`) carries its own copy of the package.
+rm -rf js/dashboard/lib
+mkdir -p js/dashboard/lib/src js/dashboard/lib/pkg
+cp js/src/*.js js/dashboard/lib/src/
+cp js/pkg/mwp_wasm.js js/pkg/mwp_wasm_bg.wasm js/dashboard/lib/pkg/
+
 size=$(stat -c %s js/pkg/mwp_wasm_bg.wasm)
 echo "js/pkg/mwp_wasm_bg.wasm: $size bytes ($(( size / 1024 )) KiB)"

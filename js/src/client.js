@@ -30,7 +30,8 @@ export class Client {
    */
   constructor(baseUrl, { fetch = globalThis.fetch, headers = {} } = {}) {
     this.#base = String(baseUrl).replace(/\/+$/, "");
-    this.#fetch = fetch;
+    // Called as a plain function: `window.fetch` refuses any other `this`.
+    this.#fetch = (input, init) => fetch(input, init);
     this.#headers = headers;
   }
 
@@ -66,6 +67,12 @@ export class Client {
   async authorityKey() {
     const r = await this.#request("/v1/authority");
     return (await r.json()).key;
+  }
+
+  /** The groups the server holds: `{groups: [{group, head}]}` (`GET /v1/groups`). */
+  async groups() {
+    const r = await this.#request("/v1/groups");
+    return r.json();
   }
 
   /**

@@ -89,3 +89,14 @@ test("canonical CBOR, command helpers and keys", () => {
   assert.match(k, /^[0-9a-f]{64}$/);
   assert.match(mwp.publicKeyOf(k), /^[0-9a-f]{64}$/);
 });
+
+test("the README's examples run", async () => {
+  const { execFileSync } = await import("node:child_process");
+  const { fileURLToPath } = await import("node:url");
+  // Resolve "mwp" to this package, as an installed copy would.
+  const dir = fileURLToPath(new URL("../examples/", import.meta.url));
+  for (const [file, expect] of [["quickstart.mjs", /same state: true/], ["snapshot.mjs", /true SNAPSHOT_INVALID/]]) {
+    const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: "utf8" });
+    assert.match(out, expect, `${file}:\n${out}`);
+  }
+});

@@ -3,10 +3,13 @@
 // CURSOR_TOO_OLD for cursors before it, pointing at a signed snapshot.
 import { createServer } from "node:http";
 
-export async function startMockServer(mwp, { authorityKey, oldest = 0 } = {}) {
+export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir } = {}) {
   const groups = new Map();
   const streams = new Set();
-  const state = { oldest, snapshot: null };
+  const state = { oldest, snapshot: null, requests: [] };
+  const { readFile } = await import("node:fs/promises");
+  const { join, extname } = await import("node:path");
+  const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
   const send = (res, status, body, headers = {}) => {
     res.writeHead(status, { "content-type": "application/json", ...headers });
     res.end(JSON.stringify(body));
@@ -14,6 +17,19 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0 } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, "http://127.0.0.1");
     const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+    state.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    if (staticDir && parts[0] !== "v1") {
+      const file = join(staticDir, ...(parts.length ? parts : ["index.html"]));
+      if (!file.startsWith(staticDir)) return send(res, 403, {});
+      try {
+        const body = await readFile(file);
+        res.writeHead(200, { "content-type": types[extname(file)] ?? "application/octet-stream" });
+        return res.end(body);
+      } catch {
+        return send(res, 404, { code: "NOT_FOUND", message: "no such file" });
+      }
+    }
+    if (url.pathname === "/v1/groups") return send(res, 200, { groups: [...groups].map(([group, a]) => ({ group, head: a.seq })) });
     if (url.pathname === "/v1/authority") return send(res, 200, { key: mwp.publicKeyOf(authorityKey) });
     if (parts[0] !== "v1" || parts[1] !== "groups") return send(res, 404, { code: "NOT_FOUND", message: "no such route" });
     const g = parts[2];
