@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 export MWP_TOOLS_DIR=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
 WASM_BINDGEN_VERSION=0.2.130
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
 start=$(date +%s)
 
 step "tools"

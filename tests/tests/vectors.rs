@@ -26,7 +26,10 @@ fn inputs() -> Vec<PathBuf> {
 fn native_results_equal_the_checked_in_vectors() {
     let update = std::env::var_os("MWP_UPDATE_VECTORS").is_some();
     let inputs = inputs();
-    assert!(inputs.len() >= 3, "expected at least three vector transcripts");
+    assert!(
+        inputs.len() >= 3,
+        "expected at least three vector transcripts"
+    );
     for input in inputs {
         let text = std::fs::read_to_string(&input).expect("readable transcript");
         let lines = mwp_wasm::vectors::vector_lines(&text).expect("the transcript runs");
@@ -45,12 +48,20 @@ fn native_results_equal_the_checked_in_vectors() {
             continue;
         }
         let want = std::fs::read_to_string(&out).unwrap_or_else(|_| {
-            panic!("{} is missing; run with MWP_UPDATE_VECTORS=1", out.display())
+            panic!(
+                "{} is missing; run with MWP_UPDATE_VECTORS=1",
+                out.display()
+            )
         });
         for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
             assert_eq!(g, w, "{}: line {} differs", out.display(), i + 1);
         }
-        assert_eq!(got.lines().count(), want.lines().count(), "{}: line count", out.display());
+        assert_eq!(
+            got.lines().count(),
+            want.lines().count(),
+            "{}: line count",
+            out.display()
+        );
     }
 }
 
@@ -65,7 +76,12 @@ fn replay_and_a_scrambled_replica_reach_the_authority_state() {
             serde_json::from_str(&lines[lines.len() - 2]).expect("JSON");
         let r = &last["replay"];
         assert_eq!(r["state_hash"], before["state_hash"], "{}", input.display());
-        assert_eq!(r["replica_state_hash"], r["state_hash"], "{}", input.display());
+        assert_eq!(
+            r["replica_state_hash"],
+            r["state_hash"],
+            "{}",
+            input.display()
+        );
         assert_eq!(r["replica_cursor"], r["seq"], "{}", input.display());
     }
 }

@@ -40,7 +40,10 @@ pub fn state_hash_of(state: Option<&GroupState>) -> Result<String, Error> {
 /// Work items a worker may claim at `now_ms`, as a JS array of IDs.
 pub fn frontier_of(state: Option<&GroupState>, now_ms: u64) -> Vec<String> {
     state.map_or_else(Vec::new, |s| {
-        s.frontier(now_ms).into_iter().map(|id| id.to_string()).collect()
+        s.frontier(now_ms)
+            .into_iter()
+            .map(|id| id.to_string())
+            .collect()
     })
 }
 
@@ -93,7 +96,9 @@ impl Authority {
     /// event?, eventCbor?}`; a rejection throws an `AcceptError` with the spec's code.
     pub fn submit(&mut self, command: JsValue, now_ms: f64) -> Result<JsValue, AcceptError> {
         let cmd = command_from_js(command, &self.limits)?;
-        let decision = self.group.submit(&cmd, uint(now_ms, "nowMs")?, &self.limits)?;
+        let decision = self
+            .group
+            .submit(&cmd, uint(now_ms, "nowMs")?, &self.limits)?;
         Ok(decision_to_js(&decision)?)
     }
 
@@ -101,7 +106,11 @@ impl Authority {
     /// returns `{results, events}` where `results[i]` is the decision object of command `i`
     /// or `{outcome: "rejected", error}`, and `events` is a frame batch of the new events.
     #[wasm_bindgen(js_name = submitBatch)]
-    pub fn submit_batch(&mut self, commands: Vec<JsValue>, now_ms: f64) -> Result<JsValue, AcceptError> {
+    pub fn submit_batch(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+    ) -> Result<JsValue, AcceptError> {
         let now = uint(now_ms, "nowMs")?;
         let results = js_sys::Array::new();
         let mut batch = Vec::new();
@@ -133,7 +142,12 @@ impl Authority {
     /// first and then call `append`.
     pub fn decide(&self, command: JsValue, now_ms: f64) -> Result<JsValue, AcceptError> {
         let cmd = command_from_js(command, &self.limits)?;
-        let decision = accept(self.group.state(), &cmd, uint(now_ms, "nowMs")?, &self.limits)?;
+        let decision = accept(
+            self.group.state(),
+            &cmd,
+            uint(now_ms, "nowMs")?,
+            &self.limits,
+        )?;
         Ok(decision_to_js(&decision)?)
     }
 

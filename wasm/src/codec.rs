@@ -89,8 +89,7 @@ pub fn canonical_decode(bytes: &[u8], strict: Option<bool>) -> Result<JsValue, C
     } else {
         Strictness::Lenient
     };
-    let value: serde_json::Value =
-        canonical::from_slice(bytes, strictness).map_err(Error::from)?;
+    let value: serde_json::Value = canonical::from_slice(bytes, strictness).map_err(Error::from)?;
     Ok(to_js(&value)?)
 }
 

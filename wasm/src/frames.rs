@@ -12,8 +12,8 @@ use crate::error::CodecError;
 
 /// Appends one frame to `out`.
 pub fn push(out: &mut Vec<u8>, item: &[u8]) -> Result<(), Error> {
-    let len = u32::try_from(item.len())
-        .map_err(|_| Error::malformed("a frame holds at most 4 GiB"))?;
+    let len =
+        u32::try_from(item.len()).map_err(|_| Error::malformed("a frame holds at most 4 GiB"))?;
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(item);
     Ok(())

@@ -143,7 +143,9 @@ impl Store {
                 let state = state_from_cbor(&bytes_field(&cp, "state")?)?;
                 let hash = get(&cp, "state_hash").as_string().unwrap_or_default();
                 if state.hash()?.to_hex() != hash || seq_field(&cp, "seq")? != state.seq {
-                    return Err(Error::corrupt("the stored checkpoint does not match its hash or seq"));
+                    return Err(Error::corrupt(
+                        "the stored checkpoint does not match its hash or seq",
+                    ));
                 }
                 (Some(state), seq_field(&cp, "seq")?)
             }
@@ -255,9 +257,12 @@ impl Store {
     /// Writes one transition in one `readwrite` transaction with `durability: "strict"` and
     /// waits until it completes.
     async fn write(&self, set: WriteSet) -> Result<(), Error> {
-        let Some(last) = set.events.last().map(|e| (e.seq, e.id)).or_else(|| {
-            set.checkpoint.as_ref().map(|s| (s.seq, s.head))
-        }) else {
+        let Some(last) = set
+            .events
+            .last()
+            .map(|e| (e.seq, e.id))
+            .or_else(|| set.checkpoint.as_ref().map(|s| (s.seq, s.head)))
+        else {
             return Ok(());
         };
         let names = js_sys::Array::of3(&EVENTS.into(), &RECEIPTS.into(), &META.into());
@@ -288,22 +293,33 @@ impl Store {
                 .map_err(idb_err("put event"))?;
             if set.receipts {
                 let receipt = mwp_core::canonical::to_vec(&event.receipt()).map_err(Error::from)?;
-                let key = js_sys::Array::of2(&event.actor.as_str().into(), &event.action.as_str().into());
+                let key =
+                    js_sys::Array::of2(&event.actor.as_str().into(), &event.action.as_str().into());
                 receipts
-                    .put(&js_sys::Uint8Array::from(receipt.as_slice()).into(), Some(&key.into()))
+                    .put(
+                        &js_sys::Uint8Array::from(receipt.as_slice()).into(),
+                        Some(&key.into()),
+                    )
                     .map_err(idb_err("put receipt"))?;
             }
         }
         for (seq, bytes) in &set.erased {
             events
-                .put(&js_sys::Uint8Array::from(bytes.as_slice()).into(), Some(&JsValue::from(num(*seq))))
+                .put(
+                    &js_sys::Uint8Array::from(bytes.as_slice()).into(),
+                    Some(&JsValue::from(num(*seq))),
+                )
                 .map_err(idb_err("erase redacted values"))?;
         }
         if let Some(state) = &set.checkpoint {
             let cp = js_sys::Object::new();
             put_prop(&cp, "seq", &num(state.seq).into());
             put_prop(&cp, "state_hash", &state.hash()?.to_hex().into());
-            put_prop(&cp, "state", &js_sys::Uint8Array::from(state.to_cbor()?.as_slice()).into());
+            put_prop(
+                &cp,
+                "state",
+                &js_sys::Uint8Array::from(state.to_cbor()?.as_slice()).into(),
+            );
             meta.put(&cp.into(), Some(&"checkpoint".into()))
                 .map_err(idb_err("put checkpoint"))?;
         }
@@ -359,13 +375,21 @@ impl IdbAuthority {
         match &self.poisoned {
             Some(e) => Err(Error::new(
                 Code::Storage,
-                format!("the store failed earlier and must be reopened: {}", e.message),
+                format!(
+                    "the store failed earlier and must be reopened: {}",
+                    e.message
+                ),
             )),
             None => Ok(()),
         }
     }
 
-    async fn submit_inner(&mut self, commands: Vec<JsValue>, now_ms: f64, abort: bool) -> Result<JsValue, Error> {
+    async fn submit_inner(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+        abort: bool,
+    ) -> Result<JsValue, Error> {
         self.check()?;
         let now = uint(now_ms, "nowMs")?;
         let mut decided = Vec::with_capacity(commands.len());
@@ -375,7 +399,10 @@ impl IdbAuthority {
                 if cmd.group != self.store.group {
                     return Err(Error::new(
                         Code::WrongGroup,
-                        format!("the command is for group {}, this store holds {}", cmd.group, self.store.group),
+                        format!(
+                            "the command is for group {}, this store holds {}",
+                            cmd.group, self.store.group
+                        ),
                     ));
                 }
                 let decision = accept(self.state.as_ref(), &cmd, now, &self.limits)?;
@@ -388,9 +415,10 @@ impl IdbAuthority {
             decided.push(result);
         }
         let seq = self.state.as_ref().map_or(0, |s| s.seq);
-        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every && !events.is_empty())
-            .then(|| self.state.clone())
-            .flatten();
+        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
+            && !events.is_empty())
+        .then(|| self.state.clone())
+        .flatten();
         let write = async {
             let erased = self.store.erasures(&events).await?;
             self.store
@@ -427,7 +455,11 @@ impl IdbAuthority {
     /// Opens (creating if needed) the store `name` for `group` and rebuilds the state from
     /// its last checkpoint and the events after it. `checkpointEvery` (default 1000) is how
     /// many events may pass between two state checkpoints.
-    pub async fn open(name: String, group: String, checkpoint_every: Option<f64>) -> Result<IdbAuthority, StoreError> {
+    pub async fn open(
+        name: String,
+        group: String,
+        checkpoint_every: Option<f64>,
+    ) -> Result<IdbAuthority, StoreError> {
         let group = group_id(&group)?;
         let checkpoint_every = match checkpoint_every {
             Some(n) => uint(n, "checkpointEvery")?.max(1),
@@ -450,14 +482,22 @@ impl IdbAuthority {
     /// command: `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}` or
     /// `{outcome: "rejected", error}`. A storage failure rejects the promise with `STORAGE`
     /// and poisons the store.
-    pub async fn submit(&mut self, commands: Vec<JsValue>, now_ms: f64) -> Result<JsValue, StoreError> {
+    pub async fn submit(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+    ) -> Result<JsValue, StoreError> {
         Ok(self.submit_inner(commands, now_ms, false).await?)
     }
 
     /// Test hook: like `submit`, but aborts the transaction after issuing every write.
     #[doc(hidden)]
     #[wasm_bindgen(js_name = submitThenAbort)]
-    pub async fn submit_then_abort(&mut self, commands: Vec<JsValue>, now_ms: f64) -> Result<JsValue, StoreError> {
+    pub async fn submit_then_abort(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+    ) -> Result<JsValue, StoreError> {
         Ok(self.submit_inner(commands, now_ms, true).await?)
     }
 
@@ -498,10 +538,12 @@ impl IdbAuthority {
 
     /// The original receipt of (actor, action), or `undefined`.
     pub fn receipt(&self, actor: &str, action: &str) -> Result<JsValue, StoreError> {
-        Ok(match self.state.as_ref().and_then(|s| s.receipt(actor, action)) {
-            Some(r) => to_js(&r)?,
-            None => JsValue::UNDEFINED,
-        })
+        Ok(
+            match self.state.as_ref().and_then(|s| s.receipt(actor, action)) {
+                Some(r) => to_js(&r)?,
+                None => JsValue::UNDEFINED,
+            },
+        )
     }
 
     /// IDs of the work items a worker may claim at `nowMs`.
@@ -538,7 +580,10 @@ impl IdbReplica {
         match &self.poisoned {
             Some(e) => Err(Error::new(
                 Code::Storage,
-                format!("the store failed earlier and must be reopened: {}", e.message),
+                format!(
+                    "the store failed earlier and must be reopened: {}",
+                    e.message
+                ),
             )),
             None => Ok(()),
         }
@@ -548,9 +593,10 @@ impl IdbReplica {
         self.check()?;
         let (summary, applied) = offer_frames(&mut self.inner, batch)?;
         let seq = self.inner.cursor();
-        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every && !applied.is_empty())
-            .then(|| self.inner.state().cloned())
-            .flatten();
+        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
+            && !applied.is_empty())
+        .then(|| self.inner.state().cloned())
+        .flatten();
         let write = async {
             let erased = self.store.erasures(&applied).await?;
             self.store
@@ -578,7 +624,11 @@ impl IdbReplica {
 impl IdbReplica {
     /// Opens (creating if needed) the store `name` for `group` and rebuilds the projection
     /// from its last checkpoint and the events after it.
-    pub async fn open(name: String, group: String, checkpoint_every: Option<f64>) -> Result<IdbReplica, StoreError> {
+    pub async fn open(
+        name: String,
+        group: String,
+        checkpoint_every: Option<f64>,
+    ) -> Result<IdbReplica, StoreError> {
         let group = group_id(&group)?;
         let checkpoint_every = match checkpoint_every {
             Some(n) => uint(n, "checkpointEvery")?.max(1),
@@ -617,7 +667,13 @@ impl IdbReplica {
     /// Restores from a signed snapshot after validating it (SPEC §8) and writes the restored
     /// state as the store's checkpoint and cursor, in one transaction. On a validation error
     /// nothing changes.
-    pub async fn restore(&mut self, snapshot: Vec<u8>, trusted_key: String, org: String, requested_cursor: f64) -> Result<(), StoreError> {
+    pub async fn restore(
+        &mut self,
+        snapshot: Vec<u8>,
+        trusted_key: String,
+        org: String,
+        requested_cursor: f64,
+    ) -> Result<(), StoreError> {
         self.check()?;
         let cursor = uint(requested_cursor, "requestedCursor")?;
         let mut next = self.inner.clone();

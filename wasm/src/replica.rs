@@ -42,7 +42,10 @@ pub struct BatchSummary {
 
 /// Offers every event of a frame batch; returns the summary and the applied events' bytes
 /// (in seq order), which a durable host writes in one transaction.
-pub fn offer_frames(replica: &mut CoreReplica, batch: &[u8]) -> Result<(BatchSummary, Vec<Event>), Error> {
+pub fn offer_frames(
+    replica: &mut CoreReplica,
+    batch: &[u8],
+) -> Result<(BatchSummary, Vec<Event>), Error> {
     let mut summary = BatchSummary::default();
     let mut applied = Vec::new();
     for bytes in frames::split(batch)? {

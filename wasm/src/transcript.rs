@@ -17,7 +17,9 @@ pub fn run_transcript(text: &str) -> Result<JsValue, TranscriptError> {
         .map(serde_json::to_string)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TranscriptError::malformed(format!("output line: {e}")))?;
-    Ok(to_js(&serde_json::json!({"lines": lines, "failed": failed}))?)
+    Ok(to_js(
+        &serde_json::json!({"lines": lines, "failed": failed}),
+    )?)
 }
 
 /// Runs a transcript and returns its vector lines (see [`crate::vectors`]).
@@ -35,4 +37,10 @@ pub fn replay_log(batch: &[u8]) -> Result<JsValue, TranscriptError> {
     let _ = js_sys::Reflect::set(&out, &"seq".into(), &num(seq).into());
     let _ = js_sys::Reflect::set(&out, &"stateHash".into(), &hash.to_hex().into());
     Ok(out.into())
+}
+
+/// The deterministic benchmark log of [`crate::vectors::bench_log`] (a frame batch).
+#[wasm_bindgen(js_name = benchLog)]
+pub fn bench_log(items: u32) -> Result<Vec<u8>, TranscriptError> {
+    Ok(crate::vectors::bench_log(items)?)
 }

@@ -153,3 +153,89 @@ fn replay_line(log: &[Vec<u8>], group: &Id) -> Result<Value> {
         "replica_state_hash": replica.state_hash()?,
     }}))
 }
+
+/// A deterministic log for benchmarks: a group, then `items` work items each created,
+/// claimed, started and submitted (4 events per item, `1 + 4·items` events), as a frame
+/// batch. Natively and in wasm it is the same bytes.
+pub fn bench_log(items: u32) -> Result<Vec<u8>> {
+    let key = |actor: &str| mwp_core::SecretKey::for_transcript(actor);
+    let public = |actor: &str| key(actor).public().to_hex();
+    let mut authority = MemoryAuthority::new();
+    let mut submit = |actor: &str,
+                      action: String,
+                      now: u64,
+                      expect: Option<u64>,
+                      body: Value|
+     -> Result<()> {
+        let mut envelope = json!({"org": "acme", "group": "bench", "actor": actor, "action": action,
+            "session": 1, "body": body, "sig": "00".repeat(64)});
+        if let Some(e) = expect {
+            envelope["expect"] = json!(e);
+        }
+        let bytes = serde_json::to_vec(&envelope).map_err(|e| Error::malformed(e.to_string()))?;
+        let mut cmd = Command::from_json(&bytes, &mwp_core::Limits::default())?;
+        cmd.sign(&key(actor))?;
+        match authority.submit(&cmd, now)? {
+            Decision::Accepted(_) => Ok(()),
+            Decision::Duplicate(_) => Err(Error::malformed("bench log: unexpected duplicate")),
+        }
+    };
+    submit(
+        "alice",
+        "open".into(),
+        1000,
+        None,
+        json!({"type": "open_group", "mission": "m",
+        "title": "bench", "authority_key": public("@authority"),
+        "members": [{"actor": "alice", "role": "owner", "key": public("alice")},
+                    {"actor": "bob", "role": "worker", "key": public("bob")}]}),
+    )?;
+    for i in 0..items {
+        let work = format!("w{i}");
+        let now = 2000 + u64::from(i) * 10;
+        submit(
+            "alice",
+            format!("c{i}"),
+            now,
+            None,
+            json!({"type": "create_work", "work": work,
+            "contract": {"max_attempts": 3, "backoff_base_ms": 100, "backoff_max_ms": 1000,
+                         "cost_budget": 10, "risk": "low"},
+            "after": [], "spec": {"n": i}}),
+        )?;
+        submit(
+            "bob",
+            format!("k{i}"),
+            now,
+            Some(1),
+            json!({"type": "claim_work", "work": work,
+            "lease_ms": 30000, "start_within_ms": 5000}),
+        )?;
+        let lease = mwp_core::lease::LeaseId::derive(
+            &Id::new("bench").map_err(|e| Error::malformed(e.to_string()))?,
+            &Id::new(work.clone()).map_err(|e| Error::malformed(e.to_string()))?,
+            1,
+        )
+        .to_hex();
+        submit(
+            "bob",
+            format!("s{i}"),
+            now + 1,
+            None,
+            json!({"type": "start_work", "work": work, "lease": lease}),
+        )?;
+        submit(
+            "bob",
+            format!("r{i}"),
+            now + 2,
+            None,
+            json!({"type": "submit", "work": work, "lease": lease, "result": {"ok": i}}),
+        )?;
+    }
+    let group = Id::new("bench").map_err(|e| Error::malformed(e.to_string()))?;
+    let mut batch = Vec::new();
+    for bytes in authority.group(&group).map(|g| g.log()).unwrap_or_default() {
+        crate::frames::push(&mut batch, bytes)?;
+    }
+    Ok(batch)
+}

@@ -12,33 +12,55 @@ pub fn key(actor: &str) -> String {
 
 /// The public key (hex) of `actor`'s transcript key.
 pub fn public(actor: &str) -> String {
-    public_key_of(&key(actor)).map_err(|e| e.0).expect("a derived key is valid")
+    public_key_of(&key(actor))
+        .map_err(|e| e.0)
+        .expect("a derived key is valid")
 }
 
 /// A command signed by `actor`'s transcript key, as a JS object.
-pub fn command(group: &str, actor: &str, action: &str, expect: Option<u64>, body: Value) -> JsValue {
+pub fn command(
+    group: &str,
+    actor: &str,
+    action: &str,
+    expect: Option<u64>,
+    body: Value,
+) -> JsValue {
     let mut cmd = json!({"org": "acme", "group": group, "actor": actor, "action": action,
         "session": 1, "body": body});
     if let Some(e) = expect {
         cmd["expect"] = json!(e);
     }
     let js = to_js(&cmd).expect("plain JSON converts");
-    sign_command(js, &key(actor)).map_err(|e| e.0).expect("the command is well formed")
+    sign_command(js, &key(actor))
+        .map_err(|e| e.0)
+        .expect("the command is well formed")
 }
 
 /// `open_group` by alice with bob as worker.
 pub fn open(group: &str) -> JsValue {
-    command(group, "alice", "open", None, json!({"type": "open_group", "mission": "m1",
+    command(
+        group,
+        "alice",
+        "open",
+        None,
+        json!({"type": "open_group", "mission": "m1",
         "title": "Ship it", "authority_key": public("@authority"),
         "members": [{"actor": "alice", "role": "owner", "key": public("alice")},
-                    {"actor": "bob", "role": "worker", "key": public("bob")}]}))
+                    {"actor": "bob", "role": "worker", "key": public("bob")}]}),
+    )
 }
 
 /// `create_work` of `work` by alice.
 pub fn create(group: &str, work: &str, action: &str) -> JsValue {
-    command(group, "alice", action, None, json!({"type": "create_work", "work": work,
+    command(
+        group,
+        "alice",
+        action,
+        None,
+        json!({"type": "create_work", "work": work,
         "contract": {"max_attempts": 3, "backoff_base_ms": 100, "backoff_max_ms": 1000,
-                     "cost_budget": 10, "risk": "low"}, "after": [], "spec": {"do": work}}))
+                     "cost_budget": 10, "risk": "low"}, "after": [], "spec": {"do": work}}),
+    )
 }
 
 /// A property of a JS object.
@@ -58,10 +80,15 @@ pub fn code_of(err: &JsValue) -> String {
 
 /// The `name` of a thrown JS error.
 pub fn name_of(err: &JsValue) -> String {
-    err.dyn_ref::<js_sys::Error>().map(|e| String::from(e.name())).unwrap_or_default()
+    err.dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.name()))
+        .unwrap_or_default()
 }
 
 /// The canonical CBOR of an accepted decision's event.
 pub fn event_cbor(decision: &JsValue) -> Vec<u8> {
-    prop(decision, "eventCbor").dyn_into::<js_sys::Uint8Array>().expect("accepted decisions carry eventCbor").to_vec()
+    prop(decision, "eventCbor")
+        .dyn_into::<js_sys::Uint8Array>()
+        .expect("accepted decisions carry eventCbor")
+        .to_vec()
 }
