@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MWP_TOOLS_DIR=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
+MWP_WASM_OPT=1 scripts/build-wasm.sh | tail -1
 echo "== native replay (criterion)"
 /usr/bin/time -v cargo bench -p mwp-wasm --bench replay 2>&1 | grep -E "bench log|time:|thrpt:|Maximum resident"
 echo "== wasm replay in Node"

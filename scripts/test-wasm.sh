@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+export MWP_WASM_OPT=${MWP_WASM_OPT:-0}  # wasm-opt (slow) only for release builds and benchmarks
 export MWP_TOOLS_DIR=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
 WASM_BINDGEN_VERSION=0.2.130
 step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
@@ -34,7 +35,7 @@ fi
 deno="$MWP_TOOLS_DIR/node_modules/.bin/deno"
 echo "node $(node --version), $("$deno" --version | head -1), $(wasm-bindgen --version), chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')"
 
-step "build js/pkg (wasm-release + wasm-bindgen + wasm-opt)"
+step "build js/pkg (wasm-release + wasm-bindgen; wasm-opt if MWP_WASM_OPT=1)"
 scripts/build-wasm.sh
 
 step "wasm-bindgen-test: Node (tests/node.rs) and headless Chromium with IndexedDB (tests/browser.rs)"

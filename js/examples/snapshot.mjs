@@ -1,6 +1,6 @@
 // Snapshots: a replica that fell behind restores a signed snapshot and resumes after it.
 // Run: node js/examples/snapshot.mjs
-import { Authority, Replica, SnapshotError, runTranscript, transcriptSecretKey, publicKeyOf, signCommand } from "mwp";
+import { Authority, Replica, OfferError, runTranscript, transcriptSecretKey, publicKeyOf, signCommand } from "mwp";
 
 // Transcripts (SPEC §12) run in memory exactly as `mwp transcript` runs them.
 const transcript = [
@@ -32,5 +32,5 @@ console.log("restored at seq", replica.cursor, "same state:", replica.stateHash(
 try {
   new Replica("g1").restore(snapshot, { trustedKey: publicKeyOf(key("mallory")), org: "acme" });
 } catch (e) {
-  console.log(e instanceof SnapshotError, e.code, "-", e.details.reason);
+  console.log(e instanceof OfferError, e.code, "-", e.details.reason);
 }
