@@ -236,21 +236,59 @@ fn transcripts_run_and_vectors_match_the_native_ones() {
         .map_err(JsValue::from)
         .expect("runs");
     assert_eq!(prop(&out, "failed").as_bool(), Some(false));
-    for name in ["lifecycle", "effects", "redaction"] {
-        let (input, expected) = match name {
-            "lifecycle" => (
-                text,
-                include_str!("../../tests/vectors/lifecycle.out.jsonl"),
-            ),
-            "effects" => (
-                include_str!("../../tests/vectors/effects.jsonl"),
-                include_str!("../../tests/vectors/effects.out.jsonl"),
-            ),
-            _ => (
-                include_str!("../../tests/vectors/redaction.jsonl"),
-                include_str!("../../tests/vectors/redaction.out.jsonl"),
-            ),
-        };
+    let vectors = [
+        (
+            "approvals",
+            include_str!("../../tests/vectors/approvals.jsonl"),
+            include_str!("../../tests/vectors/approvals.out.jsonl"),
+        ),
+        (
+            "effects",
+            include_str!("../../tests/vectors/effects.jsonl"),
+            include_str!("../../tests/vectors/effects.out.jsonl"),
+        ),
+        (
+            "expand",
+            include_str!("../../tests/vectors/expand.jsonl"),
+            include_str!("../../tests/vectors/expand.out.jsonl"),
+        ),
+        (
+            "idempotency",
+            include_str!("../../tests/vectors/idempotency.jsonl"),
+            include_str!("../../tests/vectors/idempotency.out.jsonl"),
+        ),
+        (
+            "leases_and_fencing",
+            include_str!("../../tests/vectors/leases_and_fencing.jsonl"),
+            include_str!("../../tests/vectors/leases_and_fencing.out.jsonl"),
+        ),
+        (
+            "lifecycle",
+            include_str!("../../tests/vectors/lifecycle.jsonl"),
+            include_str!("../../tests/vectors/lifecycle.out.jsonl"),
+        ),
+        (
+            "malformed",
+            include_str!("../../tests/vectors/malformed.jsonl"),
+            include_str!("../../tests/vectors/malformed.out.jsonl"),
+        ),
+        (
+            "membership",
+            include_str!("../../tests/vectors/membership.jsonl"),
+            include_str!("../../tests/vectors/membership.out.jsonl"),
+        ),
+        (
+            "redaction",
+            include_str!("../../tests/vectors/redaction.jsonl"),
+            include_str!("../../tests/vectors/redaction.out.jsonl"),
+        ),
+        (
+            "retries_and_budgets",
+            include_str!("../../tests/vectors/retries_and_budgets.jsonl"),
+            include_str!("../../tests/vectors/retries_and_budgets.out.jsonl"),
+        ),
+    ];
+    for (name, input, expected) in vectors {
         let lines = mwp_wasm::vectors::vector_lines(input).expect("runs");
         let want: Vec<&str> = expected.lines().collect();
         assert_eq!(lines.len(), want.len(), "{name}: line count");
