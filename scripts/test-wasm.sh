@@ -5,7 +5,8 @@
 #   into a cache folder: $MWP_TOOLS_DIR, default ~/.cache/mwp-wasm-tools).
 # Then: builds js/pkg (scripts/build-wasm.sh), runs the wasm-bindgen-test suites in Node and
 # in headless Chromium (IndexedDB included), the native vector test, the JS tests in Node,
-# the Deno tests, the browser page and the packaging test. Each suite prints its counts.
+# the Deno tests, the browser page, the dashboard (against a stand-in server and against
+# `mwp serve`) and the packaging test. Each suite prints its counts.
 # Usage: scripts/test-wasm.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,10 @@ node js/test/browser/run.js
 
 step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"
 node js/test/browser/dashboard.js
+
+step "end to end against mwp serve: HTTP client and the dashboard it serves"
+cargo build -p mwp-host --bin mwp
+MWP_BIN="${CARGO_TARGET_DIR:-target}/debug/mwp" node js/test/e2e/serve.js
 
 step "packaging: npm pack → install → Node ESM, Deno, plain HTML page"
 node js/packaging/run.js

@@ -12,7 +12,9 @@
 //! **Transactions.** Everything one transition writes — every event of an accept or apply
 //! batch, its receipts, the head, a state checkpoint when due, and the erasure of redacted
 //! values — goes into **one** `readwrite` transaction opened with `durability: "strict"`, and
-//! the results are handed out only after it completes. If it aborts, nothing of it is
+//! the results are handed out only after it completes. Events are *added*, never overwritten:
+//! if another connection (another tab) appended the same seq first, the transaction aborts.
+//! If it aborts, nothing of it is
 //! visible, and the store is **poisoned** (every later call fails with `STORAGE`): memory had
 //! already moved ahead, so the only way on is to reopen, which rebuilds from what was
 //! committed. There is no separate recovery routine: opening is replay from the last
@@ -288,9 +290,12 @@ impl Store {
         // transaction, which `tx.await` reports.
         for event in &set.events {
             let bytes = js_sys::Uint8Array::from(event.to_cbor()?.as_slice());
+            // `add`, not `put`: the log is append-only, so a seq that exists already means
+            // another connection (another tab) appended first — the transaction aborts
+            // rather than overwrite it.
             events
-                .put(&bytes, Some(&JsValue::from(num(event.seq))))
-                .map_err(idb_err("put event"))?;
+                .add(&bytes, Some(&JsValue::from(num(event.seq))))
+                .map_err(idb_err("add event"))?;
             if set.receipts {
                 let receipt = mwp_core::canonical::to_vec(&event.receipt()).map_err(Error::from)?;
                 let key =

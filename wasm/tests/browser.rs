@@ -354,3 +354,50 @@ async fn redaction_erases_the_stored_values_in_the_same_transaction() {
         .expect("and the event still verifies");
     b.close();
 }
+
+#[wasm_bindgen_test]
+async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
+    let name = "t-authority-two-tabs";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open a");
+    a.submit(vec![open("g1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("genesis");
+    let mut b = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open b");
+    a.submit(vec![create("g1", "w1", "c1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("a appends seq 2");
+    // b has not seen seq 2 and decides its own seq 2: the append is refused, b is poisoned.
+    let err = JsValue::from(
+        b.submit(vec![create("g1", "w2", "c2")], 1000.0)
+            .await
+            .expect_err("seq 2 exists"),
+    );
+    assert_eq!(code_of(&err), "STORAGE");
+    a.close();
+    b.close();
+    let c = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(c.seq(), 2.0);
+    assert!(c
+        .receipt("alice", "c1")
+        .map_err(JsValue::from)
+        .expect("receipt")
+        .is_object());
+    assert!(c
+        .receipt("alice", "c2")
+        .map_err(JsValue::from)
+        .expect("receipt")
+        .is_undefined());
+    c.close();
+}
