@@ -2,6 +2,9 @@
 //! wasm build in Node (`node js/bench/replay.mjs`). Figures: docs/bench-wasm.md.
 //! Run: cargo bench -p mwp-wasm --bench replay
 
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn replay(c: &mut Criterion) {

@@ -88,7 +88,8 @@ fn seq_field(obj: &JsValue, key: &str) -> Result<u64, Error> {
 /// What one transition writes.
 #[derive(Default)]
 struct WriteSet {
-    events: Vec<Event>,
+    /// Events with their canonical bytes.
+    events: Vec<(Event, Vec<u8>)>,
     receipts: bool,
     checkpoint: Option<GroupState>,
     erased: Vec<(u64, Vec<u8>)>,
@@ -236,14 +237,14 @@ impl Store {
 
     /// The redacted bytes of every event that `events` redacts, read from the batch itself
     /// or from the store.
-    async fn erasures(&self, events: &[Event]) -> Result<Vec<(u64, Vec<u8>)>, Error> {
+    async fn erasures(&self, events: &[(Event, Vec<u8>)]) -> Result<Vec<(u64, Vec<u8>)>, Error> {
         let mut out = Vec::new();
-        for event in events {
+        for (event, _) in events {
             let EventKind::EventRedacted(r) = &event.kind else {
                 continue;
             };
-            let mut target = match events.iter().find(|e| e.seq == r.seq) {
-                Some(e) => e.clone(),
+            let mut target = match events.iter().find(|(e, _)| e.seq == r.seq) {
+                Some((e, _)) => e.clone(),
                 None => match self.event_bytes(r.seq).await? {
                     Some(bytes) => Event::from_cbor(&bytes)?,
                     // Not held here (a replica restored past it): nothing to erase.
@@ -262,7 +263,7 @@ impl Store {
         let Some(last) = set
             .events
             .last()
-            .map(|e| (e.seq, e.id))
+            .map(|(e, _)| (e.seq, e.id))
             .or_else(|| set.checkpoint.as_ref().map(|s| (s.seq, s.head)))
         else {
             return Ok(());
@@ -288,8 +289,8 @@ impl Store {
         let meta = tx.object_store(META).map_err(idb_err("meta"))?;
         // Requests are issued without waiting for each: a failing one aborts the whole
         // transaction, which `tx.await` reports.
-        for event in &set.events {
-            let bytes = js_sys::Uint8Array::from(event.to_cbor()?.as_slice());
+        for (event, bytes) in &set.events {
+            let bytes = js_sys::Uint8Array::from(bytes.as_slice());
             // `add`, not `put`: the log is append-only, so a seq that exists already means
             // another connection (another tab) appended first — the transaction aborts
             // rather than overwrite it.
@@ -412,8 +413,9 @@ impl IdbAuthority {
                 }
                 let decision = accept(self.state.as_ref(), &cmd, now, &self.limits)?;
                 if let Decision::Accepted(event) = &decision {
+                    let bytes = event.to_cbor()?;
                     GroupState::apply_to(&mut self.state, event)?;
-                    events.push((**event).clone());
+                    events.push(((**event).clone(), bytes));
                 }
                 Ok(decision)
             });

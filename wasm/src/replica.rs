@@ -40,18 +40,26 @@ pub struct BatchSummary {
     pub errors: Vec<serde_json::Value>,
 }
 
-/// Offers every event of a frame batch; returns the summary and the applied events' bytes
-/// (in seq order), which a durable host writes in one transaction.
+/// An event with its canonical bytes.
+pub type Encoded = (Event, Vec<u8>);
+
+/// Offers every event of a frame batch; returns the summary and the applied events with
+/// their canonical bytes (in seq order), which a durable host writes in one transaction.
 pub fn offer_frames(
     replica: &mut CoreReplica,
     batch: &[u8],
-) -> Result<(BatchSummary, Vec<Event>), Error> {
+) -> Result<(BatchSummary, Vec<Encoded>), Error> {
     let mut summary = BatchSummary::default();
-    let mut applied = Vec::new();
+    let mut applied: Vec<Event> = Vec::new();
+    // Decoding is canonical-only, so a frame's bytes are its event's encoding: kept to be
+    // stored as they came instead of encoding each event again.
+    let mut encoded: std::collections::BTreeMap<u64, Vec<(Event, &[u8])>> =
+        std::collections::BTreeMap::new();
     for bytes in frames::split(batch)? {
         match Event::from_cbor(bytes) {
             Ok(event) => {
                 let seq = event.seq;
+                encoded.entry(seq).or_default().push((event.clone(), bytes));
                 match replica.offer(event) {
                     Offer::Applied { events, .. } => {
                         summary.applied += events.len() as u64;
@@ -72,6 +80,19 @@ pub fn offer_frames(
         }
     }
     summary.cursor = replica.cursor();
+    let applied = applied
+        .into_iter()
+        .map(|event| {
+            let frame = encoded
+                .get(&event.seq)
+                .and_then(|c| c.iter().find(|(e, _)| e == &event));
+            let bytes = match frame {
+                Some((_, b)) => b.to_vec(),
+                None => event.to_cbor()?,
+            };
+            Ok((event, bytes))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
     Ok((summary, applied))
 }
 
