@@ -1,0 +1,297 @@
+// Types of the npm package `mwp` (hand-written: the generated ones say `any` for every
+// protocol object). Protocol data keeps the spec's snake_case field names (SPEC §1–§3).
+
+/** Lowercase hex text: hashes (64 digits), keys (64), signatures (128). */
+export type Hex = string;
+/** An identifier: 1–128 bytes of `[A-Za-z0-9._:@~-]`. */
+export type Id = string;
+/** Arbitrary JSON without floats. */
+export type Opaque = null | boolean | number | string | Opaque[] | { [key: string]: Opaque };
+
+/** The spec's stable error codes. */
+export type ErrorCode =
+  | "MALFORMED" | "WRONG_GROUP" | "UNKNOWN_ACTOR" | "BAD_SIGNATURE" | "ACTION_ID_COLLISION"
+  | "GROUP_ARCHIVED" | "NOT_PERMITTED" | "WRONG_SESSION" | "REVISION_MISMATCH" | "CAS_REQUIRED"
+  | "FENCED" | "LEASE_EXPIRED" | "NOT_FOUND" | "ALREADY_EXISTS" | "INVALID_STATE"
+  | "DEPENDENCIES_PENDING" | "NOT_YET" | "DEADLINE_PASSED" | "ATTEMPTS_EXHAUSTED"
+  | "APPROVAL_REQUIRED" | "EFFECT_UNSETTLED" | "DISPOSITION_CONFLICT" | "BUDGET_EXCEEDED"
+  | "CURSOR_TOO_OLD" | "SNAPSHOT_INVALID" | "LOG_CORRUPT" | "STORAGE";
+
+/** An error in its JSON form: `{code, message, ...details}`. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** Base class of every error mwp raises. */
+export class MwpError extends Error {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>);
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+  toJSON(): ErrorBody;
+}
+/** An authority rejected a command, or an event did not apply. */
+export class AcceptError extends MwpError {}
+/** A replica could not take an event or snapshot. */
+export class OfferError extends MwpError {}
+/** A snapshot failed to build or verify. */
+export class SnapshotError extends MwpError {}
+/** Encoding, decoding, hashing or signing failed. */
+export class CodecError extends MwpError {}
+/** A store failed. */
+export class StoreError extends MwpError {}
+/** A transcript could not be run. */
+export class TranscriptError extends MwpError {}
+/** An HTTP request failed; `status` 0 means no answer. */
+export class HttpError extends MwpError {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, status?: number);
+  readonly status: number;
+}
+/** Turns a wasm error (or any `{code, message}`) into an MwpError. */
+export function toMwpError(e: unknown): unknown;
+
+/** A command body: `{type: "claim_work", work, lease_ms, start_within_ms}` etc. (SPEC §2). */
+export interface Body {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** A command envelope in its JSON form. */
+export interface Command {
+  org: Id;
+  group: Id;
+  actor: Id;
+  action: Id;
+  session: number;
+  expect?: number;
+  body: Body;
+  sig: Hex;
+}
+/** A command before signing. */
+export type UnsignedCommand = Omit<Command, "sig"> & { sig?: Hex };
+
+/** An event in its JSON form (SPEC §3). */
+export interface Event {
+  id: Hex;
+  group: Id;
+  seq: number;
+  at: number;
+  actor: Id;
+  action: Id;
+  content_hash: Hex;
+  aggregate: string;
+  revision: number;
+  prev: Hex;
+  payload_hash: Hex;
+  kind: { type: string; [field: string]: unknown };
+}
+
+/** A receipt (SPEC §3). */
+export interface Receipt {
+  group: Id;
+  seq: number;
+  event_id: Hex;
+  actor: Id;
+  action: Id;
+  content_hash: Hex;
+  aggregate: string;
+  revision: number;
+  disposition: "applied" | "evidence";
+  at: number;
+}
+
+/** A decision of an authority. */
+export type Decision =
+  | { outcome: "accepted"; receipt: Receipt; event: Event; eventCbor: Uint8Array }
+  | { outcome: "duplicate"; receipt: Receipt };
+/** A decision, or a rejection as a value (batches). */
+export type BatchResult = Decision | { outcome: "rejected"; error: ErrorBody };
+
+/** The Group state (SPEC §3): members, work items, approvals, receipts, … */
+export interface GroupState {
+  org: Id;
+  group: Id;
+  mission: Id;
+  seq: number;
+  head: Hex;
+  archived: boolean;
+  members: Record<Id, { role: string; key: Hex; session: number; removed: boolean }>;
+  work: Record<Id, { state: string; after: Id[]; attempts: number; [field: string]: unknown }>;
+  [field: string]: unknown;
+}
+
+/** The answer to one offer. */
+export interface OfferResult {
+  result: "applied" | "duplicate" | "buffered" | "rejected";
+  seq: number;
+  cursor: number;
+  error?: ErrorBody;
+}
+/** The answer to a batch of offers. */
+export interface OfferSummary {
+  applied: number;
+  duplicate: number;
+  buffered: number;
+  rejected: number;
+  cursor: number;
+  errors: { seq: number | null; error: ErrorBody }[];
+}
+
+/** Stored events: a frame batch or an array of canonical CBOR events. */
+export type Events = Uint8Array | Uint8Array[];
+
+/** One Group's authority, in memory. */
+export class Authority {
+  constructor();
+  static fromLog(events: Events): Authority;
+  submit(command: Command | Uint8Array, nowMs?: number): Decision;
+  submitBatch(commands: (Command | Uint8Array)[], nowMs?: number): { results: BatchResult[]; events: Uint8Array };
+  decide(command: Command | Uint8Array, nowMs?: number): Decision;
+  append(event: Event | Uint8Array): void;
+  readonly seq: number;
+  readonly head: Hex;
+  stateHash(): Hex;
+  state(): GroupState | null;
+  stateCbor(): Uint8Array | undefined;
+  events(after?: number, limit?: number): Event[];
+  eventFrames(after?: number, limit?: number): Uint8Array;
+  receipt(actor: Id, action: Id): Receipt | undefined;
+  frontier(nowMs?: number): Id[];
+  nextDeadline(): number | undefined;
+  snapshot(secretKey: Hex): Uint8Array;
+  free(): void;
+}
+
+/** Options of a snapshot restore. */
+export interface RestoreOptions {
+  trustedKey: Hex;
+  org: Id;
+  requestedCursor?: number;
+}
+
+/** One Group rebuilt from events delivered at least once, in any order. */
+export class Replica {
+  constructor(group: Id);
+  static fromStateCbor(bytes: Uint8Array): Replica;
+  offer(event: Event | Uint8Array): OfferResult;
+  offerBatch(events: Events): OfferSummary;
+  restore(snapshot: Uint8Array, options: RestoreOptions): void;
+  readonly group: Id;
+  readonly cursor: number;
+  readonly head: Hex;
+  readonly buffered: number;
+  stateHash(): Hex;
+  state(): GroupState | null;
+  stateCbor(): Uint8Array | undefined;
+  frontier(nowMs?: number): Id[];
+  nextDeadline(): number | undefined;
+  free(): void;
+}
+
+/** Canonical CBOR (RFC 8949 §4.2.1). */
+export const canonical: {
+  encode(value: Opaque): Uint8Array;
+  decode(bytes: Uint8Array, options?: { strict?: boolean }): Opaque;
+  hash(value: Opaque): Hex;
+};
+
+export function decodeEvent(bytes: Uint8Array): Event;
+export function encodeEvent(event: Event | Uint8Array): Uint8Array;
+export function verifyEvent(event: Event | Uint8Array): void;
+export function receiptOf(event: Event | Uint8Array): Receipt;
+export function signCommand(command: UnsignedCommand, secretKey: Hex): Command;
+export function verifyCommand(command: Command | Uint8Array, publicKey: Hex): boolean;
+export function commandContentHash(command: UnsignedCommand | Uint8Array): Hex;
+export function encodeCommand(command: Command): Uint8Array;
+export function parseCommand(command: Command | Uint8Array): Command;
+export function publicKeyOf(secretKey: Hex): Hex;
+export function transcriptSecretKey(actor: Id): Hex;
+export function generateSecretKey(): Hex;
+export function sha256(bytes: Uint8Array): Hex;
+export function buildSnapshot(stateCbor: Uint8Array, secretKey: Hex): Uint8Array;
+/** A verified snapshot's header. */
+export interface SnapshotHeader {
+  schema: "mwp.snapshot.v1";
+  org: Id;
+  group: Id;
+  mission: Id;
+  seq: number;
+  chain_head: Hex;
+  state_hash: Hex;
+  signer: Hex;
+}
+export function verifySnapshot(bytes: Uint8Array, options: { trustedKey: Hex; org: Id; group: Id; minSeq?: number }): SnapshotHeader;
+export function runTranscript(text: string): { lines: string[]; failed: boolean };
+export function vectorLines(text: string): string[];
+export function replayLog(events: Events): { seq: number; stateHash: Hex };
+export function frameBatch(items: Uint8Array[]): Uint8Array;
+export function splitBatch(batch: Uint8Array): Uint8Array[];
+export function asBatch(events: Events): Uint8Array;
+
+/** Which entry point was loaded. */
+export const runtime: "node" | "deno" | "browser";
+
+/** Anything a client can bring up to date: Replica or IdbReplica. */
+export interface ReplicaLike {
+  readonly group: Id;
+  readonly cursor: number;
+  offerBatch(events: Events): OfferSummary | Promise<OfferSummary>;
+  restore(snapshot: Uint8Array, options: RestoreOptions): void | Promise<void>;
+}
+
+/** A client of `mwp serve` (SPEC §11). */
+export class Client {
+  constructor(baseUrl: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string> });
+  authorityKey(): Promise<Hex>;
+  groups(): Promise<{ groups: { group: Id; head: number }[] }>;
+  submit(command: Command): Promise<{ receipt: Receipt; duplicate: boolean }>;
+  events(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<Event[]>;
+  receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;
+  snapshot(group: Id, location?: string): Promise<Uint8Array>;
+  replay(
+    replica: ReplicaLike,
+    options?: { trustedKey?: Hex; org?: Id; limit?: number; signal?: AbortSignal; onEvents?: (events: Event[], summary: OfferSummary) => void },
+  ): Promise<{ cursor: number; restored: boolean }>;
+  tail(group: Id, options?: { after?: number; signal?: AbortSignal }): AsyncGenerator<Event, void, undefined>;
+  follow(
+    replica: ReplicaLike,
+    options?: { trustedKey?: Hex; org?: Id; signal?: AbortSignal; onEvent?: (event: Event, summary: OfferSummary) => void },
+  ): Promise<void>;
+}
+
+/** Browsers only: an authority whose log lives in IndexedDB. */
+export class IdbAuthority {
+  static open(name: string, group: Id, options?: { checkpointEvery?: number }): Promise<IdbAuthority>;
+  submit(commands: Command | (Command | Uint8Array)[], nowMs?: number): Promise<BatchResult[]>;
+  events(after?: number, limit?: number): Promise<Event[]>;
+  eventFrames(after?: number, limit?: number): Promise<Uint8Array>;
+  readonly seq: number;
+  readonly head: Hex;
+  stateHash(): Hex;
+  state(): GroupState | null;
+  stateCbor(): Uint8Array | undefined;
+  receipt(actor: Id, action: Id): Receipt | undefined;
+  frontier(nowMs?: number): Id[];
+  nextDeadline(): number | undefined;
+  close(): Promise<void>;
+}
+
+/** Browsers only: a replica whose projection lives in IndexedDB. */
+export class IdbReplica implements ReplicaLike {
+  static open(name: string, group: Id, options?: { checkpointEvery?: number }): Promise<IdbReplica>;
+  offerBatch(events: Events): Promise<OfferSummary>;
+  restore(snapshot: Uint8Array, options: RestoreOptions): Promise<void>;
+  events(after?: number, limit?: number): Promise<Event[]>;
+  eventFrames(after?: number, limit?: number): Promise<Uint8Array>;
+  readonly group: Id;
+  readonly cursor: number;
+  readonly head: Hex;
+  stateHash(): Hex;
+  state(): GroupState | null;
+  frontier(nowMs?: number): Id[];
+  close(): Promise<void>;
+}
+
+/** Browsers only: deletes a store's database. */
+export function deleteIdbStore(name: string): Promise<void>;

@@ -1,0 +1,9 @@
+// Entry point for Node ≥ 20: loads the WebAssembly module from the package's files.
+import { readFileSync } from "node:fs";
+import { initSync } from "../pkg/mwp_wasm.js";
+
+initSync({ module: readFileSync(new URL("../pkg/mwp_wasm_bg.wasm", import.meta.url)) });
+
+export * from "./api.js";
+export { Client } from "./client.js";
+export const runtime = "node";

@@ -1,0 +1,216 @@
+//! Conversions between JavaScript values and core types, and the stateless helpers:
+//! canonical CBOR, events, commands, keys.
+
+use mwp_core::canonical::{self, Strictness};
+use mwp_core::{Command, Error, Event, Limits, PublicKey, SecretKey};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::error::CodecError;
+
+/// Serializes a value into a plain JS value (objects, not `Map`s; `null` for none).
+/// Integers beyond 2^53 cannot be numbers and are `MALFORMED`.
+pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, Error> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| Error::malformed(format!("value does not convert to JavaScript: {e}")))
+}
+
+/// Reads a JS value as JSON data (`serde_json::Value`): integers stay integers, other numbers
+/// become floats (which canonical CBOR then refuses).
+pub fn json_from_js(value: JsValue) -> Result<serde_json::Value, Error> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| Error::malformed(format!("not JSON data: {e}")))
+}
+
+/// Reads a JS value (an object in the JSON form) as a typed core value.
+pub fn from_js<T: DeserializeOwned>(value: JsValue, what: &str) -> Result<T, Error> {
+    let json = json_from_js(value)?;
+    serde_json::from_value(json).map_err(|e| Error::malformed(format!("{what}: {e}")))
+}
+
+/// The bytes of a `Uint8Array`, if `value` is one.
+pub fn bytes_of(value: &JsValue) -> Option<Vec<u8>> {
+    value.dyn_ref::<js_sys::Uint8Array>().map(|a| a.to_vec())
+}
+
+/// A command given either as canonical CBOR bytes or as an object in the JSON form.
+pub fn command_from_js(value: JsValue, limits: &Limits) -> Result<Command, Error> {
+    if let Some(bytes) = bytes_of(&value) {
+        return Command::from_cbor(&bytes, limits);
+    }
+    let json = json_from_js(value)?;
+    let bytes = serde_json::to_vec(&json).map_err(|e| Error::malformed(format!("command: {e}")))?;
+    Command::from_json(&bytes, limits)
+}
+
+/// An event given either as canonical CBOR bytes or as an object in the JSON form.
+pub fn event_from_js(value: JsValue) -> Result<Event, Error> {
+    if let Some(bytes) = bytes_of(&value) {
+        return Event::from_cbor(&bytes);
+    }
+    from_js(value, "event")
+}
+
+fn public_key(hex: &str) -> Result<PublicKey, Error> {
+    PublicKey::from_hex(hex).map_err(|e| Error::malformed(format!("public key: {e}")))
+}
+
+/// Parses a hex Ed25519 public key (64 hex digits).
+pub fn parse_public_key(hex: &str) -> Result<PublicKey, Error> {
+    public_key(hex)
+}
+
+/// Parses a hex Ed25519 secret key seed (64 hex digits).
+pub fn parse_secret_key(hex_seed: &str) -> Result<SecretKey, Error> {
+    let bytes = hex::decode(hex_seed)
+        .map_err(|e| Error::malformed(format!("secret key is not hex: {e}")))?;
+    let seed: [u8; 32] = bytes
+        .try_into()
+        .map_err(|_| Error::malformed("secret key must be 32 bytes (64 hex digits)"))?;
+    Ok(SecretKey::from_bytes(&seed))
+}
+
+/// Canonical CBOR (RFC 8949 §4.2.1) of a JSON-like JS value. Floats are refused.
+#[wasm_bindgen(js_name = canonicalEncode)]
+pub fn canonical_encode(value: JsValue) -> Result<Vec<u8>, CodecError> {
+    let json = json_from_js(value)?;
+    Ok(canonical::to_vec(&json).map_err(Error::from)?)
+}
+
+/// Decodes canonical CBOR into a JS value; `strict = false` also accepts valid but
+/// non-canonical encodings.
+#[wasm_bindgen(js_name = canonicalDecode)]
+pub fn canonical_decode(bytes: &[u8], strict: Option<bool>) -> Result<JsValue, CodecError> {
+    let strictness = if strict.unwrap_or(true) {
+        Strictness::Canonical
+    } else {
+        Strictness::Lenient
+    };
+    let value: serde_json::Value = canonical::from_slice(bytes, strictness).map_err(Error::from)?;
+    Ok(to_js(&value)?)
+}
+
+/// SHA-256 (hex) of the canonical CBOR of a JSON-like JS value.
+#[wasm_bindgen(js_name = canonicalHash)]
+pub fn canonical_hash(value: JsValue) -> Result<String, CodecError> {
+    let bytes = canonical_encode(value)?;
+    Ok(hex::encode(canonical::sha256(&bytes)))
+}
+
+/// Decodes a stored event (canonical CBOR) into its JSON form. Does not verify it.
+#[wasm_bindgen(js_name = decodeEvent)]
+pub fn decode_event(bytes: &[u8]) -> Result<JsValue, CodecError> {
+    let event = Event::from_cbor(bytes)?;
+    Ok(to_js(&event)?)
+}
+
+/// Encodes an event given in its JSON form (or as bytes) into canonical CBOR.
+#[wasm_bindgen(js_name = encodeEvent)]
+pub fn encode_event(event: JsValue) -> Result<Vec<u8>, CodecError> {
+    Ok(event_from_js(event)?.to_cbor()?)
+}
+
+/// Checks an event's payload hash and id; throws `LOG_CORRUPT` naming the first that fails.
+#[wasm_bindgen(js_name = verifyEvent)]
+pub fn verify_event(event: JsValue) -> Result<(), CodecError> {
+    Ok(event_from_js(event)?.verify()?)
+}
+
+/// The receipt an event gives its sender, as a JS object.
+#[wasm_bindgen(js_name = receiptOf)]
+pub fn receipt_of(event: JsValue) -> Result<JsValue, CodecError> {
+    Ok(to_js(&event_from_js(event)?.receipt())?)
+}
+
+/// Parses a command (JSON-form object or CBOR bytes) and gives back its JSON form:
+/// checks the limits and field rules without deciding anything.
+#[wasm_bindgen(js_name = parseCommand)]
+pub fn parse_command(command: JsValue) -> Result<JsValue, CodecError> {
+    Ok(to_js(&command_from_js(command, &Limits::default())?)?)
+}
+
+/// Canonical CBOR of a command, `sig` included.
+#[wasm_bindgen(js_name = encodeCommand)]
+pub fn encode_command(command: JsValue) -> Result<Vec<u8>, CodecError> {
+    Ok(command_from_js(command, &Limits::default())?.to_cbor()?)
+}
+
+/// Content hash (hex) of a command: SHA-256 of the canonical CBOR of every field but `sig`.
+#[wasm_bindgen(js_name = commandContentHash)]
+pub fn command_content_hash(command: JsValue) -> Result<String, CodecError> {
+    let command = with_placeholder_sig(command)?;
+    Ok(command_from_js(command, &Limits::default())?
+        .content_hash()?
+        .to_hex())
+}
+
+/// Signs a command given in its JSON form (its `sig`, if any, is replaced) with a secret key
+/// seed (64 hex digits); returns the signed command in its JSON form.
+#[wasm_bindgen(js_name = signCommand)]
+pub fn sign_command(command: JsValue, secret_key_hex: &str) -> Result<JsValue, CodecError> {
+    let key = parse_secret_key(secret_key_hex)?;
+    let command = with_placeholder_sig(command)?;
+    let mut cmd = command_from_js(command, &Limits::default())?;
+    cmd.sign(&key)?;
+    Ok(to_js(&cmd)?)
+}
+
+/// Whether a command's signature verifies under a public key.
+#[wasm_bindgen(js_name = verifyCommand)]
+pub fn verify_command(command: JsValue, public_key_hex: &str) -> Result<bool, CodecError> {
+    let key = public_key(public_key_hex)?;
+    Ok(command_from_js(command, &Limits::default())?.verify(&key)?)
+}
+
+/// Adds an all-zero `sig` to a JSON-form command that has none, so it parses.
+fn with_placeholder_sig(command: JsValue) -> Result<JsValue, Error> {
+    if command.is_instance_of::<js_sys::Uint8Array>() || !command.is_object() {
+        return Ok(command);
+    }
+    let mut json = json_from_js(command)?;
+    if let Some(map) = json.as_object_mut() {
+        if map.get("sig").is_none_or(serde_json::Value::is_null) {
+            map.insert("sig".into(), serde_json::Value::String("00".repeat(64)));
+        }
+    }
+    to_js(&json)
+}
+
+/// The public key (hex) of a secret key seed (hex).
+#[wasm_bindgen(js_name = publicKeyOf)]
+pub fn public_key_of(secret_key_hex: &str) -> Result<String, CodecError> {
+    Ok(parse_secret_key(secret_key_hex)?.public().to_hex())
+}
+
+/// The secret key seed (hex) the transcript runner derives for an actor:
+/// `sha256("mwp transcript key " + actor)`. For tests and demos only.
+#[wasm_bindgen(js_name = transcriptSecretKey)]
+pub fn transcript_secret_key(actor: &str) -> String {
+    hex::encode(SecretKey::for_transcript(actor).to_bytes())
+}
+
+/// SHA-256 (hex) of bytes.
+#[wasm_bindgen]
+pub fn sha256(bytes: &[u8]) -> String {
+    hex::encode(canonical::sha256(bytes))
+}
+
+/// A JS number that must be a non-negative integer no larger than 2^53 − 1 (times, seqs).
+pub fn uint(value: f64, what: &str) -> Result<u64, Error> {
+    if value.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&value) {
+        // In range and integral: the cast is exact.
+        Ok(value as u64)
+    } else {
+        Err(Error::malformed(format!(
+            "`{what}` must be a non-negative integer up to 2^53 - 1, got {value}"
+        )))
+    }
+}
+
+/// A u64 as a JS number (exact up to 2^53, which seqs and times stay below).
+pub fn num(value: u64) -> f64 {
+    value as f64
+}

@@ -1,0 +1,749 @@
+//! IndexedDB stores (SPEC §9) for the authority and for replicas, on the `idb` crate.
+//!
+//! One database per store, named by the caller, with three object stores:
+//!
+//! | object store | key | value |
+//! |---|---|---|
+//! | `events` | seq (number) | the event's canonical CBOR (`Uint8Array`) |
+//! | `receipts` | `[actor, action]` | the receipt's canonical CBOR (authority only) |
+//! | `meta` | `"head"` | `{group, seq, head}`: the last event written (for a replica, its cursor) |
+//! | `meta` | `"checkpoint"` | `{seq, state_hash, state}`: the canonical state at `seq` |
+//!
+//! **Transactions.** Everything one transition writes — every event of an accept or apply
+//! batch, its receipts, the head, a state checkpoint when due, and the erasure of redacted
+//! values — goes into **one** `readwrite` transaction opened with `durability: "strict"`, and
+//! the results are handed out only after it completes. Events are *added*, never overwritten:
+//! if another connection (another tab) appended the same seq first, the transaction aborts.
+//! If it aborts, nothing of it is
+//! visible, and the store is **poisoned** (every later call fails with `STORAGE`): memory had
+//! already moved ahead, so the only way on is to reopen, which rebuilds from what was
+//! committed. There is no separate recovery routine: opening is replay from the last
+//! checkpoint.
+
+use idb::{Database, KeyRange, Query, TransactionMode};
+use mwp_core::replica::Replica as CoreReplica;
+use mwp_core::{accept, Code, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::authority::{decision_to_js, frontier_of, state_hash_of};
+use crate::codec::{command_from_js, num, to_js, uint};
+use crate::error::{storage, StoreError};
+use crate::frames;
+use crate::replica::{offer_frames, restore_snapshot, state_from_cbor};
+
+const EVENTS: &str = "events";
+const RECEIPTS: &str = "receipts";
+const META: &str = "meta";
+const VERSION: u32 = 1;
+
+/// Events between two state checkpoints, unless the caller says otherwise.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `IDBDatabase`, seen through the one method bound here.
+    #[wasm_bindgen(js_name = IDBDatabase)]
+    type RawDatabase;
+
+    /// `IDBDatabase.transaction(stores, mode, options)`: web-sys keeps the options form
+    /// behind its unstable-API flag, so it is bound here.
+    #[wasm_bindgen(method, catch, js_name = transaction)]
+    fn transaction_with_options(
+        this: &RawDatabase,
+        stores: &js_sys::Array,
+        mode: &str,
+        options: &js_sys::Object,
+    ) -> Result<web_sys::IdbTransaction, JsValue>;
+}
+
+fn idb_err(what: &str) -> impl Fn(idb::Error) -> Error + '_ {
+    move |e| storage(format!("{what}: {e}"))
+}
+
+fn put_prop(obj: &js_sys::Object, key: &str, value: &JsValue) {
+    // Setting a property on a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(obj, &key.into(), value);
+}
+
+fn get(obj: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(obj, &key.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn bytes_field(obj: &JsValue, key: &str) -> Result<Vec<u8>, Error> {
+    get(obj, key)
+        .dyn_into::<js_sys::Uint8Array>()
+        .map(|a| a.to_vec())
+        .map_err(|_| Error::corrupt(format!("stored `{key}` is not a Uint8Array")))
+}
+
+fn seq_field(obj: &JsValue, key: &str) -> Result<u64, Error> {
+    let n = get(obj, key)
+        .as_f64()
+        .ok_or_else(|| Error::corrupt(format!("stored `{key}` is not a number")))?;
+    uint(n, key).map_err(|e| Error::corrupt(e.message))
+}
+
+/// What one transition writes.
+#[derive(Default)]
+struct WriteSet {
+    /// Events with their canonical bytes.
+    events: Vec<(Event, Vec<u8>)>,
+    receipts: bool,
+    checkpoint: Option<GroupState>,
+    erased: Vec<(u64, Vec<u8>)>,
+    /// Test hook: abort the transaction after issuing every write.
+    abort: bool,
+}
+
+/// A connection to one store's database.
+struct Store {
+    db: web_sys::IdbDatabase,
+    group: Id,
+}
+
+impl Store {
+    async fn open(name: &str, group: Id) -> Result<Store, Error> {
+        let db = Database::builder(name)
+            .version(VERSION)
+            .add_object_store(idb::builder::ObjectStoreBuilder::new(EVENTS))
+            .add_object_store(idb::builder::ObjectStoreBuilder::new(RECEIPTS))
+            .add_object_store(idb::builder::ObjectStoreBuilder::new(META))
+            .build()
+            .await
+            .map_err(idb_err("open"))?;
+        Ok(Store {
+            db: db.into(),
+            group,
+        })
+    }
+
+    fn database(&self) -> Database {
+        Database::from(self.db.clone())
+    }
+
+    /// Reads the checkpoint and replays every event after it. Returns the state and the seq
+    /// of the checkpoint.
+    async fn load(&self) -> Result<(Option<GroupState>, u64), Error> {
+        let tx = self
+            .database()
+            .transaction(&[EVENTS, META], TransactionMode::ReadOnly)
+            .map_err(idb_err("read transaction"))?;
+        let meta = tx.object_store(META).map_err(idb_err("meta"))?;
+        let head = meta
+            .get(Query::from(JsValue::from("head")))
+            .map_err(idb_err("read head"))?
+            .await
+            .map_err(idb_err("read head"))?;
+        let checkpoint = meta
+            .get(Query::from(JsValue::from("checkpoint")))
+            .map_err(idb_err("read checkpoint"))?
+            .await
+            .map_err(idb_err("read checkpoint"))?;
+        let (mut state, from) = match checkpoint {
+            Some(cp) => {
+                let state = state_from_cbor(&bytes_field(&cp, "state")?)?;
+                let hash = get(&cp, "state_hash").as_string().unwrap_or_default();
+                if state.hash()?.to_hex() != hash || seq_field(&cp, "seq")? != state.seq {
+                    return Err(Error::corrupt(
+                        "the stored checkpoint does not match its hash or seq",
+                    ));
+                }
+                (Some(state), seq_field(&cp, "seq")?)
+            }
+            None => (None, 0),
+        };
+        let range = KeyRange::lower_bound(&JsValue::from(num(from)), Some(true))
+            .map_err(idb_err("key range"))?;
+        let rows = tx
+            .object_store(EVENTS)
+            .map_err(idb_err("events"))?
+            .get_all(Some(Query::from(range)), None)
+            .map_err(idb_err("read events"))?
+            .await
+            .map_err(idb_err("read events"))?;
+        for row in rows {
+            let bytes = row
+                .dyn_into::<js_sys::Uint8Array>()
+                .map_err(|_| Error::corrupt("a stored event is not a Uint8Array"))?
+                .to_vec();
+            let event = Event::from_cbor(&bytes)?;
+            event.verify()?;
+            GroupState::apply_to(&mut state, &event)?;
+        }
+        let seq = state.as_ref().map_or(0, |s| s.seq);
+        if let Some(head) = head {
+            let head_seq = seq_field(&head, "seq")?;
+            if head_seq != seq {
+                return Err(Error::corrupt(format!(
+                    "the store's head says seq {head_seq} but its events end at {seq}"
+                )));
+            }
+        }
+        if let Some(s) = &state {
+            if s.group != self.group {
+                return Err(Error::new(
+                    Code::WrongGroup,
+                    format!("the store holds group {}, not {}", s.group, self.group),
+                ));
+            }
+        }
+        Ok((state, from))
+    }
+
+    /// Stored bytes of event `seq`, if present.
+    async fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, Error> {
+        let tx = self
+            .database()
+            .transaction(&[EVENTS], TransactionMode::ReadOnly)
+            .map_err(idb_err("read transaction"))?;
+        let row = tx
+            .object_store(EVENTS)
+            .map_err(idb_err("events"))?
+            .get(Query::from(JsValue::from(num(seq))))
+            .map_err(idb_err("read event"))?
+            .await
+            .map_err(idb_err("read event"))?;
+        Ok(row
+            .and_then(|r| r.dyn_into::<js_sys::Uint8Array>().ok())
+            .map(|a| a.to_vec()))
+    }
+
+    /// Stored events after `after`, at most `limit`, as a frame batch.
+    async fn events(&self, after: u64, limit: Option<u32>) -> Result<Vec<u8>, Error> {
+        let tx = self
+            .database()
+            .transaction(&[EVENTS], TransactionMode::ReadOnly)
+            .map_err(idb_err("read transaction"))?;
+        let range = KeyRange::lower_bound(&JsValue::from(num(after)), Some(true))
+            .map_err(idb_err("key range"))?;
+        let rows = tx
+            .object_store(EVENTS)
+            .map_err(idb_err("events"))?
+            .get_all(Some(Query::from(range)), limit)
+            .map_err(idb_err("read events"))?
+            .await
+            .map_err(idb_err("read events"))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let bytes = row
+                .dyn_into::<js_sys::Uint8Array>()
+                .map_err(|_| Error::corrupt("a stored event is not a Uint8Array"))?;
+            frames::push(&mut out, &bytes.to_vec())?;
+        }
+        Ok(out)
+    }
+
+    /// The redacted bytes of every event that `events` redacts, read from the batch itself
+    /// or from the store.
+    async fn erasures(&self, events: &[(Event, Vec<u8>)]) -> Result<Vec<(u64, Vec<u8>)>, Error> {
+        let mut out = Vec::new();
+        for (event, _) in events {
+            let EventKind::EventRedacted(r) = &event.kind else {
+                continue;
+            };
+            let mut target = match events.iter().find(|(e, _)| e.seq == r.seq) {
+                Some((e, _)) => e.clone(),
+                None => match self.event_bytes(r.seq).await? {
+                    Some(bytes) => Event::from_cbor(&bytes)?,
+                    // Not held here (a replica restored past it): nothing to erase.
+                    None => continue,
+                },
+            };
+            target.redact()?;
+            out.push((r.seq, target.to_cbor()?));
+        }
+        Ok(out)
+    }
+
+    /// Writes one transition in one `readwrite` transaction with `durability: "strict"` and
+    /// waits until it completes.
+    async fn write(&self, set: WriteSet) -> Result<(), Error> {
+        let Some(last) = set
+            .events
+            .last()
+            .map(|(e, _)| (e.seq, e.id))
+            .or_else(|| set.checkpoint.as_ref().map(|s| (s.seq, s.head)))
+        else {
+            return Ok(());
+        };
+        let names = js_sys::Array::of3(&EVENTS.into(), &RECEIPTS.into(), &META.into());
+        let options = js_sys::Object::new();
+        put_prop(&options, "durability", &"strict".into());
+        let raw = self
+            .db
+            .unchecked_ref::<RawDatabase>()
+            .transaction_with_options(&names, "readwrite", &options)
+            .map_err(|e| storage(format!("readwrite transaction: {e:?}")))?;
+        // Completion is awaited through a JS promise whose resolve/reject are the
+        // transaction's own handlers: no Rust closure can outlive its owner when a failing
+        // request's error event and the abort event both arrive.
+        let done = js_sys::Promise::new(&mut |resolve, reject| {
+            raw.set_oncomplete(Some(&resolve));
+            raw.set_onabort(Some(&reject));
+        });
+        let tx = idb::Transaction::from(raw.clone());
+        let events = tx.object_store(EVENTS).map_err(idb_err("events"))?;
+        let receipts = tx.object_store(RECEIPTS).map_err(idb_err("receipts"))?;
+        let meta = tx.object_store(META).map_err(idb_err("meta"))?;
+        // Requests are issued without waiting for each: a failing one aborts the whole
+        // transaction, which `tx.await` reports.
+        for (event, bytes) in &set.events {
+            let bytes = js_sys::Uint8Array::from(bytes.as_slice());
+            // `add`, not `put`: the log is append-only, so a seq that exists already means
+            // another connection (another tab) appended first — the transaction aborts
+            // rather than overwrite it.
+            events
+                .add(&bytes, Some(&JsValue::from(num(event.seq))))
+                .map_err(idb_err("add event"))?;
+            if set.receipts {
+                let receipt = mwp_core::canonical::to_vec(&event.receipt()).map_err(Error::from)?;
+                let key =
+                    js_sys::Array::of2(&event.actor.as_str().into(), &event.action.as_str().into());
+                receipts
+                    .put(
+                        &js_sys::Uint8Array::from(receipt.as_slice()).into(),
+                        Some(&key.into()),
+                    )
+                    .map_err(idb_err("put receipt"))?;
+            }
+        }
+        for (seq, bytes) in &set.erased {
+            events
+                .put(
+                    &js_sys::Uint8Array::from(bytes.as_slice()).into(),
+                    Some(&JsValue::from(num(*seq))),
+                )
+                .map_err(idb_err("erase redacted values"))?;
+        }
+        if let Some(state) = &set.checkpoint {
+            let cp = js_sys::Object::new();
+            put_prop(&cp, "seq", &num(state.seq).into());
+            put_prop(&cp, "state_hash", &state.hash()?.to_hex().into());
+            put_prop(
+                &cp,
+                "state",
+                &js_sys::Uint8Array::from(state.to_cbor()?.as_slice()).into(),
+            );
+            meta.put(&cp.into(), Some(&"checkpoint".into()))
+                .map_err(idb_err("put checkpoint"))?;
+        }
+        let head = js_sys::Object::new();
+        put_prop(&head, "group", &self.group.as_str().into());
+        put_prop(&head, "seq", &num(last.0).into());
+        put_prop(&head, "head", &last.1.to_hex().into());
+        meta.put(&head.into(), Some(&"head".into()))
+            .map_err(idb_err("put head"))?;
+        if set.abort {
+            raw.abort().map_err(|e| storage(format!("abort: {e:?}")))?;
+        }
+        drop(tx);
+        match wasm_bindgen_futures::JsFuture::from(done).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(storage(
+                "the transaction was aborted; nothing of it was written",
+            )),
+        }
+    }
+}
+
+fn group_id(group: &str) -> Result<Id, Error> {
+    Id::new(group).map_err(|e| Error::malformed(format!("group: {e}")))
+}
+
+/// Deletes a store's database (all its data). Fails if a connection is still open.
+#[wasm_bindgen(js_name = deleteIdbStore)]
+pub async fn delete_idb_store(name: String) -> Result<(), StoreError> {
+    let factory = idb::Factory::new().map_err(idb_err("indexedDB"))?;
+    factory
+        .delete(&name)
+        .map_err(idb_err("delete"))?
+        .await
+        .map_err(idb_err("delete"))?;
+    Ok(())
+}
+
+/// An authority whose log lives in IndexedDB. Each `submit` call is one transition: one
+/// `readwrite` transaction for the whole batch.
+#[wasm_bindgen]
+pub struct IdbAuthority {
+    store: Store,
+    state: Option<GroupState>,
+    limits: Limits,
+    checkpoint_every: u64,
+    last_checkpoint: u64,
+    poisoned: Option<Error>,
+}
+
+impl IdbAuthority {
+    fn check(&self) -> Result<(), Error> {
+        match &self.poisoned {
+            Some(e) => Err(Error::new(
+                Code::Storage,
+                format!(
+                    "the store failed earlier and must be reopened: {}",
+                    e.message
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    async fn submit_inner(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+        abort: bool,
+    ) -> Result<JsValue, Error> {
+        self.check()?;
+        let now = uint(now_ms, "nowMs")?;
+        let mut decided = Vec::with_capacity(commands.len());
+        let mut events = Vec::new();
+        for command in commands {
+            let result = command_from_js(command, &self.limits).and_then(|cmd| {
+                if cmd.group != self.store.group {
+                    return Err(Error::new(
+                        Code::WrongGroup,
+                        format!(
+                            "the command is for group {}, this store holds {}",
+                            cmd.group, self.store.group
+                        ),
+                    ));
+                }
+                let decision = accept(self.state.as_ref(), &cmd, now, &self.limits)?;
+                if let Decision::Accepted(event) = &decision {
+                    let bytes = event.to_cbor()?;
+                    GroupState::apply_to(&mut self.state, event)?;
+                    events.push(((**event).clone(), bytes));
+                }
+                Ok(decision)
+            });
+            decided.push(result);
+        }
+        let seq = self.state.as_ref().map_or(0, |s| s.seq);
+        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
+            && !events.is_empty())
+        .then(|| self.state.clone())
+        .flatten();
+        let write = async {
+            let erased = self.store.erasures(&events).await?;
+            self.store
+                .write(WriteSet {
+                    events,
+                    receipts: true,
+                    checkpoint: checkpoint.clone(),
+                    erased,
+                    abort,
+                })
+                .await
+        };
+        if let Err(e) = write.await {
+            self.poisoned = Some(e.clone());
+            return Err(e);
+        }
+        if checkpoint.is_some() {
+            self.last_checkpoint = seq;
+        }
+        let results = js_sys::Array::new();
+        for result in decided {
+            let value = match result {
+                Ok(decision) => decision_to_js(&decision)?,
+                Err(error) => to_js(&json!({"outcome": "rejected", "error": error}))?,
+            };
+            results.push(&value);
+        }
+        Ok(results.into())
+    }
+}
+
+#[wasm_bindgen]
+impl IdbAuthority {
+    /// Opens (creating if needed) the store `name` for `group` and rebuilds the state from
+    /// its last checkpoint and the events after it. `checkpointEvery` (default 1000) is how
+    /// many events may pass between two state checkpoints.
+    pub async fn open(
+        name: String,
+        group: String,
+        checkpoint_every: Option<f64>,
+    ) -> Result<IdbAuthority, StoreError> {
+        let group = group_id(&group)?;
+        let checkpoint_every = match checkpoint_every {
+            Some(n) => uint(n, "checkpointEvery")?.max(1),
+            None => DEFAULT_CHECKPOINT_EVERY,
+        };
+        let store = Store::open(&name, group).await?;
+        let (state, last_checkpoint) = store.load().await?;
+        Ok(IdbAuthority {
+            store,
+            state,
+            limits: Limits::default(),
+            checkpoint_every,
+            last_checkpoint,
+            poisoned: None,
+        })
+    }
+
+    /// Decides commands in order (each sees the ones before) and writes every accepted event
+    /// with its receipt in one transaction. Resolves, once that is durable, to one result per
+    /// command: `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}` or
+    /// `{outcome: "rejected", error}`. A storage failure rejects the promise with `STORAGE`
+    /// and poisons the store.
+    pub async fn submit(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+    ) -> Result<JsValue, StoreError> {
+        Ok(self.submit_inner(commands, now_ms, false).await?)
+    }
+
+    /// Test hook: like `submit`, but aborts the transaction after issuing every write.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = submitThenAbort)]
+    pub async fn submit_then_abort(
+        &mut self,
+        commands: Vec<JsValue>,
+        now_ms: f64,
+    ) -> Result<JsValue, StoreError> {
+        Ok(self.submit_inner(commands, now_ms, true).await?)
+    }
+
+    /// Stored events after `after`, at most `limit`, as a frame batch.
+    pub async fn events(&self, after: f64, limit: Option<u32>) -> Result<Vec<u8>, StoreError> {
+        self.check()?;
+        Ok(self.store.events(uint(after, "after")?, limit).await?)
+    }
+
+    /// Seq of the last event (0 before genesis).
+    #[wasm_bindgen(getter)]
+    pub fn seq(&self) -> f64 {
+        num(self.state.as_ref().map_or(0, |s| s.seq))
+    }
+
+    /// Id (hex) of the last event.
+    #[wasm_bindgen(getter)]
+    pub fn head(&self) -> String {
+        self.state.as_ref().map_or(Hash::ZERO, |s| s.head).to_hex()
+    }
+
+    /// Hash (hex) of the canonical state.
+    #[wasm_bindgen(js_name = stateHash)]
+    pub fn state_hash(&self) -> Result<String, StoreError> {
+        Ok(state_hash_of(self.state.as_ref())?)
+    }
+
+    /// The state as a JS object (`null` before genesis).
+    pub fn state(&self) -> Result<JsValue, StoreError> {
+        Ok(to_js(&self.state)?)
+    }
+
+    /// Canonical CBOR of the state (`undefined` before genesis).
+    #[wasm_bindgen(js_name = stateCbor)]
+    pub fn state_cbor(&self) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.state.as_ref().map(GroupState::to_cbor).transpose()?)
+    }
+
+    /// The original receipt of (actor, action), or `undefined`.
+    pub fn receipt(&self, actor: &str, action: &str) -> Result<JsValue, StoreError> {
+        Ok(
+            match self.state.as_ref().and_then(|s| s.receipt(actor, action)) {
+                Some(r) => to_js(&r)?,
+                None => JsValue::UNDEFINED,
+            },
+        )
+    }
+
+    /// IDs of the work items a worker may claim at `nowMs`.
+    pub fn frontier(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
+        Ok(frontier_of(self.state.as_ref(), uint(now_ms, "nowMs")?))
+    }
+
+    /// The earliest time a `tick` would expire a lease, or `undefined`.
+    #[wasm_bindgen(js_name = nextDeadline)]
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.state.as_ref()?.next_deadline().map(num)
+    }
+
+    /// Closes the connection (after pending transactions finish).
+    pub fn close(&self) {
+        self.store.db.close();
+    }
+}
+
+/// A replica whose projection lives in IndexedDB: applied events (a local copy of the log,
+/// for reading back), the cursor, and state checkpoints. Early events wait in memory only;
+/// they are delivered again after a reload.
+#[wasm_bindgen]
+pub struct IdbReplica {
+    store: Store,
+    inner: CoreReplica,
+    checkpoint_every: u64,
+    last_checkpoint: u64,
+    poisoned: Option<Error>,
+}
+
+impl IdbReplica {
+    fn check(&self) -> Result<(), Error> {
+        match &self.poisoned {
+            Some(e) => Err(Error::new(
+                Code::Storage,
+                format!(
+                    "the store failed earlier and must be reopened: {}",
+                    e.message
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    async fn offer_inner(&mut self, batch: &[u8], abort: bool) -> Result<JsValue, Error> {
+        self.check()?;
+        let (summary, applied) = offer_frames(&mut self.inner, batch)?;
+        let seq = self.inner.cursor();
+        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
+            && !applied.is_empty())
+        .then(|| self.inner.state().cloned())
+        .flatten();
+        let write = async {
+            let erased = self.store.erasures(&applied).await?;
+            self.store
+                .write(WriteSet {
+                    events: applied,
+                    receipts: false,
+                    checkpoint: checkpoint.clone(),
+                    erased,
+                    abort,
+                })
+                .await
+        };
+        if let Err(e) = write.await {
+            self.poisoned = Some(e.clone());
+            return Err(e);
+        }
+        if checkpoint.is_some() {
+            self.last_checkpoint = seq;
+        }
+        to_js(&summary)
+    }
+}
+
+#[wasm_bindgen]
+impl IdbReplica {
+    /// Opens (creating if needed) the store `name` for `group` and rebuilds the projection
+    /// from its last checkpoint and the events after it.
+    pub async fn open(
+        name: String,
+        group: String,
+        checkpoint_every: Option<f64>,
+    ) -> Result<IdbReplica, StoreError> {
+        let group = group_id(&group)?;
+        let checkpoint_every = match checkpoint_every {
+            Some(n) => uint(n, "checkpointEvery")?.max(1),
+            None => DEFAULT_CHECKPOINT_EVERY,
+        };
+        let store = Store::open(&name, group.clone()).await?;
+        let (state, last_checkpoint) = store.load().await?;
+        let inner = match state {
+            Some(s) => CoreReplica::from_state(s),
+            None => CoreReplica::new(group),
+        };
+        Ok(IdbReplica {
+            store,
+            inner,
+            checkpoint_every,
+            last_checkpoint,
+            poisoned: None,
+        })
+    }
+
+    /// Offers a frame batch of delivered events; everything they apply is written in one
+    /// transaction (events, cursor, checkpoint when due). Resolves once durable to
+    /// `{applied, duplicate, buffered, rejected, cursor, errors}`.
+    #[wasm_bindgen(js_name = offerBatch)]
+    pub async fn offer_batch(&mut self, batch: Vec<u8>) -> Result<JsValue, StoreError> {
+        Ok(self.offer_inner(&batch, false).await?)
+    }
+
+    /// Test hook: like `offerBatch`, but aborts the transaction after issuing every write.
+    #[doc(hidden)]
+    #[wasm_bindgen(js_name = offerBatchThenAbort)]
+    pub async fn offer_batch_then_abort(&mut self, batch: Vec<u8>) -> Result<JsValue, StoreError> {
+        Ok(self.offer_inner(&batch, true).await?)
+    }
+
+    /// Restores from a signed snapshot after validating it (SPEC §8) and writes the restored
+    /// state as the store's checkpoint and cursor, in one transaction. On a validation error
+    /// nothing changes.
+    pub async fn restore(
+        &mut self,
+        snapshot: Vec<u8>,
+        trusted_key: String,
+        org: String,
+        requested_cursor: f64,
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        let cursor = uint(requested_cursor, "requestedCursor")?;
+        let mut next = self.inner.clone();
+        restore_snapshot(&mut next, &snapshot, &trusted_key, &org, cursor)?;
+        let state = next.state().cloned();
+        if let Err(e) = self
+            .store
+            .write(WriteSet {
+                checkpoint: state,
+                ..WriteSet::default()
+            })
+            .await
+        {
+            self.poisoned = Some(e.clone());
+            return Err(e.into());
+        }
+        self.last_checkpoint = next.cursor();
+        self.inner = next;
+        Ok(())
+    }
+
+    /// Locally stored events after `after`, at most `limit`, as a frame batch.
+    pub async fn events(&self, after: f64, limit: Option<u32>) -> Result<Vec<u8>, StoreError> {
+        self.check()?;
+        Ok(self.store.events(uint(after, "after")?, limit).await?)
+    }
+
+    /// The group.
+    #[wasm_bindgen(getter)]
+    pub fn group(&self) -> String {
+        self.store.group.to_string()
+    }
+
+    /// Highest contiguous seq applied and durable.
+    #[wasm_bindgen(getter)]
+    pub fn cursor(&self) -> f64 {
+        num(self.inner.cursor())
+    }
+
+    /// Id (hex) of the event at the cursor.
+    #[wasm_bindgen(getter)]
+    pub fn head(&self) -> String {
+        self.inner.head().to_hex()
+    }
+
+    /// Hash (hex) of the canonical state.
+    #[wasm_bindgen(js_name = stateHash)]
+    pub fn state_hash(&self) -> Result<String, StoreError> {
+        Ok(state_hash_of(self.inner.state())?)
+    }
+
+    /// The state as a JS object (`null` before genesis).
+    pub fn state(&self) -> Result<JsValue, StoreError> {
+        Ok(to_js(&self.inner.state())?)
+    }
+
+    /// IDs of the work items a worker may claim at `nowMs`.
+    pub fn frontier(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
+        Ok(frontier_of(self.inner.state(), uint(now_ms, "nowMs")?))
+    }
+
+    /// Closes the connection (after pending transactions finish).
+    pub fn close(&self) {
+        self.store.db.close();
+    }
+}

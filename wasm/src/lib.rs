@@ -1,0 +1,29 @@
+//! mwp-wasm: the WebAssembly face of [`mwp_core`].
+//!
+//! This crate is thin glue. Every rule lives in `mwp-core`; here are only conversions between
+//! JavaScript values and core types, one small error type per export (turned into a JS
+//! `Error` whose `name` says which export failed and whose `code` is the spec's), and the
+//! IndexedDB store for browsers ([`idb_store`]).
+//!
+//! What crosses the boundary, and how:
+//! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
+//!   CBOR in `Uint8Array`s; many events at once cross as one **frame batch** (see [`frames`]);
+//! * data a caller reads or writes by hand — commands, receipts, decoded events, the state —
+//!   crosses as plain JS objects in the spec's JSON form (`serde-wasm-bindgen`).
+//!
+//! Like the core, nothing here reads a clock or draws randomness: `nowMs` is an argument of
+//! every call that needs the time.
+#![forbid(unsafe_code)]
+
+pub mod authority;
+pub mod codec;
+pub mod error;
+pub mod frames;
+pub mod idb_store;
+pub mod replica;
+pub mod snapshot;
+pub mod transcript;
+pub mod vectors;
+
+pub use authority::Authority;
+pub use replica::Replica;

@@ -1,0 +1,242 @@
+//! `Replica`: one Group rebuilt from events delivered at least once, in any order
+//! (SPEC §7), over [`mwp_core::replica::Replica`].
+
+use mwp_core::canonical::{self, Strictness};
+use mwp_core::replica::{Offer, Replica as CoreReplica};
+use mwp_core::snapshot::Snapshot;
+use mwp_core::{Error, Event, GroupState, Id};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+
+use crate::authority::{frontier_of, state_hash_of};
+use crate::codec::{event_from_js, num, parse_public_key, to_js, uint};
+use crate::error::OfferError;
+use crate::frames;
+
+/// The JS object for one offer: `{result, seq, cursor, error?}`.
+pub fn offer_to_json(offer: &Offer, seq: u64, cursor: u64) -> serde_json::Value {
+    match offer {
+        Offer::Rejected(e) => {
+            json!({"result": "rejected", "seq": seq, "cursor": cursor, "error": e})
+        }
+        other => json!({"result": other.name(), "seq": seq, "cursor": cursor}),
+    }
+}
+
+/// Counts of a batch of offers.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BatchSummary {
+    /// Events applied (including buffered ones drained by them).
+    pub applied: u64,
+    /// Offers that were duplicates.
+    pub duplicate: u64,
+    /// Offers kept in the early buffer.
+    pub buffered: u64,
+    /// Offers rejected.
+    pub rejected: u64,
+    /// The cursor after the batch.
+    pub cursor: u64,
+    /// The rejections, in order: `{seq, error}`.
+    pub errors: Vec<serde_json::Value>,
+}
+
+/// An event with its canonical bytes.
+pub type Encoded = (Event, Vec<u8>);
+
+/// Offers every event of a frame batch; returns the summary and the applied events with
+/// their canonical bytes (in seq order), which a durable host writes in one transaction.
+pub fn offer_frames(
+    replica: &mut CoreReplica,
+    batch: &[u8],
+) -> Result<(BatchSummary, Vec<Encoded>), Error> {
+    let mut summary = BatchSummary::default();
+    let mut applied: Vec<Event> = Vec::new();
+    // Decoding is canonical-only, so a frame's bytes are its event's encoding: kept to be
+    // stored as they came instead of encoding each event again.
+    let mut encoded: std::collections::BTreeMap<u64, Vec<(Event, &[u8])>> =
+        std::collections::BTreeMap::new();
+    for bytes in frames::split(batch)? {
+        match Event::from_cbor(bytes) {
+            Ok(event) => {
+                let seq = event.seq;
+                encoded.entry(seq).or_default().push((event.clone(), bytes));
+                match replica.offer(event) {
+                    Offer::Applied { events, .. } => {
+                        summary.applied += events.len() as u64;
+                        applied.extend(events);
+                    }
+                    Offer::Duplicate => summary.duplicate += 1,
+                    Offer::Buffered => summary.buffered += 1,
+                    Offer::Rejected(e) => {
+                        summary.rejected += 1;
+                        summary.errors.push(json!({"seq": seq, "error": e}));
+                    }
+                }
+            }
+            Err(e) => {
+                summary.rejected += 1;
+                summary.errors.push(json!({"seq": null, "error": e}));
+            }
+        }
+    }
+    summary.cursor = replica.cursor();
+    let applied = applied
+        .into_iter()
+        .map(|event| {
+            let frame = encoded
+                .get(&event.seq)
+                .and_then(|c| c.iter().find(|(e, _)| e == &event));
+            let bytes = match frame {
+                Some((_, b)) => b.to_vec(),
+                None => event.to_cbor()?,
+            };
+            Ok((event, bytes))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((summary, applied))
+}
+
+/// Decodes a canonical state (as stored by a host) into a [`GroupState`].
+pub fn state_from_cbor(bytes: &[u8]) -> Result<GroupState, Error> {
+    canonical::from_slice(bytes, Strictness::Canonical)
+        .map_err(|e| Error::corrupt(format!("stored state does not decode: {e}")))
+}
+
+/// Restores `replica` from snapshot bytes after validating them (SPEC §8).
+pub fn restore_snapshot(
+    replica: &mut CoreReplica,
+    snapshot: &[u8],
+    trusted_key_hex: &str,
+    org: &str,
+    requested_cursor: u64,
+) -> Result<Snapshot, Error> {
+    let trusted = parse_public_key(trusted_key_hex)?;
+    let org = Id::new(org).map_err(|e| Error::malformed(format!("org: {e}")))?;
+    let snap = Snapshot::from_cbor(snapshot)?;
+    replica.restore(&snap, &trusted, &org, requested_cursor)?;
+    Ok(snap)
+}
+
+/// One Group's replica, in memory.
+#[wasm_bindgen]
+pub struct Replica {
+    inner: CoreReplica,
+}
+
+impl Replica {
+    /// The core replica.
+    pub fn core(&self) -> &CoreReplica {
+        &self.inner
+    }
+}
+
+#[wasm_bindgen]
+impl Replica {
+    /// An empty replica of `group`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(group: &str) -> Result<Replica, OfferError> {
+        let group = Id::new(group).map_err(|e| OfferError::malformed(format!("group: {e}")))?;
+        Ok(Replica {
+            inner: CoreReplica::new(group),
+        })
+    }
+
+    /// A replica resumed from a local projection: canonical CBOR of a state, as `stateCbor()`
+    /// gives it.
+    #[wasm_bindgen(js_name = fromStateCbor)]
+    pub fn from_state_cbor(bytes: &[u8]) -> Result<Replica, OfferError> {
+        Ok(Replica {
+            inner: CoreReplica::from_state(state_from_cbor(bytes)?),
+        })
+    }
+
+    /// Offers one delivered event (CBOR bytes or JSON form). Returns
+    /// `{result: "applied"|"duplicate"|"buffered"|"rejected", seq, cursor, error?}`:
+    /// rejections are values, not exceptions.
+    pub fn offer(&mut self, event: JsValue) -> Result<JsValue, OfferError> {
+        let json = match event_from_js(event) {
+            Ok(event) => {
+                let seq = event.seq;
+                let offer = self.inner.offer(event);
+                offer_to_json(&offer, seq, self.inner.cursor())
+            }
+            Err(e) => offer_to_json(&Offer::Rejected(e), 0, self.inner.cursor()),
+        };
+        Ok(to_js(&json)?)
+    }
+
+    /// Offers every event of a frame batch. Returns `{applied, duplicate, buffered,
+    /// rejected, cursor, errors}`.
+    #[wasm_bindgen(js_name = offerBatch)]
+    pub fn offer_batch(&mut self, batch: &[u8]) -> Result<JsValue, OfferError> {
+        let (summary, _) = offer_frames(&mut self.inner, batch)?;
+        Ok(to_js(&summary)?)
+    }
+
+    /// Restores from a signed snapshot (CBOR bytes) after validating schema, state hash,
+    /// signature against `trustedKey` (hex), org and group, and `seq ≥ requestedCursor`.
+    /// Throws `SNAPSHOT_INVALID` with the reason; on error nothing changes.
+    pub fn restore(
+        &mut self,
+        snapshot: &[u8],
+        trusted_key: &str,
+        org: &str,
+        requested_cursor: f64,
+    ) -> Result<(), OfferError> {
+        let cursor = uint(requested_cursor, "requestedCursor")?;
+        restore_snapshot(&mut self.inner, snapshot, trusted_key, org, cursor)?;
+        Ok(())
+    }
+
+    /// The group.
+    #[wasm_bindgen(getter)]
+    pub fn group(&self) -> String {
+        self.inner.group().to_string()
+    }
+
+    /// Highest contiguous seq applied: what an ACK carries.
+    #[wasm_bindgen(getter)]
+    pub fn cursor(&self) -> f64 {
+        num(self.inner.cursor())
+    }
+
+    /// Id (hex) of the event at the cursor.
+    #[wasm_bindgen(getter)]
+    pub fn head(&self) -> String {
+        self.inner.head().to_hex()
+    }
+
+    /// Number of early events waiting for a gap to fill.
+    #[wasm_bindgen(getter)]
+    pub fn buffered(&self) -> f64 {
+        self.inner.buffered() as f64
+    }
+
+    /// Hash (hex) of the canonical state.
+    #[wasm_bindgen(js_name = stateHash)]
+    pub fn state_hash(&self) -> Result<String, OfferError> {
+        Ok(state_hash_of(self.inner.state())?)
+    }
+
+    /// The state as a JS object (`null` before genesis).
+    pub fn state(&self) -> Result<JsValue, OfferError> {
+        Ok(to_js(&self.inner.state())?)
+    }
+
+    /// Canonical CBOR of the state (`undefined` before genesis).
+    #[wasm_bindgen(js_name = stateCbor)]
+    pub fn state_cbor(&self) -> Result<Option<Vec<u8>>, OfferError> {
+        Ok(self.inner.state().map(GroupState::to_cbor).transpose()?)
+    }
+
+    /// IDs of the work items a worker may claim at `nowMs`.
+    pub fn frontier(&self, now_ms: f64) -> Result<Vec<String>, OfferError> {
+        Ok(frontier_of(self.inner.state(), uint(now_ms, "nowMs")?))
+    }
+
+    /// The earliest time a `tick` would expire a lease, or `undefined`.
+    #[wasm_bindgen(js_name = nextDeadline)]
+    pub fn next_deadline(&self) -> Option<f64> {
+        self.inner.state()?.next_deadline().map(num)
+    }
+}

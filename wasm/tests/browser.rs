@@ -1,0 +1,403 @@
+//! In headless Chromium: the IndexedDB stores. One transaction per batch, reopen after a
+//! "reload" gives the same state hash, and a transaction aborted midway leaves nothing.
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+use common::*;
+use mwp_wasm::frames;
+use mwp_wasm::idb_store::{delete_idb_store, IdbAuthority, IdbReplica};
+use mwp_wasm::Authority;
+use serde_json::json;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+async fn fresh(name: &str) {
+    delete_idb_store(name.to_owned())
+        .await
+        .map_err(JsValue::from)
+        .expect("delete");
+}
+
+fn outcomes(results: &JsValue) -> Vec<String> {
+    js_sys::Array::from(results)
+        .iter()
+        .map(|r| prop_str(&r, "outcome"))
+        .collect()
+}
+
+#[wasm_bindgen_test]
+async fn authority_batches_survive_a_reopen_with_the_same_state_hash() {
+    let name = "t-authority-reopen";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), Some(2.0))
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    let r = a
+        .submit(vec![open("g1"), create("g1", "w1", "c1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("batch 1");
+    assert_eq!(outcomes(&r), ["accepted", "accepted"]);
+    let r = a
+        .submit(
+            vec![
+                create("g1", "w2", "c2"),
+                create("g1", "w1", "c1"),
+                create("g1", "w1", "c9"),
+            ],
+            1000.0,
+        )
+        .await
+        .map_err(JsValue::from)
+        .expect("batch 2");
+    assert_eq!(outcomes(&r), ["accepted", "duplicate", "rejected"]);
+    let hash = a.state_hash().map_err(JsValue::from).expect("hash");
+    assert_eq!(a.seq(), 3.0);
+    a.close();
+    // A reload: a new connection rebuilds from the checkpoint and the events after it.
+    let b = IdbAuthority::open(name.into(), "g1".into(), Some(2.0))
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(b.seq(), 3.0);
+    assert_eq!(b.state_hash().map_err(JsValue::from).expect("hash"), hash);
+    let batch = b
+        .events(0.0, None)
+        .await
+        .map_err(JsValue::from)
+        .expect("events");
+    let rebuilt = Authority::from_log(&batch)
+        .map_err(JsValue::from)
+        .expect("log verifies");
+    assert_eq!(
+        rebuilt.state_hash().map_err(JsValue::from).expect("hash"),
+        hash
+    );
+    assert!(b
+        .receipt("alice", "c2")
+        .map_err(JsValue::from)
+        .expect("receipt")
+        .is_object());
+    b.close();
+}
+
+#[wasm_bindgen_test]
+async fn an_aborted_transaction_leaves_nothing_and_poisons_the_handle() {
+    let name = "t-authority-abort";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    a.submit(vec![open("g1"), create("g1", "w1", "c1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("batch");
+    let hash = a.state_hash().map_err(JsValue::from).expect("hash");
+    let err = JsValue::from(
+        a.submit_then_abort(
+            vec![create("g1", "w2", "c2"), create("g1", "w3", "c3")],
+            1000.0,
+        )
+        .await
+        .expect_err("aborted"),
+    );
+    assert_eq!(
+        (name_of(&err), code_of(&err)),
+        ("StoreError".into(), "STORAGE".into())
+    );
+    // Memory had moved ahead: the handle refuses everything until reopened.
+    let err = JsValue::from(
+        a.submit(vec![create("g1", "w4", "c4")], 1000.0)
+            .await
+            .expect_err("poisoned"),
+    );
+    assert_eq!(code_of(&err), "STORAGE");
+    a.close();
+    let mut b = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(b.seq(), 2.0, "nothing of the aborted batch is visible");
+    assert_eq!(b.state_hash().map_err(JsValue::from).expect("hash"), hash);
+    let batch = b
+        .events(0.0, None)
+        .await
+        .map_err(JsValue::from)
+        .expect("events");
+    assert_eq!(frames::split(&batch).expect("frames").len(), 2);
+    assert!(b
+        .receipt("alice", "c2")
+        .map_err(JsValue::from)
+        .expect("receipt")
+        .is_undefined());
+    // And the same commands go through now.
+    let r = b
+        .submit(vec![create("g1", "w2", "c2")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("retry");
+    assert_eq!(outcomes(&r), ["accepted"]);
+    b.close();
+}
+
+#[wasm_bindgen_test]
+async fn a_store_refuses_commands_for_another_group() {
+    let name = "t-authority-group";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    let r = a
+        .submit(vec![open("g2")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("batch");
+    assert_eq!(outcomes(&r), ["rejected"]);
+    let first = js_sys::Array::from(&r).get(0);
+    assert_eq!(prop_str(&prop(&first, "error"), "code"), "WRONG_GROUP");
+    assert_eq!(a.seq(), 0.0);
+    a.close();
+}
+
+fn log_of(a: &Authority) -> Vec<u8> {
+    a.events(0.0, None).map_err(JsValue::from).expect("events")
+}
+
+#[wasm_bindgen_test]
+async fn replica_store_applies_batches_reopens_and_ignores_aborted_ones() {
+    let mut auth = Authority::new();
+    for cmd in [
+        open("g1"),
+        create("g1", "w1", "c1"),
+        create("g1", "w2", "c2"),
+        create("g1", "w3", "c3"),
+    ] {
+        auth.submit(cmd, 1000.0)
+            .map_err(JsValue::from)
+            .expect("accepted");
+    }
+    let log = log_of(&auth);
+    let items = frames::split(&log).expect("frames");
+    let batch = |idx: &[usize]| {
+        let mut b = Vec::new();
+        for &i in idx {
+            frames::push(&mut b, items[i]).expect("frame");
+        }
+        b
+    };
+    let name = "t-replica";
+    fresh(name).await;
+    let mut r = IdbReplica::open(name.into(), "g1".into(), Some(2.0))
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    // Out of order with a repeat: seq 1 and 3 now, then 2 (which drains 3).
+    let s = r
+        .offer_batch(batch(&[0, 2, 0]))
+        .await
+        .map_err(JsValue::from)
+        .expect("offer");
+    assert_eq!(prop(&s, "cursor").as_f64(), Some(1.0));
+    assert_eq!(prop(&s, "buffered").as_f64(), Some(1.0));
+    assert_eq!(prop(&s, "duplicate").as_f64(), Some(1.0));
+    let s = r
+        .offer_batch(batch(&[1]))
+        .await
+        .map_err(JsValue::from)
+        .expect("offer");
+    assert_eq!(prop(&s, "cursor").as_f64(), Some(3.0));
+    // An aborted batch: nothing of seq 4 is durable.
+    let err = JsValue::from(
+        r.offer_batch_then_abort(batch(&[3]))
+            .await
+            .expect_err("aborted"),
+    );
+    assert_eq!(code_of(&err), "STORAGE");
+    r.close();
+    let mut r = IdbReplica::open(name.into(), "g1".into(), Some(2.0))
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(r.cursor(), 3.0);
+    let s = r
+        .offer_batch(batch(&[3]))
+        .await
+        .map_err(JsValue::from)
+        .expect("offer");
+    assert_eq!(prop(&s, "cursor").as_f64(), Some(4.0));
+    assert_eq!(r.state_hash().ok(), auth.state_hash().ok());
+    r.close();
+    let r = IdbReplica::open(name.into(), "g1".into(), Some(2.0))
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(
+        r.state_hash().ok(),
+        auth.state_hash().ok(),
+        "a reload gives the same state hash"
+    );
+    assert_eq!(
+        r.events(0.0, None)
+            .await
+            .map_err(JsValue::from)
+            .expect("events"),
+        log
+    );
+    r.close();
+}
+
+#[wasm_bindgen_test]
+async fn replica_store_restores_a_snapshot_durably_and_refuses_a_bad_one() {
+    let mut auth = Authority::new();
+    for cmd in [
+        open("g1"),
+        create("g1", "w1", "c1"),
+        create("g1", "w2", "c2"),
+    ] {
+        auth.submit(cmd, 1000.0)
+            .map_err(JsValue::from)
+            .expect("accepted");
+    }
+    let snap = auth
+        .snapshot(&key("@authority"))
+        .map_err(JsValue::from)
+        .expect("snapshot");
+    let name = "t-replica-restore";
+    fresh(name).await;
+    let mut r = IdbReplica::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    let err = JsValue::from(
+        r.restore(snap.clone(), public("bob"), "acme".into(), 0.0)
+            .await
+            .expect_err("untrusted"),
+    );
+    assert_eq!(code_of(&err), "SNAPSHOT_INVALID");
+    assert_eq!(r.cursor(), 0.0);
+    r.restore(snap, public("@authority"), "acme".into(), 0.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("restores");
+    auth.submit(create("g1", "w3", "c3"), 1000.0)
+        .map_err(JsValue::from)
+        .expect("accepted");
+    let tail = auth
+        .events(3.0, None)
+        .map_err(JsValue::from)
+        .expect("events");
+    r.offer_batch(tail)
+        .await
+        .map_err(JsValue::from)
+        .expect("offer");
+    r.close();
+    let r = IdbReplica::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(r.cursor(), 4.0);
+    assert_eq!(r.state_hash().ok(), auth.state_hash().ok());
+    r.close();
+}
+
+#[wasm_bindgen_test]
+async fn redaction_erases_the_stored_values_in_the_same_transaction() {
+    let name = "t-authority-redact";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    let redact = command(
+        "g1",
+        "alice",
+        "x1",
+        None,
+        json!({"type": "redact", "seq": 2, "reason": {"why": "pii"}}),
+    );
+    a.submit(vec![open("g1"), create("g1", "w1", "c1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("batch");
+    a.submit(vec![redact], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("redact");
+    let hash = a.state_hash().map_err(JsValue::from).expect("hash");
+    a.close();
+    let b = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(b.state_hash().map_err(JsValue::from).expect("hash"), hash);
+    let batch = b
+        .events(1.0, Some(1))
+        .await
+        .map_err(JsValue::from)
+        .expect("event 2");
+    let ev = mwp_wasm::codec::decode_event(frames::split(&batch).expect("frames")[0])
+        .map_err(JsValue::from)
+        .expect("decodes");
+    let spec = prop(&prop(&ev, "kind"), "spec");
+    assert!(
+        prop(&spec, "$redacted").is_string(),
+        "the spec value is erased"
+    );
+    mwp_wasm::codec::verify_event(ev)
+        .map_err(JsValue::from)
+        .expect("and the event still verifies");
+    b.close();
+}
+
+#[wasm_bindgen_test]
+async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
+    let name = "t-authority-two-tabs";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open a");
+    a.submit(vec![open("g1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("genesis");
+    let mut b = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open b");
+    a.submit(vec![create("g1", "w1", "c1")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("a appends seq 2");
+    // b has not seen seq 2 and decides its own seq 2: the append is refused, b is poisoned.
+    let err = JsValue::from(
+        b.submit(vec![create("g1", "w2", "c2")], 1000.0)
+            .await
+            .expect_err("seq 2 exists"),
+    );
+    assert_eq!(code_of(&err), "STORAGE");
+    a.close();
+    b.close();
+    let c = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(c.seq(), 2.0);
+    assert!(c
+        .receipt("alice", "c1")
+        .map_err(JsValue::from)
+        .expect("receipt")
+        .is_object());
+    assert!(c
+        .receipt("alice", "c2")
+        .map_err(JsValue::from)
+        .expect("receipt")
+        .is_undefined());
+    c.close();
+}
