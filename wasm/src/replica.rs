@@ -61,9 +61,16 @@ pub fn offer_frames(
                 let seq = event.seq;
                 encoded.entry(seq).or_default().push((event.clone(), bytes));
                 match replica.offer(event) {
-                    Offer::Applied { events, .. } => {
-                        summary.applied += events.len() as u64;
-                        applied.extend(events);
+                    Offer::Applied { write_set, .. } => {
+                        summary.applied += write_set.applied.len() as u64;
+                        for a in &write_set.applied {
+                            let delivered = encoded
+                                .get(&a.seq)
+                                .and_then(|c| c.iter().find(|(e, _)| e.id == a.id));
+                            if let Some((event, _)) = delivered {
+                                applied.push(event.clone());
+                            }
+                        }
                     }
                     Offer::Duplicate => summary.duplicate += 1,
                     Offer::Buffered => summary.buffered += 1,
