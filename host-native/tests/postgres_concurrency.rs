@@ -312,3 +312,72 @@ fn a_store_used_through_spawn_blocking_can_be_dropped_on_the_runtime() {
     });
     assert_eq!(head, 1);
 }
+
+#[test]
+fn without_the_shared_lock_the_head_guard_still_prevents_forks() {
+    // Two stores that do not share group locks (as a writer that skipped the lock would):
+    // races now reach the database, where the conditional head update and the unique keys
+    // turn them into retries. The log must stay gapless and chained, every acknowledged
+    // receipt must be in it, and every other answer must be a clear STORAGE error.
+    let server = require_server!();
+    let schema = Schema::new(&server, "no_lock");
+    let servers = [
+        schema
+            .open("pool_size=4")
+            .with_unshared_locks_for_tests("a"),
+        schema
+            .open("pool_size=4")
+            .with_unshared_locks_for_tests("b"),
+    ];
+    servers[0].submit(&open_group("g1", 6), 1000).expect("open");
+    let barrier = Barrier::new(6);
+    let (acknowledged, failures): (Vec<Receipt>, usize) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|c| {
+                let (servers, barrier) = (&servers, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut ok = Vec::new();
+                    let mut failed = 0;
+                    for i in 0..10 {
+                        let cmd = create_work(
+                            "g1",
+                            &format!("w{c}"),
+                            &format!("a{i}"),
+                            &format!("c{c}-{i}"),
+                        );
+                        match servers[(c + i) % 2].submit(&cmd, 2000) {
+                            Ok(Decision::Accepted(e)) => ok.push(e.receipt()),
+                            Ok(Decision::Duplicate(r)) => {
+                                panic!("a fresh command was a duplicate: {r:?}")
+                            }
+                            Err(e) => {
+                                assert_eq!(e.code, Code::Storage, "{e}");
+                                failed += 1;
+                            }
+                        }
+                    }
+                    (ok, failed)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("client")).fold(
+            (Vec::new(), 0),
+            |(mut all, n), (ok, failed)| {
+                all.extend(ok);
+                (all, n + failed)
+            },
+        )
+    });
+    let log = servers[1].events(&id("g1"), 0, usize::MAX).expect("log");
+    assert_eq!(log.len(), 1 + acknowledged.len(), "{failures} failed");
+    for (i, e) in log.iter().enumerate() {
+        assert_eq!(e.seq, i as u64 + 1);
+        if i > 0 {
+            assert_eq!(e.prev, log[i - 1].id, "no fork");
+        }
+    }
+    for r in &acknowledged {
+        assert_eq!(&log[(r.seq - 1) as usize].receipt(), r);
+    }
+}

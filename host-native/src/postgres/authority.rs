@@ -178,6 +178,15 @@ impl PostgresAuthority {
         Ok(authority)
     }
 
+    /// Takes group locks in another namespace than every other store on the database: a
+    /// writer that does not serialise with the others, for tests of the guards that keep the
+    /// log unforked without the lock. Never use it in production.
+    #[doc(hidden)]
+    pub fn with_unshared_locks_for_tests(mut self, namespace: &str) -> Self {
+        self.lock_salt = format!("{}\0{namespace}", self.lock_salt);
+        self
+    }
+
     /// The authority's secret key (the router hands it to the other servers).
     pub(crate) fn secret_key(&self) -> &SecretKey {
         &self.key
