@@ -194,11 +194,13 @@ mod tests {
     }
 
     #[test]
-    fn stores_not_built_yet_answer_clearly() {
-        let err = open(&StoreUrl::File("x".into()), &Options::default())
+    fn a_missing_data_directory_is_refused_unless_created() {
+        let dir = std::env::temp_dir().join(format!("mwp-missing-{}", std::process::id()));
+        let err = open(&StoreUrl::File(dir.clone()), &Options::default())
             .err()
             .expect("refused");
-        assert_eq!(err.exit, EXIT_UNAVAILABLE);
-        assert!(err.message.contains("not built yet"));
+        assert_eq!(err.exit, crate::cli::EXIT_BAD_INPUT);
+        assert!(err.message.contains("is not a data directory"));
+        assert!(!dir.exists(), "nothing was created");
     }
 }
