@@ -88,7 +88,7 @@ fn decide_command(
     }
     let content_hash = Hash::of(&content);
     let Some(state) = state else {
-        return open_group(cmd, &content, content_hash, now_ms, check_signature);
+        return open_group(cmd, &content, content_hash, now_ms, verified_key);
     };
     if cmd.org != state.org || cmd.group != state.group {
         return Err(Error::new(
@@ -191,7 +191,7 @@ fn open_group(
     content: &[u8],
     content_hash: Hash,
     now_ms: u64,
-    check_signature: bool,
+    verified_key: Option<&PublicKey>,
 ) -> Result<Decision> {
     let Body::OpenGroup(g) = &cmd.body else {
         return Err(Error::new(
@@ -211,7 +211,7 @@ fn open_group(
             ),
         ));
     };
-    if check_signature {
+    if verified_key != Some(&me.key) {
         verify(&me.key, content, cmd)?;
     }
     if me.role != Role::Owner {
