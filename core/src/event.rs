@@ -5,7 +5,6 @@
 //! replaced by its own hash. Erasing opaque values (§6) therefore leaves the id, the payload
 //! hash and the `prev` chain verifiable.
 
-use ciborium::value::Value as CborValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -390,58 +389,163 @@ fn map_opaque(kind: &mut Value, f: &mut dyn FnMut(&Value) -> Result<Value>) -> R
 /// `kind` with each opaque value replaced by the hex SHA-256 of its own canonical CBOR (or by
 /// the hash a redaction marker carries).
 ///
-/// The kind is turned into a CBOR value tree once and the opaque positions are rewritten in
-/// place; this gives the same bytes as rewriting its JSON form (see the tests).
+/// Canonical CBOR nests: the encoding of a map holds the canonical encoding of each value, and
+/// replacing values keeps the key order. So the kind is encoded once and each opaque value's
+/// byte range is swapped for its hash text (a test holds this to the rule on the JSON form).
 pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
-    let mut value = CborValue::serialized(kind)
-        .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
-    let CborValue::Map(entries) = &mut value else {
-        return Err(Error::corrupt("event kind is not a map"));
+    let bytes = canonical::to_vec(kind)?;
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut r = Cbor {
+        bytes: &bytes,
+        pos: 0,
     };
-    let expanded = entries
-        .iter()
-        .any(|(k, v)| k.as_text() == Some("type") && v.as_text() == Some("work_expanded"));
-    for (key, value) in entries.iter_mut() {
-        let Some(key) = key.as_text() else { continue };
-        if OPAQUE_FIELDS.contains(&key) {
-            *value = opaque_hash_text(value)?;
-        } else if expanded && key == "work" {
-            let CborValue::Array(items) = value else {
-                continue;
+    let pairs = r.map_head()?;
+    out.extend_from_slice(&bytes[..r.pos]);
+    // Keys come in canonical order: "type" (like every 4-letter key) before "work".
+    let mut expanded = false;
+    for _ in 0..pairs {
+        let key = r.text()?;
+        let value = r.skip()?;
+        out.extend_from_slice(&bytes[key.clone()]);
+        let name = &bytes[key.start + 1..key.end];
+        if OPAQUE_FIELDS.iter().any(|f| f.as_bytes() == name) {
+            put_opaque_hash(&mut out, &bytes[value]);
+        } else if name == b"type" {
+            expanded = bytes[value.clone()] == *b"\x6dwork_expanded";
+            out.extend_from_slice(&bytes[value]);
+        } else if expanded && name == b"work" {
+            // `work: [{…, "spec": opaque, …}, …]`
+            let mut items = Cbor {
+                bytes: &bytes,
+                pos: value.start,
             };
-            for item in items.iter_mut() {
-                let CborValue::Map(fields) = item else {
-                    continue;
-                };
-                for (k, spec) in fields.iter_mut() {
-                    if k.as_text() == Some("spec") {
-                        *spec = opaque_hash_text(spec)?;
+            let n = items.array_head()?;
+            out.extend_from_slice(&bytes[value.start..items.pos]);
+            for _ in 0..n {
+                let item_start = items.pos;
+                let fields = items.map_head()?;
+                out.extend_from_slice(&bytes[item_start..items.pos]);
+                for _ in 0..fields {
+                    let k = items.text()?;
+                    let v = items.skip()?;
+                    out.extend_from_slice(&bytes[k.clone()]);
+                    if &bytes[k.start + 1..k.end] == b"spec" {
+                        put_opaque_hash(&mut out, &bytes[v]);
+                    } else {
+                        out.extend_from_slice(&bytes[v]);
                     }
                 }
             }
+        } else {
+            out.extend_from_slice(&bytes[value]);
         }
     }
-    Ok(Hash(canonical::sha256(&canonical::encode_value(&value)?)))
+    Ok(Hash(canonical::sha256(&out)))
 }
 
-/// The hex hash that stands for an opaque value in the payload hash: its redaction marker's
-/// hash, or the SHA-256 of its canonical CBOR (as [`opaque::hash`]).
-fn opaque_hash_text(value: &CborValue) -> Result<CborValue> {
-    let hash = match redaction_marker_hash(value) {
-        Some(h) => h,
-        None => Hash(canonical::sha256(&canonical::encode_value(value)?)),
-    };
-    Ok(CborValue::Text(hash.to_hex()))
+/// Writes the text that stands for an opaque value: the hash its redaction marker carries,
+/// or the SHA-256 of its canonical CBOR (as [`opaque::hash`]).
+fn put_opaque_hash(out: &mut Vec<u8>, encoded: &[u8]) {
+    // `{"$redacted": "<64 lowercase hex digits>"}`, canonically encoded.
+    let marker = encoded.len() == 77
+        && encoded[..11] == *b"\xa1\x69$redacted"
+        && encoded[11..13] == [0x78, 64]
+        && encoded[13..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    if marker {
+        out.extend_from_slice(&encoded[11..]);
+    } else {
+        put_hash(out, &Hash(canonical::sha256(encoded)));
+    }
 }
 
-/// [`opaque::redacted_hash`] on the CBOR form: `{"$redacted": "<64 hex digits>"}`.
-fn redaction_marker_hash(value: &CborValue) -> Option<Hash> {
-    let CborValue::Map(entries) = value else {
-        return None;
-    };
-    match entries.as_slice() {
-        [(k, v)] if k.as_text() == Some(opaque::REDACTED_KEY) => Hash::from_hex(v.as_text()?).ok(),
-        _ => None,
+/// A reader over canonical CBOR this crate encoded: just enough to find value boundaries.
+struct Cbor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cbor<'_> {
+    fn fail(&self) -> Error {
+        Error::malformed(format!(
+            "event kind encoding is cut short at byte {}",
+            self.pos
+        ))
+    }
+
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self.bytes.get(self.pos).ok_or_else(|| self.fail())?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// (major type, argument).
+    fn head(&mut self) -> Result<(u8, u64)> {
+        let first = self.byte()?;
+        let width = match first & 0x1f {
+            n @ 0..=23 => return Ok((first >> 5, u64::from(n))),
+            24 => 1,
+            25 => 2,
+            26 => 4,
+            27 => 8,
+            _ => return Err(self.fail()),
+        };
+        let mut arg = 0u64;
+        for _ in 0..width {
+            arg = (arg << 8) | u64::from(self.byte()?);
+        }
+        Ok((first >> 5, arg))
+    }
+
+    fn map_head(&mut self) -> Result<u64> {
+        match self.head()? {
+            (5, n) => Ok(n),
+            _ => Err(self.fail()),
+        }
+    }
+
+    fn array_head(&mut self) -> Result<u64> {
+        match self.head()? {
+            (4, n) => Ok(n),
+            _ => Err(self.fail()),
+        }
+    }
+
+    /// A text string; returns its whole encoding's range.
+    fn text(&mut self) -> Result<std::ops::Range<usize>> {
+        let start = self.pos;
+        match self.head()? {
+            (3, _) => {
+                self.pos = start;
+                self.skip()
+            }
+            _ => Err(self.fail()),
+        }
+    }
+
+    /// Skips one data item; returns its range.
+    fn skip(&mut self) -> Result<std::ops::Range<usize>> {
+        let start = self.pos;
+        let mut pending: u64 = 1;
+        while pending > 0 {
+            pending -= 1;
+            let (major, arg) = self.head()?;
+            match major {
+                2 | 3 => {
+                    let len = usize::try_from(arg).map_err(|_| self.fail())?;
+                    self.pos = self
+                        .pos
+                        .checked_add(len)
+                        .filter(|end| *end <= self.bytes.len())
+                        .ok_or_else(|| self.fail())?;
+                }
+                4 => pending = pending.saturating_add(arg),
+                5 => pending = pending.saturating_add(arg.saturating_mul(2)),
+                _ => {}
+            }
+        }
+        Ok(start..self.pos)
     }
 }
 
