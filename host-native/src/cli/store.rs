@@ -195,9 +195,12 @@ mod tests {
 
     #[test]
     fn stores_not_built_yet_answer_clearly() {
-        let err = open(&StoreUrl::Postgres("postgres://h/db".into()), &Options::default())
-            .err()
-            .expect("refused");
+        let err = open(
+            &StoreUrl::Postgres("postgres://h/db".into()),
+            &Options::default(),
+        )
+        .err()
+        .expect("refused");
         assert_eq!(err.exit, EXIT_UNAVAILABLE);
         assert!(err.message.contains("not built yet"));
     }
