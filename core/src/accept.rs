@@ -88,6 +88,14 @@ fn decide_command(
     }
     let content_hash = Hash::of(&content);
     let Some(state) = state else {
+        // The opener's key is the one listed for it in the body.
+        let check_signature = match (&cmd.body, verified_key) {
+            (Body::OpenGroup(g), Some(k)) => !g
+                .members
+                .iter()
+                .any(|m| m.actor == cmd.actor && &m.key == k),
+            _ => true,
+        };
         return open_group(cmd, &content, content_hash, now_ms, check_signature);
     };
     if cmd.org != state.org || cmd.group != state.group {

@@ -194,6 +194,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "postgres"))]
     fn stores_not_built_yet_answer_clearly() {
         let err = open(
             &StoreUrl::Postgres("postgres://h/db".into()),
