@@ -1,9 +1,6 @@
 //! Crash tests of `mwp serve --data DIR`: the server is killed with SIGKILL under load and
 //! restarted on the same data; every receipt handed out before the kill must still be there,
 //! and the log must replay into a verified chain.
-//!
-//! They need the durable file store (`--data DIR`); until it is built into `mwp serve` they
-//! are ignored. Run them with `cargo test -p mwp-host --test e2e_restart -- --ignored`.
 
 mod e2e_support;
 
@@ -72,7 +69,6 @@ fn replay(client: &Client, group: &str) -> Replica {
 }
 
 #[test]
-#[ignore = "needs file store"]
 fn sigkill_under_load_loses_no_acknowledged_command() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut child, base) = serve(dir.path());
@@ -148,7 +144,6 @@ fn sigkill_under_load_loses_no_acknowledged_command() {
 }
 
 #[test]
-#[ignore = "needs file store"]
 fn restart_keeps_groups_and_resumes_the_tick_loop() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut child, base) = serve(dir.path());

@@ -194,13 +194,34 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_data_directory_is_refused_unless_created() {
-        let dir = std::env::temp_dir().join(format!("mwp-missing-{}", std::process::id()));
+    #[cfg(not(feature = "postgres"))]
+    fn stores_not_built_yet_answer_clearly() {
+        let err = open(
+            &StoreUrl::Postgres("postgres://h/db".into()),
+            &Options::default(),
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(err.exit, EXIT_UNAVAILABLE);
+        assert!(err.message.contains("not built yet"));
+    }
+
+    #[test]
+    fn a_file_store_is_created_only_when_asked() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("data");
         let err = open(&StoreUrl::File(dir.clone()), &Options::default())
             .err()
             .expect("refused");
-        assert_eq!(err.exit, crate::cli::EXIT_BAD_INPUT);
-        assert!(err.message.contains("is not a data directory"));
-        assert!(!dir.exists(), "nothing was created");
+        assert_eq!(err.exit, super::super::EXIT_BAD_INPUT);
+        assert!(!dir.exists());
+        let options = Options {
+            create: true,
+            ..Options::default()
+        };
+        let service = open(&StoreUrl::File(dir.clone()), &options).expect("created");
+        assert!(dir.join("authority.key").is_file());
+        drop(service);
+        assert!(open(&StoreUrl::File(dir), &Options::default()).is_ok());
     }
 }
