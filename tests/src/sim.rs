@@ -263,13 +263,14 @@ impl World {
         if let (Ok(Decision::Accepted(e)), Some((session, lease_before))) = (&d, &pre) {
             // No command is accepted under a stale session or lease, except as evidence.
             let evidence = matches!(e.kind, EventKind::EvidenceRecorded(_));
-            if !cmd.actor.is_authority() && !matches!(cmd.body, Body::ReplaceSession(_)) {
-                if *session != Some(cmd.session) {
-                    return Err(self.fail(format!(
-                        "{} accepted under session {} (current {session:?})",
-                        cmd.action, cmd.session
-                    )));
-                }
+            if !cmd.actor.is_authority()
+                && !matches!(cmd.body, Body::ReplaceSession(_))
+                && *session != Some(cmd.session)
+            {
+                return Err(self.fail(format!(
+                    "{} accepted under session {} (current {session:?})",
+                    cmd.action, cmd.session
+                )));
             }
             if let (Some(_), Some(lease)) = (cmd.body.work(), cmd.body.lease()) {
                 let fresh = lease_before.as_ref().is_some_and(|l| {
