@@ -158,7 +158,7 @@ fn benches(c: &mut Criterion) {
             bytes
                 .iter()
                 .map(|e| Event::from_cbor(e).expect("decodes"))
-                .count()
+                .collect::<Vec<_>>()
         })
     });
     g.bench_function("phase_verify", |b| {

@@ -865,8 +865,8 @@ impl Agent {
                 e.happened = Some(true);
                 e.outcome = Some(outcome);
                 e.receipt = Some(receipt);
+                self.dirty.insert(e.work.clone());
                 self.put_effect(e);
-                self.dirty.insert(self.effects[key].work.clone());
             }
         }
         self.drive(now_ms);
