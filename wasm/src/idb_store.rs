@@ -31,7 +31,7 @@ use crate::authority::{decision_to_js, frontier_of, state_hash_of};
 use crate::codec::{command_from_js, num, to_js, uint};
 use crate::error::{storage, StoreError};
 use crate::frames;
-use crate::replica::{offer_frames, restore_snapshot, state_from_cbor};
+use crate::replica::{offer_frames, restore_snapshot, state_from_cbor, Pending};
 
 const EVENTS: &str = "events";
 const RECEIPTS: &str = "receipts";
@@ -577,6 +577,7 @@ impl IdbAuthority {
 pub struct IdbReplica {
     store: Store,
     inner: CoreReplica,
+    pending: Pending,
     checkpoint_every: u64,
     last_checkpoint: u64,
     poisoned: Option<Error>,
@@ -598,7 +599,7 @@ impl IdbReplica {
 
     async fn offer_inner(&mut self, batch: &[u8], abort: bool) -> Result<JsValue, Error> {
         self.check()?;
-        let (summary, applied) = offer_frames(&mut self.inner, batch)?;
+        let (summary, applied) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
         let seq = self.inner.cursor();
         let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
             && !applied.is_empty())
@@ -650,6 +651,7 @@ impl IdbReplica {
         Ok(IdbReplica {
             store,
             inner,
+            pending: Pending::new(),
             checkpoint_every,
             last_checkpoint,
             poisoned: None,
@@ -699,6 +701,8 @@ impl IdbReplica {
         }
         self.last_checkpoint = next.cursor();
         self.inner = next;
+        let cursor = self.inner.cursor();
+        self.pending.retain(|seq, _| *seq > cursor);
         Ok(())
     }
 

@@ -1,6 +1,8 @@
 //! `Replica`: one Group rebuilt from events delivered at least once, in any order
 //! (SPEC §7), over [`mwp_core::replica::Replica`].
 
+use std::collections::BTreeMap;
+
 use mwp_core::canonical::{self, Strictness};
 use mwp_core::replica::{Offer, Replica as CoreReplica};
 use mwp_core::snapshot::Snapshot;
@@ -43,63 +45,67 @@ pub struct BatchSummary {
 /// An event with its canonical bytes.
 pub type Encoded = (Event, Vec<u8>);
 
+/// Early events a replica buffered, with the bytes they came in, by seq: when a later event
+/// fills the gap and drains them, their bytes are at hand to store.
+pub type Pending = BTreeMap<u64, Encoded>;
+
 /// Offers every event of a frame batch; returns the summary and the applied events with
 /// their canonical bytes (in seq order), which a durable host writes in one transaction.
+/// Decoding is canonical-only, so a frame's bytes are its event's encoding: they are stored
+/// as they came, never encoded again.
 pub fn offer_frames(
     replica: &mut CoreReplica,
+    pending: &mut Pending,
     batch: &[u8],
 ) -> Result<(BatchSummary, Vec<Encoded>), Error> {
     let mut summary = BatchSummary::default();
-    let mut applied: Vec<Event> = Vec::new();
-    // Decoding is canonical-only, so a frame's bytes are its event's encoding: kept to be
-    // stored as they came instead of encoding each event again.
-    let mut encoded: std::collections::BTreeMap<u64, Vec<(Event, &[u8])>> =
-        std::collections::BTreeMap::new();
+    let mut applied: Vec<Encoded> = Vec::new();
     for bytes in frames::split(batch)? {
-        match Event::from_cbor(bytes) {
-            Ok(event) => {
-                let seq = event.seq;
-                encoded.entry(seq).or_default().push((event.clone(), bytes));
-                match replica.offer(event) {
-                    Offer::Applied { write_set, .. } => {
-                        summary.applied += write_set.applied.len() as u64;
-                        for a in &write_set.applied {
-                            let delivered = encoded
-                                .get(&a.seq)
-                                .and_then(|c| c.iter().find(|(e, _)| e.id == a.id));
-                            if let Some((event, _)) = delivered {
-                                applied.push(event.clone());
-                            }
-                        }
-                    }
-                    Offer::Duplicate => summary.duplicate += 1,
-                    Offer::Buffered => summary.buffered += 1,
-                    Offer::Rejected(e) => {
-                        summary.rejected += 1;
-                        summary.errors.push(json!({"seq": seq, "error": e}));
-                    }
-                }
-            }
+        let event = match Event::from_cbor(bytes) {
+            Ok(event) => event,
             Err(e) => {
                 summary.rejected += 1;
                 summary.errors.push(json!({"seq": null, "error": e}));
+                continue;
+            }
+        };
+        let (seq, id) = (event.seq, event.id);
+        let kept = (event.clone(), bytes.to_vec());
+        match replica.offer(event) {
+            Offer::Applied {
+                write_set, dropped, ..
+            } => {
+                for a in &write_set.applied {
+                    if a.seq == seq && a.id == id {
+                        applied.push(kept.clone());
+                    } else if let Some(p) = pending.remove(&a.seq).filter(|(e, _)| e.id == a.id) {
+                        applied.push(p);
+                    } else {
+                        return Err(Error::corrupt(format!(
+                            "the replica applied seq {} but its bytes were not delivered here",
+                            a.seq
+                        )));
+                    }
+                }
+                summary.applied += write_set.applied.len() as u64;
+                for e in dropped {
+                    summary.errors.push(json!({"seq": null, "error": e}));
+                }
+            }
+            Offer::Duplicate => summary.duplicate += 1,
+            Offer::Buffered => {
+                summary.buffered += 1;
+                pending.insert(seq, kept);
+            }
+            Offer::Rejected(e) => {
+                summary.rejected += 1;
+                summary.errors.push(json!({"seq": seq, "error": e}));
             }
         }
     }
-    summary.cursor = replica.cursor();
-    let applied = applied
-        .into_iter()
-        .map(|event| {
-            let frame = encoded
-                .get(&event.seq)
-                .and_then(|c| c.iter().find(|(e, _)| e == &event));
-            let bytes = match frame {
-                Some((_, b)) => b.to_vec(),
-                None => event.to_cbor()?,
-            };
-            Ok((event, bytes))
-        })
-        .collect::<Result<Vec<_>, Error>>()?;
+    let cursor = replica.cursor();
+    pending.retain(|seq, _| *seq > cursor);
+    summary.cursor = cursor;
     Ok((summary, applied))
 }
 
@@ -120,7 +126,8 @@ pub fn restore_snapshot(
     let trusted = parse_public_key(trusted_key_hex)?;
     let org = Id::new(org).map_err(|e| Error::malformed(format!("org: {e}")))?;
     let snap = Snapshot::from_cbor(snapshot)?;
-    replica.restore(&snap, &trusted, &org, requested_cursor)?;
+    // The replica's own write set is not used: the stores here keep their own layout.
+    let _reset = replica.restore(&snap, &trusted, &org, requested_cursor)?;
     Ok(snap)
 }
 
@@ -128,6 +135,7 @@ pub fn restore_snapshot(
 #[wasm_bindgen]
 pub struct Replica {
     inner: CoreReplica,
+    pending: Pending,
 }
 
 impl Replica {
@@ -145,6 +153,7 @@ impl Replica {
         let group = Id::new(group).map_err(|e| OfferError::malformed(format!("group: {e}")))?;
         Ok(Replica {
             inner: CoreReplica::new(group),
+            pending: Pending::new(),
         })
     }
 
@@ -154,6 +163,7 @@ impl Replica {
     pub fn from_state_cbor(bytes: &[u8]) -> Result<Replica, OfferError> {
         Ok(Replica {
             inner: CoreReplica::from_state(state_from_cbor(bytes)?),
+            pending: Pending::new(),
         })
     }
 
@@ -176,7 +186,7 @@ impl Replica {
     /// rejected, cursor, errors}`.
     #[wasm_bindgen(js_name = offerBatch)]
     pub fn offer_batch(&mut self, batch: &[u8]) -> Result<JsValue, OfferError> {
-        let (summary, _) = offer_frames(&mut self.inner, batch)?;
+        let (summary, _) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
         Ok(to_js(&summary)?)
     }
 
@@ -192,6 +202,8 @@ impl Replica {
     ) -> Result<(), OfferError> {
         let cursor = uint(requested_cursor, "requestedCursor")?;
         restore_snapshot(&mut self.inner, snapshot, trusted_key, org, cursor)?;
+        let cursor = self.inner.cursor();
+        self.pending.retain(|seq, _| *seq > cursor);
         Ok(())
     }
 
