@@ -171,13 +171,28 @@ impl Replica {
     /// `{result: "applied"|"duplicate"|"buffered"|"rejected", seq, cursor, error?}`:
     /// rejections are values, not exceptions.
     pub fn offer(&mut self, event: JsValue) -> Result<JsValue, OfferError> {
-        let json = match event_from_js(event) {
-            Ok(event) => {
-                let seq = event.seq;
-                let offer = self.inner.offer(event);
-                offer_to_json(&offer, seq, self.inner.cursor())
+        let event = match event_from_js(event) {
+            Ok(event) => event,
+            Err(e) => {
+                let json = offer_to_json(&Offer::Rejected(e), 0, self.inner.cursor());
+                return Ok(to_js(&json)?);
             }
-            Err(e) => offer_to_json(&Offer::Rejected(e), 0, self.inner.cursor()),
+        };
+        // One frame through the batch path, so early events keep their bytes for later.
+        let seq = event.seq;
+        let mut batch = Vec::new();
+        frames::push(&mut batch, &event.to_cbor()?)?;
+        let (summary, _) = offer_frames(&mut self.inner, &mut self.pending, &batch)?;
+        let cursor = summary.cursor;
+        let json = if summary.applied > 0 {
+            json!({"result": "applied", "seq": seq, "cursor": cursor})
+        } else if summary.buffered > 0 {
+            json!({"result": "buffered", "seq": seq, "cursor": cursor})
+        } else if summary.rejected > 0 {
+            let error = summary.errors.first().map(|e| e["error"].clone());
+            json!({"result": "rejected", "seq": seq, "cursor": cursor, "error": error})
+        } else {
+            json!({"result": "duplicate", "seq": seq, "cursor": cursor})
         };
         Ok(to_js(&json)?)
     }
