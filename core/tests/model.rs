@@ -1229,10 +1229,12 @@ proptest! {
 #[test]
 fn generated_sequences_reach_every_outcome() {
     use proptest::strategy::ValueTree;
-    use proptest::test_runner::{Config, TestRunner};
-    let mut runner = TestRunner::new(Config::default());
+    use proptest::test_runner::TestRunner;
+    // A fixed seed: what this test checks is the generator's reach, so it must not depend on
+    // the luck of one run (exhausting attempts needs several failed claims in one sequence).
+    let mut runner = TestRunner::deterministic();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for _ in 0..60 {
+    for _ in 0..300 {
         let ops = ops().new_tree(&mut runner).expect("generates").current();
         let mut h = Harness::new();
         for (op, twist) in &ops {
