@@ -334,6 +334,56 @@ fn canonical_mode_refuses() {
     }
 }
 
+/// The direct typed path refuses what canonical decoding refuses, wherever the bad item sits:
+/// read into JSON, read as a struct field, or inside a field the struct ignores.
+#[test]
+fn typed_canonical_decoding_refuses() {
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Known {
+        a: serde_json::Value,
+    }
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Ignoring {}
+    let bad = ALWAYS_REFUSED
+        .iter()
+        .chain(LENIENT_ONLY)
+        .map(|(hex, _)| compact(hex))
+        .chain(["a202000100".to_owned(), "a161610001".to_owned()]);
+    for hex in bad {
+        let item = h(&hex);
+        assert!(
+            from_slice::<serde_json::Value>(&item, Strictness::Canonical).is_err(),
+            "{hex} read as JSON"
+        );
+        // {"a": item}
+        let mut field = h("a16161");
+        field.extend_from_slice(&item);
+        assert!(
+            from_slice::<Known>(&field, Strictness::Canonical).is_err(),
+            "{hex} read as a field"
+        );
+        assert!(
+            from_slice::<Ignoring>(&field, Strictness::Canonical).is_err(),
+            "{hex} skipped as an ignored field"
+        );
+    }
+    // Keys out of order or repeated, in a struct's own map.
+    for hex in ["a2616201616101", "a2616101616102"] {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Ab {
+            a: Option<u8>,
+            b: Option<u8>,
+        }
+        assert!(
+            from_slice::<Ab>(&h(hex), Strictness::Canonical).is_err(),
+            "{hex} accepted"
+        );
+    }
+}
+
 #[test]
 fn canonical_mode_error_reasons() {
     assert!(strict(&h("1817")).unwrap_err().reason.contains("shortest"));
@@ -676,14 +726,45 @@ fn check_any_bytes(bytes: &[u8]) -> Result<(), TestCaseError> {
         let canon = encode_value(value).expect("decoded values encode");
         prop_assert!(strict(&canon).is_ok());
     }
-    // Typed decoding must not panic either.
+    // Typed decoding must not panic either, and the direct canonical path decides exactly as
+    // decoding to a `Value` and deserializing that would.
+    same_typed_decoding::<Probe>(bytes)?;
+    same_typed_decoding::<serde_json::Value>(bytes)?;
+    same_typed_decoding::<Envelope>(bytes)?;
     let _ = from_slice::<Probe>(bytes, Strictness::Canonical);
     let _ = from_slice::<Probe>(bytes, Strictness::Lenient);
     let _ = from_slice::<serde_json::Value>(bytes, Strictness::Lenient);
     Ok(())
 }
 
-#[derive(Debug, Deserialize)]
+/// The direct canonical deserializer (`from_slice` with `Strictness::Canonical`) against the
+/// reference path: strict decoding to a `Value`, then serde. Both accept or both refuse, and
+/// what they accept re-encodes to the same bytes.
+fn same_typed_decoding<T: serde::de::DeserializeOwned + Serialize + std::fmt::Debug>(
+    bytes: &[u8],
+) -> Result<(), TestCaseError> {
+    let direct = from_slice::<T>(bytes, Strictness::Canonical);
+    let reference = strict(bytes).and_then(|v| {
+        v.deserialized::<T>().map_err(|e| CanonError {
+            reason: e.to_string(),
+            offset: 0,
+        })
+    });
+    match (&direct, &reference) {
+        (Ok(a), Ok(b)) => prop_assert_eq!(to_vec(a).ok(), to_vec(b).ok()),
+        (Err(_), Err(_)) => {}
+        _ => prop_assert!(
+            false,
+            "direct and reference decoding disagree: {:?} vs {:?} on {}",
+            direct,
+            reference,
+            hex::encode(bytes)
+        ),
+    }
+    Ok(())
+}
+
+#[derive(Debug, Serialize, Deserialize)]
 #[allow(dead_code)]
 struct Probe {
     a: Option<u64>,
@@ -734,6 +815,32 @@ impl Serialize for Blob {
     }
 }
 
+impl<'de> Deserialize<'de> for Blob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Blob;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Blob, E> {
+                Ok(Blob(v.to_vec()))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// Decodes as a plain sequence (what it announced is not part of the data).
+impl<'de> Deserialize<'de> for Liar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Liar {
+            items: Vec::deserialize(d)?,
+            announce: None,
+        })
+    }
+}
+
 /// A sequence that announces a wrong length (or none) to its serializer.
 #[derive(Debug, Clone)]
 struct Liar {
@@ -752,7 +859,7 @@ impl Serialize for Liar {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Role {
     Owner,
@@ -760,7 +867,7 @@ enum Role {
     Observer,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Member {
     id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -773,7 +880,7 @@ struct Member {
     key: Blob,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Command {
     Create {
@@ -789,7 +896,7 @@ enum Command {
     Close,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 enum External {
     Unit,
     Newtype(i64),
@@ -800,7 +907,7 @@ enum External {
     },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", content = "c")]
 enum Adjacent {
     A(String),
@@ -808,7 +915,7 @@ enum Adjacent {
     C,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 enum Untagged {
     Num(i64),
@@ -816,20 +923,20 @@ enum Untagged {
     Json(serde_json::Value),
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Flat {
     id: u32,
     #[serde(flatten)]
     extra: BTreeMap<String, serde_json::Value>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Wrapper(u16);
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Marker;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Envelope {
     seq: u64,
     actor: String,
@@ -1090,6 +1197,10 @@ proptest! {
     #[test]
     fn prop_serializer_matches_value_path(envelope in arb_envelope()) {
         same_as_value_path(&envelope)?;
+        if let Ok(bytes) = to_vec(&envelope) {
+            same_typed_decoding::<Envelope>(&bytes)?;
+            same_typed_decoding::<serde_json::Value>(&bytes)?;
+        }
         // Parts on their own, so that one refused part does not hide the others.
         same_as_value_path(&envelope.cmd)?;
         same_as_value_path(&envelope.ext)?;
@@ -1106,6 +1217,9 @@ proptest! {
     #[test]
     fn prop_serializer_matches_value_path_on_json(json in arb_json()) {
         same_as_value_path(&json)?;
+        if let Ok(bytes) = to_vec(&json) {
+            same_typed_decoding::<serde_json::Value>(&bytes)?;
+        }
         same_as_value_path(&vec![json.clone(), json])?;
     }
 

@@ -21,6 +21,8 @@
 use std::cmp::Ordering;
 use std::fmt::Display;
 
+mod de;
+
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;
 use serde::ser::{self, Serialize};
@@ -101,11 +103,17 @@ pub fn encode_value(value: &Value) -> Result<Vec<u8>, CanonError> {
     Ok(out)
 }
 
-/// Decodes bytes into a serde value, checking them at the given strictness first.
+/// Decodes bytes into a serde value, checking them at the given strictness.
+///
+/// Canonical input is read straight into `T` in one pass (the path every stored event and
+/// snapshot takes); lenient input is decoded and checked into a [`Value`] first.
 pub fn from_slice<T: DeserializeOwned>(
     bytes: &[u8],
     strictness: Strictness,
 ) -> Result<T, CanonError> {
+    if strictness == Strictness::Canonical {
+        return de::from_canonical(bytes);
+    }
     let value = decode(bytes, strictness)?;
     value
         .deserialized()

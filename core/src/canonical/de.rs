@@ -1,0 +1,381 @@
+//! A serde deserializer that reads canonical CBOR straight into typed values.
+//!
+//! Stored events and snapshots are read far more often than anything else is decoded, so they
+//! do not go through a [`ciborium::Value`] tree: this deserializer walks the bytes once,
+//! checks every canonical rule as it goes (shortest heads, sorted and unique map keys,
+//! definite lengths, no floats or tags, bounded depth) and hands serde borrowed strings. It
+//! accepts exactly the inputs that `decode(bytes, Strictness::Canonical)` accepts, and gives
+//! the value that deserializing that decoded tree gives (a test in `tests/canonical.rs` holds
+//! the two paths equal); enums use ciborium's representation (a unit variant is its name, any
+//! other variant a one-entry map from its name to its content).
+
+use std::cmp::Ordering;
+
+use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
+
+use super::{CanonError, Reader, Strictness, MAX_DEPTH};
+
+impl de::Error for CanonError {
+    fn custom<T: std::fmt::Display>(msg: T) -> Self {
+        Self::new(msg.to_string(), 0)
+    }
+}
+
+/// Reads canonical CBOR bytes into `T`, refusing anything that is not canonical. Errors raised
+/// by `T`'s own checks carry the offset of the data item being read when they were raised.
+pub(super) fn from_canonical<'de, T: de::Deserialize<'de>>(
+    bytes: &'de [u8],
+) -> Result<T, CanonError> {
+    let mut de = Decoder {
+        reader: Reader {
+            bytes,
+            pos: 0,
+            strictness: Strictness::Canonical,
+        },
+        depth: 0,
+    };
+    let value = T::deserialize(&mut de).map_err(|mut e| {
+        if e.offset == 0 {
+            e.offset = de.reader.pos;
+        }
+        e
+    })?;
+    if de.reader.pos != bytes.len() {
+        return Err(CanonError::new(
+            "trailing bytes after the data item",
+            de.reader.pos,
+        ));
+    }
+    Ok(value)
+}
+
+/// The deserializer: a canonical [`Reader`] and the current nesting depth.
+struct Decoder<'de> {
+    reader: Reader<'de>,
+    depth: usize,
+}
+
+/// The first byte of a data item, without consuming it.
+fn peek(reader: &Reader<'_>) -> Result<u8, CanonError> {
+    reader
+        .bytes
+        .get(reader.pos)
+        .copied()
+        .ok_or_else(|| CanonError::new("unexpected end of input", reader.pos))
+}
+
+impl<'de> Decoder<'de> {
+    /// Enters an array or map; its elements sit one level deeper.
+    fn enter(&mut self, at: usize) -> Result<(), CanonError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(CanonError::new("nested too deeply", at));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn text(&mut self, arg: u64, start: usize) -> Result<&'de str, CanonError> {
+        let n = self.reader.len(arg, start)?;
+        let raw = self.reader.take(n)?;
+        std::str::from_utf8(raw)
+            .map_err(|_| CanonError::new("text string is not valid UTF-8", start))
+    }
+
+    /// Skips one data item, checking it exactly as decoding it would.
+    fn skip(&mut self) -> Result<(), CanonError> {
+        let start = self.reader.pos;
+        let (major, arg) = self.reader.head()?;
+        match major {
+            0 | 1 => Ok(()),
+            2 => {
+                let n = self.reader.len(arg, start)?;
+                self.reader.take(n).map(drop)
+            }
+            3 => self.text(arg, start).map(drop),
+            4 => {
+                let n = self.reader.len(arg, start)?;
+                self.enter(start)?;
+                for _ in 0..n {
+                    self.skip()?;
+                }
+                self.depth -= 1;
+                Ok(())
+            }
+            5 => {
+                let n = self.reader.len(arg, start)?;
+                self.enter(start)?;
+                let mut previous: Option<(usize, usize)> = None;
+                for _ in 0..n {
+                    let key_start = self.reader.pos;
+                    self.skip()?;
+                    previous = Some(self.check_key_order(previous, key_start)?);
+                    self.skip()?;
+                }
+                self.depth -= 1;
+                Ok(())
+            }
+            6 => Err(CanonError::new("tags are not allowed", start)),
+            _ => simple(arg, start).map(drop),
+        }
+    }
+
+    /// Checks that the key just read (from `key_start` to the current position) sorts after
+    /// the previous key of the same map; returns its span.
+    fn check_key_order(
+        &self,
+        previous: Option<(usize, usize)>,
+        key_start: usize,
+    ) -> Result<(usize, usize), CanonError> {
+        let bytes = self.reader.bytes;
+        let key = &bytes[key_start..self.reader.pos];
+        if let Some((s, e)) = previous {
+            match bytes[s..e].cmp(key) {
+                Ordering::Less => {}
+                Ordering::Equal => return Err(CanonError::new("duplicate map key", key_start)),
+                Ordering::Greater => {
+                    return Err(CanonError::new(
+                        "map keys not in canonical order",
+                        key_start,
+                    ))
+                }
+            }
+        }
+        Ok((key_start, self.reader.pos))
+    }
+}
+
+/// The simple values: only `false`, `true` and `null` are allowed.
+fn simple(arg: u64, start: usize) -> Result<Option<bool>, CanonError> {
+    match arg {
+        20 => Ok(Some(false)),
+        21 => Ok(Some(true)),
+        22 => Ok(None),
+        25..=27 => Err(CanonError::new("floats are not allowed", start)),
+        _ => Err(CanonError::new(
+            "only false, true and null simple values are allowed",
+            start,
+        )),
+    }
+}
+
+impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
+    type Error = CanonError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        let start = self.reader.pos;
+        let (major, arg) = self.reader.head()?;
+        match major {
+            0 => visitor.visit_u64(arg),
+            1 => match i64::try_from(arg) {
+                // -1 - arg, which fits an i64 whenever arg does.
+                Ok(n) => visitor.visit_i64(-1 - n),
+                Err(_) => visitor.visit_i128(-1 - i128::from(arg)),
+            },
+            2 => {
+                let n = self.reader.len(arg, start)?;
+                visitor.visit_borrowed_bytes(self.reader.take(n)?)
+            }
+            3 => visitor.visit_borrowed_str(self.text(arg, start)?),
+            4 => {
+                let n = self.reader.len(arg, start)?;
+                self.enter(start)?;
+                let mut access = Seq { de: self, left: n };
+                let value = visitor.visit_seq(&mut access)?;
+                if access.left != 0 {
+                    return Err(CanonError::new(
+                        format!("array has {} more elements than expected", access.left),
+                        start,
+                    ));
+                }
+                self.depth -= 1;
+                Ok(value)
+            }
+            5 => {
+                let n = self.reader.len(arg, start)?;
+                self.enter(start)?;
+                let mut access = Map {
+                    de: self,
+                    left: n,
+                    previous: None,
+                };
+                let value = visitor.visit_map(&mut access)?;
+                if access.left != 0 {
+                    return Err(CanonError::new(
+                        format!("map has {} more entries than expected", access.left),
+                        start,
+                    ));
+                }
+                self.depth -= 1;
+                Ok(value)
+            }
+            6 => Err(CanonError::new("tags are not allowed", start)),
+            _ => match simple(arg, start)? {
+                Some(b) => visitor.visit_bool(b),
+                None => visitor.visit_unit(),
+            },
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        if peek(&self.reader)? == 0xf6 {
+            self.reader.pos += 1;
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, CanonError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, CanonError> {
+        let start = self.reader.pos;
+        let (major, arg) = self.reader.head()?;
+        match major {
+            3 => {
+                let name = self.text(arg, start)?;
+                visitor.visit_enum(name.into_deserializer())
+            }
+            5 if arg == 1 => {
+                self.enter(start)?;
+                let value = visitor.visit_enum(Variant { de: self })?;
+                self.depth -= 1;
+                Ok(value)
+            }
+            _ => Err(CanonError::new(
+                "an enum is a variant name or a map of one entry",
+                start,
+            )),
+        }
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        self.skip()?;
+        visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct identifier
+    }
+}
+
+/// The elements of an array.
+struct Seq<'a, 'de> {
+    de: &'a mut Decoder<'de>,
+    left: usize,
+}
+
+impl<'de> de::SeqAccess<'de> for Seq<'_, 'de> {
+    type Error = CanonError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, CanonError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        seed.deserialize(&mut *self.de).map(Some)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.left.min(super::PREALLOC_LIMIT))
+    }
+}
+
+/// The entries of a map; each key must sort after the one before it.
+struct Map<'a, 'de> {
+    de: &'a mut Decoder<'de>,
+    left: usize,
+    previous: Option<(usize, usize)>,
+}
+
+impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
+    type Error = CanonError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, CanonError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let key_start = self.de.reader.pos;
+        let key = seed.deserialize(&mut *self.de)?;
+        self.previous = Some(self.de.check_key_order(self.previous, key_start)?);
+        Ok(Some(key))
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, CanonError> {
+        seed.deserialize(&mut *self.de)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.left.min(super::PREALLOC_LIMIT))
+    }
+}
+
+/// An enum variant written as `{name: content}`.
+struct Variant<'a, 'de> {
+    de: &'a mut Decoder<'de>,
+}
+
+impl<'a, 'de> de::EnumAccess<'de> for Variant<'a, 'de> {
+    type Error = CanonError;
+    type Variant = Self;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Self), CanonError> {
+        let name = seed.deserialize(&mut *self.de)?;
+        Ok((name, self))
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for Variant<'_, 'de> {
+    type Error = CanonError;
+
+    fn unit_variant(self) -> Result<(), CanonError> {
+        de::Deserialize::deserialize(&mut *self.de)
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(
+        self,
+        seed: T,
+    ) -> Result<T::Value, CanonError> {
+        seed.deserialize(&mut *self.de)
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, CanonError> {
+        de::Deserializer::deserialize_any(&mut *self.de, visitor)
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, CanonError> {
+        de::Deserializer::deserialize_any(&mut *self.de, visitor)
+    }
+}
