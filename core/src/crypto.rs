@@ -19,8 +19,29 @@ fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
         return Err(format!("{what} must be lowercase hex"));
     }
     let mut out = [0u8; N];
-    hex::decode_to_slice(s, &mut out).map_err(|e| format!("{what} is not hex: {e}"))?;
+    const_hex::decode_to_slice(s, &mut out).map_err(|e| format!("{what} is not hex: {e}"))?;
     Ok(out)
+}
+
+/// Reads a hex-text type from a string, borrowed or not, without copying it.
+pub(crate) struct HexVisitor<T>(pub(crate) std::marker::PhantomData<T>);
+
+/// A type spelled as fixed-length lowercase hex.
+pub(crate) trait FromHex: Sized {
+    /// Parses the hex text, naming what was wrong.
+    fn parse(s: &str) -> Result<Self, String>;
+}
+
+impl<T: FromHex> serde::de::Visitor<'_> for HexVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("lowercase hex text")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        T::parse(s).map_err(E::custom)
+    }
 }
 
 macro_rules! hex_type {
@@ -36,22 +57,27 @@ macro_rules! hex_type {
             }
             /// Lowercase hex.
             pub fn to_hex(&self) -> String {
-                hex::encode(self.0)
+                const_hex::encode(self.0)
+            }
+        }
+
+        impl FromHex for $name {
+            fn parse(s: &str) -> Result<Self, String> {
+                $name::from_hex(s)
             }
         }
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut buf = [0u8; 2 * $n];
-                hex::encode_to_slice(self.0, &mut buf).expect("buffer is exactly twice the length");
+                const_hex::encode_to_slice(self.0, &mut buf).expect("buffer is exactly twice the length");
                 s.serialize_str(std::str::from_utf8(&buf).expect("hex is ASCII"))
             }
         }
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = std::borrow::Cow::<str>::deserialize(d)?;
-                $name::from_hex(&s).map_err(serde::de::Error::custom)
+                d.deserialize_str(HexVisitor::<$name>(std::marker::PhantomData))
             }
         }
 

@@ -27,26 +27,35 @@ impl LeaseId {
             return Err(format!("a lease ID is 32 lowercase hex digits, got {s:?}"));
         }
         let mut id = [0u8; 16];
-        hex::decode_to_slice(s, &mut id).map_err(|e| format!("lease ID {s:?}: {e}"))?;
+        const_hex::decode_to_slice(s, &mut id).map_err(|e| format!("lease ID {s:?}: {e}"))?;
         Ok(LeaseId(id))
     }
 
     /// Lowercase hex.
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        const_hex::encode(self.0)
     }
 }
 
 impl Serialize for LeaseId {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_hex())
+        let mut buf = [0u8; 32];
+        const_hex::encode_to_slice(self.0, &mut buf).expect("buffer is exactly twice the length");
+        s.serialize_str(std::str::from_utf8(&buf).expect("hex is ASCII"))
+    }
+}
+
+impl crate::crypto::FromHex for LeaseId {
+    fn parse(s: &str) -> Result<Self, String> {
+        LeaseId::from_hex(s)
     }
 }
 
 impl<'de> Deserialize<'de> for LeaseId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = std::borrow::Cow::<str>::deserialize(d)?;
-        LeaseId::from_hex(&s).map_err(serde::de::Error::custom)
+        d.deserialize_str(crate::crypto::HexVisitor::<LeaseId>(
+            std::marker::PhantomData,
+        ))
     }
 }
 

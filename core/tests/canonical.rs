@@ -738,8 +738,9 @@ fn check_any_bytes(bytes: &[u8]) -> Result<(), TestCaseError> {
 }
 
 /// The direct canonical deserializer (`from_slice` with `Strictness::Canonical`) against the
-/// reference path: strict decoding to a `Value`, then serde. Both accept or both refuse, and
-/// what they accept re-encodes to the same bytes.
+/// reference path: strict decoding to a `Value`, then serde. What the direct path accepts the
+/// reference accepts with the same value; what only the reference accepts is not the
+/// canonical encoding of the value it decodes to.
 fn same_typed_decoding<T: serde::de::DeserializeOwned + Serialize + std::fmt::Debug>(
     bytes: &[u8],
 ) -> Result<(), TestCaseError> {
@@ -753,6 +754,9 @@ fn same_typed_decoding<T: serde::de::DeserializeOwned + Serialize + std::fmt::De
     match (&direct, &reference) {
         (Ok(a), Ok(b)) => prop_assert_eq!(to_vec(a).ok(), to_vec(b).ok()),
         (Err(_), Err(_)) => {}
+        // The direct path reads text where text is expected; serde's `Value` path also takes
+        // a byte string there, which is then not the encoding of what it decodes to.
+        (Err(_), Ok(b)) if to_vec(b).ok().as_deref() != Some(bytes) => {}
         _ => prop_assert!(
             false,
             "direct and reference decoding disagree: {:?} vs {:?} on {}",

@@ -25,6 +25,41 @@ fn reference(kind: &EventKind) -> mwp_core::crypto::Hash {
     mwp_core::crypto::Hash(canonical::hash(&json).expect("hashes"))
 }
 
+/// `Event::from_cbor` (fields read in order, `kind` by its tag) gives the event back, as the
+/// generic canonical deserializer and the `ciborium::Value` path do; and it refuses the bytes
+/// when any one byte is changed so that they stop being a canonical event.
+fn same_decoding(e: &Event) {
+    let bytes = e.to_cbor().expect("encodes");
+    assert_eq!(&Event::from_cbor(&bytes).expect("decodes"), e);
+    let generic: Event =
+        canonical::from_slice(&bytes, canonical::Strictness::Canonical).expect("decodes");
+    assert_eq!(&generic, e);
+    let tree: Event = canonical::decode(&bytes, canonical::Strictness::Canonical)
+        .expect("decodes")
+        .deserialized()
+        .expect("deserializes");
+    assert_eq!(&tree, e);
+    for i in (0..bytes.len()).step_by(5) {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x20;
+        let fast = Event::from_cbor(&bad).ok();
+        let generic: Option<Event> =
+            canonical::from_slice(&bad, canonical::Strictness::Canonical).ok();
+        match (&fast, &generic) {
+            // What is accepted is exactly the canonical encoding of what it decodes to.
+            (Some(f), Some(g)) => {
+                assert_eq!(f, g, "byte {i} flipped");
+                assert_eq!(f.to_cbor().expect("encodes"), bad, "byte {i} flipped");
+            }
+            (Some(f), None) => panic!("byte {i} flipped: only the fast path accepts {f:?}"),
+            // serde reads an internally tagged enum's tag through a buffer that also takes
+            // a byte string; such a record is not the canonical encoding of its event.
+            (None, Some(g)) => assert_ne!(g.to_cbor().expect("encodes"), bad, "byte {i}"),
+            (None, None) => {}
+        }
+    }
+}
+
 #[derive(Default)]
 struct Recorder {
     inner: MemoryAuthority,
@@ -60,6 +95,7 @@ fn payload_hash_follows_the_rule_for_every_transcript_event() {
         let mut host = Recorder::default();
         Runner::new(&mut host).run_all(&text);
         for mut e in host.events {
+            same_decoding(&e);
             assert_eq!(payload_hash(&e.kind).expect("hashes"), reference(&e.kind));
             assert_eq!(e.payload_hash, reference(&e.kind));
             let json = serde_json::to_value(&e.kind).expect("json");
@@ -67,6 +103,7 @@ fn payload_hash_follows_the_rule_for_every_transcript_event() {
             e.redact().expect("redacts");
             assert_eq!(payload_hash(&e.kind).expect("hashes"), reference(&e.kind));
             e.verify().expect("a redacted event verifies");
+            same_decoding(&e);
             n += 1;
         }
     }

@@ -197,6 +197,7 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
                     de: self,
                     left: n,
                     previous: None,
+                    skip: None,
                 };
                 let value = visitor.visit_map(&mut access)?;
                 if access.left != 0 {
@@ -264,9 +265,28 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         visitor.visit_unit()
     }
 
+    /// Text only: a byte string spelling the same characters is a different encoding.
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        let start = self.reader.pos;
+        let (major, arg) = self.reader.head()?;
+        if major != 3 {
+            return Err(CanonError::new("expected a text string", start));
+        }
+        visitor.visit_borrowed_str(self.text(arg, start)?)
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        self.deserialize_str(visitor)
+    }
+
+    /// Field and variant names are text, never byte strings.
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        self.deserialize_str(visitor)
+    }
+
     serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct identifier
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct
     }
 }
 
@@ -300,6 +320,8 @@ struct Map<'a, 'de> {
     de: &'a mut Decoder<'de>,
     left: usize,
     previous: Option<(usize, usize)>,
+    /// The encoded key of an entry to check but not show (an enum's tag, already read).
+    skip: Option<&'a [u8]>,
 }
 
 impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
@@ -313,7 +335,19 @@ impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
-        let key_start = self.de.reader.pos;
+        let mut key_start = self.de.reader.pos;
+        if let Some(skip) = self.skip {
+            if self.de.reader.bytes[key_start..].starts_with(skip) {
+                self.de.skip()?;
+                self.previous = Some(self.de.check_key_order(self.previous, key_start)?);
+                self.de.skip()?;
+                if self.left == 0 {
+                    return Ok(None);
+                }
+                self.left -= 1;
+                key_start = self.de.reader.pos;
+            }
+        }
         let key = seed.deserialize(&mut *self.de)?;
         self.previous = Some(self.de.check_key_order(self.previous, key_start)?);
         Ok(Some(key))
@@ -377,5 +411,160 @@ impl<'de> de::VariantAccess<'de> for Variant<'_, 'de> {
         visitor: V,
     ) -> Result<V::Value, CanonError> {
         de::Deserializer::deserialize_any(&mut *self.de, visitor)
+    }
+}
+
+/// Reads a canonical map field by field, for types whose shape is fixed and read on hot paths
+/// (a stored [`crate::Event`]), and internally tagged enums without buffering their content.
+pub(crate) struct Fields<'de> {
+    de: Decoder<'de>,
+    previous: Option<(usize, usize)>,
+}
+
+impl<'de> Fields<'de> {
+    /// Starts reading `bytes`, which must hold one map of exactly `len` entries.
+    pub(crate) fn new(bytes: &'de [u8], len: u64) -> Result<Self, CanonError> {
+        let mut de = Decoder {
+            reader: Reader {
+                bytes,
+                pos: 0,
+                strictness: Strictness::Canonical,
+            },
+            depth: 0,
+        };
+        let (major, arg) = de.reader.head()?;
+        if major != 5 || arg != len {
+            return Err(CanonError::new(
+                format!("expected a map of {len} entries"),
+                0,
+            ));
+        }
+        de.enter(0)?;
+        Ok(Fields { de, previous: None })
+    }
+
+    /// Reads the next key, which must be `name` (keys come in canonical order).
+    fn key(&mut self, name: &str) -> Result<(), CanonError> {
+        let start = self.de.reader.pos;
+        let (major, arg) = self.de.reader.head()?;
+        if major != 3 || self.de.text(arg, start)? != name {
+            return Err(CanonError::new(format!("expected the key {name:?}"), start));
+        }
+        self.previous = Some(self.de.check_key_order(self.previous, start)?);
+        Ok(())
+    }
+
+    /// Reads the entry `name` as a `T`.
+    pub(crate) fn field<T: de::Deserialize<'de>>(&mut self, name: &str) -> Result<T, CanonError> {
+        self.key(name)?;
+        let at = self.de.reader.pos;
+        T::deserialize(&mut self.de).map_err(|e| locate(e, at))
+    }
+
+    /// Reads the entry `name`, a map carrying an internally tagged enum: finds the text under
+    /// `tag`, then lets `variant` read the map, with the tag entry checked but left out.
+    pub(crate) fn tagged<T>(
+        &mut self,
+        name: &str,
+        tag: &'static str,
+        variant: impl FnOnce(&'de str, Tagged<'_, 'de>) -> Result<T, CanonError>,
+    ) -> Result<T, CanonError> {
+        self.key(name)?;
+        let start = self.de.reader.pos;
+        let (major, n) = self.de.reader.head()?;
+        if major != 5 {
+            return Err(CanonError::new(format!("`{name}` must be a map"), start));
+        }
+        let mut encoded = Vec::with_capacity(tag.len() + 1);
+        super::write_head(&mut encoded, 3, tag.len() as u64);
+        encoded.extend_from_slice(tag.as_bytes());
+        let mut found = None;
+        for _ in 0..n {
+            let key_start = self.de.reader.pos;
+            self.de.skip()?;
+            if self.de.reader.bytes[key_start..self.de.reader.pos] == encoded[..] {
+                let at = self.de.reader.pos;
+                let (major, arg) = self.de.reader.head()?;
+                if major != 3 {
+                    return Err(CanonError::new(format!("`{tag}` must be text"), at));
+                }
+                found = Some(self.de.text(arg, at)?);
+            } else {
+                self.de.skip()?;
+            }
+        }
+        let Some(tag_value) = found else {
+            return Err(CanonError::new(format!("`{name}` has no `{tag}`"), start));
+        };
+        self.de.reader.pos = start;
+        let value = variant(
+            tag_value,
+            Tagged {
+                de: &mut self.de,
+                skip: &encoded,
+            },
+        )
+        .map_err(|e| locate(e, start))?;
+        Ok(value)
+    }
+
+    /// Checks that nothing follows the map.
+    pub(crate) fn finish(self) -> Result<(), CanonError> {
+        if self.de.reader.pos != self.de.reader.bytes.len() {
+            return Err(CanonError::new(
+                "trailing bytes after the data item",
+                self.de.reader.pos,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Gives an error raised by a type's own checks the offset of the item it was reading.
+fn locate(mut e: CanonError, at: usize) -> CanonError {
+    if e.offset == 0 {
+        e.offset = at;
+    }
+    e
+}
+
+/// A deserializer for the map of an internally tagged enum's variant, tag entry left out.
+pub(crate) struct Tagged<'a, 'de> {
+    de: &'a mut Decoder<'de>,
+    skip: &'a [u8],
+}
+
+impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
+    type Error = CanonError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
+        let start = self.de.reader.pos;
+        let (major, n) = self.de.reader.head()?;
+        if major != 5 {
+            return Err(CanonError::new("a tagged variant must be a map", start));
+        }
+        let n = self.de.reader.len(n, start)?;
+        self.de.enter(start)?;
+        let mut access = Map {
+            de: self.de,
+            left: n,
+            previous: None,
+            skip: Some(self.skip),
+        };
+        let value = visitor.visit_map(&mut access)?;
+        if access.left != 0 {
+            return Err(CanonError::new(
+                format!("map has {} more entries than expected", access.left),
+                start,
+            ));
+        }
+        self.de.depth -= 1;
+        Ok(value)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
     }
 }

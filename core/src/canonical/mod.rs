@@ -23,6 +23,8 @@ use std::fmt::Display;
 
 mod de;
 
+pub(crate) use de::{Fields, Tagged};
+
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;
 use serde::ser::{self, Serialize};
