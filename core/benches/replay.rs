@@ -56,8 +56,7 @@ fn replay_decoded(events: &[Event]) -> GroupState {
 fn replay_bytes(log: &[Vec<u8>]) -> GroupState {
     let mut state = None;
     for bytes in log {
-        let e = Event::from_cbor(bytes).expect("decodes");
-        e.verify().expect("verifies");
+        let e = Event::from_cbor_verified(bytes).expect("decodes and verifies");
         GroupState::apply_to(&mut state, &e).expect("replays");
     }
     state.expect("open")

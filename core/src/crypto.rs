@@ -36,7 +36,7 @@ impl<T: FromHex> serde::de::Visitor<'_> for HexVisitor<T> {
     type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("lowercase hex text")
+        f.write_str("a string")
     }
 
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::canonical;
 use crate::command::{
@@ -393,12 +394,13 @@ fn map_opaque(kind: &mut Value, f: &mut dyn FnMut(&Value) -> Result<Value>) -> R
 /// replacing values keeps the key order. So the kind is encoded once and each opaque value's
 /// byte range is swapped for its hash text (a test holds this to the rule on the JSON form).
 pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
-    let bytes = canonical::to_vec(kind)?;
+    payload_hash_encoded(&canonical::to_vec(kind)?)
+}
+
+/// [`payload_hash`] of a kind given as its canonical CBOR.
+fn payload_hash_encoded(bytes: &[u8]) -> Result<Hash> {
     let mut out = Vec::with_capacity(bytes.len());
-    let mut r = Cbor {
-        bytes: &bytes,
-        pos: 0,
-    };
+    let mut r = Cbor { bytes, pos: 0 };
     let pairs = r.map_head()?;
     out.extend_from_slice(&bytes[..r.pos]);
     // Keys come in canonical order: "type" (like every 4-letter key) before "work".
@@ -416,7 +418,7 @@ pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
         } else if expanded && name == b"work" {
             // `work: [{…, "spec": opaque, …}, …]`
             let mut items = Cbor {
-                bytes: &bytes,
+                bytes,
                 pos: value.start,
             };
             let n = items.array_head()?;
@@ -677,7 +679,41 @@ impl Event {
     /// what `canonical::from_slice::<Event>` does; a test holds the two equal on every kind.
     pub fn from_cbor(bytes: &[u8]) -> Result<Event> {
         decode_event(bytes)
+            .map(|(event, _)| event)
             .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))
+    }
+
+    /// Decodes a stored event and checks it as [`Event::verify`] does, hashing the stored
+    /// bytes where they lie instead of encoding the event again.
+    ///
+    /// Decoding accepts only the canonical encoding of the event it gives, so the stored
+    /// `kind` value is the canonical encoding of `kind`, and the stored entries other than
+    /// `id` and `kind`, in their stored order, are the entries of the canonical header: the
+    /// payload hash and the id are computed over those bytes (a test holds this equal to
+    /// `from_cbor` followed by `verify` on every kind, and on tampered bytes).
+    pub fn from_cbor_verified(bytes: &[u8]) -> Result<Event> {
+        let (event, spans) = decode_event(bytes)
+            .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))?;
+        if payload_hash_encoded(&bytes[spans.kind])? != event.payload_hash {
+            return Err(Error::corrupt(format!(
+                "event {} (seq {}): payload hash does not match its kind",
+                event.id, event.seq
+            ))
+            .with("seq", event.seq));
+        }
+        let mut header = Sha256::new();
+        header.update([0xa0 | 10]); // a map of 10 pairs
+        for span in spans.header {
+            header.update(&bytes[span]);
+        }
+        if Hash(header.finalize().into()) != event.id {
+            return Err(Error::corrupt(format!(
+                "event seq {}: id {} does not match its header",
+                event.seq, event.id
+            ))
+            .with("seq", event.seq));
+        }
+        Ok(event)
     }
 
     /// The receipt disposition this event gives: `evidence` for a late result, else
@@ -695,14 +731,30 @@ impl Event {
     }
 }
 
+/// Where the parts of a stored event lie in its bytes.
+struct Spans {
+    /// The `at` and `seq` entries, and everything from the `prev` entry to the end: the
+    /// header's entries, in the header's canonical order, without `id` and `kind`.
+    header: [std::ops::Range<usize>; 3],
+    /// The value of `kind`.
+    kind: std::ops::Range<usize>,
+}
+
 /// Reads a stored event; see [`Event::from_cbor`].
-fn decode_event(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonError> {
+fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::CanonError> {
     // Keys in canonical order: shorter first, then bytewise.
     let mut f = canonical::Fields::new(bytes, 12)?;
+    let at_entry = f.pos();
     let at = f.field("at")?;
+    let at_end = f.pos();
     let id = f.field("id")?;
+    let seq_entry = f.pos();
     let seq = f.field("seq")?;
+    let seq_end = f.pos();
+    // The key "kind" is five bytes: a text head and four letters.
+    let kind_start = f.pos() + 5;
     let kind = f.tagged("kind", "type", EventKind::decode_variant)?;
+    let kind_end = f.pos();
     let prev = f.field("prev")?;
     let actor = f.field("actor")?;
     let group = f.field("group")?;
@@ -712,7 +764,7 @@ fn decode_event(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonErro
     let content_hash = f.field("content_hash")?;
     let payload_hash = f.field("payload_hash")?;
     f.finish()?;
-    Ok(Event {
+    let event = Event {
         id,
         group,
         seq,
@@ -725,7 +777,12 @@ fn decode_event(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonErro
         prev,
         payload_hash,
         kind,
-    })
+    };
+    let spans = Spans {
+        header: [at_entry..at_end, seq_entry..seq_end, kind_end..bytes.len()],
+        kind: kind_start..kind_end,
+    };
+    Ok((event, spans))
 }
 
 /// Maps each `type` text to its variant, reading the variant's fields from `$de`.

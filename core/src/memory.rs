@@ -79,8 +79,7 @@ impl MemoryGroup {
     pub fn rebuild(&mut self) -> Result<()> {
         let mut state = None;
         for bytes in &self.log {
-            let event = Event::from_cbor(bytes)?;
-            event.verify()?;
+            let event = Event::from_cbor_verified(bytes)?;
             GroupState::apply_to(&mut state, &event)?;
         }
         self.state = state;

@@ -129,7 +129,12 @@ impl<'de> Decoder<'de> {
         let bytes = self.reader.bytes;
         let key = &bytes[key_start..self.reader.pos];
         if let Some((s, e)) = previous {
-            match bytes[s..e].cmp(key) {
+            // The first bytes (type and, for short keys, length) decide most comparisons.
+            let order = match bytes[s].cmp(&key[0]) {
+                Ordering::Equal => bytes[s..e].cmp(key),
+                first => first,
+            };
+            match order {
                 Ordering::Less => {}
                 Ordering::Equal => return Err(CanonError::new("duplicate map key", key_start)),
                 Ordering::Greater => {
@@ -443,13 +448,24 @@ impl<'de> Fields<'de> {
         Ok(Fields { de, previous: None })
     }
 
+    /// Offset of the next byte to read.
+    pub(crate) fn pos(&self) -> usize {
+        self.de.reader.pos
+    }
+
     /// Reads the next key, which must be `name` (keys come in canonical order).
     fn key(&mut self, name: &str) -> Result<(), CanonError> {
         let start = self.de.reader.pos;
-        let (major, arg) = self.de.reader.head()?;
-        if major != 3 || self.de.text(arg, start)? != name {
+        // Names here are shorter than 24 bytes: one head byte, then the letters.
+        let n = name.len();
+        let rest = &self.de.reader.bytes[start..];
+        if n >= 24
+            || rest.first() != Some(&(0x60 | n as u8))
+            || rest.get(1..=n) != Some(name.as_bytes())
+        {
             return Err(CanonError::new(format!("expected the key {name:?}"), start));
         }
+        self.de.reader.pos += 1 + n;
         self.previous = Some(self.de.check_key_order(self.previous, start)?);
         Ok(())
     }
