@@ -1887,7 +1887,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 1, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__hebed6e6faf2a46f8);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h71f2a4d947e5cb8e);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -1936,8 +1936,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__hebed6e6faf2a46f8(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__hebed6e6faf2a46f8(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h71f2a4d947e5cb8e(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h71f2a4d947e5cb8e(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
