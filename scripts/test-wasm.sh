@@ -5,9 +5,12 @@
 #   into a cache folder: $MWP_TOOLS_DIR, default ~/.cache/mwp-wasm-tools).
 # Then: builds js/pkg (scripts/build-wasm.sh), runs the wasm-bindgen-test suites in Node and
 # in headless Chromium (IndexedDB included), the native vector test, the JS tests in Node,
-# the Deno tests, the browser page, the dashboard (against a stand-in server and against
-# `mwp serve`) and the packaging test. Each suite prints its counts.
+# the Deno tests, the browser page, the dashboard (against a stand-in server, against
+# `mwp serve`, and the dashboard embedded in `mwp` over `mwp demo --exit`'s data, with a
+# screenshot to $CARGO_TARGET_DIR/dashboard.png) and the packaging test; and checks that the
+# embedded dashboard (host-native/dashboard/) matches its sources. Each suite prints its counts.
 # Usage: scripts/test-wasm.sh
+#        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -39,6 +42,9 @@ echo "node $(node --version), $("$deno" --version | head -1), $(wasm-bindgen --v
 step "build js/pkg (wasm-release + wasm-bindgen; wasm-opt if MWP_WASM_OPT=1)"
 scripts/build-wasm.sh
 
+step "the dashboard embedded in mwp (host-native/dashboard/) matches its sources"
+scripts/build-dashboard.sh --check
+
 step "wasm-bindgen-test: Node (tests/node.rs) and headless Chromium with IndexedDB (tests/browser.rs)"
 CHROMEDRIVER=/usr/bin/chromedriver \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
@@ -62,6 +68,9 @@ node js/test/browser/dashboard.js
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
 cargo build -p mwp-host --bin mwp
 MWP_BIN="${CARGO_TARGET_DIR:-target}/debug/mwp" node js/test/e2e/serve.js
+
+step "end to end: mwp demo --exit, then mwp serve with the embedded dashboard, in headless Chromium"
+MWP_BIN="${CARGO_TARGET_DIR:-target}/debug/mwp" node js/test/e2e/dashboard.js
 
 step "packaging: npm pack → install → Node ESM, Deno, plain HTML page"
 node js/packaging/run.js

@@ -1,6 +1,7 @@
 //! `mwp demo`: the whole job on an embedded default.
 //!
-//! It starts an authority (`mwp serve` in-process) and runs five agents against it over
+//! It starts an authority (`mwp serve` in-process, on the file store in its data folder, so
+//! `mwp serve --data DIR` serves the result again) and runs five agents against it over
 //! HTTP, through a mission with dependencies:
 //!
 //! ```text
@@ -49,9 +50,11 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cli::{Failure, Outcome, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE};
-use crate::memory_service::{random_key, MemoryService};
+use crate::memory_service::random_key;
 use crate::server::client::{Client, Submitted};
-use crate::server::{key, Server, ServerConfig};
+use crate::server::{Server, ServerConfig};
+use crate::service::AuthorityService;
+use crate::store::{FileStore, StoreOptions};
 
 /// `mwp demo` arguments.
 #[derive(Debug, Args)]
@@ -843,7 +846,7 @@ fn verify(
             verified,
             replica_agrees,
         },
-        dashboard: format!("{}/", client.base()),
+        dashboard: format!("{}/?group={group}", client.base()),
     })
 }
 
@@ -856,10 +859,16 @@ pub fn run(args: DemoArgs) -> Outcome {
             format!("cannot create the demo folder {}: {e}", args.data.display()),
         )
     })?;
-    let key = key::load_or_create(&args.data.join(key::FILE_NAME))
-        .map_err(|e| Failure::from_error("the demo's authority key", &e))?;
-    // The memory store until the file store lands; the folder holds the authority key.
-    let service = Arc::new(MemoryService::new(key));
+    // The durable file store in the demo's folder (its key in DATA/authority.key): `mwp serve
+    // --data DIR` serves the demo's groups afterwards, and each run adds a group.
+    let service: Arc<dyn AuthorityService> = Arc::new(
+        FileStore::open(&args.data, StoreOptions::default()).map_err(|e| {
+            Failure::from_error(
+                &format!("cannot open the demo's data folder {}", args.data.display()),
+                &e,
+            )
+        })?,
+    );
     let rt = crate::cli::runtime()?;
     let server = rt.block_on(async {
         match Server::bind(service.clone(), args.addr, ServerConfig::default()).await {
@@ -906,6 +915,10 @@ pub fn run(args: DemoArgs) -> Outcome {
     };
     if args.exit {
         rt.block_on(server.shutdown());
+        eprintln!(
+            "mwp demo: stopped; `mwp serve --data {}` serves its groups and the dashboard again",
+            args.data.display()
+        );
     } else {
         eprintln!("mwp demo: serving the dashboard at {base}/ until Ctrl-C");
         rt.block_on(server.run_until_signal());

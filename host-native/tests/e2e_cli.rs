@@ -221,6 +221,18 @@ fn demo_runs_to_completion_and_its_summary_verifies() {
         data.join("authority.key").exists(),
         "the demo keeps its key in its folder"
     );
+    // The mission is in the folder's file store: `mwp serve --data DIR` serves it again.
+    let fsck = mwp()
+        .arg("fsck")
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(fsck.status.code(), Some(0));
+    let groups = lines(&fsck.stdout);
+    assert_eq!(groups.len(), 1, "one group per run");
+    assert_eq!(groups[0]["group"], summary["group"]);
+    assert_eq!(groups[0]["events"], summary["events"]);
 }
 
 #[test]

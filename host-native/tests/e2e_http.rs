@@ -565,3 +565,54 @@ fn shutdown_finishes_a_command_in_flight() {
         .expect("the command in flight was answered");
     assert_eq!(answer.receipt.seq, 2);
 }
+
+#[test]
+fn the_dashboard_is_embedded_in_the_binary() {
+    // A server without `--dashboard`: what a fresh machine gets.
+    let server = TestServer::start();
+    let (status, headers, body) = request("GET", &format!("{}/", server.base), &[], b"");
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "text/html; charset=utf-8");
+    let html = String::from_utf8(body).expect("utf-8");
+    assert!(html.contains("<title>mwp dashboard</title>"), "{html}");
+    assert!(html.contains("dashboard.js") && html.contains("lib/src/browser.js"));
+
+    let wasm_url = format!("{}/lib/pkg/mwp_wasm_bg.wasm", server.base);
+    let (status, headers, body) = request("GET", &wasm_url, &[], b"");
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "application/wasm");
+    assert!(body.starts_with(b"\0asm"), "a WebAssembly module");
+    assert!(
+        body.len() > 100_000,
+        "the whole module, {} bytes",
+        body.len()
+    );
+
+    // The glue and the package's modules load as JavaScript modules.
+    for path in [
+        "/dashboard.js",
+        "/views.js",
+        "/lib/src/browser.js",
+        "/lib/pkg/mwp_wasm.js",
+    ] {
+        let (status, headers, _) = request("GET", &format!("{}{path}", server.base), &[], b"");
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(
+            headers["content-type"], "text/javascript; charset=utf-8",
+            "{path}"
+        );
+    }
+
+    // Revalidation: the ETag answers 304 with no body; `no-cache` makes browsers ask.
+    let etag = headers["etag"].to_str().expect("ascii").to_owned();
+    assert_eq!(headers["cache-control"], "no-cache");
+    let (status, _, body) = request("GET", &wasm_url, &[("if-none-match", &etag)], b"");
+    assert_eq!((status, body.len()), (304, 0));
+    let (status, _, _) = request("GET", &wasm_url, &[("if-none-match", "\"other\"")], b"");
+    assert_eq!(status, 200);
+
+    // Unknown paths are 404s with a JSON error, API paths are never static files.
+    let (status, _, body) = request("GET", &format!("{}/nope.js", server.base), &[], b"");
+    assert_eq!(status, 404);
+    assert_eq!(json(&body)["code"], "NOT_FOUND");
+}

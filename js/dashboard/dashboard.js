@@ -1,15 +1,19 @@
 // The mwp dashboard: replays a Group's history in the browser through the wasm core. Every
 // event's id and chain is verified client-side by the replica, and a snapshot is restored
 // only if its signature verifies under the server's authority key (remembered per server on
-// first use). The projection is cached in IndexedDB, so a reload fetches only new events.
-// Then it follows the live tail.
-import { Client, IdbReplica, canonical, encodeEvent } from "mwp";
+// first use); the latest signed snapshot is verified too and compared with the replay. The
+// projection is cached in IndexedDB, so a reload fetches only new events. Then it follows
+// the live tail. Pictures (views.js): the work graph, the history of leases and epochs,
+// the effects' settlement. `mwp serve` embeds this folder (scripts/build-dashboard.sh).
+import { Client, IdbReplica, canonical, encodeEvent, verifySnapshot } from "mwp";
+import { effectsSvg, historySvg, legendHtml } from "./views.js";
 
 const params = new URLSearchParams(location.search);
 const server = params.get("server") ?? location.origin;
 const client = new Client(server);
 const $ = (id) => document.getElementById(id);
 const TIMELINE_EVENTS = 200;
+const HISTORY_EVENTS = 400;
 let session = null;
 
 function setStatus(text, kind = "") {
@@ -95,9 +99,9 @@ async function render() {
   const state = replica.state();
   const now = Date.now();
   const frontier = state ? replica.frontier(now) : [];
-  document.body.dataset.cursor = String(replica.cursor);
   if (!state) {
     $("summary").innerHTML = `<p class="empty">group ${esc(group)} has no events yet</p>`;
+    document.body.dataset.cursor = String(replica.cursor);
     return;
   }
   const work = Object.entries(state.work);
@@ -112,6 +116,7 @@ async function render() {
     <div><b class="mono">${short(replica.stateHash())}</b>state hash</div>
     <div><b>${state.archived ? "archived" : "open"}</b>status</div></div>`;
   $("graph").innerHTML = graphSvg(state, frontier);
+  $("legend").innerHTML = legendHtml();
   $("leases").innerHTML = table(
     ["work", "state", "epoch", "holder", "session", "expires", "attempts", "spent"],
     work.map(([id, w]) => [
@@ -128,19 +133,70 @@ async function render() {
       ]),
     ),
   );
-  $("evidence").innerHTML = table(
-    ["seq", "work", "actor", "detail"],
-    (state.evidence ?? []).map((n) => [n.seq, esc(n.work), esc(n.actor), esc(JSON.stringify(Object.fromEntries(Object.entries(n).filter(([k]) => !["seq", "work", "actor"].includes(k)))))]),
-  );
   $("members").innerHTML = table(
     ["actor", "role", "session", ""],
     Object.entries(state.members).map(([a, m]) => [esc(a), esc(m.role), m.session, m.removed ? "removed" : ""]),
   );
-  const events = await replica.events(Math.max(0, replica.cursor - TIMELINE_EVENTS));
+  const events = await replica.events(Math.max(0, replica.cursor - HISTORY_EVENTS));
+  $("history").innerHTML = historySvg(events, state);
+  $("evidence").innerHTML = table(["seq", "work", "actor", "what"], (state.evidence ?? []).map((n) => [n.seq, esc(n.work), esc(n.actor), evidenceText(n, events)]));
+  $("effects-picture").innerHTML = effectsSvg(state);
+  await renderVerification();
   $("timeline").innerHTML = table(
     ["seq", "at", "actor", "event", "aggregate", "detail"],
-    events.reverse().map((e) => [e.seq, esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind)]),
+    events.slice(-TIMELINE_EVENTS).reverse().map((e) => [e.seq, esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind)]),
   );
+  // Tests wait on this: everything above shows the state at this cursor.
+  document.body.dataset.cursor = String(replica.cursor);
+}
+
+/** An evidence record told from its event: which late command, under which stale lease. */
+function evidenceText(record, events) {
+  const kind = events.find((e) => e.seq === record.seq)?.kind;
+  if (kind?.type !== "evidence_recorded") return esc(JSON.stringify(record));
+  const claim = events.find((e) => e.kind.type === "work_claimed" && e.kind.lease?.id === kind.lease)?.kind.lease;
+  const lease = claim ? `the epoch-${claim.epoch} lease of ${claim.holder}` : `lease ${short(kind.lease)}`;
+  const value = kind.of === "submit" ? kind.result : kind.error;
+  return `<span class="wrap">late ${esc(kind.of)} under ${esc(lease)}: ${esc(JSON.stringify(value ?? null))}; the outcome stands</span>`;
+}
+
+/** What this browser verified: the chain (by the wasm replica) and the latest signed snapshot. */
+async function renderVerification() {
+  const { replica, verified: v } = session;
+  const base = ((await replica.events(0, 1))[0]?.seq ?? replica.cursor + 1) - 1;
+  const checks = [{
+    what: "chain", result: "ok",
+    text: `${replica.cursor - base} event(s) applied by the wasm core: each event's id is the hash of its bytes and names the previous event's id${base > 0 ? `; seq 1..${base} come from a signed snapshot` : ""}`,
+  }];
+  if (v.snapshot) {
+    const s = v.snapshot;
+    const atHead = s.seq === replica.cursor;
+    const same = s.state_hash === replica.stateHash();
+    checks.push({
+      what: "snapshot", result: atHead && !same ? "failed" : "ok",
+      text: `seq ${s.seq}, signed by ${short(s.signer)} (the server's authority key): signature verified${atHead ? (same ? "; its state hash equals the replay's" : "; its state hash DIFFERS from the replay's") : `; the replay is ${replica.cursor - s.seq} event(s) past it`}`,
+    });
+  } else if (v.snapshotError) {
+    checks.push({ what: "snapshot", result: v.snapshotError.code === "NOT_FOUND" ? "none" : "failed", text: esc(v.snapshotError.message) });
+  }
+  document.body.dataset.verified = String(checks.every((c) => c.result !== "failed"));
+  const mark = { ok: "✓", none: "–", failed: "✗" };
+  $("verification").innerHTML = checks
+    .map((c) => `<div class="check ${c.result}" data-check="${c.what}" data-result="${c.result}"><b>${mark[c.result]} ${c.what}</b> ${c.text}</div>`)
+    .join("");
+}
+
+/** Fetches the latest signed snapshot and checks it against the trusted key, in the browser. */
+async function verifyLatestSnapshot(trustedKey) {
+  const { replica, group } = session;
+  const org = replica.state()?.org;
+  if (!org) return;
+  try {
+    const bytes = await client.snapshot(group);
+    session.verified.snapshot = verifySnapshot(bytes, { trustedKey, org, group });
+  } catch (e) {
+    session.verified.snapshotError = { code: e.code ?? e.name, message: e.message };
+  }
 }
 
 let renderQueued = false;
@@ -160,7 +216,7 @@ async function open(group, trustedKey) {
   }
   const replica = await IdbReplica.open(`mwp-dashboard ${server} ${group}`, group);
   const abort = new AbortController();
-  session = { group, replica, abort };
+  session = { group, replica, abort, verified: {} };
   const cached = replica.cursor;
   const org = params.get("org") ?? replica.state()?.org;
   // A snapshot names its org: when none is known yet, read it from the snapshot itself; the
@@ -175,6 +231,7 @@ async function open(group, trustedKey) {
   if (cached > 0) await render();
   const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal });
   const fetched = replica.cursor - cached;
+  await verifyLatestSnapshot(trustedKey);
   await render();
   setStatus(`seq ${replica.cursor} · ${cached} cached, ${fetched} fetched${restored ? " (restored a signed snapshot)" : ""} · key ${short(trustedKey)} · live`, "live");
   (async () => {

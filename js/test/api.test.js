@@ -36,6 +36,20 @@ test("a rejection throws an AcceptError carrying the spec's code and details", (
   assert.ok(d.eventCbor instanceof Uint8Array);
 });
 
+test("state() converts a state whose maps have integer keys (a finished item's `terminal`)", () => {
+  const a = authority();
+  const lease = a.submit(c.claim("w1", "b1", 1), 2000).event.kind.lease.id;
+  a.submit(c.cmd("bob", "b2", { type: "start_work", work: "w1", lease }), 2100);
+  a.submit(c.cmd("bob", "b3", { type: "submit", work: "w1", lease, result: { ok: true } }), 2200);
+  const r = new mwp.Replica("g1");
+  r.offerBatch(a.eventFrames());
+  for (const state of [a.state(), r.state()]) {
+    assert.equal(state.work.w1.state, "succeeded");
+    assert.deepEqual(Object.values(state.terminal), ["w1"]);
+    assert.deepEqual(Object.keys(state.terminal), ["6"]);
+  }
+});
+
 test("batches return rejections as values and the events as one frame batch", () => {
   const a = new mwp.Authority();
   const { results, events } = a.submitBatch([c.open(), c.create("w1"), c.create("w1", "again")], 1000);

@@ -10,12 +10,22 @@ use wasm_bindgen::JsCast;
 
 use crate::error::CodecError;
 
-/// Serializes a value into a plain JS value (objects, not `Map`s; `null` for none).
-/// Integers beyond 2^53 cannot be numbers and are `MALFORMED`.
+/// Serializes a value into a plain JS value (objects, not `Map`s; `null` for none), as its
+/// JSON form would read: a map with integer keys (the state's `terminal`, `expansions`) gets
+/// string keys, as in JSON. Integers beyond 2^53 cannot be numbers and are `MALFORMED`.
 pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, Error> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| Error::malformed(format!("value does not convert to JavaScript: {e}")))
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    let malformed = |e: &dyn std::fmt::Display| {
+        Error::malformed(format!("value does not convert to JavaScript: {e}"))
+    };
+    match value.serialize(&serializer) {
+        Ok(js) => Ok(js),
+        // serde-wasm-bindgen makes object keys of strings only; serde_json also of integers.
+        Err(_) => serde_json::to_value(value)
+            .map_err(|e| malformed(&e))?
+            .serialize(&serializer)
+            .map_err(|e| malformed(&e)),
+    }
 }
 
 /// Reads a JS value as JSON data (`serde_json::Value`): integers stay integers, other numbers

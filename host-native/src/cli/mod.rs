@@ -209,7 +209,8 @@ pub struct ServeArgs {
     /// CURSOR_TOO_OLD with a signed snapshot to restore from.
     #[arg(long, value_name = "N")]
     pub online_events: Option<u64>,
-    /// Serve the dashboard from this directory instead of the built-in page.
+    /// Serve the dashboard from this directory instead of the one built into mwp (for
+    /// dashboard development: `js/dashboard` after scripts/build-wasm.sh).
     #[arg(long, value_name = "DIR")]
     pub dashboard: Option<PathBuf>,
 }

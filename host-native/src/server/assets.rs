@@ -1,19 +1,24 @@
-//! The dashboard's static files. Today a placeholder page is embedded; the real dashboard
-//! (built in `js/`) will be embedded by replacing [`EMBEDDED`], or served from a directory
-//! with `mwp serve --dashboard DIR` while it is being developed.
+//! The dashboard's static files. The built dashboard (`host-native/dashboard/`, assembled by
+//! `scripts/build-dashboard.sh` from `js/dashboard`, the npm package's browser modules and
+//! the optimised wasm module) is compiled into the binary by `build.rs`; `mwp serve
+//! --dashboard DIR` serves a directory instead while the dashboard is being developed.
 
 use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 
-/// One embedded file: URL path, content type, bytes.
-pub type EmbeddedFile = (&'static str, &'static str, &'static [u8]);
+/// One embedded file.
+#[derive(Debug)]
+pub struct EmbeddedFile {
+    /// URL path, from `/`.
+    pub path: &'static str,
+    /// Strong ETag (quoted), from a hash of the bytes taken at build time.
+    pub etag: &'static str,
+    /// The bytes.
+    pub bytes: &'static [u8],
+}
 
 /// The files compiled into the binary. `/` serves `/index.html`.
-pub const EMBEDDED: &[EmbeddedFile] = &[(
-    "/index.html",
-    "text/html; charset=utf-8",
-    include_bytes!("placeholder.html"),
-)];
+pub const EMBEDDED: &[EmbeddedFile] = include!(concat!(env!("OUT_DIR"), "/dashboard.rs"));
 
 /// A file to answer with.
 #[derive(Debug, Clone)]
@@ -22,6 +27,8 @@ pub struct Asset {
     pub content_type: &'static str,
     /// Its bytes.
     pub bytes: Cow<'static, [u8]>,
+    /// Its ETag, for embedded files (a directory's files are read afresh and not cached).
+    pub etag: Option<&'static str>,
 }
 
 /// Where static files come from.
@@ -63,15 +70,11 @@ impl Assets {
             path
         };
         match self {
-            Assets::Embedded(files) => {
-                files
-                    .iter()
-                    .find(|(p, _, _)| *p == path)
-                    .map(|(_, t, b)| Asset {
-                        content_type: t,
-                        bytes: Cow::Borrowed(b),
-                    })
-            }
+            Assets::Embedded(files) => files.iter().find(|f| f.path == path).map(|f| Asset {
+                content_type: content_type(f.path),
+                bytes: Cow::Borrowed(f.bytes),
+                etag: Some(f.etag),
+            }),
             Assets::Dir(dir) => {
                 let relative = Path::new(path.trim_start_matches('/'));
                 // Only plain names below the directory: no `..`, no absolute paths.
@@ -85,6 +88,7 @@ impl Assets {
                 Some(Asset {
                     content_type: content_type(path),
                     bytes: Cow::Owned(bytes),
+                    etag: None,
                 })
             }
         }
@@ -96,10 +100,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn root_serves_the_embedded_index() {
+    fn root_serves_the_embedded_dashboard() {
         let a = Assets::default().get("/").expect("index");
         assert!(a.content_type.starts_with("text/html"));
+        let html = String::from_utf8_lossy(&a.bytes);
+        assert!(
+            html.contains("dashboard.js"),
+            "the real dashboard, not a stand-in"
+        );
+        assert!(a
+            .etag
+            .is_some_and(|e| e.starts_with('"') && e.ends_with('"')));
         assert!(Assets::default().get("/nope.js").is_none());
+    }
+
+    #[test]
+    fn the_embedded_bundle_is_complete() {
+        let assets = Assets::default();
+        for path in [
+            "/dashboard.js",
+            "/dashboard.css",
+            "/lib/src/browser.js",
+            "/lib/pkg/mwp_wasm.js",
+        ] {
+            let a = assets
+                .get(path)
+                .unwrap_or_else(|| panic!("{path} is embedded"));
+            assert!(!a.bytes.is_empty(), "{path}");
+        }
+        let wasm = assets.get("/lib/pkg/mwp_wasm_bg.wasm").expect("the module");
+        assert!(wasm.bytes.starts_with(b"\0asm"));
+        assert_eq!(wasm.content_type, "application/wasm");
     }
 
     #[test]

@@ -451,12 +451,7 @@ async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Respo
     let path = uri.path();
     if !path.starts_with("/v1/") {
         if let Some(asset) = app.config.assets.get(path) {
-            let mut resp = (StatusCode::OK, asset.bytes).into_response();
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(asset.content_type),
-            );
-            return resp;
+            return static_file(asset, &headers);
         }
     }
     let format = Format::accepted(&headers, Format::Json);
@@ -468,4 +463,41 @@ async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Respo
             format!("nothing is served at {path}; see docs/http.md for the routes"),
         ),
     )
+}
+
+/// A static file: embedded files carry an ETag and are revalidated on every use (`no-cache`,
+/// answered 304 when unchanged), so a new `mwp` binary is picked up at the next reload; files
+/// of a `--dashboard` directory are never cached.
+fn static_file(asset: super::assets::Asset, headers: &HeaderMap) -> Response {
+    let unchanged = asset.etag.is_some_and(|etag| {
+        headers
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|tag| {
+                let tag = tag.trim();
+                tag == "*" || tag.trim_start_matches("W/") == etag
+            })
+    });
+    let mut resp = if unchanged {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, asset.bytes).into_response()
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    match asset.etag {
+        Some(etag) => {
+            h.insert(header::ETAG, HeaderValue::from_static(etag));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        }
+        None => {
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        }
+    }
+    resp
 }

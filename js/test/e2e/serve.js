@@ -33,7 +33,7 @@ const url = await new Promise((resolve, reject) => {
   const timer = setTimeout(() => reject(new Error(`mwp serve did not start: ${err}`)), 30_000);
   server.stderr.on("data", (chunk) => {
     err += chunk;
-    const m = /authority on (http:\/\/[0-9.:]+)/.exec(err);
+    const m = /authority on (http:\/\/[0-9.]+:[0-9]+)\s/.exec(err);
     if (m) {
       clearTimeout(timer);
       resolve(m[1]);

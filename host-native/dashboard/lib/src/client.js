@@ -1,0 +1,204 @@
+// A small HTTP client for `mwp serve` (SPEC §11): submit commands, replay events (restoring
+// from a signed snapshot when the server answers CURSOR_TOO_OLD), and follow the live tail
+// over Server-Sent Events. It uses only `fetch`, so it runs in browsers, Node ≥ 20 and Deno.
+
+import { HttpError } from "./errors.js";
+import { encodeEvent } from "./api.js";
+
+const JSON_TYPE = "application/json";
+
+async function errorOf(response) {
+  let body = {};
+  try {
+    body = await response.json();
+  } catch {
+    // Not JSON: report the status alone.
+  }
+  const { code = "STORAGE", message = `HTTP ${response.status} ${response.statusText}`, ...details } = body ?? {};
+  return new HttpError(code, message, details, response.status);
+}
+
+/** A client of one `mwp serve` instance. */
+export class Client {
+  #base;
+  #fetch;
+  #headers;
+
+  /**
+   * @param {string | URL} baseUrl e.g. "http://127.0.0.1:7878"
+   * @param {{fetch?: typeof fetch, headers?: Record<string, string>}} [options]
+   */
+  constructor(baseUrl, { fetch = globalThis.fetch, headers = {} } = {}) {
+    this.#base = String(baseUrl).replace(/\/+$/, "");
+    // Called as a plain function: `window.fetch` refuses any other `this`.
+    this.#fetch = (input, init) => fetch(input, init);
+    this.#headers = headers;
+  }
+
+  #url(path, query = {}) {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+    const qs = params.toString();
+    return `${this.#base}${path}${qs ? `?${qs}` : ""}`;
+  }
+
+  async #request(path, { method = "GET", body, query, accept = JSON_TYPE, signal } = {}) {
+    let response;
+    try {
+      response = await this.#fetch(this.#url(path, query), {
+        method,
+        signal,
+        headers: { accept, ...(body === undefined ? {} : { "content-type": JSON_TYPE }), ...this.#headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      if (e?.name === "AbortError") throw e;
+      throw new HttpError("STORAGE", `no answer from ${this.#base}: ${e?.message ?? e}`, {}, 0);
+    }
+    if (!response.ok) throw await errorOf(response);
+    return response;
+  }
+
+  static #group(group) {
+    return encodeURIComponent(group);
+  }
+
+  /** The server's authority public key (hex): `GET /v1/authority`. */
+  async authorityKey() {
+    const r = await this.#request("/v1/authority");
+    return (await r.json()).key;
+  }
+
+  /** The groups the server holds: `{groups: [{group, head}]}` (`GET /v1/groups`). */
+  async groups() {
+    const r = await this.#request("/v1/groups");
+    return r.json();
+  }
+
+  /**
+   * Submits a signed command to its group. Resolves to `{receipt, duplicate}`; a rejection
+   * throws HttpError with the spec's code (409, 400 MALFORMED, 401 BAD_SIGNATURE).
+   */
+  async submit(command) {
+    const r = await this.#request(`/v1/groups/${Client.#group(command.group)}/commands`, { method: "POST", body: command });
+    return { receipt: await r.json(), duplicate: r.headers.get("mwp-duplicate") === "true" };
+  }
+
+  /**
+   * Events after `after`, at most `limit`, in seq order (JSON form). Throws HttpError
+   * `CURSOR_TOO_OLD` (status 410) whose `details.snapshot` is `{seq, hash, location}`.
+   */
+  async events(group, { after = 0, limit, signal } = {}) {
+    const r = await this.#request(`/v1/groups/${Client.#group(group)}/events`, { query: { after, limit }, signal });
+    return (await r.json()).events;
+  }
+
+  /** The original receipt of (actor, action), or `undefined` if there is none. */
+  async receipt(group, actor, action) {
+    try {
+      const r = await this.#request(
+        `/v1/groups/${Client.#group(group)}/receipts/${encodeURIComponent(actor)}/${encodeURIComponent(action)}`,
+      );
+      return await r.json();
+    } catch (e) {
+      if (e instanceof HttpError && (e.status === 404 || e.code === "NOT_FOUND")) return undefined;
+      throw e;
+    }
+  }
+
+  /** The latest signed snapshot's canonical CBOR, or the one at `location` (a URL path). */
+  async snapshot(group, location) {
+    const path = location ?? `/v1/groups/${Client.#group(group)}/snapshots/latest`;
+    const r = await this.#request(path.startsWith("/") ? path : `/${path}`, { accept: "application/cbor" });
+    return new Uint8Array(await r.arrayBuffer());
+  }
+
+  /**
+   * Brings `replica` (a Replica or IdbReplica) up to the server's head: pages of events
+   * after its cursor; on CURSOR_TOO_OLD, fetches the signed snapshot it names, verifies it
+   * against `trustedKey` and restores it, then resumes strictly after it. Resolves to
+   * `{cursor, restored}`.
+   */
+  async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents } = {}) {
+    let restored = false;
+    for (;;) {
+      let events;
+      try {
+        events = await this.events(replica.group, { after: replica.cursor, limit, signal });
+      } catch (e) {
+        if (!(e instanceof HttpError) || e.code !== "CURSOR_TOO_OLD" || restored) throw e;
+        const bytes = await this.snapshot(replica.group, e.details?.snapshot?.location);
+        await replica.restore(bytes, { trustedKey, org, requestedCursor: replica.cursor });
+        restored = true;
+        continue;
+      }
+      if (events.length === 0) return { cursor: replica.cursor, restored };
+      const summary = await replica.offerBatch(events.map((e) => encodeEvent(e)));
+      onEvents?.(events, summary);
+      if (summary.rejected > 0) {
+        throw new HttpError("LOG_CORRUPT", `the server sent events the replica rejects: ${JSON.stringify(summary.errors[0])}`, { errors: summary.errors }, 200);
+      }
+    }
+  }
+
+  /**
+   * The live tail: an async iterator of events (JSON form) after `after`, read from
+   * `GET /v1/groups/{group}/events/stream` (Server-Sent Events, one event per message).
+   * Ends when `signal` aborts or the server closes the stream.
+   */
+  async *tail(group, { after = 0, signal } = {}) {
+    const r = await this.#request(`/v1/groups/${Client.#group(group)}/events/stream`, {
+      query: { after },
+      accept: "text/event-stream",
+      signal,
+    });
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let data = [];
+    let type = "message";
+    const reader = r.body.getReader();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        let nl;
+        while ((nl = buffer.indexOf("\n")) >= 0) {
+          const line = buffer.slice(0, nl).replace(/\r$/, "");
+          buffer = buffer.slice(nl + 1);
+          if (line === "") {
+            if (data.length > 0) {
+              const payload = JSON.parse(data.join("\n"));
+              if (type === "error") throw new HttpError(payload.code, payload.message, payload, 200);
+              if (type === "message" || type === "event") yield payload;
+            }
+            data = [];
+            type = "message";
+          } else if (line.startsWith("data:")) {
+            data.push(line.slice(5).replace(/^ /, ""));
+          } else if (line.startsWith("event:")) {
+            type = line.slice(6).trim();
+          }
+        }
+      }
+    } finally {
+      reader.cancel().catch(() => {});
+    }
+  }
+
+  /**
+   * Replays, then follows the tail, offering every event to `replica` as it arrives.
+   * Resolves when `signal` aborts. `onEvent(event, result)` sees each offered event.
+   */
+  async follow(replica, { trustedKey, org, signal, onEvent } = {}) {
+    await this.replay(replica, { trustedKey, org, signal });
+    try {
+      for await (const event of this.tail(replica.group, { after: replica.cursor, signal })) {
+        const result = await replica.offerBatch([encodeEvent(event)]);
+        onEvent?.(event, result);
+      }
+    } catch (e) {
+      if (e?.name !== "AbortError") throw e;
+    }
+  }
+}

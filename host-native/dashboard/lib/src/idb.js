@@ -1,0 +1,131 @@
+// IndexedDB stores (browsers): the authority's log and a replica's projection, each
+// transition in one readwrite transaction with durability "strict". Calls on one store run
+// one after another, in call order.
+
+import * as w from "../pkg/mwp_wasm.js";
+import { guardAsync, guard } from "./errors.js";
+import { asBatch, splitBatch } from "./frames.js";
+
+const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
+
+class Queue {
+  #tail = Promise.resolve();
+  run(fn) {
+    const next = this.#tail.then(fn, fn);
+    this.#tail = next.catch(() => {});
+    return next;
+  }
+}
+
+/** An authority whose log lives in IndexedDB. */
+export class IdbAuthority {
+  #inner;
+  #queue = new Queue();
+
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  /**
+   * Opens (creating if needed) the database `name` holding `group`, rebuilding the state
+   * from its last checkpoint and the events after it.
+   */
+  static async open(name, group, { checkpointEvery } = {}) {
+    return new IdbAuthority(await guardAsync(() => w.IdbAuthority.open(name, group, checkpointEvery)));
+  }
+
+  /**
+   * Decides commands in order and writes all accepted events and receipts in one
+   * transaction. Resolves once durable to one result per command (rejections as values).
+   */
+  submit(commands, nowMs) {
+    const list = Array.isArray(commands) ? commands : [commands];
+    return this.#queue.run(() => guardAsync(() => this.#inner.submit(list, now(nowMs))));
+  }
+
+  /** Test hook: as `submit`, then aborts the transaction. */
+  _submitThenAbort(commands, nowMs) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.submitThenAbort(commands, now(nowMs))));
+  }
+
+  /** Stored events after `after` (JSON form). */
+  async events(after = 0, limit) {
+    return splitBatch(await this.eventFrames(after, limit)).map((b) => w.decodeEvent(b));
+  }
+
+  /** Stored events after `after`, as a frame batch. */
+  eventFrames(after = 0, limit) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.events(after, limit)));
+  }
+
+  get seq() { return this.#inner.seq; }
+  get head() { return this.#inner.head; }
+  stateHash() { return guard(() => this.#inner.stateHash()); }
+  state() { return guard(() => this.#inner.state()); }
+  stateCbor() { return guard(() => this.#inner.stateCbor()); }
+  receipt(actor, action) { return guard(() => this.#inner.receipt(actor, action)); }
+  frontier(nowMs) { return guard(() => this.#inner.frontier(now(nowMs))); }
+  nextDeadline() { return this.#inner.nextDeadline(); }
+
+  /** Closes the database connection once pending writes finish. */
+  close() {
+    return this.#queue.run(() => this.#inner.close());
+  }
+}
+
+/** A replica whose projection (events, cursor, checkpoints) lives in IndexedDB. */
+export class IdbReplica {
+  #inner;
+  #queue = new Queue();
+
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  /** Opens (creating if needed) the database `name` holding a replica of `group`. */
+  static async open(name, group, { checkpointEvery } = {}) {
+    return new IdbReplica(await guardAsync(() => w.IdbReplica.open(name, group, checkpointEvery)));
+  }
+
+  /** Offers delivered events; what they apply is written in one transaction. */
+  offerBatch(events) {
+    const batch = asBatch(events);
+    return this.#queue.run(() => guardAsync(() => this.#inner.offerBatch(batch)));
+  }
+
+  /** Test hook: as `offerBatch`, then aborts the transaction. */
+  _offerBatchThenAbort(events) {
+    const batch = asBatch(events);
+    return this.#queue.run(() => guardAsync(() => this.#inner.offerBatchThenAbort(batch)));
+  }
+
+  /** Restores from a signed snapshot and makes it the store's checkpoint. */
+  restore(snapshot, { trustedKey, org, requestedCursor = 0 }) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.restore(snapshot, trustedKey, org, requestedCursor)));
+  }
+
+  /** Locally stored events after `after` (JSON form). */
+  async events(after = 0, limit) {
+    return splitBatch(await this.eventFrames(after, limit)).map((b) => w.decodeEvent(b));
+  }
+
+  /** Locally stored events after `after`, as a frame batch. */
+  eventFrames(after = 0, limit) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.events(after, limit)));
+  }
+
+  get group() { return this.#inner.group; }
+  get cursor() { return this.#inner.cursor; }
+  get head() { return this.#inner.head; }
+  stateHash() { return guard(() => this.#inner.stateHash()); }
+  state() { return guard(() => this.#inner.state()); }
+  frontier(nowMs) { return guard(() => this.#inner.frontier(now(nowMs))); }
+
+  /** Closes the database connection once pending writes finish. */
+  close() {
+    return this.#queue.run(() => this.#inner.close());
+  }
+}
+
+/** Deletes a store's database and everything in it. */
+export const deleteIdbStore = (name) => guardAsync(() => w.deleteIdbStore(name));
