@@ -19,7 +19,14 @@ fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
         return Err(format!("{what} must be lowercase hex"));
     }
     let mut out = [0u8; N];
-    const_hex::decode_to_slice(s, &mut out).map_err(|e| format!("{what} is not hex: {e}"))?;
+    if const_hex::decode_to_slice(s, &mut out).is_err() {
+        // The slow decoder words the error (which character, where).
+        let e = hex::decode_to_slice(s, &mut out).err();
+        return Err(format!(
+            "{what} is not hex: {}",
+            e.map_or_else(|| "invalid character".to_owned(), |e| e.to_string())
+        ));
+    }
     Ok(out)
 }
 

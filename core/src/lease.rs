@@ -27,7 +27,14 @@ impl LeaseId {
             return Err(format!("a lease ID is 32 lowercase hex digits, got {s:?}"));
         }
         let mut id = [0u8; 16];
-        const_hex::decode_to_slice(s, &mut id).map_err(|e| format!("lease ID {s:?}: {e}"))?;
+        if const_hex::decode_to_slice(s, &mut id).is_err() {
+            // The slow decoder words the error (which character, where).
+            let e = hex::decode_to_slice(s, &mut id).err();
+            return Err(format!(
+                "lease ID {s:?}: {}",
+                e.map_or_else(|| "invalid character".to_owned(), |e| e.to_string())
+            ));
+        }
         Ok(LeaseId(id))
     }
 
