@@ -13,8 +13,9 @@
 //! SHA-256 of the snapshot map with its `sig` entry left out.
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use crate::canonical::{self, Strictness};
+use crate::canonical;
 use crate::crypto::{Hash, PublicKey, SecretKey, Signature};
 use crate::error::{Code, Error, Result};
 use crate::id::Id;
@@ -241,8 +242,7 @@ impl Snapshot {
     /// Decodes a stored snapshot; anything but canonical CBOR of a snapshot is
     /// `SNAPSHOT_INVALID` (check `decode`).
     pub fn from_cbor(bytes: &[u8]) -> Result<Snapshot> {
-        canonical::from_slice(bytes, Strictness::Canonical)
-            .map_err(|e| invalid("decode", format!("does not decode: {e}")))
+        decode_snapshot(bytes).map(|(snap, _)| snap)
     }
 
     /// Validates, in the order of SPEC §8: schema, state hash, signature against `trusted`,
@@ -271,11 +271,11 @@ impl Snapshot {
         group: &Id,
         min_seq: u64,
     ) -> Result<Snapshot> {
-        let snap = Snapshot::from_cbor(bytes)?;
+        let (snap, spans) = decode_snapshot(bytes)?;
         if snap.schema != SCHEMA {
             return Err(snap.schema_error());
         }
-        let digests = digests_of_bytes(bytes)?;
+        let digests = spans.digests(bytes);
         snap.check(&digests, trusted, org, group, min_seq)?;
         Ok(snap)
     }
@@ -367,94 +367,70 @@ impl Snapshot {
 
 /// Digests of stored snapshot bytes that already decoded canonically: the state's value
 /// bytes are hashed as they are, and the signed digest covers the map without `sig`.
-fn digests_of_bytes(bytes: &[u8]) -> Result<Digests> {
-    let corrupt = || invalid("decode", "snapshot bytes are not a map of fields");
-    let (major, n, mut pos) = head(bytes, 0).ok_or_else(corrupt)?;
-    if major != 5 || n >= 24 {
-        return Err(corrupt());
-    }
-    let mut signed = Vec::with_capacity(bytes.len());
-    write_map_head(&mut signed, n as usize - 1);
-    let mut state = None;
-    let mut sig_seen = false;
-    for _ in 0..n {
-        let key_start = pos;
-        let key_end = item_end(bytes, pos).ok_or_else(corrupt)?;
-        let value_end = item_end(bytes, key_end).ok_or_else(corrupt)?;
-        let key = &bytes[key_start..key_end];
-        if key == b"\x63sig" {
-            sig_seen = true;
-        } else {
-            signed.extend_from_slice(&bytes[key_start..value_end]);
-        }
-        if key == b"\x65state" {
-            state = Some(&bytes[key_end..value_end]);
-        }
-        pos = value_end;
-    }
-    let state = state.ok_or_else(corrupt)?;
-    if !sig_seen || pos != bytes.len() {
-        return Err(corrupt());
-    }
-    Ok(Digests {
-        state_hash: Hash::of(state),
-        signed: canonical::sha256(&signed),
-    })
+/// Where the signature and the state lie in a snapshot's bytes.
+struct Spans {
+    /// The `sig` entry, key included.
+    sig: std::ops::Range<usize>,
+    /// The value of `state`.
+    state: std::ops::Range<usize>,
 }
 
-/// Reads a CBOR head at `pos`: (major type, argument, position after the head).
-fn head(b: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
-    let initial = *b.get(pos)?;
-    let major = initial >> 5;
-    let info = initial & 0x1f;
-    let (arg, len) = match info {
-        0..=23 => (u64::from(info), 1),
-        24 => (u64::from(*b.get(pos + 1)?), 2),
-        25 => (
-            u64::from(u16::from_be_bytes(
-                b.get(pos + 1..pos + 3)?.try_into().ok()?,
-            )),
-            3,
-        ),
-        26 => (
-            u64::from(u32::from_be_bytes(
-                b.get(pos + 1..pos + 5)?.try_into().ok()?,
-            )),
-            5,
-        ),
-        27 => (
-            u64::from_be_bytes(b.get(pos + 1..pos + 9)?.try_into().ok()?),
-            9,
-        ),
-        _ => return None,
-    };
-    Some((major, arg, pos + len))
+impl Spans {
+    /// The state hash and the signed digest, computed over the bytes as they are: the state
+    /// value, and the map without its `sig` entry (one entry fewer in its one-byte head).
+    fn digests(&self, bytes: &[u8]) -> Digests {
+        let mut signed = Sha256::new();
+        signed.update([0xa0 | 9]);
+        signed.update(&bytes[1..self.sig.start]);
+        signed.update(&bytes[self.sig.end..]);
+        Digests {
+            state_hash: Hash::of(&bytes[self.state.clone()]),
+            signed: signed.finalize().into(),
+        }
+    }
 }
 
-/// End position of the data item starting at `pos` (bytes already checked canonical, so
-/// lengths are definite and nesting is bounded; every loop is bounded by the input).
-fn item_end(b: &[u8], pos: usize) -> Option<usize> {
-    let mut pending: u64 = 1;
-    let mut pos = pos;
-    while pending > 0 {
-        pending -= 1;
-        let (major, arg, next) = head(b, pos)?;
-        pos = match major {
-            0 | 1 | 7 => next,
-            2 | 3 => next.checked_add(usize::try_from(arg).ok()?)?,
-            4 => {
-                pending = pending.checked_add(arg)?;
-                next
-            }
-            5 => {
-                pending = pending.checked_add(arg.checked_mul(2)?)?;
-                next
-            }
-            _ => return None,
+/// Reads a stored snapshot: its ten fields in canonical order (shorter keys first, then
+/// bytewise), straight from the bytes, noting where `sig` and `state` lie.
+fn decode_snapshot(bytes: &[u8]) -> Result<(Snapshot, Spans)> {
+    let read = || -> std::result::Result<(Snapshot, Spans), canonical::CanonError> {
+        let mut f = canonical::Fields::new(bytes, 10)?;
+        let org = f.field("org")?;
+        let seq = f.field("seq")?;
+        let sig_start = f.pos();
+        let sig = f.field("sig")?;
+        let sig_end = f.pos();
+        let group = f.field("group")?;
+        // The key "state" is six bytes: a text head and five letters.
+        let state_start = f.pos() + 6;
+        let state = f.field("state")?;
+        let state_end = f.pos();
+        let schema = f.field("schema")?;
+        let signer = f.field("signer")?;
+        let mission = f.field("mission")?;
+        let chain_head = f.field("chain_head")?;
+        let state_hash = f.field("state_hash")?;
+        f.finish()?;
+        let snap = Snapshot {
+            schema,
+            org,
+            group,
+            mission,
+            seq,
+            chain_head,
+            state_hash,
+            state,
+            signer,
+            sig,
         };
-        if pos > b.len() {
-            return None;
-        }
-    }
-    Some(pos)
+        Ok((
+            snap,
+            Spans {
+                sig: sig_start..sig_end,
+                state: state_start..state_end,
+            },
+        ))
+    };
+    read().map_err(|e| invalid("decode", format!("does not decode: {e}")))
 }
+
