@@ -129,6 +129,16 @@ pub fn verify_event(event: JsValue) -> Result<(), CodecError> {
     Ok(event_from_js(event)?.verify()?)
 }
 
+/// The redacted form (SPEC §6) of a stored event (canonical CBOR in, canonical CBOR out):
+/// every opaque value replaced by `{"$redacted": "<its hash>"}`; id, payload hash and chain
+/// unchanged. What a file store writes to its redaction overlay.
+#[wasm_bindgen(js_name = redactEvent)]
+pub fn redact_event(bytes: &[u8]) -> Result<Vec<u8>, CodecError> {
+    let mut event = Event::from_cbor(bytes)?;
+    event.redact()?;
+    Ok(event.to_cbor()?)
+}
+
 /// The receipt an event gives its sender, as a JS object.
 #[wasm_bindgen(js_name = receiptOf)]
 pub fn receipt_of(event: JsValue) -> Result<JsValue, CodecError> {

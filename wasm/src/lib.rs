@@ -3,7 +3,8 @@
 //! This crate is thin glue. Every rule lives in `mwp-core`; here are only conversions between
 //! JavaScript values and core types, one small error type per export (turned into a JS
 //! `Error` whose `name` says which export failed and whose `code` is the spec's), and the
-//! IndexedDB store for browsers ([`idb_store`]).
+//! IndexedDB store for browsers ([`idb_store`]), and the state-only group the Node/Deno file
+//! store drives ([`store_group`]).
 //!
 //! What crosses the boundary, and how:
 //! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
@@ -22,8 +23,10 @@ pub mod frames;
 pub mod idb_store;
 pub mod replica;
 pub mod snapshot;
+pub mod store_group;
 pub mod transcript;
 pub mod vectors;
 
 pub use authority::Authority;
 pub use replica::Replica;
+pub use store_group::StoreGroup;

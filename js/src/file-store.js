@@ -1,0 +1,1183 @@
+// The Node/Deno file store: the authority's durable log in a data directory, byte for byte
+// the format of the native File host (docs/format.md), so either side opens what the other
+// wrote. Only `node:fs/promises` and `node:path` are used; Deno 2 provides both.
+//
+// Every accepted event is written and `datasync`ed before its receipt is returned; commands
+// submitted together, or while a sync is running, share one write and one sync (group
+// commit). Opening a group streams its segments record by record through the wasm core
+// (memory: the state plus one read chunk, never the log), trims a torn tail by the rule of
+// docs/format.md and refuses any other damage with `LOG_CORRUPT` naming file and offset.
+
+import * as fsp from "node:fs/promises";
+import { join } from "node:path";
+import * as w from "../pkg/mwp_wasm.js";
+import { StoreError, toMwpError } from "./errors.js";
+import {
+  crc32c, recordCrc, encodeFileHeader, decodeFileHeader, encodeRecord, parseRecordHeader, encodeSnapshotFile,
+  decodeSnapshotFile, segmentName, snapshotName, parseNumbered, groupDirName, groupFromDirName, hex, unhex,
+  SEGMENT_MAGIC, OVERLAY_MAGIC, FILE_HEADER_LEN, RECORD_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_NAME, KEY_NAME, GROUPS_DIR,
+} from "./file-format.js";
+
+export { crc32c, groupDirName, groupFromDirName } from "./file-format.js";
+
+const CHUNK = 1 << 20;
+/** Largest number of record bytes one `events` call reads (as the native store). */
+const MAX_READ_BYTES = 8 << 20;
+const DEFAULTS = { segmentBytes: 64 << 20, snapshotEvery: 100_000, snapshotsKept: 2 };
+
+const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
+
+/** A `LOG_CORRUPT` error naming a file and an offset (the native store's wording). */
+function corruptAt(file, offset, what) {
+  return new StoreError("LOG_CORRUPT", `${file} at offset ${offset}: ${what}`, { file, offset });
+}
+
+/** A `STORAGE` error from a failed file operation. */
+function storage(what, e) {
+  return new StoreError("STORAGE", `${what}: ${e?.message ?? e}`);
+}
+
+async function io(what, fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof StoreError) throw e;
+    throw storage(what, e);
+  }
+}
+
+/** An open file with positional reads and writes. */
+class File {
+  constructor(path, handle) {
+    this.path = path;
+    this.handle = handle;
+  }
+
+  static async open(path) {
+    return new File(path, await io(`open ${path}`, () => fsp.open(path, "r+")));
+  }
+
+  /** Creates (or truncates) a file with permission bits `mode`. */
+  static async create(path, mode) {
+    return new File(path, await io(`create ${path}`, () => fsp.open(path, "w+", mode)));
+  }
+
+  async size() {
+    return (await io(`size of ${this.path}`, () => this.handle.stat())).size;
+  }
+
+  /** Exactly `n` bytes at `at` (an error if the file is shorter). */
+  async readAt(at, n) {
+    const buf = new Uint8Array(n);
+    let got = 0;
+    while (got < n) {
+      const { bytesRead } = await io(`read ${this.path} at ${at + got}`, () => this.handle.read(buf, got, n - got, at + got));
+      if (bytesRead === 0) throw new StoreError("STORAGE", `read ${this.path} at ${at}: the file ends early`);
+      got += bytesRead;
+    }
+    return buf;
+  }
+
+  async writeAt(at, data) {
+    let done = 0;
+    while (done < data.length) {
+      const { bytesWritten } = await io(`write ${this.path} at ${at + done}`, () =>
+        this.handle.write(data, done, data.length - done, at + done));
+      done += bytesWritten;
+    }
+  }
+
+  async truncate(len) {
+    await io(`trim ${this.path}`, () => this.handle.truncate(len));
+  }
+
+  /** fdatasync: the file's data and size are durable when this resolves. */
+  async datasync() {
+    await io(`sync ${this.path}`, () => this.handle.datasync());
+  }
+
+  async close() {
+    try {
+      await this.handle.close();
+    } catch {
+      // Closing twice, or after the descriptor failed, changes nothing worth reporting.
+    }
+  }
+}
+
+/** fsync of a directory: its creations, renames and removals are durable. */
+async function syncDir(dir) {
+  await io(`sync ${dir}`, async () => {
+    const h = await fsp.open(dir, "r");
+    try {
+      await h.sync();
+    } finally {
+      await h.close();
+    }
+  });
+}
+
+async function exists(path) {
+  try {
+    await fsp.stat(path);
+    return true;
+  } catch (e) {
+    if (e?.code === "ENOENT") return false;
+    throw storage(`stat ${path}`, e);
+  }
+}
+
+/** Writes a whole new file durably: `NAME.tmp`, datasync, rename, fsync of the directory. */
+async function writeNewFile(dir, name, data, mode = 0o644) {
+  const tmp = join(dir, `${name}.tmp`);
+  const file = await File.create(tmp, mode);
+  try {
+    await file.writeAt(0, data);
+    await file.datasync();
+    await io(`rename ${tmp}`, () => fsp.rename(tmp, join(dir, name)));
+    await syncDir(dir);
+  } catch (e) {
+    await file.close();
+    throw e;
+  }
+  file.path = join(dir, name);
+  return file;
+}
+
+/**
+ * Walks the records of `file` after its header, checking framing, CRCs and seqs (the native
+ * `scan`), and awaits `visit(record)` for each good one in order. Returns `{end, lastSeq,
+ * torn}`; damage the tail rule cannot explain throws `LOG_CORRUPT` naming file and offset.
+ */
+async function scan(file, len, spec, visit) {
+  let pos = FILE_HEADER_LEN;
+  let buf = new Uint8Array(0);
+  let bufStart = pos;
+  let expected = spec.firstSeq;
+  let lastSeq = Math.max(spec.firstSeq - 1, 0);
+  const fill = async (at, n) => {
+    if (at + n > len) return false;
+    if (at >= bufStart && at + n <= bufStart + buf.length) return true;
+    buf = await file.readAt(at, Math.min(Math.max(n, CHUNK), len - at));
+    bufStart = at;
+    return true;
+  };
+  let damage;
+  for (;;) {
+    if (pos === len) return { end: pos, lastSeq, torn: null };
+    if (!(await fill(pos, RECORD_HEADER_LEN))) {
+      damage = "incomplete record header";
+      break;
+    }
+    const h = parseRecordHeader(buf, pos - bufStart);
+    if (h.len > MAX_RECORD_LEN) {
+      damage = `record length ${h.len} exceeds ${MAX_RECORD_LEN}`;
+      break;
+    }
+    const total = RECORD_HEADER_LEN + h.len;
+    if (!(await fill(pos, total))) {
+      damage = "record extends past the end of the file";
+      break;
+    }
+    const rb = pos - bufStart;
+    const rec = buf.subarray(rb, rb + total);
+    const payload = rec.subarray(RECORD_HEADER_LEN);
+    const crcOk = recordCrc(rec, payload) === h.crc;
+    const seqOk = spec.contiguous ? h.seq === expected : h.seq >= 1;
+    const erased = seqOk ? spec.erased(h.seq) : undefined;
+    let erasure = "none";
+    if (erased !== undefined) {
+      if (erased.len !== h.len) {
+        damage = `redacted record seq ${h.seq} has length ${h.len}, the overlay says ${erased.len}`;
+        break;
+      }
+      // Zeroed with a matching CRC: done. Otherwise the original bytes, or an erasure a crash
+      // interrupted: the overlay holds the record, so the erasure is redone.
+      erasure = crcOk && payload.every((b) => b === 0) ? "done" : "pending";
+    }
+    if (erasure === "none" && !crcOk) {
+      damage = `record checksum mismatch (seq field ${h.seq})`;
+      break;
+    }
+    if (!seqOk) {
+      // A whole, checksummed record with the wrong seq is not a torn write.
+      if (crcOk) throw corruptAt(spec.name, pos, `record has seq ${h.seq}, expected ${expected}`);
+      damage = `record has seq ${h.seq}, expected ${expected}`;
+      break;
+    }
+    if (crcOk && h.batch > h.seq) throw corruptAt(spec.name, pos, `record seq ${h.seq} names batch ${h.batch} after it`);
+    await visit({ offset: pos, header: h, payload, erasure });
+    lastSeq = h.seq;
+    expected = h.seq + 1;
+    pos += total;
+  }
+  if (!spec.mayBeTorn) throw corruptAt(spec.name, pos, damage);
+  const later = await laterBatch(file, len, pos, expected, spec.contiguous);
+  if (later !== null) {
+    throw corruptAt(spec.name, pos, `${damage}, but a later write batch starts at offset ${later}: acknowledged data is damaged`);
+  }
+  return { end: pos, lastSeq, torn: len - pos };
+}
+
+/**
+ * Looks for a checksummed record after `from` that belongs to a write batch later than the
+ * one that should hold seq `expected`: proof that the damage is not a torn last write.
+ */
+async function laterBatch(file, len, from, expected, contiguous) {
+  const rest = await file.readAt(from, len - from);
+  const n = rest.length;
+  for (let i = 1; i + RECORD_HEADER_LEN <= n; i++) {
+    const h = parseRecordHeader(rest, i);
+    if (h.len > MAX_RECORD_LEN || i + RECORD_HEADER_LEN + h.len > n || h.batch > h.seq) continue;
+    // Segments: a batch that starts after the seq the damaged record should hold. The
+    // overlay: any entry, since each is synced before the next is written.
+    if (!(contiguous ? h.batch > expected : h.seq >= 1)) continue;
+    const rec = rest.subarray(i, i + RECORD_HEADER_LEN + h.len);
+    if (recordCrc(rec, rec.subarray(RECORD_HEADER_LEN)) === h.crc) return from + i;
+  }
+  return null;
+}
+
+/** Reads and checks a file header. */
+async function checkHeader(file, name, magic, id, firstSeq) {
+  if ((await file.size()) < FILE_HEADER_LEN) throw corruptAt(name, 0, "file is shorter than its header");
+  const b = await file.readAt(0, FILE_HEADER_LEN);
+  let h;
+  try {
+    h = decodeFileHeader(b, magic);
+  } catch (e) {
+    throw corruptAt(name, 0, e.message);
+  }
+  if (h.group !== id) throw corruptAt(name, 52, `file belongs to group ${h.group}, not ${id}`);
+  if (firstSeq !== null && h.firstSeq !== firstSeq) {
+    throw corruptAt(name, 12, `header says first seq ${h.firstSeq}, the name says ${firstSeq}`);
+  }
+  return h;
+}
+
+/** Header bytes 0..20 of a parsed record header. */
+function headerBytes(h) {
+  const b = new Uint8Array(20);
+  const v = new DataView(b.buffer);
+  v.setUint32(0, h.len, true);
+  v.setUint32(4, h.seq % 2 ** 32, true);
+  v.setUint32(8, Math.floor(h.seq / 2 ** 32), true);
+  v.setUint32(12, h.batch % 2 ** 32, true);
+  v.setUint32(16, Math.floor(h.batch / 2 ** 32), true);
+  return b;
+}
+
+/** Runs calls one after another, in call order. */
+class Queue {
+  #tail = Promise.resolve();
+  run(fn) {
+    const next = this.#tail.then(fn, fn);
+    this.#tail = next.catch(() => {});
+    return next;
+  }
+}
+
+/** One Group of a file store: its log on disk and its state in the wasm core. */
+export class FileGroup {
+  #store;
+  #sg;
+  #segments;
+  #overlay;
+  #pending = [];
+  #durable;
+  #flushing = null;
+  #snap;
+  #erasing = new Queue();
+  #snapshots = new Queue();
+
+  /** @internal use `FileStore.openGroup`. */
+  constructor(store, id, dir, sg, segments, overlay, snap) {
+    this.#store = store;
+    /** The group's ID. */
+    this.id = id;
+    /** The group's directory. */
+    this.dir = dir;
+    this.#sg = sg;
+    this.#segments = segments;
+    this.#overlay = overlay;
+    this.#durable = sg.seq;
+    this.#snap = snap;
+  }
+
+  /** Seq of the last durable event. */
+  get seq() {
+    return this.#durable;
+  }
+
+  /** Id (hex) of the last accepted event. */
+  get head() {
+    return this.#sg.head;
+  }
+
+  /** Hash (hex) of the state (after every accepted event; all are durable once their submit resolves). */
+  stateHash() {
+    return this.#call(() => this.#sg.stateHash());
+  }
+
+  /** The state as a plain object. */
+  state() {
+    return this.#call(() => this.#sg.state());
+  }
+
+  /** Canonical CBOR of the state. */
+  stateCbor() {
+    return this.#call(() => this.#sg.stateCbor());
+  }
+
+  /** The original receipt of (actor, action) if its event is durable, else `undefined`. */
+  receipt(actor, action) {
+    const r = this.#call(() => this.#sg.receipt(actor, action));
+    return r !== undefined && r.seq <= this.#durable ? r : undefined;
+  }
+
+  /** IDs of the work items a worker may claim now. */
+  frontier(nowMs) {
+    return this.#call(() => this.#sg.frontier(now(nowMs)));
+  }
+
+  /** The earliest time a `tick` would expire a lease, or `undefined`. */
+  nextDeadline() {
+    return this.#sg.nextDeadline();
+  }
+
+  #call(fn) {
+    try {
+      return fn();
+    } catch (e) {
+      throw toMwpError(e);
+    }
+  }
+
+  /**
+   * Decides commands in order, each seeing the ones before, and makes the accepted events
+   * durable with one write and one `datasync`. Resolves to one result per command:
+   * `{outcome: "accepted"|"duplicate", receipt, …}` or `{outcome: "rejected", error}`.
+   */
+  async submit(commands, nowMs) {
+    const list = Array.isArray(commands) ? commands : [commands];
+    const at = now(nowMs);
+    this.#store._checkSticky();
+    const results = [];
+    const after = [];
+    let snapshot = null;
+    for (const command of list) {
+      let d;
+      try {
+        d = this.#sg.submit(command, at);
+      } catch (e) {
+        results.push({ outcome: "rejected", error: errorBody(e) });
+        continue;
+      }
+      if (d.outcome === "accepted") {
+        // Events are bounded far below the record limit by the command limits.
+        this.#pending.push({ seq: d.event.seq, id: d.event.id, bytes: d.eventCbor });
+        const kind = d.event.kind.type;
+        if (kind === "event_redacted") after.push(d.event.kind.seq);
+        const every = this.#store.options.snapshotEvery;
+        if (kind === "group_archived" || (every && d.event.seq % every === 0)) snapshot = true;
+      }
+      results.push(d);
+    }
+    if (snapshot) snapshot = this.#call(() => this.#sg.snapshot(this.#store._secretKey));
+    await this.#waitDurable(this.#sg.seq);
+    for (const seq of after) await this.#sticky(() => this.#erase(seq));
+    if (snapshot) await this.#sticky(() => this.#writeSnapshot(snapshot));
+    return results;
+  }
+
+  async #sticky(fn) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e?.code === "STORAGE") this.#store._setSticky(e);
+      throw e;
+    }
+  }
+
+  /** Waits until every event up to `seq` is durable, flushing as the leader if nobody is. */
+  async #waitDurable(seq) {
+    while (this.#durable < seq) {
+      this.#store._checkSticky();
+      if (this.#flushing === null) {
+        this.#flushing = this.#flush().then(
+          (d) => {
+            this.#durable = Math.max(this.#durable, d);
+            this.#flushing = null;
+          },
+          (e) => {
+            this.#store._setSticky(e);
+            this.#flushing = null;
+          },
+        );
+      }
+      await this.#flushing;
+    }
+  }
+
+  /** Writes every staged event as one batch at the end of the last segment and syncs it. */
+  async #flush() {
+    const pending = this.#pending;
+    this.#pending = [];
+    if (pending.length === 0) return this.#durable;
+    let seg = this.#segments[this.#segments.length - 1];
+    const firstSeq = pending[0].seq;
+    if (seg.end >= this.#store.options.segmentBytes && seg.end > FILE_HEADER_LEN) seg = await this.#roll(firstSeq);
+    const chunks = [];
+    const offsets = [];
+    let size = 0;
+    for (const p of pending) {
+      offsets.push(seg.end + size);
+      const rec = encodeRecord(p.seq, firstSeq, p.bytes);
+      chunks.push(rec);
+      size += rec.length;
+    }
+    const buf = new Uint8Array(size);
+    let at = 0;
+    for (const c of chunks) {
+      buf.set(c, at);
+      at += c.length;
+    }
+    await seg.file.writeAt(seg.end, buf);
+    await seg.file.datasync();
+    seg.end += size;
+    for (const o of offsets) seg.offsets.push(o);
+    this.#lastIdCache = pending[pending.length - 1].id;
+    return pending[pending.length - 1].seq;
+  }
+
+  /** Starts a new segment whose first record will be `firstSeq`. */
+  async #roll(firstSeq) {
+    const name = segmentName(firstSeq);
+    const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq, prev: unhex(this.#lastDurableId()), group: this.id });
+    const file = await writeNewFile(this.dir, name, header);
+    const seg = { firstSeq, name, file, offsets: [], end: FILE_HEADER_LEN };
+    this.#segments.push(seg);
+    return seg;
+  }
+
+  /** Id (hex) of the last durable event: what a new segment's header names as `prev`. */
+  #lastDurableId() {
+    return this.#lastIdCache;
+  }
+
+  #lastIdCache = "";
+
+  /** Stored events after `after` (JSON form), at most `limit` and 8 MiB of records per call. */
+  async events(after = 0, limit) {
+    const frames = await this.eventFrames(after, limit);
+    const out = [];
+    let at = 0;
+    const view = new DataView(frames.buffer, frames.byteOffset, frames.byteLength);
+    while (at < frames.length) {
+      const len = view.getUint32(at, true);
+      out.push(this.#call(() => w.decodeEvent(frames.subarray(at + 4, at + 4 + len))));
+      at += 4 + len;
+    }
+    return out;
+  }
+
+  /**
+   * Stored events after `after` as a frame batch of canonical CBOR (redacted events in their
+   * redacted form), durable ones only, at most `limit` and about 8 MiB per call: call again
+   * from the last seq returned to read on.
+   */
+  async eventFrames(after = 0, limit = Number.MAX_SAFE_INTEGER) {
+    const last = Math.min(this.#durable, after + limit);
+    const items = [];
+    let seq = after + 1;
+    let bytesRead = 0;
+    while (seq <= last && bytesRead < MAX_READ_BYTES) {
+      const seg = this.#segmentOf(seq);
+      if (seg === undefined) throw new StoreError("LOG_CORRUPT", `seq ${seq} of group ${this.id} is not in the log`);
+      const i0 = seq - seg.firstSeq;
+      const start = seg.offsets[i0];
+      let i1 = Math.min(last - seg.firstSeq + 1, seg.offsets.length);
+      // Stop at the first record that starts past the byte cap (but read at least one).
+      let j = i0 + 1;
+      while (j < i1 && seg.offsets[j] <= start + MAX_READ_BYTES) j++;
+      i1 = j;
+      const end = i1 < seg.offsets.length ? seg.offsets[i1] : seg.end;
+      const buf = await seg.file.readAt(start, end - start);
+      bytesRead += buf.length;
+      let at = 0;
+      while (at + RECORD_HEADER_LEN <= buf.length && seq <= last) {
+        const h = parseRecordHeader(buf, at);
+        const total = RECORD_HEADER_LEN + h.len;
+        if (h.seq !== seq || at + total > buf.length) throw corruptAt(join(this.dir, seg.name), start + at, `expected record seq ${seq}`);
+        const entry = this.#overlay.entries.get(seq);
+        if (entry !== undefined) {
+          items.push(await this.#overlay.file.readAt(entry.offset, entry.len));
+        } else {
+          const rec = buf.subarray(at, at + total);
+          if (recordCrc(rec, rec.subarray(RECORD_HEADER_LEN)) !== h.crc) {
+            throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
+          }
+          items.push(rec.subarray(RECORD_HEADER_LEN));
+        }
+        at += total;
+        seq += 1;
+      }
+    }
+    let total = 0;
+    for (const i of items) total += 4 + i.length;
+    const out = new Uint8Array(total);
+    const view = new DataView(out.buffer);
+    let at = 0;
+    for (const i of items) {
+      view.setUint32(at, i.length, true);
+      out.set(i, at + 4);
+      at += 4 + i.length;
+    }
+    return out;
+  }
+
+  #segmentOf(seq) {
+    const segs = this.#segments;
+    let lo = 0;
+    let hi = segs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (segs[mid].firstSeq <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    const seg = segs[lo - 1];
+    return seg !== undefined && seq - seg.firstSeq < seg.offsets.length ? seg : undefined;
+  }
+
+  /** The durable record of `seq`: `{seg, offset, header, payload}`. */
+  async #readRecord(seq) {
+    const seg = this.#segmentOf(seq);
+    if (seg === undefined) throw new StoreError("LOG_CORRUPT", `seq ${seq} of group ${this.id} is not in the log`);
+    const offset = seg.offsets[seq - seg.firstSeq];
+    const h = parseRecordHeader(await seg.file.readAt(offset, RECORD_HEADER_LEN), 0);
+    if (h.seq !== seq || h.len > MAX_RECORD_LEN) throw corruptAt(join(this.dir, seg.name), offset, `expected record seq ${seq}`);
+    const payload = await seg.file.readAt(offset + RECORD_HEADER_LEN, h.len);
+    return { seg, offset, header: h, payload };
+  }
+
+  async _needsZeroing(seq) {
+    const { header, payload } = await this.#readRecord(seq);
+    return !(payload.every((b) => b === 0) && recordCrc(headerBytes(header), payload) === header.crc);
+  }
+
+  /**
+   * Erases the stored opaque values of event `seq` (SPEC §6): the redacted form goes to the
+   * overlay (synced), then the record's payload is zeroed in place with its CRC fixed
+   * (synced).
+   */
+  async #erase(seq) {
+    return this.#erasing.run(async () => {
+      const { seg, offset, header: h, payload } = await this.#readRecord(seq);
+      const path = join(this.dir, seg.name);
+      if (!this.#overlay.entries.has(seq)) {
+        if (recordCrc(headerBytes(h), payload) !== h.crc) throw corruptAt(path, offset, `record seq ${seq} checksum mismatch`);
+        if (payload.every((b) => b === 0)) {
+          throw corruptAt(path, offset, `record seq ${seq} was erased but ${OVERLAY_NAME} has no entry for it`);
+        }
+        let red;
+        try {
+          red = w.redactEvent(payload);
+        } catch (e) {
+          throw corruptAt(path, offset, toMwpError(e).message);
+        }
+        const entry = new Uint8Array(8 + red.length);
+        const v = new DataView(entry.buffer);
+        v.setUint32(0, h.len, true);
+        v.setUint32(4, h.crc, true);
+        entry.set(red, 8);
+        const ov = await this.#overlayFile();
+        const rec = encodeRecord(seq, seq, entry);
+        await ov.file.writeAt(ov.end, rec);
+        await ov.file.datasync();
+        this.#overlay.entries.set(seq, { offset: ov.end + RECORD_HEADER_LEN + 8, len: red.length, orig: { len: h.len, crc: h.crc } });
+        ov.end += rec.length;
+      }
+      const zeros = new Uint8Array(h.len);
+      const patch = new Uint8Array(4 + h.len);
+      new DataView(patch.buffer).setUint32(0, recordCrc(headerBytes(h), zeros), true);
+      await seg.file.writeAt(offset + 20, patch);
+      await seg.file.datasync();
+    });
+  }
+
+  async _erase(seq) {
+    return this.#erase(seq);
+  }
+
+  /** The overlay, created durably if missing. */
+  async #overlayFile() {
+    if (this.#overlay.file === null) {
+      const header = encodeFileHeader({ magic: OVERLAY_MAGIC, firstSeq: 0, prev: new Uint8Array(32), group: this.id });
+      this.#overlay.file = await writeNewFile(this.dir, OVERLAY_NAME, header);
+      this.#overlay.end = FILE_HEADER_LEN;
+    }
+    return this.#overlay;
+  }
+
+  /** Takes a signed snapshot of the durable state now; resolves to its seq. */
+  async snapshotNow() {
+    await this.#waitDurable(this.#sg.seq);
+    const snap = this.#call(() => this.#sg.snapshot(this.#store._secretKey));
+    await this.#sticky(() => this.#writeSnapshot(snap));
+    return snap.seq;
+  }
+
+  /** Writes a snapshot file (`{bytes, seq}`) unless a newer one exists, and prunes old ones. */
+  async #writeSnapshot(snap) {
+    return this.#snapshots.run(async () => {
+      if (this.#snap !== null && this.#snap.seq >= snap.seq) return;
+      const file = await writeNewFile(this.dir, snapshotName(snap.seq), encodeSnapshotFile(snap.seq, snap.bytes));
+      await file.close();
+      this.#snap = { seq: snap.seq };
+      const names = (await io(`list ${this.dir}`, () => fsp.readdir(this.dir))).filter((n) => parseNumbered(n, "snap") !== null).sort();
+      const keep = Math.max(1, this.#store.options.snapshotsKept);
+      if (names.length <= keep) return;
+      for (const n of names.slice(0, names.length - keep)) await io(`remove ${join(this.dir, n)}`, () => fsp.unlink(join(this.dir, n)));
+      await syncDir(this.dir);
+    });
+  }
+
+  async _writeSnapshotIfMissing(report) {
+    if (this.#sg.archived && this.#snap?.seq !== this.#sg.seq) {
+      await this.#writeSnapshot(this.#call(() => this.#sg.snapshot(this.#store._secretKey)));
+      report.repaired.push(`wrote the final snapshot of ${this.id} at seq ${this.#sg.seq}`);
+    }
+  }
+
+  _setLastId(id) {
+    this.#lastIdCache = id;
+  }
+
+  /** Waits for pending writes, then closes the group's files. */
+  async close() {
+    if (this.#flushing !== null) await this.#flushing;
+    await this.#erasing.run(() => {});
+    await this.#snapshots.run(() => {});
+    for (const s of this.#segments) await s.file.close();
+    if (this.#overlay.file !== null) await this.#overlay.file.close();
+    this.#sg.free();
+  }
+}
+
+/** A data directory of groups: the Node/Deno counterpart of the native `FileStore`. */
+export class FileStore {
+  #groups = new Map();
+  #opening = new Map();
+  #creating = new Queue();
+  #sticky = null;
+  #secret;
+  #closed = false;
+
+  /** @internal use `openFileStore`. */
+  constructor(root, secret, options) {
+    /** The data directory. */
+    this.root = root;
+    this.#secret = secret;
+    /** Options in effect: `{segmentBytes, snapshotEvery, snapshotsKept}`. */
+    this.options = options;
+    /** What opening found and did: `{trimmed, skippedSnapshots, repaired, removed}`. */
+    this.report = { trimmed: [], skippedSnapshots: [], repaired: [], removed: [] };
+    /** The authority's public key (hex): an `open_group` must name it as `authority_key`. */
+    this.authorityKey = w.publicKeyOf(secret);
+  }
+
+  /** @internal */
+  get _secretKey() {
+    return this.#secret;
+  }
+
+  /** @internal */
+  _checkSticky() {
+    if (this.#closed) throw new StoreError("STORAGE", "the store is closed");
+    if (this.#sticky !== null) {
+      throw new StoreError("STORAGE", `the store refuses writes after a storage failure (${this.#sticky.message}); reopen it`);
+    }
+  }
+
+  /** @internal */
+  _setSticky(e) {
+    if (this.#sticky === null) this.#sticky = e;
+  }
+
+  /** IDs of the groups in the directory (those holding a log segment), sorted. */
+  async groups() {
+    const dir = join(this.root, GROUPS_DIR);
+    const out = [];
+    for (const name of await io(`list ${dir}`, () => fsp.readdir(dir))) {
+      const id = groupFromDirName(name);
+      if (id === null) continue;
+      if (this.#groups.has(id)) {
+        out.push(id);
+        continue;
+      }
+      let names;
+      try {
+        names = await fsp.readdir(join(dir, name));
+      } catch {
+        continue;
+      }
+      if (names.some((n) => parseNumbered(n, "seg") !== null)) out.push(id);
+    }
+    return out.sort();
+  }
+
+  /**
+   * Opens a group (replaying its log once; later calls return the same object), or resolves
+   * to `undefined` if the directory holds no such group.
+   */
+  async openGroup(id) {
+    const open = this.#groups.get(id);
+    if (open !== undefined) return open;
+    let p = this.#opening.get(id);
+    if (p === undefined) {
+      p = openGroupDir(this, id, join(this.root, GROUPS_DIR, groupDirName(id)), this.report).then((g) => {
+        if (g !== undefined) this.#groups.set(id, g);
+        return g;
+      });
+      this.#opening.set(id, p);
+      p.finally(() => this.#opening.delete(id)).catch(() => {});
+    }
+    return p;
+  }
+
+  async #known(id) {
+    const g = await this.openGroup(id);
+    if (g === undefined) throw new StoreError("NOT_FOUND", `group ${id} does not exist`);
+    return g;
+  }
+
+  /**
+   * Decides commands in order and resolves, once the accepted events are durable, to one
+   * result per command (rejections as values). Commands of one group in a row share one
+   * write and one sync; an `open_group` for a new group creates its directory.
+   */
+  async submit(commands, nowMs) {
+    const list = Array.isArray(commands) ? commands : [commands];
+    const at = now(nowMs);
+    this._checkSticky();
+    const results = [];
+    let i = 0;
+    while (i < list.length) {
+      let group;
+      try {
+        group = groupOf(list[i]);
+      } catch (e) {
+        results.push({ outcome: "rejected", error: errorBody(e) });
+        i += 1;
+        continue;
+      }
+      let j = i + 1;
+      while (j < list.length && safeGroupOf(list[j]) === group) j++;
+      let run = list.slice(i, j);
+      let g = await this.openGroup(group);
+      if (g === undefined) {
+        const [first, ...rest] = run;
+        const created = await this.#create(group, first, at);
+        results.push(created.result);
+        g = created.group;
+        run = rest;
+      }
+      if (run.length > 0) {
+        if (g === undefined) {
+          // The group still does not exist: each command is decided against no state.
+          for (const c of run) results.push((await this.#create(group, c, at)).result);
+        } else {
+          results.push(...(await g.submit(run, at)));
+        }
+      }
+      i = j;
+    }
+    return results;
+  }
+
+  /** Creates a group from its `open_group` command, one creation at a time. */
+  #create(id, command, at) {
+    return this.#creating.run(async () => {
+      const existing = await this.openGroup(id);
+      if (existing !== undefined) return { result: (await existing.submit([command], at))[0], group: existing };
+      this._checkSticky();
+      const sg = new w.StoreGroup();
+      let d;
+      try {
+        d = sg.submit(command, at);
+      } catch (e) {
+        sg.free();
+        return { result: { outcome: "rejected", error: errorBody(e) }, group: undefined };
+      }
+      // accept(None, …) accepts only an open_group.
+      if (d.event.kind.authority_key !== this.authorityKey) {
+        sg.free();
+        const key = this.authorityKey;
+        const error = {
+          code: "NOT_PERMITTED",
+          message: `open_group names authority_key ${d.event.kind.authority_key}, but this authority signs with ${key}; name ${key}`,
+          authority_key: key,
+        };
+        return { result: { outcome: "rejected", error }, group: undefined };
+      }
+      try {
+        const g = await createGroupDir(this, id, sg, d);
+        this.#groups.set(id, g);
+        return { result: d, group: g };
+      } catch (e) {
+        sg.free();
+        if (e?.code === "STORAGE") this._setSticky(e);
+        throw e;
+      }
+    });
+  }
+
+  /** Stored events of a group after `after` (JSON form; a page of at most 8 MiB). */
+  async events(group, after = 0, limit) {
+    return (await this.#known(group)).events(after, limit);
+  }
+
+  /** Stored events of a group after `after`, as a frame batch. */
+  async eventFrames(group, after = 0, limit) {
+    return (await this.#known(group)).eventFrames(after, limit);
+  }
+
+  /** The original receipt of (actor, action) in a group, or `undefined`. */
+  async receipt(group, actor, action) {
+    const g = await this.openGroup(group);
+    return g?.receipt(actor, action);
+  }
+
+  /** Hash (hex) of a group's durable state. */
+  async stateHash(group) {
+    return (await this.#known(group)).stateHash();
+  }
+
+  /** A group's state as a plain object. */
+  async state(group) {
+    return (await this.#known(group)).state();
+  }
+
+  /** Waits for pending writes and closes every file; the store refuses calls afterwards. */
+  async close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#creating.run(() => {});
+    for (const p of this.#opening.values()) await p.catch(() => {});
+    for (const g of this.#groups.values()) await g.close();
+    this.#groups.clear();
+  }
+}
+
+/** The JSON form of an error, for a rejection given as a value. */
+function errorBody(e) {
+  const m = toMwpError(e);
+  return typeof m?.toJSON === "function" ? m.toJSON() : { code: "MALFORMED", message: String(m?.message ?? m) };
+}
+
+function groupOf(command) {
+  if (command instanceof Uint8Array) return w.parseCommand(command).group;
+  if (command !== null && typeof command === "object" && typeof command.group === "string") return command.group;
+  return w.parseCommand(command).group;
+}
+
+function safeGroupOf(command) {
+  try {
+    return groupOf(command);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Creates a new group's directory and first segment (holding the genesis event), durably. */
+async function createGroupDir(store, id, sg, decision) {
+  const groups = join(store.root, GROUPS_DIR);
+  const dir = join(groups, groupDirName(id));
+  if (await exists(dir)) {
+    // A directory without a segment: an interrupted creation (openGroup found no group).
+    for (const n of await io(`list ${dir}`, () => fsp.readdir(dir))) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
+    await io(`remove ${dir}`, () => fsp.rmdir(dir));
+  }
+  await io(`create ${dir}`, () => fsp.mkdir(dir));
+  await syncDir(groups);
+  const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq: 1, prev: new Uint8Array(32), group: id });
+  const rec = encodeRecord(1, 1, decision.eventCbor);
+  const data = new Uint8Array(header.length + rec.length);
+  data.set(header, 0);
+  data.set(rec, header.length);
+  const file = await writeNewFile(dir, segmentName(1), data);
+  const seg = { firstSeq: 1, name: segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length };
+  const g = new FileGroup(store, id, dir, sg, [seg], { file: null, end: 0, entries: new Map() }, null);
+  g._setLastId(sg.head);
+  return g;
+}
+
+/**
+ * Opens a group directory (the native `GroupLog::open`): deletes `*.tmp`, reads the overlay
+ * (trimming its torn tail), takes the newest snapshot that verifies as the base, streams every
+ * segment in order applying the events after the base, trims a torn tail of the last segment,
+ * then finishes interrupted erasures and a missing final snapshot. `undefined`: no such group.
+ */
+async function openGroupDir(store, id, dir, report) {
+  let names;
+  try {
+    names = await fsp.readdir(dir);
+  } catch (e) {
+    if (e?.code === "ENOENT") return undefined;
+    throw storage(`list ${dir}`, e);
+  }
+  const tmps = names.filter((n) => n.endsWith(".tmp"));
+  for (const n of tmps) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
+  if (tmps.length > 0) await syncDir(dir);
+  names = names.filter((n) => !n.endsWith(".tmp"));
+  const segSeqs = names.map((n) => parseNumbered(n, "seg")).filter((s) => s !== null).sort((a, b) => a - b);
+  if (segSeqs.length === 0) {
+    // An interrupted creation: a directory without a segment.
+    for (const n of names) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
+    await io(`remove ${dir}`, () => fsp.rmdir(dir));
+    await syncDir(join(store.root, GROUPS_DIR));
+    report.removed.push(dir);
+    return undefined;
+  }
+  const snapSeqs = names.map((n) => parseNumbered(n, "snap")).filter((s) => s !== null).sort((a, b) => a - b);
+  const opened = [];
+  try {
+    // The overlay first: the segment scan needs to know which records are erased.
+    const overlay = { file: null, end: 0, entries: new Map() };
+    if (names.includes(OVERLAY_NAME)) {
+      const path = join(dir, OVERLAY_NAME);
+      const file = await File.open(path);
+      opened.push(file);
+      await checkHeader(file, path, OVERLAY_MAGIC, id, null);
+      const len = await file.size();
+      const end = await scan(file, len, { name: path, firstSeq: 1, contiguous: false, mayBeTorn: true, erased: () => undefined }, (r) => {
+        if (r.payload.length < 8) throw corruptAt(path, r.offset, "entry shorter than 8 bytes");
+        const v = new DataView(r.payload.buffer, r.payload.byteOffset, 8);
+        overlay.entries.set(r.header.seq, {
+          offset: r.offset + RECORD_HEADER_LEN + 8,
+          len: r.payload.length - 8,
+          orig: { len: v.getUint32(0, true), crc: v.getUint32(4, true) },
+        });
+      });
+      if (end.torn !== null) {
+        await file.truncate(end.end);
+        await file.datasync();
+        report.trimmed.push({ file: path, offset: end.end, bytes: end.torn });
+      }
+      overlay.file = file;
+      overlay.end = end.end;
+    }
+
+    // The newest snapshot that verifies is the base; older ones are fallbacks.
+    let sg = null;
+    let snap = null;
+    for (const seq of [...snapSeqs].reverse()) {
+      const path = join(dir, snapshotName(seq));
+      try {
+        const bytes = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
+        const { seq: frameSeq, payload } = decodeSnapshotFile(bytes);
+        const candidate = w.StoreGroup.fromSnapshot(payload, store.authorityKey, id);
+        if (frameSeq !== seq || candidate.seq !== seq) {
+          candidate.free();
+          throw new Error(`holds seq ${candidate.seq}, its name says ${seq}`);
+        }
+        sg = candidate;
+        snap = { seq };
+        break;
+      } catch (e) {
+        report.skippedSnapshots.push({ file: path, reason: e?.message ?? String(e) });
+      }
+    }
+    const baseSeq = snap?.seq ?? 0;
+    const chainHead = sg?.head;
+    if (sg === null) sg = new w.StoreGroup();
+
+    const segments = [];
+    const pendingZero = [];
+    let lastId = "0".repeat(64);
+    let nextSeq = 1;
+    for (let i = 0; i < segSeqs.length; i++) {
+      const firstSeq = segSeqs[i];
+      const name = segmentName(firstSeq);
+      const path = join(dir, name);
+      if (firstSeq !== nextSeq) throw corruptAt(path, 0, `segment starts at seq ${firstSeq}, expected ${nextSeq}`);
+      const file = await File.open(path);
+      opened.push(file);
+      const header = await checkHeader(file, path, SEGMENT_MAGIC, id, firstSeq);
+      if (firstSeq > baseSeq && hex(header.prev) !== lastId) {
+        throw corruptAt(path, 20, "segment header's prev is not the id of the event before it");
+      }
+      const offsets = [];
+      // Events cross into wasm in frame batches: one call per ~256 events.
+      let batch = [];
+      let batchFirst = 0;
+      const applyBatch = () => {
+        if (batch.length === 0) return;
+        const frames = frameOf(batch.map((b) => b.bytes));
+        try {
+          lastId = sg.applyStoredBatch(frames, batchFirst);
+        } catch (e) {
+          const err = toMwpError(e);
+          const seq = err.details?.seq ?? batchFirst;
+          const at = batch.find((b) => b.seq === seq) ?? batch[0];
+          throw corruptAt(at.name, at.offset, err.message);
+        }
+        batch = [];
+      };
+      const len = await file.size();
+      const end = await scan(
+        file,
+        len,
+        {
+          name: path,
+          firstSeq,
+          contiguous: true,
+          mayBeTorn: i + 1 === segSeqs.length,
+          erased: (seq) => overlay.entries.get(seq)?.orig,
+        },
+        async (r) => {
+          offsets.push(r.offset);
+          const seq = r.header.seq;
+          if (r.erasure === "pending") pendingZero.push(seq);
+          if (seq < baseSeq) return;
+          let bytes = r.payload;
+          let where = { name: path, offset: r.offset };
+          if (r.erasure !== "none") {
+            const e = overlay.entries.get(seq);
+            if (e === undefined || overlay.file === null) throw corruptAt(path, r.offset, "redacted record has no overlay entry");
+            bytes = await overlay.file.readAt(e.offset, e.len);
+            where = { name: join(dir, OVERLAY_NAME), offset: e.offset };
+          }
+          if (seq === baseSeq) {
+            let ev;
+            try {
+              ev = w.decodeEvent(bytes);
+            } catch (e) {
+              throw corruptAt(where.name, where.offset, toMwpError(e).message);
+            }
+            if (ev.id !== chainHead) throw corruptAt(path, r.offset, `event ${seq} is not the snapshot's chain head`);
+            lastId = ev.id;
+            return;
+          }
+          if (batch.length === 0) batchFirst = seq;
+          batch.push({ seq, bytes: bytes.slice(), ...where });
+          if (batch.length >= 256) applyBatch();
+        },
+      );
+      applyBatch();
+      if (end.torn !== null) {
+        await file.truncate(end.end);
+        await file.datasync();
+        report.trimmed.push({ file: path, offset: end.end, bytes: end.torn });
+      }
+      nextSeq = end.lastSeq + 1;
+      segments.push({ firstSeq, name, file, offsets, end: end.end });
+    }
+    const head = nextSeq - 1;
+    if (head < baseSeq) {
+      throw new StoreError(
+        "LOG_CORRUPT",
+        `group ${id}: the log ends at seq ${head} but a snapshot holds seq ${baseSeq}: acknowledged events are missing`,
+      );
+    }
+    if (sg.seq === 0) throw new StoreError("LOG_CORRUPT", `group ${id}: the log holds no event`);
+    const g = new FileGroup(store, id, dir, sg, segments, overlay, snap);
+    g._setLastId(sg.head);
+    // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
+    for (const seq of new Set([...sg.redacted, ...pendingZero])) {
+      if (!overlay.entries.has(seq) || (await g._needsZeroing(seq))) {
+        await g._erase(seq);
+        report.repaired.push(`erased the values of seq ${seq} in ${id}`);
+      }
+    }
+    await g._writeSnapshotIfMissing(report);
+    return g;
+  } catch (e) {
+    for (const f of opened) await f.close();
+    throw toMwpError(e);
+  }
+}
+
+function frameOf(items) {
+  let total = 0;
+  for (const i of items) total += 4 + i.length;
+  const out = new Uint8Array(total);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  for (const i of items) {
+    view.setUint32(at, i.length, true);
+    out.set(i, at + 4);
+    at += 4 + i.length;
+  }
+  return out;
+}
+
+/** Reads a key file: 64 lowercase hex digits and a newline, mode 0600. */
+async function readKeyFile(path) {
+  const st = await io(`stat ${path}`, () => fsp.stat(path));
+  const mode = st.mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new StoreError("STORAGE", `${path} has mode ${mode.toString(8)}; a key file must be 0600 (chmod 600 it)`);
+  }
+  const b = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
+  const text = new TextDecoder().decode(b.subarray(0, 64));
+  if (b.length !== 65 || b[64] !== 0x0a || !/^[0-9a-f]{64}$/.test(text)) {
+    throw new StoreError("STORAGE", `${path} is not 64 lowercase hex digits and a newline`);
+  }
+  return text;
+}
+
+/** Reads (or creates, from the platform's CSPRNG) the authority key file. */
+async function loadOrCreateKey(root, given) {
+  const path = join(root, KEY_NAME);
+  if (await exists(path)) {
+    const key = await readKeyFile(path);
+    if (given !== undefined && w.publicKeyOf(given) !== w.publicKeyOf(key)) {
+      throw new StoreError(
+        "STORAGE",
+        `${path} holds the key ${w.publicKeyOf(key)}, not the requested ${w.publicKeyOf(given)}; use another data directory`,
+      );
+    }
+    return key;
+  }
+  let key = given;
+  if (key === undefined) {
+    const seed = new Uint8Array(32);
+    globalThis.crypto.getRandomValues(seed);
+    key = hex(seed);
+  }
+  const tmp = join(root, `${KEY_NAME}.tmp`);
+  await fsp.rm(tmp, { force: true }).catch((e) => {
+    throw storage(`remove ${tmp}`, e);
+  });
+  const file = await writeNewFile(root, KEY_NAME, new TextEncoder().encode(`${key}\n`), 0o600);
+  await file.close();
+  return key;
+}
+
+/**
+ * Opens (creating if needed) a data directory in the native file store's format.
+ * Options: `segmentBytes` (default 64 MiB), `snapshotEvery` (default 100,000; `null`: only
+ * on archive), `snapshotsKept` (default 2), `authorityKey` (secret key seed, hex; default:
+ * the one in `authority.key`, generated on first open).
+ */
+export async function openFileStore(dir, options = {}) {
+  const opts = { ...DEFAULTS };
+  for (const k of Object.keys(DEFAULTS)) if (options[k] !== undefined) opts[k] = options[k];
+  if (typeof dir !== "string" || dir === "") throw new StoreError("MALFORMED", "openFileStore: `dir` must be a non-empty path");
+  try {
+    if (!(await exists(dir))) {
+      await io(`create ${dir}`, () => fsp.mkdir(dir));
+      await syncDir(join(dir, ".."));
+    }
+    const key = await loadOrCreateKey(dir, options.authorityKey);
+    const groups = join(dir, GROUPS_DIR);
+    if (!(await exists(groups))) {
+      await io(`create ${groups}`, () => fsp.mkdir(groups));
+      await syncDir(dir);
+    }
+    return new FileStore(dir, key, opts);
+  } catch (e) {
+    throw toMwpError(e);
+  }
+}

@@ -1,0 +1,472 @@
+// The file store's tests, shared by Node (file-store.test.js) and Deno
+// (deno/file_store_test.js): both runtimes run every case through `node:` modules.
+//
+// Cross-format cases run the native `mwp` binary: $MWP_BIN, else target/debug/mwp of this
+// checkout (build it with `cargo build -p mwp-host --bin mwp`).
+
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { makeCommands } from "./helpers.js";
+
+const repo = fileURLToPath(new URL("../../", import.meta.url));
+const transcripts = join(repo, "tests", "transcripts");
+
+function check(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+function eq(a, b, what) {
+  const x = JSON.stringify(a);
+  const y = JSON.stringify(b);
+  if (x !== y) throw new Error(`${what}: ${x} !== ${y}`);
+}
+
+/** Deep equality that ignores key order. */
+function sameJson(a, b, what) {
+  const norm = (v) =>
+    Array.isArray(v)
+      ? v.map(norm)
+      : v !== null && typeof v === "object"
+        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, norm(v[k])]))
+        : v;
+  eq(norm(a), norm(b), what);
+}
+
+function mwpBin() {
+  const bin = process.env.MWP_BIN ?? join(repo, process.env.CARGO_TARGET_DIR ?? "target", "debug", "mwp");
+  const path = bin.startsWith("/") ? bin : join(repo, bin);
+  check(fs.existsSync(path), `the native binary ${path} is missing: run \`cargo build -p mwp-host --bin mwp\` or set MWP_BIN`);
+  return path;
+}
+
+/** Runs the native CLI; returns {code, stdout}. */
+function native(args) {
+  try {
+    return { code: 0, stdout: execFileSync(mwpBin(), args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }) };
+  } catch (e) {
+    return { code: e.status ?? -1, stdout: String(e.stdout ?? ""), stderr: String(e.stderr ?? "") };
+  }
+}
+
+const jsonLines = (text) => text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l));
+
+function tempDir(name) {
+  return fs.mkdtempSync(join(os.tmpdir(), `mwp-fs-${name}-`));
+}
+
+/** Every file under a data directory's groups, with its bytes. */
+function groupFiles(dir) {
+  const out = {};
+  const groups = join(dir, "groups");
+  for (const g of fs.readdirSync(groups).sort()) {
+    for (const f of fs.readdirSync(join(groups, g)).sort()) out[`${g}/${f}`] = fs.readFileSync(join(groups, g, f));
+  }
+  return out;
+}
+
+/** `mwp fsck --data DIR`: {code, groups: {group: {events, state_hash}}, findings}. */
+function fsck(dir) {
+  const r = native(["fsck", "--data", dir]);
+  const groups = {};
+  const findings = [];
+  for (const l of jsonLines(r.stdout)) {
+    if (l.group !== undefined && l.state_hash !== undefined) groups[l.group] = l;
+    else findings.push(l);
+  }
+  return { code: r.code, groups, findings, stderr: r.stderr };
+}
+
+/**
+ * Runs a transcript (SPEC §12) against a file store, as `mwp transcript --data DIR` does:
+ * same keys (the derived transcript keys), same lease references, `restart` = close and
+ * reopen. Returns one line per step: `{outcome, receipt?, event?, error?}` or `{op, seq,
+ * state_hash}`.
+ */
+export async function runTranscriptOnStore(mwp, text, dir) {
+  const open = () => mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });
+  let store = await open();
+  const out = [];
+  let at = 0;
+  let org;
+  let group;
+  const sessions = new Map();
+  const derived = (actor) => mwp.publicKeyOf(mwp.transcriptSecretKey(actor));
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let m;
+    try {
+      m = JSON.parse(line);
+    } catch {
+      out.push({ outcome: "rejected", error: { code: "MALFORMED" } });
+      continue;
+    }
+    if (typeof m.at === "number") at = m.at;
+    if (typeof m.group === "string") group = m.group;
+    if (typeof m.org === "string") org = m.org;
+    if (m.op === "restart") {
+      await store.close();
+      store = await open();
+      const g = await store.openGroup(group);
+      out.push({ op: "restart", seq: g?.seq ?? 0, state_hash: g?.stateHash() });
+      continue;
+    }
+    if (m.op === "snapshot") {
+      const g = await store.openGroup(group);
+      out.push({ op: "snapshot", seq: g?.seq ?? 0, state_hash: g?.stateHash() });
+      continue;
+    }
+    const body = structuredClone(m.body);
+    if (body !== null && typeof body === "object") {
+      if (typeof body.lease === "string" && body.lease.includes("#")) {
+        const [work, epoch] = body.lease.split("#");
+        if (/^\d+$/.test(epoch)) body.lease = mwp.canonical.hash([group, work, Number(epoch)]).slice(0, 32);
+      }
+      if (body.type === "open_group") {
+        body.authority_key ??= derived("@authority");
+        for (const mem of Array.isArray(body.members) ? body.members : []) if (mem && mem.key === undefined) mem.key = derived(mem.actor);
+      }
+      if (body.type === "add_member" && body.key === undefined) body.key = derived(body.actor);
+    }
+    // An integer beyond 2^53 (a u64 limit test) cannot be a JS number: the command differs
+    // from the native one, so only its outcome is compared.
+    const unsafeInteger = [...line.matchAll(/\d{16,}/g)].some(([n]) => !Number.isSafeInteger(Number(n)));
+    const actor = m.actor;
+    const command = {
+      org, group, actor, action: m.action ?? `step-${out.length + 1}`,
+      session: m.session ?? sessions.get(`${group}/${actor}`) ?? 1, body,
+    };
+    if (m.expect_rev !== undefined) command.expect = m.expect_rev;
+    let signed;
+    try {
+      signed = mwp.signCommand(command, mwp.transcriptSecretKey(actor));
+      if (m.tamper === true) signed.sig = (parseInt(signed.sig.slice(0, 2), 16) ^ 1).toString(16).padStart(2, "0") + signed.sig.slice(2);
+    } catch (e) {
+      out.push({ outcome: "rejected", error: { code: e.code ?? "MALFORMED" }, unsafeInteger });
+      continue;
+    }
+    const [r] = await store.submit(signed, at);
+    if (unsafeInteger) r.unsafeInteger = true;
+    if (r.outcome === "accepted" && r.event.kind.type === "session_replaced") sessions.set(`${group}/${actor}`, r.event.kind.session);
+    out.push(r);
+  }
+  await store.close();
+  return out;
+}
+
+/** Compares the Node store's transcript lines with `mwp transcript` output lines. */
+function compareLines(ours, theirs, name) {
+  eq(ours.length, theirs.length, `${name}: number of steps`);
+  for (let i = 0; i < ours.length; i++) {
+    const a = ours[i];
+    const b = theirs[i];
+    const what = `${name} step ${i + 1}`;
+    if (b.op !== undefined) {
+      eq([a.op, a.seq, a.state_hash], [b.op, b.seq, b.state_hash], what);
+      continue;
+    }
+    eq(a.outcome, b.outcome, `${what} outcome`);
+    if (a.outcome === "rejected" && !a.unsafeInteger) eq(a.error.code, b.error.code, `${what} code`);
+    else sameJson(a.receipt, b.receipt, `${what} receipt`);
+    if (a.outcome === "accepted") sameJson(a.event, b.event, `${what} event`);
+  }
+}
+
+function flip(path, offset) {
+  const b = fs.readFileSync(path);
+  b[offset] ^= 0x40;
+  fs.writeFileSync(path, b);
+}
+
+async function rejects(p, code) {
+  try {
+    await p;
+  } catch (e) {
+    check(e.code === code, `expected ${code}, got ${e.code}: ${e.message}`);
+    return e;
+  }
+  throw new Error(`expected ${code}, but it succeeded`);
+}
+
+/** A store with g1 holding `n` work items, written in `batches` submit calls. */
+async function populated(mwp, dir, { n = 6, batches = 3, ...opts } = {}) {
+  const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority"), ...opts });
+  const c = makeCommands(mwp);
+  await store.submit(c.open(), 1000);
+  const per = Math.ceil(n / batches);
+  for (let b = 0; b < batches; b++) {
+    const cmds = [];
+    for (let i = b * per; i < Math.min(n, (b + 1) * per); i++) cmds.push(c.create(`w${i}`));
+    const rs = await store.submit(cmds, 1000 + b);
+    for (const r of rs) check(r.outcome === "accepted", JSON.stringify(r));
+  }
+  return { store, c };
+}
+
+const segPath = (dir) => join(dir, "groups", "g1", "00000000000000000001.seg");
+
+/** Offset of the record of `seq` in a segment file, by walking its record headers. */
+function recordOffset(path, seq) {
+  const b = fs.readFileSync(path);
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let at = 192;
+  while (at < b.length) {
+    if (v.getUint32(at + 4, true) === seq) return at;
+    at += 24 + v.getUint32(at, true);
+  }
+  throw new Error(`seq ${seq} not found`);
+}
+
+/** The cases: `[name, async fn]`. */
+export function cases(mwp) {
+  return [
+    ["crc32c and group directory names follow docs/format.md", async () => {
+      eq(mwp.crc32c(new TextEncoder().encode("123456789")), 0xe3069283, "crc32c check value");
+      eq(mwp.crc32c(new Uint8Array(0)), 0, "crc32c of nothing");
+      const all = new Uint8Array(1000).map((_, i) => (i * 7) & 0xff);
+      eq(mwp.crc32c(all.subarray(300), mwp.crc32c(all.subarray(0, 300))), mwp.crc32c(all), "crc32c continues");
+      eq(mwp.groupDirName("g1"), "g1", "plain name");
+      eq(mwp.groupDirName("G1"), "~i4yq", "base32 name");
+      for (const id of ["G1", "a.b_c-d", "x:y@z~w", "..", ".hidden", "-x", "Ab".repeat(64)]) {
+        eq(mwp.groupFromDirName(mwp.groupDirName(id)), id, `round trip ${id}`);
+      }
+      for (const name of ["G1", "..", ".", "~I4YQ", "~i4yq=", "", "~"]) eq(mwp.groupFromDirName(name), null, `refused ${name}`);
+    }],
+
+    ["accepts durably, answers a duplicate with the original receipt after reopen, same state hash", async () => {
+      const dir = tempDir("dup");
+      const { store, c } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      const hash = g.stateHash();
+      const [first] = await store.submit(c.create("w0"), 5000);
+      eq(first.outcome, "duplicate", "duplicate before reopen");
+      const events = await store.events("g1");
+      await store.close();
+      const again = await mwp.openFileStore(dir);
+      eq(await again.stateHash("g1"), hash, "state hash after reopen");
+      const [dup] = await again.submit(c.create("w0"), 9000);
+      eq(dup.outcome, "duplicate", "outcome after reopen");
+      sameJson(dup.receipt, first.receipt, "receipt after reopen");
+      sameJson(await again.events("g1"), events, "events after reopen");
+      eq(await again.groups(), ["g1"], "groups");
+      const [bad] = await again.submit(c.claim("w1", "x"), 9000);
+      eq([bad.outcome, bad.error.code], ["rejected", "CAS_REQUIRED"], "rejection as a value");
+      await again.close();
+    }],
+
+    ["the authority key file: 65 bytes, mode 0600, a readable one refused", async () => {
+      const dir = tempDir("key");
+      const store = await mwp.openFileStore(dir);
+      await store.close();
+      const path = join(dir, "authority.key");
+      const text = fs.readFileSync(path, "utf8");
+      check(/^[0-9a-f]{64}\n$/.test(text), `key file holds ${JSON.stringify(text)}`);
+      eq(fs.statSync(path).mode & 0o777, 0o600, "mode");
+      eq(store.authorityKey, mwp.publicKeyOf(text.trim()), "public key");
+      fs.chmodSync(path, 0o640);
+      await rejects(mwp.openFileStore(dir), "STORAGE");
+      fs.chmodSync(path, 0o600);
+      await rejects(mwp.openFileStore(dir, { authorityKey: mwp.generateSecretKey() }), "STORAGE");
+      const c = makeCommands(mwp);
+      const reopened = await mwp.openFileStore(dir);
+      const [r] = await reopened.submit(c.open(), 1000);
+      eq([r.outcome, r.error?.code], ["rejected", "NOT_PERMITTED"], "open_group naming another authority key");
+      eq(await reopened.groups(), [], "no group created");
+      await reopened.close();
+    }],
+
+    ["a torn tail is trimmed and reported; unfinished .tmp files are deleted", async () => {
+      const dir = tempDir("torn");
+      const { store } = await populated(mwp, dir);
+      const hash = (await store.openGroup("g1")).stateHash();
+      await store.close();
+      const path = segPath(dir);
+      const good = fs.readFileSync(path);
+      // A torn last write: the first 30 bytes of a record of a new batch.
+      const torn = Buffer.concat([good, good.subarray(192, 222)]);
+      fs.writeFileSync(path, torn);
+      fs.writeFileSync(join(dir, "groups", "g1", "00000000000000000009.snap.tmp"), "x");
+      const again = await mwp.openFileStore(dir);
+      eq(await again.stateHash("g1"), hash, "state hash");
+      eq(again.report.trimmed, [{ file: path, offset: good.length, bytes: 30 }], "report");
+      check(fs.readFileSync(path).equals(good), "file trimmed to the last good record");
+      check(!fs.existsSync(join(dir, "groups", "g1", "00000000000000000009.snap.tmp")), ".tmp deleted");
+      // The next batch appends where the good records end.
+      const c = makeCommands(mwp);
+      eq((await again.submit(c.create("w9"), 2000))[0].receipt.seq, 8, "seq after the trim");
+      await again.close();
+      eq(fsck(dir).code, 0, "native fsck after the trim");
+    }],
+
+    ["damage before a later batch is LOG_CORRUPT naming file and offset, and changes nothing", async () => {
+      const dir = tempDir("corrupt");
+      const { store } = await populated(mwp, dir);
+      await store.close();
+      const path = segPath(dir);
+      const off = recordOffset(path, 3);
+      flip(path, off + 40);
+      const before = fs.readFileSync(path);
+      const listing = fs.readdirSync(join(dir, "groups", "g1"));
+      const s = await mwp.openFileStore(dir);
+      const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
+      check(e instanceof mwp.StoreError, "a StoreError");
+      eq([e.details.file, e.details.offset], [path, off], "file and offset");
+      check(e.message.includes(path) && e.message.includes(String(off)), e.message);
+      check(fs.readFileSync(path).equals(before), "the file is unchanged");
+      eq(fs.readdirSync(join(dir, "groups", "g1")), listing, "no file added or removed");
+      await rejects(s.stateHash("g1"), "LOG_CORRUPT");
+      await s.close();
+      check(fsck(dir).code !== 0, "native fsck also finds the damage");
+    }],
+
+    ["damage in the last batch with nothing after it is a torn tail (trimmed, reported)", async () => {
+      const dir = tempDir("lastbatch");
+      const { store } = await populated(mwp, dir, { n: 6, batches: 3 });
+      const events = await store.eventFrames("g1", 0, 5);
+      await store.close();
+      const path = segPath(dir);
+      const off = recordOffset(path, 6);
+      flip(path, off + 30);
+      const again = await mwp.openFileStore(dir);
+      const g = await again.openGroup("g1");
+      eq(g.seq, 5, "the last batch (seqs 6 and 7) is gone");
+      eq(again.report.trimmed[0].offset, off, "trimmed at the damaged record");
+      eq(Buffer.from(await g.eventFrames(0)).equals(Buffer.from(events)), true, "the rest is intact");
+      await again.close();
+    }],
+
+    ["a checksummed record with the wrong seq is LOG_CORRUPT", async () => {
+      const dir = tempDir("seq");
+      const { store } = await populated(mwp, dir);
+      await store.close();
+      const path = segPath(dir);
+      const b = fs.readFileSync(path);
+      const off = recordOffset(path, 7);
+      const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+      v.setUint32(off + 4, 9, true);
+      const hdr = new Uint8Array(b.buffer, b.byteOffset + off, 20);
+      const len = v.getUint32(off, true);
+      v.setUint32(off + 20, mwp.crc32c(new Uint8Array(b.buffer, b.byteOffset + off + 24, len), mwp.crc32c(hdr)), true);
+      fs.writeFileSync(path, b);
+      const s = await mwp.openFileStore(dir);
+      const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
+      eq(e.details.offset, off, "offset");
+      await s.close();
+    }],
+
+    ["segments roll over at segmentBytes; batches never span segments; native fsck agrees", async () => {
+      const dir = tempDir("roll");
+      const { store } = await populated(mwp, dir, { n: 12, batches: 6, segmentBytes: 1500 });
+      const g = await store.openGroup("g1");
+      const hash = g.stateHash();
+      const events = await g.events();
+      await store.close();
+      const segs = fs.readdirSync(join(dir, "groups", "g1")).filter((n) => n.endsWith(".seg"));
+      check(segs.length >= 3, `segments: ${segs}`);
+      const again = await mwp.openFileStore(dir);
+      eq(await again.stateHash("g1"), hash, "hash after reopen");
+      sameJson(await again.events("g1"), events, "events across segments");
+      await again.close();
+      const f = fsck(dir);
+      eq([f.code, f.groups.g1?.events, f.groups.g1?.state_hash], [0, 13, hash], "native fsck");
+      sameJson(jsonLines(native(["replay", "--data", dir, "--group", "g1"]).stdout), events, "native replay");
+    }],
+
+    ["concurrent submits share syncs and all are durable", async () => {
+      const dir = tempDir("concurrent");
+      const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });
+      const c = makeCommands(mwp);
+      await store.submit(c.open(), 1000);
+      const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => store.submit(c.create(`w${i}`), 1000)));
+      eq(rs.map(([r]) => r.outcome).filter((o) => o === "accepted").length, 20, "all accepted");
+      const hash = await store.stateHash("g1");
+      await store.close();
+      const again = await mwp.openFileStore(dir);
+      eq(await again.stateHash("g1"), hash, "hash after reopen");
+      await again.close();
+      eq(fsck(dir).groups.g1.state_hash, hash, "native fsck");
+    }],
+
+    ["native → Node: every transcript written by `mwp transcript --data` opens with the native state hash and events", async () => {
+      for (const name of fs.readdirSync(transcripts).filter((n) => n.endsWith(".jsonl")).sort()) {
+        const dir = join(tempDir("native"), "data");
+        native(["transcript", join(transcripts, name), "--data", dir]);
+        const f = fsck(dir);
+        eq(f.code, 0, `${name}: native fsck`);
+        for (const variant of ["with snapshots", "without snapshots"]) {
+          if (variant === "without snapshots") {
+            for (const [file] of Object.entries(groupFiles(dir))) if (file.endsWith(".snap")) fs.unlinkSync(join(dir, "groups", file));
+          }
+          const store = await mwp.openFileStore(dir);
+          const groups = await store.groups();
+          eq(groups, Object.keys(f.groups).sort(), `${name}: groups`);
+          for (const group of groups) {
+            const g = await store.openGroup(group);
+            eq([g.seq, g.stateHash()], [f.groups[group].events, f.groups[group].state_hash], `${name} ${variant}: ${group}`);
+            const theirs = jsonLines(native(["replay", "--data", dir, "--group", group]).stdout);
+            sameJson(await g.events(), theirs, `${name} ${variant}: ${group} events`);
+          }
+          eq(store.report.trimmed, [], `${name}: nothing trimmed`);
+          await store.close();
+        }
+      }
+    }],
+
+    ["Node → native: every transcript run on the Node store gives the native outputs and byte-identical files", async () => {
+      for (const name of fs.readdirSync(transcripts).filter((n) => n.endsWith(".jsonl")).sort()) {
+        const text = fs.readFileSync(join(transcripts, name), "utf8");
+        const ours = join(tempDir("node"), "data");
+        const theirs = join(tempDir("native"), "data");
+        const lines = await runTranscriptOnStore(mwp, text, ours);
+        const nat = jsonLines(native(["transcript", join(transcripts, name), "--data", theirs]).stdout);
+        compareLines(lines, nat, name);
+        const f = fsck(ours);
+        eq([f.code, f.findings], [0, []], `${name}: native fsck of the Node store`);
+        const a = groupFiles(ours);
+        const b = groupFiles(theirs);
+        eq(Object.keys(a), Object.keys(b), `${name}: files`);
+        for (const file of Object.keys(a)) check(a[file].equals(b[file]), `${name}: ${file} differs from the native store's`);
+        for (const group of Object.keys(f.groups)) {
+          const store = await mwp.openFileStore(ours);
+          sameJson(await store.events(group), jsonLines(native(["replay", "--data", ours, "--group", group]).stdout), `${name}: replay ${group}`);
+          await store.close();
+        }
+      }
+    }],
+
+    ["redaction: overlay + zeroed record; an interrupted erasure is finished on open", async () => {
+      const dir = tempDir("erase");
+      const { store, c } = await populated(mwp, dir);
+      const path = segPath(dir);
+      const original = fs.readFileSync(path);
+      const [r] = await store.submit(c.cmd("alice", "r1", { type: "redact", seq: 2, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      const events = await store.events("g1");
+      const hash = await store.stateHash("g1");
+      await store.close();
+      check(JSON.stringify(events[1].kind).includes("$redacted"), "seq 2 is served redacted");
+      const off = recordOffset(path, 2);
+      const len = original.readUInt32LE(off);
+      check(fs.readFileSync(path).subarray(off + 24, off + 24 + len).every((x) => x === 0), "erased payload is zeros");
+      check(fs.existsSync(join(dir, "groups", "g1", "redactions.log")), "overlay written");
+      eq(fsck(dir).code, 0, "native fsck");
+      for (const crash of ["after the overlay sync", "before the overlay was written"]) {
+        // The original record back, as a crash before the in-place erasure leaves it.
+        const b = fs.readFileSync(path);
+        original.copy(b, off + 20, off + 20, off + 24 + len);
+        fs.writeFileSync(path, b);
+        if (crash === "before the overlay was written") fs.unlinkSync(join(dir, "groups", "g1", "redactions.log"));
+        const s = await mwp.openFileStore(dir);
+        const g = await s.openGroup("g1");
+        eq(s.report.repaired, ["erased the values of seq 2 in g1"], `${crash}: repaired`);
+        eq(g.stateHash(), hash, `${crash}: state hash`);
+        sameJson(await g.events(), events, `${crash}: events`);
+        await s.close();
+        check(fs.readFileSync(path).subarray(off + 24, off + 24 + len).every((x) => x === 0), `${crash}: zeroed again`);
+        eq(fsck(dir).code, 0, `${crash}: native fsck`);
+      }
+    }],
+  ];
+}
