@@ -295,3 +295,81 @@ export class IdbReplica implements ReplicaLike {
 
 /** Browsers only: deletes a store's database. */
 export function deleteIdbStore(name: string): Promise<void>;
+
+/** Node and Deno only: options of `openFileStore`. */
+export interface FileStoreOptions {
+  /** A segment that reached this size is closed and a new one started (default 64 MiB). */
+  segmentBytes?: number;
+  /** Take a signed snapshot every this many events (default 100,000; `null`: only on archive). */
+  snapshotEvery?: number | null;
+  /** Snapshot files kept per group (default 2). */
+  snapshotsKept?: number;
+  /** The authority's secret key seed (hex). Default: `authority.key`, generated on first open. */
+  authorityKey?: Hex;
+}
+
+/** What opening a data directory (and its groups) found and did. */
+export interface FileStoreReport {
+  /** Torn tails trimmed. */
+  trimmed: { file: string; offset: number; bytes: number }[];
+  /** Snapshots that did not verify and were passed over. */
+  skippedSnapshots: { file: string; reason: string }[];
+  /** Work a crash had interrupted and the open finished (erasures, final snapshots). */
+  repaired: string[];
+  /** Group directories that held no complete group (an interrupted creation), removed. */
+  removed: string[];
+}
+
+/** Node and Deno only: one group of a file store. */
+export class FileGroup {
+  readonly id: Id;
+  readonly dir: string;
+  /** Seq of the last durable event. */
+  readonly seq: number;
+  readonly head: Hex;
+  /** Decides commands in order; one write and one `datasync` for all accepted events. */
+  submit(commands: Command | Uint8Array | (Command | Uint8Array)[], nowMs?: number): Promise<BatchResult[]>;
+  /** Durable events after `after` (a page of at most `limit` events and about 8 MiB). */
+  events(after?: number, limit?: number): Promise<Event[]>;
+  eventFrames(after?: number, limit?: number): Promise<Uint8Array>;
+  stateHash(): Hex;
+  state(): GroupState | null;
+  stateCbor(): Uint8Array | undefined;
+  /** The original receipt of (actor, action) once its event is durable. */
+  receipt(actor: Id, action: Id): Receipt | undefined;
+  frontier(nowMs?: number): Id[];
+  nextDeadline(): number | undefined;
+  /** Writes a signed snapshot of the durable state now; resolves to its seq. */
+  snapshotNow(): Promise<number>;
+}
+
+/** Node and Deno only: a data directory in the native file store's format (docs/format.md). */
+export class FileStore {
+  readonly root: string;
+  /** The authority's public key: an `open_group` must name it as `authority_key`. */
+  readonly authorityKey: Hex;
+  readonly options: Required<Omit<FileStoreOptions, "authorityKey">>;
+  readonly report: FileStoreReport;
+  /** IDs of the groups in the directory, sorted. */
+  groups(): Promise<Id[]>;
+  /** Opens (replays) a group; `undefined` if there is none. Throws `LOG_CORRUPT` on damage. */
+  openGroup(group: Id): Promise<FileGroup | undefined>;
+  /** Decides commands (of any groups) in order; resolves once the accepted events are durable. */
+  submit(commands: Command | Uint8Array | (Command | Uint8Array)[], nowMs?: number): Promise<BatchResult[]>;
+  events(group: Id, after?: number, limit?: number): Promise<Event[]>;
+  eventFrames(group: Id, after?: number, limit?: number): Promise<Uint8Array>;
+  receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;
+  stateHash(group: Id): Promise<Hex>;
+  state(group: Id): Promise<GroupState | null>;
+  /** Waits for pending writes and closes every file. */
+  close(): Promise<void>;
+}
+
+/** Node and Deno only: opens (creating if needed) a data directory. Errors: `StoreError`. */
+export function openFileStore(dir: string, options?: FileStoreOptions): Promise<FileStore>;
+/** CRC32C (Castagnoli) of bytes, continuing from `crc` (default 0). */
+export function crc32c(bytes: Uint8Array, crc?: number): number;
+/** The directory name of a group (docs/format.md): the ID, or `~` + base32. */
+export function groupDirName(group: Id): string;
+/** The group a directory name stands for, or `null`. */
+export function groupFromDirName(name: string): Id | null;

@@ -5,14 +5,16 @@
 #   into a cache folder: $MWP_TOOLS_DIR, default ~/.cache/mwp-wasm-tools).
 # Then: builds js/pkg (scripts/build-wasm.sh), runs the wasm-bindgen-test suites in Node and
 # in headless Chromium (IndexedDB included), the native vector test, the JS tests in Node,
-# the Deno tests, the browser page, the dashboard (against a stand-in server, against
-# `mwp serve`, and the dashboard embedded in `mwp` over `mwp demo --exit`'s data, with a
-# screenshot to $CARGO_TARGET_DIR/dashboard.png) and the packaging test; and checks that the
-# embedded dashboard (host-native/dashboard/) matches its sources. Each suite prints its counts.
+# the Deno tests (the JS tests include the Node/Deno file store against the native `mwp`
+# binary), the browser page, the dashboard (against a stand-in server, against `mwp serve`,
+# and the dashboard embedded in `mwp` over `mwp demo --exit`'s data, with a screenshot to
+# $CARGO_TARGET_DIR/dashboard.png) and the packaging test; and checks that the embedded
+# dashboard (host-native/dashboard/) matches its sources. Each suite prints its counts.
 # Usage: scripts/test-wasm.sh
 #        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 export MWP_WASM_OPT=${MWP_WASM_OPT:-0}  # wasm-opt (slow) only for release builds and benchmarks
 export MWP_TOOLS_DIR=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
@@ -53,11 +55,16 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 step "vectors, natively (tests/tests/vectors.rs)"
 cargo test -p mwp-tests --test vectors
 
-step "npm package in Node (node --test)"
+step "native mwp binary (the file store tests compare against it)"
+cargo build -p mwp-host --bin mwp
+export MWP_BIN="$root/${CARGO_TARGET_DIR:-target}/debug/mwp"
+case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esac
+
+step "npm package in Node (node --test; the file store against the native one)"
 (cd js && node --test test/*.test.js)
 
-step "npm package in Deno"
-(cd js && "$deno" test --quiet --allow-read --no-lock test/deno/)
+step "npm package in Deno (the same file store cases)"
+(cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --no-lock test/deno/)
 
 step "npm package in headless Chromium (vectors + IndexedDB through the JS API)"
 node js/test/browser/run.js
@@ -66,8 +73,7 @@ step "dashboard in headless Chromium (replay, verify, graph, live tail, cached r
 node js/test/browser/dashboard.js
 
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
-cargo build -p mwp-host --bin mwp
-MWP_BIN="${CARGO_TARGET_DIR:-target}/debug/mwp" node js/test/e2e/serve.js
+node js/test/e2e/serve.js
 
 step "end to end: mwp demo --exit, then mwp serve with the embedded dashboard, in headless Chromium"
 MWP_BIN="${CARGO_TARGET_DIR:-target}/debug/mwp" node js/test/e2e/dashboard.js

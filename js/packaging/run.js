@@ -39,12 +39,31 @@ const result = { runtime: mwp.runtime, seq: a.seq, code, same: r.stateHash() ===
 `;
 const expected = (runtime) => JSON.stringify({ runtime, seq: 2, code: "GROUP_ARCHIVED", same: true });
 
+// Node and Deno: the file store from the installed package writes a data directory and
+// reopens it to the same state hash.
+const storeSmoke = `import * as mwp from "mwp";
+import process from "node:process";
+const dir = process.argv[process.argv.length - 1];
+const key = (a) => mwp.transcriptSecretKey(a);
+const pub = (a) => mwp.publicKeyOf(key(a));
+let store = await mwp.openFileStore(dir, { authorityKey: key("@authority") });
+const [r] = await store.submit(mwp.signCommand({ org: "acme", group: "g1", actor: "alice", action: "open", session: 1,
+  body: { type: "open_group", mission: "m", title: "t", authority_key: pub("@authority"), members: [{ actor: "alice", role: "owner", key: pub("alice") }] } },
+  key("alice")), 1000);
+const hash = await store.stateHash("g1");
+await store.close();
+store = await mwp.openFileStore(dir);
+console.log(JSON.stringify({ outcome: r.outcome, groups: await store.groups(), same: (await store.stateHash("g1")) === hash }));
+await store.close();
+`;
+const storeExpected = JSON.stringify({ outcome: "accepted", groups: ["g1"], same: true });
+
 try {
   const packed = run("npm", ["pack", "--silent", "--pack-destination", work], pkgDir).trim().split("\n").pop();
   const tarball = join(work, packed);
   const files = run("tar", ["-tzf", tarball], work).split("\n").filter(Boolean);
   report("tarball holds the wasm module, the glue, the entry points and the types",
-    ["package/pkg/mwp_wasm_bg.wasm", "package/pkg/mwp_wasm.js", "package/src/node.js", "package/src/deno.js", "package/src/browser.js", "package/index.d.ts", "package/README.md"].every((f) => files.includes(f)),
+    ["package/pkg/mwp_wasm_bg.wasm", "package/pkg/mwp_wasm.js", "package/src/node.js", "package/src/deno.js", "package/src/browser.js", "package/src/file-store.js", "package/src/file-format.js", "package/index.d.ts", "package/README.md"].every((f) => files.includes(f)),
     files.join(" "));
   report("tarball ships no tests and no Rust sources", !files.some((f) => f.includes("/test/") || f.endsWith(".rs")), files.join(" "));
 
@@ -61,6 +80,12 @@ try {
   writeFileSync(join(proj, "deno-test.mjs"), `import * as mwp from "mwp";\n${smoke}\nconsole.log(JSON.stringify(result));\n`);
   const denoOut = run(deno, ["run", "--quiet", "--allow-read", "--no-lock", "deno-test.mjs"], proj).trim();
   report("Deno 2: import \"mwp\" through node_modules", denoOut === expected("deno"), denoOut);
+
+  writeFileSync(join(proj, "store-test.mjs"), storeSmoke);
+  const nodeStore = run("node", ["store-test.mjs", join(work, "node-data")], proj).trim();
+  report("Node: openFileStore writes, reopens, same state hash", nodeStore === storeExpected, nodeStore);
+  const denoStore = run(deno, ["run", "--quiet", "--no-check", "--allow-read", "--allow-write", "--allow-env", "--no-lock", "store-test.mjs", join(work, "deno-data")], proj).trim();
+  report("Deno 2: openFileStore writes, reopens, same state hash", denoStore === storeExpected, denoStore);
 
   writeFileSync(join(proj, "index.html"), `<!doctype html><meta charset="utf-8"><title>consumer</title>
 <script type="importmap">{"imports": {"mwp": "./node_modules/mwp/src/browser.js"}}</script>

@@ -85,13 +85,12 @@ impl StoreGroup {
         batch: &[u8],
         first_seq: f64,
     ) -> Result<String, StoreError> {
-        let mut seq = uint(first_seq, "firstSeq")?;
+        let first = uint(first_seq, "firstSeq")?;
         let mut last = self.head();
-        for bytes in frames::split(batch)? {
+        for (seq, bytes) in (first..).zip(frames::split(batch)?) {
             last = self
                 .apply_stored(bytes, num(seq))
                 .map_err(|e| StoreError(e.0.with("seq", seq)))?;
-            seq += 1;
         }
         Ok(last)
     }
