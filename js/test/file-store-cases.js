@@ -219,6 +219,15 @@ function recordOffset(path, seq) {
   throw new Error(`seq ${seq} not found`);
 }
 
+/** `[seq, batch]` of every record of a segment file. */
+function recordBatches(path) {
+  const b = fs.readFileSync(path);
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const out = [];
+  for (let at = 192; at < b.length; at += 24 + v.getUint32(at, true)) out.push([v.getUint32(at + 4, true), v.getUint32(at + 12, true)]);
+  return out;
+}
+
 /** The cases: `[name, async fn]`. */
 export function cases(mwp) {
   return [
@@ -356,6 +365,73 @@ export function cases(mwp) {
       await s.close();
     }],
 
+    ["one submit of many commands is one write batch", async () => {
+      const dir = tempDir("batch");
+      const { store } = await populated(mwp, dir, { n: 6, batches: 3 });
+      await store.close();
+      eq(recordBatches(segPath(dir)), [[1, 1], [2, 2], [3, 2], [4, 4], [5, 4], [6, 6], [7, 6]], "[seq, batch] of each record");
+    }],
+
+    ["several groups, `~base32` directories, an interrupted creation removed, a missing parent refused", async () => {
+      const dir = tempDir("groups");
+      const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });
+      for (const group of ["g1", "Team.A"]) {
+        const c = makeCommands(mwp, { group });
+        const rs = await store.submit([c.open(), c.create("w1")], 1000);
+        eq(rs.map((r) => r.outcome), ["accepted", "accepted"], group);
+      }
+      const hashes = { g1: await store.stateHash("g1"), "Team.A": await store.stateHash("Team.A") };
+      await store.close();
+      eq(fs.readdirSync(join(dir, "groups")).sort(), ["g1", mwp.groupDirName("Team.A")].sort(), "directories");
+      check(mwp.groupDirName("Team.A").startsWith("~"), "base32 form");
+      fs.mkdirSync(join(dir, "groups", "g9"));
+      fs.writeFileSync(join(dir, "groups", "g9", "00000000000000000001.seg.tmp"), "partial");
+      fs.mkdirSync(join(dir, "groups", "Upper"));
+      const again = await mwp.openFileStore(dir);
+      eq(await again.groups(), ["Team.A", "g1"], "groups (the unfinished and the foreign directory are not groups)");
+      eq(await again.openGroup("g9"), undefined, "no group g9");
+      eq(again.report.removed, [join(dir, "groups", "g9")], "interrupted creation removed");
+      check(!fs.existsSync(join(dir, "groups", "g9")), "g9 directory gone");
+      for (const g of ["g1", "Team.A"]) eq(await again.stateHash(g), hashes[g], `${g} after reopen`);
+      await again.close();
+      fs.rmSync(join(dir, "groups", "Upper"), { recursive: true });
+      const f = fsck(dir);
+      eq([f.code, f.groups["Team.A"]?.state_hash, f.groups.g1?.state_hash], [0, hashes["Team.A"], hashes.g1], "native fsck");
+      await rejects(mwp.openFileStore(join(dir, "missing", "data")), "STORAGE");
+    }],
+
+    ["snapshots: used as the base, a damaged one skipped and reported, one newer than the log is LOG_CORRUPT", async () => {
+      const dir = tempDir("snap");
+      const { store } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      const hash = g.stateHash();
+      eq(await g.snapshotNow(), 7, "snapshot seq");
+      await store.close();
+      const snap = join(dir, "groups", "g1", "00000000000000000007.snap");
+      const good = fs.readFileSync(snap);
+      const f = fsck(dir);
+      eq([f.code, f.groups.g1.snapshots_ok], [0, 1], "native fsck verifies the Node snapshot");
+      let s = await mwp.openFileStore(dir);
+      eq(await s.stateHash("g1"), hash, "state from the snapshot");
+      eq(s.report.skippedSnapshots, [], "nothing skipped");
+      await s.close();
+      flip(snap, good.length - 10);
+      s = await mwp.openFileStore(dir);
+      eq(await s.stateHash("g1"), hash, "state from the log");
+      eq(s.report.skippedSnapshots.map((x) => x.file), [snap], "damaged snapshot reported");
+      await s.close();
+      fs.writeFileSync(snap, good);
+      // The log loses its last batch (cut at a record boundary): the snapshot proves it was acknowledged.
+      const path = segPath(dir);
+      fs.truncateSync(path, recordOffset(path, 6));
+      const before = fs.readFileSync(path);
+      s = await mwp.openFileStore(dir);
+      const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
+      check(e.message.includes("snapshot holds seq 7"), e.message);
+      check(fs.readFileSync(path).equals(before), "nothing truncated");
+      await s.close();
+    }],
+
     ["segments roll over at segmentBytes; batches never span segments; native fsck agrees", async () => {
       const dir = tempDir("roll");
       const { store } = await populated(mwp, dir, { n: 12, batches: 6, segmentBytes: 1500 });
@@ -383,6 +459,9 @@ export function cases(mwp) {
       eq(rs.map(([r]) => r.outcome).filter((o) => o === "accepted").length, 20, "all accepted");
       const hash = await store.stateHash("g1");
       await store.close();
+      // The first submit's sync runs alone; the 19 staged meanwhile share the next one.
+      const batches = recordBatches(segPath(dir)).map(([, b]) => b);
+      eq([...new Set(batches)], [1, 2, 3], "write batches");
       const again = await mwp.openFileStore(dir);
       eq(await again.stateHash("g1"), hash, "hash after reopen");
       await again.close();
@@ -450,8 +529,17 @@ export function cases(mwp) {
       const off = recordOffset(path, 2);
       const len = original.readUInt32LE(off);
       check(fs.readFileSync(path).subarray(off + 24, off + 24 + len).every((x) => x === 0), "erased payload is zeros");
-      check(fs.existsSync(join(dir, "groups", "g1", "redactions.log")), "overlay written");
+      const overlay = join(dir, "groups", "g1", "redactions.log");
+      check(fs.existsSync(overlay), "overlay written");
       eq(fsck(dir).code, 0, "native fsck");
+      // A torn overlay append (an entry whose sync never returned) is trimmed.
+      const overlayBytes = fs.readFileSync(overlay);
+      fs.appendFileSync(overlay, overlayBytes.subarray(192, 210));
+      const t = await mwp.openFileStore(dir);
+      sameJson(await t.events("g1"), events, "events with a torn overlay tail");
+      eq(t.report.trimmed, [{ file: overlay, offset: overlayBytes.length, bytes: 18 }], "overlay trim reported");
+      await t.close();
+      check(fs.readFileSync(overlay).equals(overlayBytes), "overlay trimmed");
       for (const crash of ["after the overlay sync", "before the overlay was written"]) {
         // The original record back, as a crash before the in-place erasure leaves it.
         const b = fs.readFileSync(path);
