@@ -341,6 +341,8 @@ export class FileGroup {
   nextDeadline(): number | undefined;
   /** Writes a signed snapshot of the durable state now; resolves to its seq. */
   snapshotNow(): Promise<number>;
+  /** Sends the authority's `tick` (expires due leases); `undefined` if none is due or archived. */
+  tick(nowMs?: number): Promise<Decision | undefined>;
 }
 
 /** Node and Deno only: a data directory in the native file store's format (docs/format.md). */
@@ -361,6 +363,7 @@ export class FileStore {
   receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;
   stateHash(group: Id): Promise<Hex>;
   state(group: Id): Promise<GroupState | null>;
+  tick(group: Id, nowMs?: number): Promise<Decision | undefined>;
   /** Waits for pending writes and closes every file. */
   close(): Promise<void>;
 }

@@ -11,9 +11,9 @@
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
-import { StoreError, toMwpError } from "./errors.js";
+import { AcceptError, StoreError, toMwpError } from "./errors.js";
 import {
-  crc32c, recordCrc, encodeFileHeader, decodeFileHeader, encodeRecord, parseRecordHeader, encodeSnapshotFile,
+  recordCrc, encodeFileHeader, decodeFileHeader, encodeRecord, parseRecordHeader, encodeSnapshotFile,
   decodeSnapshotFile, segmentName, snapshotName, parseNumbered, groupDirName, groupFromDirName, hex, unhex,
   SEGMENT_MAGIC, OVERLAY_MAGIC, FILE_HEADER_LEN, RECORD_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_NAME, KEY_NAME, GROUPS_DIR,
 } from "./file-format.js";
@@ -285,6 +285,8 @@ export class FileGroup {
   #overlay;
   #pending = [];
   #durable;
+  /** Id (hex) of the last durable event: what a new segment's header names as `prev`. */
+  #durableId;
   #flushing = null;
   #snap;
   #erasing = new Queue();
@@ -301,6 +303,7 @@ export class FileGroup {
     this.#segments = segments;
     this.#overlay = overlay;
     this.#durable = sg.seq;
+    this.#durableId = sg.head;
     this.#snap = snap;
   }
 
@@ -390,6 +393,22 @@ export class FileGroup {
     return results;
   }
 
+  /**
+   * Sends the `tick` that expires due leases, signed with the authority key (action
+   * `tick.<next seq>`, as the native store signs it). Resolves to the accepted decision, or to
+   * `undefined` when no lease is due (`NOT_YET`) or the group is archived.
+   */
+  async tick(nowMs) {
+    const at = now(nowMs);
+    const cmd = this.#call(() => w.signCommand({ org: this.#sg.org, group: this.id, actor: "@authority",
+      action: `tick.${this.#sg.seq + 1}`, session: 1, body: { type: "tick" } }, this.#store._secretKey));
+    const [r] = await this.submit([cmd], at);
+    if (r.outcome !== "rejected") return r;
+    if (r.error.code === "NOT_YET" || r.error.code === "GROUP_ARCHIVED") return undefined;
+    const { code, message, ...details } = r.error;
+    throw new AcceptError(code, message, details);
+  }
+
   async #sticky(fn) {
     try {
       return await fn();
@@ -446,26 +465,20 @@ export class FileGroup {
     await seg.file.datasync();
     seg.end += size;
     for (const o of offsets) seg.offsets.push(o);
-    this.#lastIdCache = pending[pending.length - 1].id;
+    this.#durableId = pending[pending.length - 1].id;
     return pending[pending.length - 1].seq;
   }
 
   /** Starts a new segment whose first record will be `firstSeq`. */
   async #roll(firstSeq) {
     const name = segmentName(firstSeq);
-    const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq, prev: unhex(this.#lastDurableId()), group: this.id });
+    const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq, prev: unhex(this.#durableId), group: this.id });
     const file = await writeNewFile(this.dir, name, header);
     const seg = { firstSeq, name, file, offsets: [], end: FILE_HEADER_LEN };
     this.#segments.push(seg);
     return seg;
   }
 
-  /** Id (hex) of the last durable event: what a new segment's header names as `prev`. */
-  #lastDurableId() {
-    return this.#lastIdCache;
-  }
-
-  #lastIdCache = "";
 
   /** Stored events after `after` (JSON form), at most `limit` and 8 MiB of records per call. */
   async events(after = 0, limit) {
@@ -647,10 +660,6 @@ export class FileGroup {
       await this.#writeSnapshot(this.#call(() => this.#sg.snapshot(this.#store._secretKey)));
       report.repaired.push(`wrote the final snapshot of ${this.id} at seq ${this.#sg.seq}`);
     }
-  }
-
-  _setLastId(id) {
-    this.#lastIdCache = id;
   }
 
   /** Waits for pending writes, then closes the group's files. */
@@ -858,6 +867,11 @@ export class FileStore {
     return (await this.#known(group)).state();
   }
 
+  /** Sends a group's `tick` (see `FileGroup.tick`): the decision, or `undefined` if nothing is due. */
+  async tick(group, nowMs) {
+    return (await this.#known(group)).tick(nowMs);
+  }
+
   /** Waits for pending writes and closes every file; the store refuses calls afterwards. */
   async close() {
     if (this.#closed) return;
@@ -907,9 +921,7 @@ async function createGroupDir(store, id, sg, decision) {
   data.set(rec, header.length);
   const file = await writeNewFile(dir, segmentName(1), data);
   const seg = { firstSeq: 1, name: segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length };
-  const g = new FileGroup(store, id, dir, sg, [seg], { file: null, end: 0, entries: new Map() }, null);
-  g._setLastId(sg.head);
-  return g;
+  return new FileGroup(store, id, dir, sg, [seg], { file: null, end: 0, entries: new Map() }, null);
 }
 
 /**
@@ -1082,7 +1094,6 @@ async function openGroupDir(store, id, dir, report) {
     }
     if (sg.seq === 0) throw new StoreError("LOG_CORRUPT", `group ${id}: the log holds no event`);
     const g = new FileGroup(store, id, dir, sg, segments, overlay, snap);
-    g._setLastId(sg.head);
     // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
     for (const seq of new Set([...sg.redacted, ...pendingZero])) {
       if (!overlay.entries.has(seq) || (await g._needsZeroing(seq))) {

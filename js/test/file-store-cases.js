@@ -363,6 +363,24 @@ export function cases(mwp) {
       const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
       eq(e.details.offset, off, "offset");
       await s.close();
+      // A record whose header says seq 3 but whose (checksummed) payload is event 4.
+      const dir2 = tempDir("seq2");
+      await (await populated(mwp, dir2)).store.close();
+      const p2 = segPath(dir2);
+      const orig = fs.readFileSync(p2);
+      const o3 = recordOffset(p2, 3);
+      const o4 = recordOffset(p2, 4);
+      const o5 = recordOffset(p2, 5);
+      const header = Buffer.from(orig.subarray(o3, o3 + 24));
+      header.writeUInt32LE(o5 - o4 - 24, 0);
+      const payload = orig.subarray(o4 + 24, o5);
+      header.writeUInt32LE(mwp.crc32c(payload, mwp.crc32c(header.subarray(0, 20))), 20);
+      fs.writeFileSync(p2, Buffer.concat([orig.subarray(0, o3), header, payload, orig.subarray(o4)]));
+      const s2 = await mwp.openFileStore(dir2);
+      const e2 = await rejects(s2.openGroup("g1"), "LOG_CORRUPT");
+      eq(e2.details.offset, o3, "offset of the record");
+      check(e2.message.includes("holds event seq 4"), e2.message);
+      await s2.close();
     }],
 
     ["one submit of many commands is one write batch", async () => {
@@ -430,6 +448,25 @@ export function cases(mwp) {
       check(e.message.includes("snapshot holds seq 7"), e.message);
       check(fs.readFileSync(path).equals(before), "nothing truncated");
       await s.close();
+    }],
+
+    ["tick: the authority's signed tick expires a due lease, as natively", async () => {
+      const dir = tempDir("tick");
+      const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });
+      const c = makeCommands(mwp);
+      await store.submit([c.open(), c.create("w1")], 1000);
+      const [claim] = await store.submit(c.claim("w1", "b1", 1), 1000);
+      eq(claim.outcome, "accepted", "claim");
+      const g = await store.openGroup("g1");
+      const due = g.nextDeadline();
+      eq(due, 6000, "deadline: start_within_ms after the claim");
+      eq(await store.tick("g1", due - 1), undefined, "nothing due yet");
+      const t = await store.tick("g1", due);
+      eq([t.outcome, t.event.action, t.event.actor, t.event.kind.type], ["accepted", "tick.4", "@authority", "leases_expired"], "tick");
+      eq(g.state().work.w1.state, "queued", "work back in the queue");
+      await store.close();
+      const f = fsck(dir);
+      eq([f.code, f.groups.g1.events], [0, 4], "native fsck");
     }],
 
     ["segments roll over at segmentBytes; batches never span segments; native fsck agrees", async () => {

@@ -120,6 +120,12 @@ impl StoreGroup {
         self.state.as_ref().map(|s| s.group.to_string())
     }
 
+    /// The group's org (`undefined` before genesis).
+    #[wasm_bindgen(getter)]
+    pub fn org(&self) -> Option<String> {
+        self.state.as_ref().map(|s| s.org.to_string())
+    }
+
     /// Seq of the last event (0 before genesis).
     #[wasm_bindgen(getter)]
     pub fn seq(&self) -> f64 {
