@@ -438,11 +438,22 @@ export class FileGroup {
     }
   }
 
+  /** Test hook: the next batch write fails as a full disk would (`STORAGE`). */
+  _failNextWrite() {
+    this.#failNext = true;
+  }
+
+  #failNext = false;
+
   /** Writes every staged event as one batch at the end of the last segment and syncs it. */
   async #flush() {
     const pending = this.#pending;
     this.#pending = [];
     if (pending.length === 0) return this.#durable;
+    if (this.#failNext) {
+      this.#failNext = false;
+      throw new StoreError("STORAGE", `append to ${this.dir}: injected fault`);
+    }
     let seg = this.#segments[this.#segments.length - 1];
     const firstSeq = pending[0].seq;
     if (seg.end >= this.#store.options.segmentBytes && seg.end > FILE_HEADER_LEN) seg = await this.#roll(firstSeq);

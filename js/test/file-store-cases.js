@@ -469,6 +469,24 @@ export function cases(mwp) {
       eq([f.code, f.groups.g1.events], [0, 4], "native fsck");
     }],
 
+    ["a failed write is sticky: STORAGE for every later command until reopened, nothing of it kept", async () => {
+      const dir = tempDir("sticky");
+      const { store, c } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      const hash = g.stateHash();
+      g._failNextWrite();
+      await rejects(store.submit(c.create("x1"), 2000), "STORAGE");
+      await rejects(store.submit(c.create("x2"), 2000), "STORAGE");
+      await rejects(store.submit(c.create("w0"), 2000), "STORAGE");
+      eq(g.seq, 7, "nothing more is durable");
+      eq(g.receipt("alice", "create-x1"), undefined, "no receipt for the failed command");
+      await store.close();
+      const again = await mwp.openFileStore(dir);
+      eq(await again.stateHash("g1"), hash, "reopened at the last durable state");
+      eq((await again.submit(c.create("x1"), 3000))[0].receipt.seq, 8, "accepting again after reopen");
+      await again.close();
+    }],
+
     ["segments roll over at segmentBytes; batches never span segments; native fsck agrees", async () => {
       const dir = tempDir("roll");
       const { store } = await populated(mwp, dir, { n: 12, batches: 6, segmentBytes: 1500 });
