@@ -548,6 +548,32 @@ export function cases(mwp) {
       }
     }],
 
+    ["Node appends to a log the native store wrote (batch, redaction), and native fsck/replay agree", async () => {
+      const root = tempDir("append");
+      const dir = join(root, "data");
+      const contract = { max_attempts: 3, backoff_base_ms: 100, backoff_max_ms: 1000, cost_budget: 10, risk: "low" };
+      const steps = [
+        { at: 1000, org: "acme", group: "g1", actor: "alice", action: "open", body: { type: "open_group", mission: "m1", title: "Ship it",
+          members: [{ actor: "alice", role: "owner" }, { actor: "bob", role: "worker" }] } },
+        { actor: "alice", action: "create-w1", body: { type: "create_work", work: "w1", contract, after: [], spec: { secret: "s3cr3t" } } },
+      ];
+      fs.writeFileSync(join(root, "t.jsonl"), steps.map((x) => JSON.stringify(x)).join("\n"));
+      eq(native(["transcript", join(root, "t.jsonl"), "--data", dir]).code, 0, "native transcript");
+      const store = await mwp.openFileStore(dir);
+      eq(store.authorityKey, mwp.publicKeyOf(mwp.transcriptSecretKey("@authority")), "the native store's key");
+      const c = makeCommands(mwp);
+      const rs = await store.submit([c.create("w2"), c.create("w3"), c.cmd("alice", "r1", { type: "redact", seq: 2, reason: "gdpr" })], 2000);
+      eq(rs.map((r) => r.receipt.seq), [3, 4, 5], "appended");
+      const events = await store.events("g1");
+      const hash = await store.stateHash("g1");
+      await store.close();
+      eq(recordBatches(segPath(dir)).map(([, b]) => b), [1, 2, 3, 3, 3], "one batch after the native ones");
+      const f = fsck(dir);
+      eq([f.code, f.groups.g1.events, f.groups.g1.state_hash], [0, 5, hash], "native fsck");
+      sameJson(jsonLines(native(["replay", "--data", dir, "--group", "g1"]).stdout), events, "native replay");
+      check(!fs.readFileSync(segPath(dir)).includes("s3cr3t"), "the redacted value is erased from the segment");
+    }],
+
     ["Node → native: every transcript run on the Node store gives the native outputs and byte-identical files", async () => {
       for (const name of fs.readdirSync(transcripts).filter((n) => n.endsWith(".jsonl")).sort()) {
         const text = fs.readFileSync(join(transcripts, name), "utf8");
