@@ -23,8 +23,9 @@ bundle=host-native/dashboard
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
 mode=${1:-build}
 
-# The browser closure of the npm package: everything in js/src but the Node and Deno entries.
-browser_modules() { ls js/src/*.js | grep -v -e '/node\.js$' -e '/deno\.js$'; }
+# The browser closure of the npm package: everything in js/src but the Node and Deno entries
+# and the Node/Deno file store.
+browser_modules() { ls js/src/*.js | grep -v -e '/node\.js$' -e '/deno\.js$' -e '/file-store\.js$' -e '/file-format\.js$'; }
 
 wasm_opt() {
   if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then

@@ -907,6 +907,320 @@ export class Replica {
 if (Symbol.dispose) Replica.prototype[Symbol.dispose] = Replica.prototype.free;
 
 /**
+ * One Group's state, for a host that stores the log itself.
+ */
+export class StoreGroup {
+    static __wrap(ptr) {
+        const obj = Object.create(StoreGroup.prototype);
+        obj.__wbg_ptr = ptr;
+        StoreGroupFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        StoreGroupFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_storegroup_free(ptr, 0);
+    }
+    /**
+     * Applies a frame batch of stored events, seq `firstSeq` first (as `applyStored`, one
+     * boundary crossing for many events). Returns the id (hex) of the last one; on error,
+     * the events before the failing one stay applied and the error's `details.seq` names it.
+     * @param {Uint8Array | number[]} batch
+     * @param {number} first_seq
+     * @returns {string}
+     */
+    applyStoredBatch(batch, first_seq) {
+        let deferred4_0;
+        let deferred4_1;
+        try {
+            const val2 = +first_seq;
+            const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.storegroup_applyStoredBatch(this.__wbg_ptr, ptr0, len0, val2);
+            var ptr3 = ret[0];
+            var len3 = ret[1];
+            if (ret[3]) {
+                ptr3 = 0; len3 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred4_0 = ptr3;
+            deferred4_1 = len3;
+            return getStringFromWasm0(ptr3, len3);
+        } finally {
+            wasm.__wbindgen_free(deferred4_0, deferred4_1, 1);
+        }
+    }
+    /**
+     * Applies one stored event (canonical CBOR), which must carry seq `expectSeq`: decodes
+     * it (non-canonical bytes are `LOG_CORRUPT`), verifies its payload hash and id, and
+     * applies it (chain, group and seq checked). Returns the event's id (hex). On error the
+     * state is unchanged.
+     * @param {Uint8Array | number[]} bytes
+     * @param {number} expect_seq
+     * @returns {string}
+     */
+    applyStored(bytes, expect_seq) {
+        let deferred4_0;
+        let deferred4_1;
+        try {
+            const val2 = +expect_seq;
+            const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.storegroup_applyStored(this.__wbg_ptr, ptr0, len0, val2);
+            var ptr3 = ret[0];
+            var len3 = ret[1];
+            if (ret[3]) {
+                ptr3 = 0; len3 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred4_0 = ptr3;
+            deferred4_1 = len3;
+            return getStringFromWasm0(ptr3, len3);
+        } finally {
+            wasm.__wbindgen_free(deferred4_0, deferred4_1, 1);
+        }
+    }
+    /**
+     * Whether the group is archived.
+     * @returns {boolean}
+     */
+    get archived() {
+        const ret = wasm.storegroup_archived(this.__wbg_ptr);
+        return ret !== 0;
+    }
+    /**
+     * A group resumed from a signed snapshot (canonical CBOR) that verifies under
+     * `trustedKey` (hex) and belongs to `group`. Throws `SNAPSHOT_INVALID` with the reason.
+     * @param {Uint8Array | number[]} bytes
+     * @param {string} trusted_key
+     * @param {string} group
+     * @returns {StoreGroup}
+     */
+    static fromSnapshot(bytes, trusted_key, group) {
+        let ptr0, len0, ptr1, len1, ptr2, len2;
+        try {
+            ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+            ptr2 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len2 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.storegroup_fromSnapshot(ptr0, len0, ptr1, len1, ptr2, len2);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return StoreGroup.__wrap(ret[0]);
+    }
+    /**
+     * IDs of the work items a worker may claim at `nowMs`.
+     * @param {number} now_ms
+     * @returns {string[]}
+     */
+    frontier(now_ms) {
+        const ret = wasm.storegroup_frontier(this.__wbg_ptr, now_ms);
+        if (ret[3]) {
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        var v1 = getArrayJsValueFromWasm0(ret[0], ret[1]);
+        wasm.__wbindgen_free(ret[0], ret[1] * 4, 4);
+        return v1;
+    }
+    /**
+     * The group's ID (`undefined` before genesis).
+     * @returns {string | undefined}
+     */
+    get group() {
+        const ret = wasm.storegroup_group(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * Id (hex) of the last event (all zeros before genesis).
+     * @returns {string}
+     */
+    get head() {
+        let deferred1_0;
+        let deferred1_1;
+        try {
+            const ret = wasm.storegroup_head(this.__wbg_ptr);
+            deferred1_0 = ret[0];
+            deferred1_1 = ret[1];
+            return getStringFromWasm0(ret[0], ret[1]);
+        } finally {
+            wasm.__wbindgen_free(deferred1_0, deferred1_1, 1);
+        }
+    }
+    /**
+     * A group with no events yet: the first accepted command must be `open_group`.
+     */
+    constructor() {
+        const ret = wasm.storegroup_new();
+        this.__wbg_ptr = ret;
+        StoreGroupFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * The earliest time a `tick` would expire a lease, or `undefined` (also once archived).
+     * @returns {number | undefined}
+     */
+    nextDeadline() {
+        const ret = wasm.storegroup_nextDeadline(this.__wbg_ptr);
+        return ret[0] === 0 ? undefined : ret[1];
+    }
+    /**
+     * The group's org (`undefined` before genesis).
+     * @returns {string | undefined}
+     */
+    get org() {
+        const ret = wasm.storegroup_org(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * The original receipt of (actor, action), or `undefined`.
+     * @param {string} actor
+     * @param {string} action
+     * @returns {any}
+     */
+    receipt(actor, action) {
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(actor, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(action, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.storegroup_receipt(this.__wbg_ptr, ptr0, len0, ptr1, len1);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Seqs of the redacted events, ascending.
+     * @returns {Float64Array}
+     */
+    get redacted() {
+        const ret = wasm.storegroup_redacted(this.__wbg_ptr);
+        var v1 = getArrayF64FromWasm0(ret[0], ret[1]).slice();
+        wasm.__wbindgen_free(ret[0], ret[1] * 8, 8);
+        return v1;
+    }
+    /**
+     * Seq of the last event (0 before genesis).
+     * @returns {number}
+     */
+    get seq() {
+        const ret = wasm.storegroup_seq(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * A signed snapshot (canonical CBOR) of the current state with the authority's secret
+     * key seed (hex), and its header fields: `{bytes, seq, state_hash}`.
+     * @param {string} secret_key_hex
+     * @returns {any}
+     */
+    snapshot(secret_key_hex) {
+        const ptr0 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.storegroup_snapshot(this.__wbg_ptr, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Canonical CBOR of the state (`undefined` before genesis).
+     * @returns {Uint8Array | undefined}
+     */
+    stateCbor() {
+        const ret = wasm.storegroup_stateCbor(this.__wbg_ptr);
+        if (ret[3]) {
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * Hash (hex) of the canonical state.
+     * @returns {string}
+     */
+    stateHash() {
+        let deferred2_0;
+        let deferred2_1;
+        try {
+            const ret = wasm.storegroup_stateHash(this.__wbg_ptr);
+            var ptr1 = ret[0];
+            var len1 = ret[1];
+            if (ret[3]) {
+                ptr1 = 0; len1 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred2_0 = ptr1;
+            deferred2_1 = len1;
+            return getStringFromWasm0(ptr1, len1);
+        } finally {
+            wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
+        }
+    }
+    /**
+     * The state as a JS object (`null` before genesis).
+     * @returns {any}
+     */
+    state() {
+        const ret = wasm.storegroup_state(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Decides a command (JSON-form object or CBOR bytes) at `nowMs`; an accepted event is
+     * applied to the state at once (the host must make it durable before answering).
+     * Returns `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`; a rejection
+     * throws a `StoreError` with the spec's code and leaves the state unchanged.
+     * @param {any} command
+     * @param {number} now_ms
+     * @returns {any}
+     */
+    submit(command, now_ms) {
+        const ret = wasm.storegroup_submit(this.__wbg_ptr, command, now_ms);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+}
+if (Symbol.dispose) StoreGroup.prototype[Symbol.dispose] = StoreGroup.prototype.free;
+
+/**
  * The deterministic benchmark log of [`crate::vectors::bench_log`] (a frame batch).
  * @param {number} items
  * @returns {Uint8Array}
@@ -1154,6 +1468,25 @@ export function receiptOf(event) {
         throw takeFromExternrefTable0(ret[1]);
     }
     return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * The redacted form (SPEC §6) of a stored event (canonical CBOR in, canonical CBOR out):
+ * every opaque value replaced by `{"$redacted": "<its hash>"}`; id, payload hash and chain
+ * unchanged. What a file store writes to its redaction overlay.
+ * @param {Uint8Array | number[]} bytes
+ * @returns {Uint8Array}
+ */
+export function redactEvent(bytes) {
+    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.redactEvent(ptr0, len0);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v2 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v2;
 }
 
 /**
@@ -1965,6 +2298,9 @@ const IdbReplicaFinalization = (typeof FinalizationRegistry === 'undefined')
 const ReplicaFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_replica_free(ptr, 1));
+const StoreGroupFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_storegroup_free(ptr, 1));
 
 function addToExternrefTable0(obj) {
     const idx = wasm.__externref_table_alloc();
@@ -2034,6 +2370,11 @@ function debugString(val) {
     }
 }
 
+function getArrayF64FromWasm0(ptr, len) {
+    ptr = ptr >>> 0;
+    return getFloat64ArrayMemory0().subarray(ptr / 8, ptr / 8 + len);
+}
+
 function getArrayJsValueFromWasm0(ptr, len) {
     ptr = ptr >>> 0;
     const mem = getDataViewMemory0();
@@ -2056,6 +2397,14 @@ function getDataViewMemory0() {
         cachedDataViewMemory0 = new DataView(wasm.memory.buffer);
     }
     return cachedDataViewMemory0;
+}
+
+let cachedFloat64ArrayMemory0 = null;
+function getFloat64ArrayMemory0() {
+    if (cachedFloat64ArrayMemory0 === null || cachedFloat64ArrayMemory0.byteLength === 0) {
+        cachedFloat64ArrayMemory0 = new Float64Array(wasm.memory.buffer);
+    }
+    return cachedFloat64ArrayMemory0;
 }
 
 function getStringFromWasm0(ptr, len) {
@@ -2207,6 +2556,7 @@ function __wbg_finalize_init(instance, module) {
     wasm = instance.exports;
     wasmModule = module;
     cachedDataViewMemory0 = null;
+    cachedFloat64ArrayMemory0 = null;
     cachedUint8ArrayMemory0 = null;
     wasm.__wbindgen_start();
     return wasm;
