@@ -433,4 +433,3 @@ fn decode_snapshot(bytes: &[u8]) -> Result<(Snapshot, Spans)> {
     };
     read().map_err(|e| invalid("decode", format!("does not decode: {e}")))
 }
-
