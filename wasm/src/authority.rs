@@ -84,8 +84,7 @@ impl Authority {
     pub fn from_log(frames_batch: &[u8]) -> Result<Authority, AcceptError> {
         let mut authority = Authority::new();
         for bytes in frames::split(frames_batch)? {
-            let event = Event::from_cbor(bytes)?;
-            event.verify()?;
+            let event = Event::from_cbor_verified(bytes)?;
             authority.group.append(&event)?;
         }
         Ok(authority)

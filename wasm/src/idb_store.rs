@@ -168,8 +168,7 @@ impl Store {
                 .dyn_into::<js_sys::Uint8Array>()
                 .map_err(|_| Error::corrupt("a stored event is not a Uint8Array"))?
                 .to_vec();
-            let event = Event::from_cbor(&bytes)?;
-            event.verify()?;
+            let event = Event::from_cbor_verified(&bytes)?;
             GroupState::apply_to(&mut state, &event)?;
         }
         let seq = state.as_ref().map_or(0, |s| s.seq);

@@ -63,7 +63,7 @@ impl StoreGroup {
     #[wasm_bindgen(js_name = applyStored)]
     pub fn apply_stored(&mut self, bytes: &[u8], expect_seq: f64) -> Result<String, StoreError> {
         let expect = uint(expect_seq, "expectSeq")?;
-        let event = Event::from_cbor(bytes)?;
+        let event = Event::from_cbor_verified(bytes)?;
         if event.seq != expect {
             return Err(Error::corrupt(format!(
                 "the record of seq {expect} holds event seq {}",
@@ -71,7 +71,6 @@ impl StoreGroup {
             ))
             .into());
         }
-        event.verify()?;
         GroupState::apply_to(&mut self.state, &event)?;
         Ok(event.id.to_hex())
     }
