@@ -635,20 +635,11 @@ impl Event {
 
     /// Checks `payload_hash` and `id`; `LOG_CORRUPT` names the first that fails.
     pub fn verify(&self) -> Result<()> {
-        let payload = payload_hash(&self.kind)?;
-        if payload != self.payload_hash {
-            return Err(Error::corrupt(format!(
-                "event {} (seq {}): payload hash does not match its kind",
-                self.id, self.seq
-            ))
-            .with("seq", self.seq));
+        if payload_hash(&self.kind)? != self.payload_hash {
+            return Err(self.payload_mismatch());
         }
         if self.compute_id()? != self.id {
-            return Err(Error::corrupt(format!(
-                "event seq {}: id {} does not match its header",
-                self.seq, self.id
-            ))
-            .with("seq", self.seq));
+            return Err(self.id_mismatch());
         }
         Ok(())
     }
@@ -695,11 +686,7 @@ impl Event {
         let (event, spans) = decode_event(bytes)
             .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))?;
         if payload_hash_encoded(&bytes[spans.kind])? != event.payload_hash {
-            return Err(Error::corrupt(format!(
-                "event {} (seq {}): payload hash does not match its kind",
-                event.id, event.seq
-            ))
-            .with("seq", event.seq));
+            return Err(event.payload_mismatch());
         }
         let mut header = Sha256::new();
         header.update([0xa0 | 10]); // a map of 10 pairs
@@ -707,13 +694,25 @@ impl Event {
             header.update(&bytes[span]);
         }
         if Hash(header.finalize().into()) != event.id {
-            return Err(Error::corrupt(format!(
-                "event seq {}: id {} does not match its header",
-                event.seq, event.id
-            ))
-            .with("seq", event.seq));
+            return Err(event.id_mismatch());
         }
         Ok(event)
+    }
+
+    fn payload_mismatch(&self) -> Error {
+        Error::corrupt(format!(
+            "event {} (seq {}): payload hash does not match its kind",
+            self.id, self.seq
+        ))
+        .with("seq", self.seq)
+    }
+
+    fn id_mismatch(&self) -> Error {
+        Error::corrupt(format!(
+            "event seq {}: id {} does not match its header",
+            self.seq, self.id
+        ))
+        .with("seq", self.seq)
     }
 
     /// The receipt disposition this event gives: `evidence` for a late result, else

@@ -81,6 +81,34 @@ impl<'de> Decoder<'de> {
             .map_err(|_| CanonError::new("text string is not valid UTF-8", start))
     }
 
+    /// Hands the `n` entries of the map whose head started at `start` to `visitor`, leaving
+    /// out the entry keyed `skip` (its encoded key), and checks that it took them all.
+    fn visit_map<V: Visitor<'de>>(
+        &mut self,
+        n: u64,
+        start: usize,
+        skip: Option<&[u8]>,
+        visitor: V,
+    ) -> Result<V::Value, CanonError> {
+        let n = self.reader.len(n, start)?;
+        self.enter(start)?;
+        let mut access = Map {
+            de: self,
+            left: n,
+            previous: None,
+            skip,
+        };
+        let value = visitor.visit_map(&mut access)?;
+        if access.left != 0 {
+            return Err(CanonError::new(
+                format!("map has {} more entries than expected", access.left),
+                start,
+            ));
+        }
+        self.depth -= 1;
+        Ok(value)
+    }
+
     /// Skips one data item, checking it exactly as decoding it would.
     fn skip(&mut self) -> Result<(), CanonError> {
         let start = self.reader.pos;
@@ -195,25 +223,7 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
                 self.depth -= 1;
                 Ok(value)
             }
-            5 => {
-                let n = self.reader.len(arg, start)?;
-                self.enter(start)?;
-                let mut access = Map {
-                    de: self,
-                    left: n,
-                    previous: None,
-                    skip: None,
-                };
-                let value = visitor.visit_map(&mut access)?;
-                if access.left != 0 {
-                    return Err(CanonError::new(
-                        format!("map has {} more entries than expected", access.left),
-                        start,
-                    ));
-                }
-                self.depth -= 1;
-                Ok(value)
-            }
+            5 => self.visit_map(arg, start, None, visitor),
             6 => Err(CanonError::new("tags are not allowed", start)),
             _ => match simple(arg, start)? {
                 Some(b) => visitor.visit_bool(b),
@@ -559,23 +569,7 @@ impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
         if major != 5 {
             return Err(CanonError::new("a tagged variant must be a map", start));
         }
-        let n = self.de.reader.len(n, start)?;
-        self.de.enter(start)?;
-        let mut access = Map {
-            de: self.de,
-            left: n,
-            previous: None,
-            skip: Some(self.skip),
-        };
-        let value = visitor.visit_map(&mut access)?;
-        if access.left != 0 {
-            return Err(CanonError::new(
-                format!("map has {} more entries than expected", access.left),
-                start,
-            ));
-        }
-        self.de.depth -= 1;
-        Ok(value)
+        self.de.visit_map(n, start, Some(self.skip), visitor)
     }
 
     serde::forward_to_deserialize_any! {
