@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mwp_core::accept::accept_preverified;
 use mwp_core::snapshot::Snapshot;
@@ -62,6 +62,10 @@ struct Core {
 struct SyncState {
     durable: u64,
     flushing: bool,
+    /// Submitters parked until their seq is durable: woken by the flush that makes it so,
+    /// or to lead the next flush. Waking only these (not every waiter after every sync)
+    /// keeps dozens of submitters from all waking for each `fdatasync`.
+    waiters: Vec<(u64, std::thread::Thread)>,
 }
 
 struct Writer {
@@ -111,7 +115,6 @@ pub(crate) struct GroupLog {
     ctx: Arc<Ctx>,
     core: Mutex<Core>,
     sync: Mutex<SyncState>,
-    synced: Condvar,
     io: Mutex<Writer>,
     index: RwLock<Vec<SegmentIndex>>,
     overlay: RwLock<Overlay>,
@@ -163,8 +166,8 @@ impl GroupLog {
             sync: Mutex::new(SyncState {
                 durable: 1,
                 flushing: false,
+                waiters: Vec::new(),
             }),
-            synced: Condvar::new(),
             io: Mutex::new(Writer {
                 file: file.clone(),
                 name: name.clone(),
@@ -297,30 +300,62 @@ impl GroupLog {
     }
 
     /// Waits until every event up to `seq` is durable, flushing as the leader if nobody is.
+    ///
+    /// A submitter that finds a flush running parks. The leader, when its sync is done,
+    /// unparks the submitters whose events it made durable (all of them if it failed) and
+    /// one more, still waiting, to lead the next flush of what was staged meanwhile.
     pub(crate) fn wait_durable(&self, seq: u64) -> Result<()> {
+        let me = std::thread::current();
         let mut s = lock(&self.sync);
         loop {
             if s.durable >= seq {
                 return Ok(());
             }
-            self.ctx.check_sticky()?;
+            if let Err(e) = self.ctx.check_sticky() {
+                // Nothing will be flushed any more: nobody may stay parked.
+                for (_, t) in s.waiters.drain(..) {
+                    t.unpark();
+                }
+                return Err(e);
+            }
             if !s.flushing {
                 s.flushing = true;
                 drop(s);
                 let flushed = self.flush();
                 s = lock(&self.sync);
                 s.flushing = false;
-                match flushed {
-                    Ok(d) => s.durable = s.durable.max(d),
-                    Err(e) => self.ctx.set_sticky(e),
-                }
-                self.synced.notify_all();
+                let failed = match flushed {
+                    Ok(d) => {
+                        s.durable = s.durable.max(d);
+                        false
+                    }
+                    Err(e) => {
+                        self.ctx.set_sticky(e);
+                        true
+                    }
+                };
+                let durable = s.durable;
+                let mut leader = false;
+                s.waiters.retain(|(w, t)| {
+                    if failed || *w <= durable {
+                        t.unpark();
+                        false
+                    } else {
+                        if !leader {
+                            leader = true;
+                            t.unpark();
+                        }
+                        true
+                    }
+                });
                 continue;
             }
-            s = self
-                .synced
-                .wait(s)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.waiters.push((seq, me.clone()));
+            drop(s);
+            // A wake-up that came before this park is not lost (the thread's token).
+            std::thread::park();
+            s = lock(&self.sync);
+            s.waiters.retain(|(_, t)| t.id() != me.id());
         }
     }
 
@@ -861,8 +896,8 @@ impl GroupLog {
             sync: Mutex::new(SyncState {
                 durable: head,
                 flushing: false,
+                waiters: Vec::new(),
             }),
-            synced: Condvar::new(),
             io: Mutex::new(writer),
             index: RwLock::new(index),
             overlay: RwLock::new(overlay),
