@@ -501,14 +501,23 @@ impl<'de> Fields<'de> {
         if major != 5 {
             return Err(CanonError::new(format!("`{name}` must be a map"), start));
         }
-        let mut encoded = Vec::with_capacity(tag.len() + 1);
-        super::write_head(&mut encoded, 3, tag.len() as u64);
-        encoded.extend_from_slice(tag.as_bytes());
+        // The tag's encoded key, on the stack: one head byte, then its letters (< 24 bytes).
+        let tag_len = tag.len();
+        if tag_len >= 24 {
+            return Err(CanonError::new(
+                "a tag name is shorter than 24 bytes",
+                start,
+            ));
+        }
+        let mut key = [0u8; 24];
+        key[0] = 0x60 | tag_len as u8;
+        key[1..=tag_len].copy_from_slice(tag.as_bytes());
+        let encoded = &key[..=tag_len];
         let mut found = None;
         for _ in 0..n {
             let key_start = self.de.reader.pos;
             self.de.skip()?;
-            if self.de.reader.bytes[key_start..self.de.reader.pos] == encoded[..] {
+            if self.de.reader.bytes[key_start..self.de.reader.pos] == *encoded {
                 let at = self.de.reader.pos;
                 let (major, arg) = self.de.reader.head()?;
                 if major != 3 {
@@ -527,7 +536,7 @@ impl<'de> Fields<'de> {
             tag_value,
             Tagged {
                 de: &mut self.de,
-                skip: &encoded,
+                skip: encoded,
             },
         )
         .map_err(|e| locate(e, start))?;
@@ -576,5 +585,51 @@ impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
         option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
         identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    /// The tag is found wherever canonical order puts it, here after five shorter keys, and
+    /// the variant reads every other entry.
+    #[test]
+    fn tagged_finds_the_tag_after_any_number_of_entries() {
+        #[derive(Debug, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields)]
+        struct V {
+            a: u8,
+            b: u8,
+            c: u8,
+            d: u8,
+            e: u8,
+            zzzzz: u8,
+        }
+        // {"k": {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "type": "x", "zzzzz": 6}}
+        let mut bytes = vec![0xa1, 0x61, b'k', 0xa7];
+        for (k, v) in [(b'a', 1u8), (b'b', 2), (b'c', 3), (b'd', 4), (b'e', 5)] {
+            bytes.extend_from_slice(&[0x61, k, v]);
+        }
+        bytes.extend_from_slice(&[0x64, b't', b'y', b'p', b'e', 0x61, b'x']);
+        bytes.extend_from_slice(&[0x65, b'z', b'z', b'z', b'z', b'z', 6]);
+        let mut f = Fields::new(&bytes, 1).expect("a map of one entry");
+        let (name, v) = f
+            .tagged("k", "type", |name, de| Ok((name, V::deserialize(de)?)))
+            .expect("decodes");
+        f.finish().expect("nothing follows");
+        assert_eq!(name, "x");
+        assert_eq!(
+            v,
+            V {
+                a: 1,
+                b: 2,
+                c: 3,
+                d: 4,
+                e: 5,
+                zzzzz: 6
+            }
+        );
     }
 }
