@@ -42,6 +42,7 @@ export class CodecError extends MwpError {}
 /** A store failed. */
 export class StoreError extends MwpError {}
 /** A transcript could not be run. */
+export class AgentError extends MwpError {}
 export class TranscriptError extends MwpError {}
 /** An HTTP request failed; `status` 0 means no answer. */
 export class HttpError extends MwpError {
@@ -188,6 +189,137 @@ export class Replica {
   nextDeadline(): number | undefined;
   free(): void;
 }
+
+/** An agent's configuration: identities, and optional time budgets (ms). */
+export interface AgentConfig {
+  org: Id;
+  group: Id;
+  actor: Id;
+  /** The authority key (hex) trusted for snapshots. */
+  authorityKey: Hex;
+  /** Leases held at once (default 1; 0 never claims). */
+  capacity?: number;
+  leaseMs?: number;
+  startWithinMs?: number;
+  renewMarginMs?: number;
+  graceMs?: number;
+  resendMs?: number;
+  syncMs?: number;
+  effectTimeoutMs?: number;
+}
+
+/** A write set to make durable before calling `handleCommitted(serial)`. */
+export interface AgentWriteSet {
+  serial: number;
+  cbor: Uint8Array;
+}
+
+/** A request for the authority. */
+export type AgentTransmit =
+  | { type: "command"; action: Id; command: Command; cbor: Uint8Array }
+  | { type: "fetch_events"; after: number }
+  | { type: "lookup_receipt"; action: Id }
+  | { type: "fetch_snapshot"; snapshot: { seq: number; hash: Hex; location: string } }
+  | { type: "ack"; cursor: number };
+
+/** An effect to perform now; `key` is its idempotency key. */
+export interface AgentDispatch {
+  key: Hex;
+  work: Id;
+  op: Id;
+  mode: "read_only" | "idempotent" | "undeclared";
+  irreversible: boolean;
+  target: Opaque;
+  attempt: number;
+}
+
+/** News for the application. */
+export type AgentNotice =
+  | { type: "run"; work: Id; lease: Hex; epoch: number; checkpoint: { work: Id; seq: number; data: Opaque } | null; resumed: boolean }
+  | { type: "released"; work: Id; lease: Hex; state: string }
+  | { type: "lease_lost"; work: Id; lease: Hex; reason: "revoked" | "expired" | "expired_locally" | "session_replaced" }
+  | { type: "suspended"; work: Id }
+  | { type: "uncertain"; key: Hex; work: Id; op: Id }
+  | { type: "evidence"; action: Id; receipt: Receipt }
+  | { type: "rejected"; action: Id; command: string; error: { code: string; message: string; [k: string]: unknown } }
+  | { type: "dropped"; action: Id; reason: string }
+  | { type: "corrupt"; error: { code: string; message: string; [k: string]: unknown } };
+
+/** Every committed write set folded in: what an agent restarts from. */
+export class AgentImage {
+  constructor(cbor?: Uint8Array);
+  commit(writeSet: AgentWriteSet | Uint8Array): void;
+  toCbor(): Uint8Array;
+  readonly serial: number;
+  readonly cursor: number;
+}
+
+/** The agent driver (SPEC §7), sans-IO: feed it with `handle*`, drain it with `poll*`. */
+export class Agent {
+  constructor(config: AgentConfig, secretKey: Hex);
+  static restore(config: AgentConfig, secretKey: Hex, image: AgentImage): Agent;
+  readonly config: AgentConfig;
+  pollWriteSet(): AgentWriteSet | undefined;
+  pollTransmit(): AgentTransmit | undefined;
+  pollDispatch(): AgentDispatch | undefined;
+  pollNotice(): AgentNotice | undefined;
+  pollTimeout(): number | undefined;
+  handleEvents(events: Uint8Array | (Event | Uint8Array)[], nowMs?: number): void;
+  handleReceipt(action: Id, receipt: Receipt, nowMs?: number): void;
+  handleRejection(action: Id, error: MwpError | { code: string; message: string }, nowMs?: number): void;
+  handleLookup(action: Id, receipt: Receipt | undefined | null, nowMs?: number): void;
+  handleFetchError(error: MwpError | { code: string; message: string }, nowMs?: number): void;
+  handleSnapshot(bytes: Uint8Array, nowMs?: number): void;
+  handleConnectivity(up: boolean, nowMs?: number): void;
+  handleTimeout(nowMs?: number): void;
+  handleEffectOutcome(key: Hex, outcome: Opaque, receipt: Opaque, nowMs?: number): void;
+  handleCommitted(serial: number, nowMs?: number): void;
+  submit(work: Id, result: Opaque, nowMs?: number): Id;
+  fail(work: Id, error: Opaque, options?: { retryable?: boolean }, nowMs?: number): Id;
+  checkpoint(work: Id, data: Opaque, nowMs?: number): Id;
+  charge(work: Id, cost: number, data?: Opaque, nowMs?: number): Id;
+  intendEffect(work: Id, op: Id, options?: { mode?: AgentDispatch["mode"]; irreversible?: boolean; target?: Opaque }, nowMs?: number): Hex;
+  resolveEffect(key: Hex, happened: boolean, receipt: Opaque, nowMs?: number): void;
+  replaceSession(nowMs?: number): Id;
+  readonly session: number;
+  readonly online: boolean;
+  readonly cursor: number;
+  readonly durableCursor: number;
+  leases(): Record<Id, { id: Hex; work: Id; epoch: number; [k: string]: unknown }>;
+  outbox(): Record<Id, unknown>;
+  effects(): Record<Hex, unknown>;
+  state(): GroupState | null;
+  stateHash(): Hex;
+  frontier(nowMs?: number): Id[];
+  free(): void;
+}
+
+/** What `pump` and `carry` need of a client (a `Client` has it). */
+export interface AgentTransport {
+  submit(command: Command): Promise<{ receipt: Receipt; duplicate?: boolean }>;
+  events(group: Id, options: { after: number }): Promise<(Event | Uint8Array)[]>;
+  receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;
+  snapshot(group: Id, location?: string): Promise<Uint8Array>;
+}
+
+/** Carries one transmit through `client` and hands the answer to `agent`. */
+export function carry(agent: Agent, client: AgentTransport, transmit: AgentTransmit, now?: () => number): Promise<void>;
+
+/**
+ * Runs the agent until it settles: commits write sets (`commit` resolves once durable),
+ * carries transmits, performs effects, reports notices. Resolves to when to run it again.
+ */
+export function pump(
+  agent: Agent,
+  options: {
+    client?: AgentTransport;
+    commit: (writeSet: AgentWriteSet) => void | Promise<void>;
+    dispatch?: (effect: AgentDispatch) => Promise<{ outcome?: Opaque; receipt?: Opaque } | undefined> | { outcome?: Opaque; receipt?: Opaque } | undefined;
+    onNotice?: (notice: AgentNotice) => void | Promise<void>;
+    now?: () => number;
+    maxSteps?: number;
+  },
+): Promise<number | undefined>;
 
 /** Canonical CBOR (RFC 8949 §4.2.1). */
 export const canonical: {

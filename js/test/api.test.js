@@ -109,7 +109,7 @@ test("the README's examples run", async () => {
   const { fileURLToPath } = await import("node:url");
   // Resolve "mwp" to this package, as an installed copy would.
   const dir = fileURLToPath(new URL("../examples/", import.meta.url));
-  for (const [file, expect] of [["quickstart.mjs", /same state: true/], ["snapshot.mjs", /true SNAPSHOT_INVALID/], ["file-store.mjs", /duplicate 2 same state: true/]]) {
+  for (const [file, expect] of [["quickstart.mjs", /same state: true/], ["snapshot.mjs", /true SNAPSHOT_INVALID/], ["file-store.mjs", /duplicate 2 same state: true/], ["agent.mjs", /w1 succeeded same state: true/]]) {
     const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: "utf8" });
     assert.match(out, expect, `${file}:\n${out}`);
   }

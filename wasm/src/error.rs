@@ -60,6 +60,9 @@ export_errors! {
     CodecError;
     /// Raised by the IndexedDB stores (`STORAGE`, `LOG_CORRUPT`, …).
     StoreError;
+    /// Raised by `Agent` and `AgentImage` calls: bad input, or an action the driver refuses
+    /// (e.g. `NOT_FOUND` for work it does not hold).
+    AgentError;
     /// Raised by the transcript runner and the vector runner for unreadable input.
     TranscriptError;
 }

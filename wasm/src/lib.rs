@@ -16,6 +16,7 @@
 //! every call that needs the time.
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod authority;
 pub mod codec;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod store_group;
 pub mod transcript;
 pub mod vectors;
 
+pub use agent::{Agent, AgentImage};
 pub use authority::Authority;
 pub use replica::Replica;
 pub use store_group::StoreGroup;
