@@ -1915,8 +1915,10 @@ impl Agent {
             let pending =
                 |pred: &dyn Fn(&Body) -> bool| self.outbox.values().any(|o| pred(&o.command.body));
             match item.state {
+                // A start that landed before its event arrived is not sent again.
                 WorkState::Leased
                     if now_ms < l.start_by
+                        && !self.started_here.contains(&l.id)
                         && !pending(&|b| matches!(b, Body::StartWork(s) if s.lease == l.id)) =>
                 {
                     let approved = item.contract.risk == Risk::Low

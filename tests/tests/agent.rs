@@ -19,6 +19,9 @@ struct Rig {
     answers: bool,
     /// The link is up.
     up: bool,
+    /// Deliver a command's events before its answer, as a live tail would (false: right
+    /// after it, as a host that fetches once it has the receipt).
+    events_first: bool,
 }
 
 fn config(s: &Scenario, actor: &str) -> Config {
@@ -40,6 +43,10 @@ fn config(s: &Scenario, actor: &str) -> Config {
 
 impl Rig {
     fn new(s: Scenario, actor: &str) -> Rig {
+        Rig::with(s, actor, true)
+    }
+
+    fn with(s: Scenario, actor: &str, events_first: bool) -> Rig {
         let agent = Agent::new(config(&s, actor), SecretKey::for_transcript(actor)).unwrap();
         let mut r = Rig {
             s,
@@ -50,6 +57,7 @@ impl Rig {
             dispatched: vec![],
             answers: true,
             up: true,
+            events_first,
         };
         let now = r.s.now;
         r.agent.handle_connectivity(now, true);
@@ -96,9 +104,14 @@ impl Rig {
                     Ok(Decision::Duplicate(r)) => Ok(r),
                     Err(e) => Err(e),
                 };
-                self.push_events();
+                if self.events_first {
+                    self.push_events();
+                }
                 if self.answers {
                     self.agent.handle_answer(now, &cmd.action, answer);
+                }
+                if !self.events_first {
+                    self.push_events();
                 }
             }
             Transmit::FetchEvents { .. } => self.push_events(),
@@ -199,6 +212,37 @@ fn claims_the_frontier_starts_runs_and_releases_on_submit() {
     // Its success is durable and unblocks w2, which is claimed next.
     assert_eq!(r.running(), vec![id("w1"), id("w2")]);
     assert_eq!(r.image.replica.cursor, r.s.state().seq);
+}
+
+#[test]
+fn a_receipt_that_arrives_before_its_event_does_not_make_the_command_again() {
+    let s = group_with(&[("w1", &[])]);
+    let r = Rig::with(s, "bob", false);
+    // The claim is answered before its event arrives; the start likewise: one of each (the
+    // start used to be made again between its receipt and its event).
+    let commands: Vec<&str> = r
+        .sent
+        .iter()
+        .filter_map(|t| match t {
+            Transmit::Command(c) => Some(c.body.type_name()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        commands,
+        ["claim_work", "start_work"],
+        "{:?} {:?}",
+        r.notices,
+        r.sent
+    );
+    assert!(
+        !r.notices
+            .iter()
+            .any(|n| matches!(n, Notice::Rejected { .. })),
+        "{:?}",
+        r.notices
+    );
+    assert_eq!(r.running(), vec![id("w1")]);
 }
 
 #[test]
