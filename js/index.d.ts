@@ -410,6 +410,15 @@ export class IdbAuthority {
 }
 
 /** Browsers only: a replica whose projection lives in IndexedDB. */
+/** An agent's committed write sets in IndexedDB (browsers only). */
+export class IdbAgentStore {
+  static open(name: string): Promise<IdbAgentStore>;
+  load(): Promise<AgentImage>;
+  commit(writeSet: AgentWriteSet): Promise<void>;
+  compact(image: AgentImage): Promise<void>;
+  close(): Promise<void>;
+}
+
 export class IdbReplica implements ReplicaLike {
   static open(name: string, group: Id, options?: { checkpointEvery?: number }): Promise<IdbReplica>;
   offerBatch(events: Events): Promise<OfferSummary>;

@@ -17,7 +17,8 @@ export class AgentImage {
 
   /** An empty image, or one read back from `toCbor()` bytes. */
   constructor(cbor) {
-    this.#inner = cbor === undefined ? new w.AgentImage() : guard(() => w.AgentImage.fromCbor(cbor));
+    if (cbor instanceof w.AgentImage) this.#inner = cbor;
+    else this.#inner = cbor === undefined ? new w.AgentImage() : guard(() => w.AgentImage.fromCbor(cbor));
   }
 
   /** Folds in a committed write set (`{serial, cbor}` from `pollWriteSet`, or its bytes). */

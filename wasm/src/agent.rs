@@ -172,6 +172,18 @@ pub struct AgentImage {
     inner: CoreImage,
 }
 
+impl AgentImage {
+    /// Wraps a core image.
+    pub fn from_core(inner: CoreImage) -> AgentImage {
+        AgentImage { inner }
+    }
+
+    /// The core image.
+    pub fn core(&self) -> &CoreImage {
+        &self.inner
+    }
+}
+
 #[wasm_bindgen]
 impl AgentImage {
     /// An empty image (a new agent).

@@ -267,21 +267,7 @@ impl Store {
         else {
             return Ok(());
         };
-        let names = js_sys::Array::of3(&EVENTS.into(), &RECEIPTS.into(), &META.into());
-        let options = js_sys::Object::new();
-        put_prop(&options, "durability", &"strict".into());
-        let raw = self
-            .db
-            .unchecked_ref::<RawDatabase>()
-            .transaction_with_options(&names, "readwrite", &options)
-            .map_err(|e| storage(format!("readwrite transaction: {e:?}")))?;
-        // Completion is awaited through a JS promise whose resolve/reject are the
-        // transaction's own handlers: no Rust closure can outlive its owner when a failing
-        // request's error event and the abort event both arrive.
-        let done = js_sys::Promise::new(&mut |resolve, reject| {
-            raw.set_oncomplete(Some(&resolve));
-            raw.set_onabort(Some(&reject));
-        });
+        let (raw, done) = readwrite(&self.db, &[EVENTS, RECEIPTS, META])?;
         let tx = idb::Transaction::from(raw.clone());
         let events = tx.object_store(EVENTS).map_err(idb_err("events"))?;
         let receipts = tx.object_store(RECEIPTS).map_err(idb_err("receipts"))?;
@@ -345,6 +331,29 @@ impl Store {
             )),
         }
     }
+}
+
+/// Opens a `readwrite` transaction over `stores` with `durability: "strict"`, and the promise
+/// of its completion (rejected if it aborts).
+pub(crate) fn readwrite(
+    db: &web_sys::IdbDatabase,
+    stores: &[&str],
+) -> Result<(web_sys::IdbTransaction, js_sys::Promise), Error> {
+    let names: js_sys::Array = stores.iter().map(|s| JsValue::from(*s)).collect();
+    let options = js_sys::Object::new();
+    put_prop(&options, "durability", &"strict".into());
+    let raw = db
+        .unchecked_ref::<RawDatabase>()
+        .transaction_with_options(&names, "readwrite", &options)
+        .map_err(|e| storage(format!("readwrite transaction: {e:?}")))?;
+    // Completion is awaited through a JS promise whose resolve/reject are the transaction's
+    // own handlers: no Rust closure can outlive its owner when a failing request's error
+    // event and the abort event both arrive.
+    let done = js_sys::Promise::new(&mut |resolve, reject| {
+        raw.set_oncomplete(Some(&resolve));
+        raw.set_onabort(Some(&reject));
+    });
+    Ok((raw, done))
 }
 
 fn group_id(group: &str) -> Result<Id, Error> {

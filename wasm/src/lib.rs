@@ -2,9 +2,9 @@
 //!
 //! This crate is thin glue. Every rule lives in `mwp-core`; here are only conversions between
 //! JavaScript values and core types, one small error type per export (turned into a JS
-//! `Error` whose `name` says which export failed and whose `code` is the spec's), and the
-//! IndexedDB store for browsers ([`idb_store`]), and the state-only group the Node/Deno file
-//! store drives ([`store_group`]).
+//! `Error` whose `name` says which export failed and whose `code` is the spec's), the agent
+//! driver ([`agent`]), the IndexedDB stores for browsers ([`idb_store`], [`idb_agent`]), and
+//! the state-only group the Node/Deno file store drives ([`store_group`]).
 //!
 //! What crosses the boundary, and how:
 //! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
@@ -21,6 +21,7 @@ pub mod authority;
 pub mod codec;
 pub mod error;
 pub mod frames;
+pub mod idb_agent;
 pub mod idb_store;
 pub mod replica;
 pub mod snapshot;

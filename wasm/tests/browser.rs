@@ -401,3 +401,235 @@ async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
         .is_undefined());
     c.close();
 }
+
+mod agent_store {
+    //! `IdbAgentStore`: an agent's write sets, one strict transaction each, folded on open.
+    use super::fresh;
+    use mwp_core::agent::{Agent, AgentImage as CoreImage, Config, Transmit};
+    use mwp_core::memory::MemoryGroup;
+    use mwp_core::replica::WriteSet;
+    use mwp_core::{canonical, Body, Command, Decision, Id, Limits, SecretKey};
+    use mwp_wasm::idb_agent::IdbAgentStore;
+    use mwp_wasm::AgentImage;
+    use serde_json::json;
+    use wasm_bindgen::JsValue;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    const NOW: u64 = 1_000;
+
+    fn id(s: &str) -> Id {
+        Id::new(s).expect("a valid id")
+    }
+
+    fn cmd(actor: &str, action: &str, body: serde_json::Value) -> Command {
+        let body: Body = serde_json::from_value(body).expect("a valid body");
+        let key = SecretKey::for_transcript(actor);
+        Command::signed(
+            id("acme"),
+            id("g1"),
+            id(actor),
+            id(action),
+            1,
+            None,
+            body,
+            &key,
+        )
+        .expect("signs")
+    }
+
+    fn create(work: &str) -> Command {
+        cmd(
+            "alice",
+            &format!("create-{work}"),
+            json!({"type": "create_work", "work": work, "after": [], "spec": {},
+                "contract": {"max_attempts": 3, "backoff_base_ms": 10, "backoff_max_ms": 100,
+                             "cost_budget": 10, "risk": "low"}}),
+        )
+    }
+
+    fn group() -> MemoryGroup {
+        let key = |a: &str| SecretKey::for_transcript(a).public();
+        let mut g = MemoryGroup::default();
+        let open = cmd(
+            "alice",
+            "open",
+            json!({"type": "open_group", "mission": "m1", "title": "t",
+                "authority_key": key("@authority"),
+                "members": [{"actor": "alice", "role": "owner", "key": key("alice")},
+                            {"actor": "bob", "role": "worker", "key": key("bob")}]}),
+        );
+        for c in [open, create("w1")] {
+            g.submit(&c, NOW, &Limits::default()).expect("accepted");
+        }
+        g
+    }
+
+    fn agent() -> Agent {
+        let config = Config::new(
+            id("acme"),
+            id("g1"),
+            id("bob"),
+            SecretKey::for_transcript("@authority").public(),
+        );
+        Agent::new(config, SecretKey::for_transcript("bob")).expect("an agent")
+    }
+
+    fn bytes(ws: &WriteSet) -> Vec<u8> {
+        canonical::to_vec(ws).expect("a write set encodes")
+    }
+
+    /// Runs the agent against the group, committing every write set to `store` (and to the
+    /// in-memory reference) before acting on it.
+    async fn drive(
+        agent: &mut Agent,
+        g: &mut MemoryGroup,
+        store: &mut IdbAgentStore,
+        reference: &mut CoreImage,
+    ) {
+        for _ in 0..500 {
+            if let Some(ws) = agent.poll_write_set() {
+                store
+                    .commit(ws.serial as f64, bytes(&ws))
+                    .await
+                    .map_err(JsValue::from)
+                    .expect("commit");
+                reference.commit(&ws).expect("serials follow");
+                agent.handle_committed(NOW, ws.serial);
+                continue;
+            }
+            if let Some(t) = agent.poll_transmit() {
+                match t {
+                    Transmit::Command(c) => {
+                        let answer = match g.submit(&c, NOW, &Limits::default()) {
+                            Ok(Decision::Accepted(e)) => Ok(e.receipt()),
+                            Ok(Decision::Duplicate(r)) => Ok(r),
+                            Err(e) => Err(e),
+                        };
+                        let events = g.events(agent.replica().cursor(), usize::MAX);
+                        agent.handle_events(NOW, events.expect("events"));
+                        agent.handle_answer(NOW, &c.action, answer);
+                    }
+                    Transmit::FetchEvents { after } => {
+                        agent.handle_events(NOW, g.events(after, usize::MAX).expect("events"));
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            if agent.poll_notice().is_some() || agent.poll_dispatch().is_some() {
+                continue;
+            }
+            return;
+        }
+        panic!("the agent does not settle");
+    }
+
+    async fn reopen(name: &str) -> IdbAgentStore {
+        IdbAgentStore::open(name.into())
+            .await
+            .map_err(JsValue::from)
+            .expect("open")
+    }
+
+    async fn load(store: &IdbAgentStore) -> CoreImage {
+        store
+            .load()
+            .await
+            .map_err(JsValue::from)
+            .expect("load")
+            .core()
+            .clone()
+    }
+
+    #[wasm_bindgen_test]
+    async fn write_sets_survive_a_reopen_aborts_leave_nothing_and_compaction_keeps_the_image() {
+        let name = "t-agent-store";
+        fresh(name).await;
+        let mut store = reopen(name).await;
+        let (mut g, mut bob, mut reference) = (group(), agent(), CoreImage::default());
+        bob.handle_connectivity(NOW, true);
+        drive(&mut bob, &mut g, &mut store, &mut reference).await;
+        assert!(
+            reference.serial >= 3,
+            "claim, start and their events were committed"
+        );
+        assert_eq!(reference.replica.cursor, g.state().expect("open").seq);
+        store.close();
+
+        // A reload folds the write sets back into the same image; the agent restarts on it.
+        let mut store = reopen(name).await;
+        assert_eq!(load(&store).await, reference);
+        let config = bob.config().clone();
+        let restarted =
+            Agent::restore(config, SecretKey::for_transcript("bob"), &reference).expect("restores");
+        assert_eq!(restarted.replica().cursor(), reference.replica.cursor);
+
+        // An aborted commit: nothing of it is visible, and the handle refuses further writes.
+        g.submit(&create("w2"), NOW, &Limits::default())
+            .expect("accepted");
+        bob.handle_events(NOW, g.events(bob.replica().cursor(), 10).expect("events"));
+        let next = bob
+            .poll_write_set()
+            .expect("the new event makes a write set");
+        let err = store
+            .commit_then_abort(next.serial as f64, bytes(&next))
+            .await
+            .expect_err("aborted");
+        assert_eq!(err.code(), mwp_core::Code::Storage);
+        let err = store
+            .commit(next.serial as f64, bytes(&next))
+            .await
+            .expect_err("poisoned");
+        assert!(
+            err.0.message.contains("must be reopened"),
+            "{}",
+            err.0.message
+        );
+        store.close();
+        let mut store = reopen(name).await;
+        assert_eq!(
+            load(&store).await,
+            reference,
+            "the aborted write set left nothing"
+        );
+
+        // A serial that exists already is refused (add, never overwrite).
+        let err = store
+            .commit(1.0, bytes(&next))
+            .await
+            .expect_err("serial 1 exists");
+        assert_eq!(err.code(), mwp_core::Code::Storage);
+        store.close();
+
+        // Compaction: the image replaces the write sets; later ones fold on top of it.
+        let mut store = reopen(name).await;
+        store
+            .compact(&AgentImage::from_core(reference.clone()))
+            .await
+            .map_err(JsValue::from)
+            .expect("compact");
+        assert_eq!(load(&store).await, reference);
+        store
+            .commit(next.serial as f64, bytes(&next))
+            .await
+            .map_err(JsValue::from)
+            .expect("commit after compaction");
+        reference.commit(&next).expect("follows");
+        store.close();
+        let store = reopen(name).await;
+        assert_eq!(load(&store).await, reference);
+
+        // A gap in the stored serials is LOG_CORRUPT, not a silent skip.
+        let mut gap = next.clone();
+        gap.serial += 2;
+        let mut store = store;
+        store
+            .commit(gap.serial as f64, bytes(&gap))
+            .await
+            .map_err(JsValue::from)
+            .expect("stored");
+        let err = store.load().await.map(|_| ()).expect_err("a gap");
+        assert_eq!(err.code(), mwp_core::Code::LogCorrupt);
+        store.close();
+    }
+}
