@@ -54,7 +54,7 @@ pub struct Event {
     /// Content hash of the command.
     pub content_hash: Hash,
     /// Aggregate the event belongs to: `group`, `members`, `work:ID`, `approval:ID`.
-    pub aggregate: String,
+    pub aggregate: compact_str::CompactString,
     /// That aggregate's revision after this event.
     pub revision: u64,
     /// Id of event `seq - 1`, or all zeros for the first.
@@ -561,7 +561,7 @@ impl Event {
         actor: Id,
         action: Id,
         content_hash: Hash,
-        aggregate: String,
+        aggregate: impl Into<compact_str::CompactString>,
         revision: u64,
         prev: Hash,
         kind: EventKind,
@@ -575,7 +575,7 @@ impl Event {
             actor,
             action,
             content_hash,
-            aggregate,
+            aggregate: aggregate.into(),
             revision,
             prev,
             payload_hash,
@@ -890,7 +890,7 @@ mod tests {
                 id: Hash::ZERO,
                 group, seq, at, actor, action,
                 content_hash: Hash(hashes),
-                aggregate, revision,
+                aggregate: aggregate.into(), revision,
                 prev: Hash([7; 32]),
                 payload_hash: Hash(hashes.map(|b| b ^ 0x5a)),
                 kind: EventKind::LeasesExpired(LeasesExpired { expired: vec![] }),

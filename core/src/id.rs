@@ -5,7 +5,8 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use compact_str::CompactString;
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 
 /// Longest identifier, in bytes.
 pub const MAX_ID_LEN: usize = 128;
@@ -13,10 +14,10 @@ pub const MAX_ID_LEN: usize = 128;
 /// The reserved actor that signs `tick` commands and snapshots.
 pub const AUTHORITY_ACTOR: &str = "@authority";
 
-/// A validated identifier.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Id(String);
+/// A validated identifier. Up to 24 bytes are held inline: most identifiers cost no heap
+/// allocation to decode, clone or keep.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Id(CompactString);
 
 /// Why a string is not an [`Id`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,16 +37,14 @@ impl Id {
     /// Checks and wraps a string.
     pub fn new(s: impl Into<String>) -> Result<Self, IdError> {
         let s = s.into();
-        if s.is_empty() {
-            return Err(IdError::Empty);
-        }
-        if s.len() > MAX_ID_LEN {
-            return Err(IdError::TooLong(s.len()));
-        }
-        if let Some(c) = s.chars().find(|c| !is_id_char(*c)) {
-            return Err(IdError::BadChar(s, c));
-        }
-        Ok(Id(s))
+        check(&s)?;
+        Ok(Id(CompactString::from(s)))
+    }
+
+    /// Checks and copies a borrowed string (inline when short: no allocation).
+    pub fn from_str_checked(s: &str) -> Result<Self, IdError> {
+        check(s)?;
+        Ok(Id(CompactString::new(s)))
     }
 
     /// The identifier as text.
@@ -60,12 +59,53 @@ impl Id {
 
     /// The `@authority` actor.
     pub fn authority() -> Self {
-        Id(AUTHORITY_ACTOR.to_owned())
+        Id(CompactString::const_new(AUTHORITY_ACTOR))
     }
 }
 
-fn is_id_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '~' | '-')
+fn check(s: &str) -> Result<(), IdError> {
+    if s.is_empty() {
+        return Err(IdError::Empty);
+    }
+    if s.len() > MAX_ID_LEN {
+        return Err(IdError::TooLong(s.len()));
+    }
+    // Bytes outside ASCII are never allowed, so the byte check decides; the char is found
+    // only for the message.
+    if let Some(i) = s.bytes().position(|b| !is_id_byte(b)) {
+        let c = s[i..].chars().next().unwrap_or('\u{fffd}');
+        return Err(IdError::BadChar(s.to_owned(), c));
+    }
+    Ok(())
+}
+
+fn is_id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'@' | b'~' | b'-')
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl de::Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Id, E> {
+                Id::from_str_checked(s).map_err(E::custom)
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Id, E> {
+                Id::new(s).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
 }
 
 impl TryFrom<String> for Id {
@@ -84,7 +124,7 @@ impl TryFrom<&str> for Id {
 
 impl From<Id> for String {
     fn from(id: Id) -> String {
-        id.0
+        id.0.into_string()
     }
 }
 

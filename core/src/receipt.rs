@@ -33,7 +33,7 @@ pub struct Receipt {
     /// Content hash of the command.
     pub content_hash: Hash,
     /// Aggregate of the event.
-    pub aggregate: String,
+    pub aggregate: compact_str::CompactString,
     /// Its revision after the event.
     pub revision: u64,
     /// Applied or evidence.

@@ -116,7 +116,7 @@ pub struct StoredReceipt {
     /// Content hash.
     pub content_hash: Hash,
     /// Aggregate.
-    pub aggregate: String,
+    pub aggregate: compact_str::CompactString,
     /// Revision after.
     pub revision: u64,
     /// Applied or evidence.
