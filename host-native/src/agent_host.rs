@@ -169,6 +169,16 @@ impl HttpAgent {
         &self.lost
     }
 
+    /// Commits every write set the driver has staged, and nothing else: what comes first in
+    /// every turn of [`HttpAgent::pump`] (and all a host gets done if it crashes right after).
+    pub fn commit(&mut self, now_ms: u64) -> Result<()> {
+        while let Some(ws) = self.agent.poll_write_set() {
+            self.journal.append(&ws)?;
+            self.agent.handle_committed(now_ms, ws.serial);
+        }
+        Ok(())
+    }
+
     /// Feeds the clock to the driver, then drains its outputs: commits every write set,
     /// carries out every transmit (feeding the answers back), hands every dispatch to
     /// `effect` and reports what it observed. Returns the notices for the application.
@@ -185,9 +195,8 @@ impl HttpAgent {
         }
         let mut notices = Vec::new();
         loop {
-            if let Some(ws) = self.agent.poll_write_set() {
-                self.journal.append(&ws)?;
-                self.agent.handle_committed(now_ms, ws.serial);
+            if self.agent.uncommitted() {
+                self.commit(now_ms)?;
             } else if let Some(t) = self.agent.poll_transmit() {
                 self.transmit(now_ms, t);
             } else if let Some(d) = self.agent.poll_dispatch() {
