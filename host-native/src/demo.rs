@@ -498,11 +498,13 @@ impl Crew<'_> {
         );
         config.capacity = 0;
         config.lease_ms = LEASE_MS;
+        // Fits a short lease too; the driver starts what it claims at once anyway.
         config.start_within_ms = SHORT_LEASE_MS;
+        // Renew late enough that a short lease is not renewed the moment it starts.
         config.renew_margin_ms = 300;
+        // The whole mission takes seconds: look for news and resend quickly.
         config.resend_ms = 250;
         config.sync_ms = 250;
-        config.effect_timeout_ms = LEASE_MS;
         let path = self.journals.join(format!("{name}.journal"));
         let host = HttpAgent::open(config, self.roster.key(name), self.base, &path)
             .map_err(|e| format!("cannot open {name}'s journal {}: {e}", path.display()))?;
@@ -676,7 +678,9 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
         ),
     );
 
-    // train and report run side by side: cy on train, ada on report.
+    // train and report run side by side: cy on train, ada on report. Both are ready; a
+    // driver takes ready work in an order of its own (a hash of actor and work), which puts
+    // train first for cy, so cy claims first and ada takes what is left.
     cy.agent_mut().set_capacity(1);
     cy.until("train to run", &mut fx, |_, n| run_of(n, "train"))?;
     story.step("cy", "claims and starts train");
