@@ -619,6 +619,21 @@ impl Agent {
         !self.staged.is_empty() || self.flushed != self.committed
     }
 
+    // ----- settings -----
+
+    /// Changes how many leases the driver holds (or claims) at once: 0 pauses claiming,
+    /// more resumes it. Leases already held are kept. It takes effect at the next input
+    /// (call [`Agent::handle_timeout`] to act on it now).
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.config.capacity = capacity;
+    }
+
+    /// Changes the lease length asked for by the next claims and renewals (leases already
+    /// held keep their expiry until renewed).
+    pub fn set_lease_ms(&mut self, lease_ms: u64) {
+        self.config.lease_ms = lease_ms;
+    }
+
     // ----- poll_* -----
 
     /// The next write set to persist whole; then call [`Agent::handle_committed`].

@@ -10,10 +10,10 @@
 //! ```
 //!
 //! * `fetch`: ada checkpoints half-way (the lease is released), claims again and finishes;
-//!   her submit is sent twice, as after a lost answer, and lands once.
+//!   the answer to her submit is lost, her driver sends it again, and it lands once.
 //! * `clean`: ben's first attempt fails (retryable); the retry waits out its backoff.
-//! * `train`: cy crashes mid-run; restarted, it replaces its session (revoking the old lease),
-//!   claims again and resumes from its last checkpoint.
+//! * `train`: cy crashes mid-run; restarted from its journal, it replaces its session
+//!   (revoking the old lease), claims again and resumes from its last checkpoint.
 //! * `report`: ada stalls past her lease; the authority's tick expires it, ben takes over
 //!   and finishes, and ada's late result is recorded as evidence, not as the outcome.
 //! * `notify`: ben records the intent of an undeclared effect (an email), sends it, and
@@ -24,24 +24,29 @@
 //! Then olivia archives the group, and the final signed snapshot is checked against the
 //! authority's key and against a fresh replica rebuilt from the log over HTTP.
 //!
-//! The agents are scripted HTTP clients ([`DemoAgent`]): each holds its key, its session and
-//! a replica of the group that it keeps up to date from the event log. Everything an agent
-//! does goes through [`DemoAgent::send`] and [`DemoAgent::sync`], the two seams an agent
-//! driver replaces.
+//! ada, ben and cy are agents of the core's driver ([`mwp_core::agent::Agent`]) hosted by
+//! [`HttpAgent`]: the driver claims, starts, renews, resends, looks receipts up, dispatches
+//! effects and keeps its replica; each write set it produces is committed to the agent's
+//! journal in `DATA/agents/<group>/<name>.journal` before anything follows from it, and a
+//! restart reopens the agent from that journal. The story decides only what an application
+//! would: when an agent takes work (its capacity), and its submits, failures, checkpoints,
+//! charges and effects. olivia (the owner) and rex (the reviewer) act by hand ([`Admin`]):
+//! opening the group, creating work, reconciling an effect and archiving are not an agent's
+//! job.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use mwp_core::agent::{Agent, Config, Dispatch, Notice};
 use mwp_core::command::{
-    Archive, Charge, Checkpoint, ClaimWork, Contract, CreateWork, EffectMode, Fail, IntendEffect,
-    MemberSpec, OpenGroup, ReconcileEffect, ReplaceSession, Risk, Role, StartWork, Submit,
+    Archive, Contract, CreateWork, EffectMode, MemberSpec, OpenGroup, ReconcileEffect, Risk, Role,
 };
-use mwp_core::lease::LeaseId;
 use mwp_core::replica::{Offer, Replica};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::work::{EffectStatus, WorkItem};
@@ -49,10 +54,11 @@ use mwp_core::{Body, Command, Disposition, GroupState, Hash, Id, PublicKey, Secr
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::agent_host::{HttpAgent, Observed};
 use crate::cli::{Failure, Outcome, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE};
 use crate::memory_service::random_key;
 use crate::server::client::{Client, Submitted};
-use crate::server::{Server, ServerConfig};
+use crate::server::{now_ms, Server, ServerConfig};
 use crate::service::AuthorityService;
 use crate::store::{FileStore, StoreOptions};
 
@@ -121,76 +127,56 @@ impl Story {
     }
 }
 
-/// One scripted agent talking to the authority over HTTP.
-pub struct DemoAgent {
+/// A member acting by hand (olivia the owner, rex the reviewer): commands it signs and sends
+/// directly, and a replica of the group it keeps up to date from the event log. The workers
+/// are agents of the core's driver instead ([`HttpAgent`]).
+pub struct Admin {
     name: Id,
     key: SecretKey,
-    session: u64,
     org: Id,
     group: Id,
     client: Client,
     replica: Replica,
     sent: u64,
-    duplicates: usize,
 }
 
-impl DemoAgent {
-    /// An agent with its key, starting at `session` with an empty replica.
-    pub fn new(name: &str, key: SecretKey, session: u64, org: &Id, group: &Id, base: &str) -> Self {
-        DemoAgent {
+impl Admin {
+    /// A member with its key, at session 1, with an empty replica.
+    pub fn new(name: &str, key: SecretKey, org: &Id, group: &Id, base: &str) -> Self {
+        Admin {
             name: id(name),
             key,
-            session,
             org: org.clone(),
             group: group.clone(),
             client: Client::new(base),
             replica: Replica::new(group.clone()),
             sent: 0,
-            duplicates: 0,
         }
     }
 
-    /// The agent's actor ID.
-    pub fn name(&self) -> &str {
-        self.name.as_str()
-    }
-
-    /// Signs a command with a fresh action ID.
-    fn command(&mut self, body: Body, expect: Option<u64>) -> Step<Command> {
+    /// Signs a command with a fresh action ID and sends it; a rejection is an error naming
+    /// the command.
+    pub fn send(&mut self, body: Body) -> Step<Submitted> {
+        let kind = body.type_name();
         self.sent += 1;
-        let action = Id::new(format!("{}-s{}-{}", self.name, self.session, self.sent))
-            .map_err(|e| e.to_string())?;
-        Command::signed(
+        let action = Id::new(format!("{}-{}", self.name, self.sent)).map_err(|e| e.to_string())?;
+        let cmd = Command::signed(
             self.org.clone(),
             self.group.clone(),
             self.name.clone(),
             action,
-            self.session,
-            expect,
+            1,
+            None,
             body,
             &self.key,
         )
-        .map_err(|e| e.to_string())
-    }
-
-    /// Sends a command; a rejection is an error naming the command.
-    pub fn send(&mut self, body: Body, expect: Option<u64>) -> Step<Submitted> {
-        let kind = body.type_name();
-        let cmd = self.command(body, expect)?;
-        self.send_signed(&cmd)
+        .map_err(|e| e.to_string())?;
+        self.client
+            .submit(&cmd)
             .map_err(|e| format!("{} {kind}: {e}", self.name))
     }
 
-    /// Sends an already signed command (again, to show a retry landing once).
-    fn send_signed(&mut self, cmd: &Command) -> mwp_core::Result<Submitted> {
-        let answer = self.client.submit(cmd)?;
-        if answer.duplicate {
-            self.duplicates += 1;
-        }
-        Ok(answer)
-    }
-
-    /// Brings the agent's replica up to the authority's head.
+    /// Brings the replica up to the authority's head.
     pub fn sync(&mut self) -> Step<()> {
         loop {
             let events = self
@@ -236,69 +222,112 @@ impl DemoAgent {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
 
-    /// Claims `work` (compare-and-set on its revision); retries while its backoff runs.
-    fn claim(&mut self, work: &str, lease_ms: u64) -> Step<LeaseId> {
-        let until = Instant::now() + WAIT_LIMIT;
+/// A worker's effects: none (only ben sends an email, with his own function).
+fn no_effects(_: &Dispatch) -> Observed {
+    None
+}
+
+/// A worker: its host, and the notices it has not looked at yet.
+struct Worker {
+    name: &'static str,
+    host: HttpAgent,
+    inbox: Vec<Notice>,
+}
+
+impl Worker {
+    fn agent_mut(&mut self) -> &mut Agent {
+        self.host.agent_mut()
+    }
+
+    /// Pumps the agent — performing its effects with `effect` — until `done`, given the
+    /// agent and the notices not taken yet, returns something (taking the notices it used);
+    /// bounded by [`WAIT_LIMIT`]. A command the authority rejects (other than a claim that
+    /// lost a race) or a corrupt delivery stops the demo.
+    fn until<T>(
+        &mut self,
+        what: &str,
+        effect: &mut dyn FnMut(&Dispatch) -> Observed,
+        mut done: impl FnMut(&HttpAgent, &mut Vec<Notice>) -> Option<T>,
+    ) -> Step<T> {
+        let name = self.name;
+        let limit = Instant::now() + WAIT_LIMIT;
         loop {
-            let revision = self.item(work)?.revision;
-            let body = Body::ClaimWork(ClaimWork {
-                work: id(work),
-                lease_ms,
-                start_within_ms: lease_ms.min(10_000),
-            });
-            let cmd = self.command(body, Some(revision))?;
-            match self.send_signed(&cmd) {
-                Ok(_) => break,
-                Err(e) if e.code == mwp_core::Code::NotYet && Instant::now() < until => {
-                    std::thread::sleep(Duration::from_millis(50));
+            let now = now_ms();
+            let notices = self
+                .host
+                .pump(now, effect)
+                .map_err(|e| format!("{name}'s host stopped: {e}"))?;
+            for n in &notices {
+                match n {
+                    Notice::Rejected { command, .. } if *command == "claim_work" => {}
+                    Notice::Rejected { command, error, .. } => {
+                        return Err(format!("{name}'s {command} was rejected: {error}"))
+                    }
+                    Notice::Corrupt(e) => {
+                        return Err(format!("{name} got a corrupt delivery: {e}"))
+                    }
+                    _ => {}
                 }
-                Err(e) => return Err(format!("{} claim_work {work}: {e}", self.name)),
             }
+            self.inbox.extend(notices);
+            if let Some(t) = done(&self.host, &mut self.inbox) {
+                return Ok(t);
+            }
+            if Instant::now() > limit {
+                return Err(format!("{name} waited {WAIT_LIMIT:?} for {what}"));
+            }
+            // Sleep until the driver's next deadline, but look again soon: the authority
+            // acts on its own too (ticks, other agents).
+            let wake = self.host.agent().poll_timeout().unwrap_or(u64::MAX);
+            let nap = wake.saturating_sub(now_ms()).clamp(5, 50);
+            std::thread::sleep(Duration::from_millis(nap));
         }
-        self.item(work)?
-            .lease
-            .map(|l| l.id)
-            .ok_or_else(|| format!("{work} has no lease after {}'s claim", self.name))
     }
+}
 
-    fn start(&mut self, work: &str, lease: LeaseId) -> Step<Submitted> {
-        self.send(
-            Body::StartWork(StartWork {
-                work: id(work),
-                lease,
-            }),
-            None,
-        )
+/// Takes the `Run` notice for `work` from `inbox`, if there is one.
+fn run_of(inbox: &mut Vec<Notice>, work: &str) -> Option<Run> {
+    let at = inbox
+        .iter()
+        .position(|n| matches!(n, Notice::Run { work: w, .. } if w.as_str() == work))?;
+    match inbox.remove(at) {
+        Notice::Run {
+            epoch, checkpoint, ..
+        } => Some(Run {
+            epoch,
+            resumed_from: checkpoint.map(|c| c.data),
+        }),
+        _ => None,
     }
+}
 
-    fn submit(&mut self, work: &str, lease: LeaseId, result: Value) -> Step<Submitted> {
-        self.send(
-            Body::Submit(Submit {
-                work: id(work),
-                lease,
-                result,
-            }),
-            None,
-        )
-    }
+/// What a `Run` notice says.
+struct Run {
+    epoch: u64,
+    resumed_from: Option<Value>,
+}
 
-    /// Reads the data of the checkpoint `item` points at, from the log.
-    fn checkpoint_data(&mut self, item: &WorkItem) -> Step<Option<Value>> {
-        let Some(cp) = item.checkpoint else {
-            return Ok(None);
-        };
-        let events = self
-            .client
-            .events(&self.group, cp.seq - 1, 1)
-            .map_err(err("reading the checkpoint"))?;
-        let kind = events
-            .first()
-            .map(|e| serde_json::to_value(&e.kind))
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        Ok(kind.and_then(|k| k.get("data").cloned()))
+impl Run {
+    fn from(&self) -> String {
+        self.resumed_from
+            .as_ref()
+            .map_or_else(|| "the start".to_owned(), Value::to_string)
     }
+}
+
+/// Takes the `Released` notice for `work` from `inbox`, if there is one.
+fn released(inbox: &mut Vec<Notice>, work: &str) -> bool {
+    let at = inbox
+        .iter()
+        .position(|n| matches!(n, Notice::Released { work: w, .. } if w.as_str() == work));
+    at.map(|i| inbox.remove(i)).is_some()
+}
+
+/// `work` as the agent's replica has it.
+fn item_of(agent: &HttpAgent, work: &str) -> Option<WorkItem> {
+    agent.agent().replica().state()?.work.get(work).cloned()
 }
 
 fn contract(max_attempts: u32) -> Contract {
@@ -428,21 +457,71 @@ impl Roster {
         Ok(Roster { keys })
     }
 
-    fn agent(&self, name: &str, session: u64, org: &Id, group: &Id, base: &str) -> DemoAgent {
-        let key = self
-            .keys
+    fn key(&self, name: &str) -> SecretKey {
+        self.keys
             .get(name)
             .cloned()
-            .expect("every agent is in MEMBERS");
-        DemoAgent::new(name, key, session, org, group, base)
+            .expect("every member is in MEMBERS")
+    }
+}
+
+/// Where the mission runs, and how its agents are opened.
+struct Crew<'a> {
+    base: &'a str,
+    org: Id,
+    group: Id,
+    authority: PublicKey,
+    roster: Roster,
+    /// Folder of the agents' journals (`DATA/agents/<group>`).
+    journals: PathBuf,
+}
+
+impl Crew<'_> {
+    fn admin(&self, name: &str) -> Admin {
+        Admin::new(
+            name,
+            self.roster.key(name),
+            &self.org,
+            &self.group,
+            self.base,
+        )
+    }
+
+    /// Opens (or, after a crash, reopens from its journal) the worker `name`. It claims
+    /// nothing until its capacity is raised: the story says who takes which work.
+    fn worker(&self, name: &'static str) -> Step<Worker> {
+        let mut config = Config::new(
+            self.org.clone(),
+            self.group.clone(),
+            id(name),
+            self.authority,
+        );
+        config.capacity = 0;
+        config.lease_ms = LEASE_MS;
+        // Fits a short lease too; the driver starts what it claims at once anyway.
+        config.start_within_ms = SHORT_LEASE_MS;
+        // Renew late enough that a short lease is not renewed the moment it starts.
+        config.renew_margin_ms = 300;
+        // The whole mission takes seconds: look for news and resend quickly.
+        config.resend_ms = 250;
+        config.sync_ms = 250;
+        let path = self.journals.join(format!("{name}.journal"));
+        let host = HttpAgent::open(config, self.roster.key(name), self.base, &path)
+            .map_err(|e| format!("cannot open {name}'s journal {}: {e}", path.display()))?;
+        Ok(Worker {
+            name,
+            host,
+            inbox: Vec::new(),
+        })
     }
 }
 
 /// Steps the story counts (for the progress bar).
 const STEPS: u64 = 33;
 
-/// Runs the mission against the server at `base`; returns the summary.
-pub fn mission(base: &str, story: &Story) -> Step<Summary> {
+/// Runs the mission against the server at `base`, keeping the agents' journals under
+/// `data`; returns the summary.
+pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
     let client = Client::new(base);
     let authority = client
         .authority_key()
@@ -450,13 +529,27 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
     let n = client.groups().map_err(err("listing groups"))?.len() + 1;
     let org = id("acme");
     let group = Id::new(format!("launch-{n}")).map_err(|e| e.to_string())?;
-    let roster = Roster::new()?;
-    let agent = |name: &str, session: u64| roster.agent(name, session, &org, &group, base);
-    let mut olivia = agent("olivia", 1);
-    let mut ada = agent("ada", 1);
-    let mut ben = agent("ben", 1);
-    let mut cy = agent("cy", 1);
-    let mut rex = agent("rex", 1);
+    let journals = data.join("agents").join(group.as_str());
+    // A journal left by an earlier demo whose group never opened is not this agent's.
+    let _ = std::fs::remove_dir_all(&journals);
+    std::fs::create_dir_all(&journals)
+        .map_err(|e| format!("cannot create {}: {e}", journals.display()))?;
+    let crew = Crew {
+        base,
+        org: org.clone(),
+        group: group.clone(),
+        authority,
+        roster: Roster::new()?,
+        journals,
+    };
+    let mut olivia = crew.admin("olivia");
+    let mut rex = crew.admin("rex");
+    let mut ada = crew.worker("ada")?;
+    let mut ben = crew.worker("ben")?;
+    let mut cy = crew.worker("cy")?;
+    let mut fx = no_effects;
+    // Duplicates counted by agents that crashed.
+    let mut duplicates = 0;
 
     // Genesis and the work graph.
     let members = MEMBERS
@@ -464,18 +557,15 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         .map(|(name, role)| MemberSpec {
             actor: id(name),
             role: *role,
-            key: roster.keys[name].public(),
+            key: crew.roster.key(name).public(),
         })
         .collect();
-    olivia.send(
-        Body::OpenGroup(OpenGroup {
-            mission: id("launch"),
-            title: json!("Launch the new pricing page"),
-            members,
-            authority_key: authority,
-        }),
-        None,
-    )?;
+    olivia.send(Body::OpenGroup(OpenGroup {
+        mission: id("launch"),
+        title: json!("Launch the new pricing page"),
+        members,
+        authority_key: authority,
+    }))?;
     story.step(
         "olivia",
         &format!("opens group {group} with ada, ben, cy (workers) and rex (reviewer)"),
@@ -488,90 +578,83 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         ("notify", &["train", "report"], "email the customers"),
     ];
     for (work, after, spec) in graph {
-        olivia.send(
-            Body::CreateWork(CreateWork {
-                work: id(work),
-                contract: contract(3),
-                after: after.iter().map(|a| id(a)).collect(),
-                spec: json!({ "task": spec }),
-            }),
-            None,
-        )?;
+        olivia.send(Body::CreateWork(CreateWork {
+            work: id(work),
+            contract: contract(3),
+            after: after.iter().map(|a| id(a)).collect(),
+            spec: json!({ "task": spec }),
+        }))?;
         story.step("olivia", &format!("creates {work} (after {after:?})"));
     }
 
-    // fetch: a checkpoint, then a retried submit that lands once.
-    let lease = ada.claim("fetch", LEASE_MS)?;
-    ada.start("fetch", lease)?;
+    // fetch: a checkpoint, then a submit whose answer is lost, sent again, landing once.
+    ada.agent_mut().set_capacity(1);
+    ada.until("fetch to run", &mut fx, |_, n| run_of(n, "fetch"))?;
     story.step("ada", "claims and starts fetch");
-    ada.send(
-        Body::Checkpoint(Checkpoint {
-            work: id("fetch"),
-            lease,
-            data: json!({"rows_fetched": 50_000, "next_page": 51}),
-        }),
-        None,
-    )?;
+    ada.agent_mut()
+        .checkpoint(
+            now_ms(),
+            &id("fetch"),
+            json!({"rows_fetched": 50_000, "next_page": 51}),
+        )
+        .map_err(err("ada checkpoint fetch"))?;
+    ada.until("her checkpoint", &mut fx, |_, n| {
+        released(n, "fetch").then_some(())
+    })?;
     story.step(
         "ada",
         "checkpoints fetch at 50,000 rows (the lease is released)",
     );
-    let lease = ada.claim("fetch", LEASE_MS)?;
-    let item = ada.item("fetch")?;
-    let resumed = ada.checkpoint_data(&item)?;
-    ada.start("fetch", lease)?;
+    let run = ada.until("fetch to run again", &mut fx, |_, n| run_of(n, "fetch"))?;
+    ada.agent_mut().set_capacity(0);
     story.step(
         "ada",
         &format!(
             "claims fetch again (epoch {}) and resumes from {}",
-            item.epoch,
-            resumed.unwrap_or(Value::Null)
+            run.epoch,
+            run.from()
         ),
     );
-    let submit = ada.command(
-        Body::Submit(Submit {
-            work: id("fetch"),
-            lease,
-            result: json!({"rows": 100_000}),
-        }),
-        None,
-    )?;
-    let first = ada.send_signed(&submit).map_err(err("ada submit fetch"))?;
+    ada.host.lose_answers(1);
+    ada.agent_mut()
+        .submit(now_ms(), &id("fetch"), json!({"rows": 100_000}))
+        .map_err(err("ada submit fetch"))?;
+    let first = ada.until("her submit to be sent", &mut fx, |a, _| {
+        a.lost().first().cloned()
+    })?;
     story.step(
         "ada",
-        &format!(
-            "submits fetch (seq {}), but the answer is lost",
-            first.receipt.seq
-        ),
+        &format!("submits fetch (seq {}), but the answer is lost", first.seq),
     );
-    let again = ada
-        .send_signed(&submit)
-        .map_err(err("ada submit fetch again"))?;
-    if !again.duplicate || again.receipt != first.receipt {
+    let again = ada.until("her submit to be answered", &mut fx, |a, _| {
+        a.duplicates().first().cloned()
+    })?;
+    if again != first {
         return Err("a resent submit was not answered with its original receipt".into());
     }
     story.step(
         "ada",
         &format!(
-            "sends it again: Duplicate, same receipt (seq {}), nothing appended",
-            again.receipt.seq
+            "her driver sends it again: Duplicate, same receipt (seq {}), nothing appended",
+            again.seq
         ),
     );
 
     // clean: a retryable failure and a retry after the backoff.
-    let lease = ben.claim("clean", LEASE_MS)?;
-    ben.start("clean", lease)?;
+    ben.agent_mut().set_capacity(1);
+    ben.until("clean to run", &mut fx, |_, n| run_of(n, "clean"))?;
     story.step("ben", "claims and starts clean");
-    ben.send(
-        Body::Fail(Fail {
-            work: id("clean"),
-            lease,
-            error: json!({"error": "database timeout"}),
-            retryable: true,
-        }),
-        None,
-    )?;
-    let item = ben.item("clean")?;
+    ben.agent_mut()
+        .fail(
+            now_ms(),
+            &id("clean"),
+            json!({"error": "database timeout"}),
+            true,
+        )
+        .map_err(err("ben fail clean"))?;
+    let item = ben.until("his failure to land", &mut fx, |a, n| {
+        released(n, "clean").then(|| item_of(a, "clean")).flatten()
+    })?;
     story.step(
         "ben",
         &format!(
@@ -579,45 +662,168 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
             item.attempts, item.contract.max_attempts
         ),
     );
-    let lease = ben.claim("clean", LEASE_MS)?;
-    ben.start("clean", lease)?;
-    ben.submit("clean", lease, json!({"rows": 98_412}))?;
-    story.step("ben", "retries clean after the backoff and succeeds");
+    let run = ben.until("clean to run again", &mut fx, |_, n| run_of(n, "clean"))?;
+    ben.agent_mut().set_capacity(0);
+    ben.agent_mut()
+        .submit(now_ms(), &id("clean"), json!({"rows": 98_412}))
+        .map_err(err("ben submit clean"))?;
+    ben.until("his submit to land", &mut fx, |_, n| {
+        released(n, "clean").then_some(())
+    })?;
+    story.step(
+        "ben",
+        &format!(
+            "retries clean after the backoff (epoch {}) and succeeds",
+            run.epoch
+        ),
+    );
 
-    // train and report run at the same time.
-    let (train, report) = std::thread::scope(|s| {
-        let train = s.spawn(|| run_train(&mut cy, &roster, base, story));
-        let report = s.spawn(|| run_report(&mut ada, &mut ben, story));
-        (train.join(), report.join())
-    });
-    let mut cy = train.map_err(|_| "the train agent panicked".to_owned())??;
-    report.map_err(|_| "the report agents panicked".to_owned())??;
+    // train and report run side by side: cy on train, ada on report. Both are ready; a
+    // driver takes ready work in an order of its own (a hash of actor and work), which puts
+    // train first for cy, so cy claims first and ada takes what is left.
+    cy.agent_mut().set_capacity(1);
+    cy.until("train to run", &mut fx, |_, n| run_of(n, "train"))?;
+    story.step("cy", "claims and starts train");
+    cy.agent_mut()
+        .charge(
+            now_ms(),
+            &id("train"),
+            30,
+            Some(json!({"epochs_done": 6, "loss": "0.031"})),
+        )
+        .map_err(err("cy charge train"))?;
+    cy.until("his charge to land", &mut fx, |a, _| {
+        a.agent().outbox().is_empty().then_some(())
+    })?;
+    story.step(
+        "cy",
+        "charges 30 (GPU minutes) with a checkpoint after 6 epochs",
+    );
+    ada.agent_mut().set_lease_ms(SHORT_LEASE_MS);
+    ada.agent_mut().set_capacity(1);
+    ada.until("report to run", &mut fx, |_, n| run_of(n, "report"))?;
+    ada.agent_mut().set_capacity(0);
+    story.step(
+        "ada",
+        &format!("claims report with a {SHORT_LEASE_MS} ms lease and starts it"),
+    );
+    // From here on ada's host does not run at all until she wakes up.
+    story.step("ada", "stalls (a long pause) and stops renewing her lease");
+    duplicates += cy.host.duplicates().len();
+    drop(cy);
+    story.step("cy", "crashes (process killed)");
+    // The restarted process: its image is what its journal holds.
+    let mut cy = crew.worker("cy")?;
+    cy.agent_mut()
+        .replace_session(now_ms())
+        .map_err(err("cy replace_session"))?;
+    cy.until("his new session", &mut fx, |a, _| {
+        let me = a.agent().replica().state()?.members.get("cy")?;
+        (me.session == 2 && a.agent().outbox().is_empty()).then_some(())
+    })?;
+    story.step(
+        "cy",
+        "restarts from his journal with session 2: the old lease is revoked, train goes back to the queue",
+    );
+    cy.agent_mut().set_capacity(1);
+    let run = cy.until("train to run again", &mut fx, |_, n| run_of(n, "train"))?;
+    cy.agent_mut().set_capacity(0);
+    story.step(
+        "cy",
+        &format!(
+            "claims train (epoch {}) and resumes from {}",
+            run.epoch,
+            run.from()
+        ),
+    );
+    cy.agent_mut()
+        .submit(
+            now_ms(),
+            &id("train"),
+            json!({"model": "price-v2", "epochs": 10}),
+        )
+        .map_err(err("cy submit train"))?;
+    cy.until("his submit to land", &mut fx, |_, n| {
+        released(n, "train").then_some(())
+    })?;
+    story.step("cy", "submits train");
+    ben.until("report's lease to expire", &mut fx, |a, _| {
+        item_of(a, "report")
+            .is_some_and(|w| w.state == WorkState::Queued && w.epoch == 1)
+            .then_some(())
+    })?;
+    story.step(
+        "mwp",
+        "tick: ada's lease on report expired; report is back in the queue",
+    );
+    ben.agent_mut().set_capacity(1);
+    let run = ben.until("report to run", &mut fx, |_, n| run_of(n, "report"))?;
+    ben.agent_mut().set_capacity(0);
+    ben.agent_mut()
+        .submit(now_ms(), &id("report"), json!({"pages": 12}))
+        .map_err(err("ben submit report"))?;
+    ben.until("his submit to land", &mut fx, |_, n| {
+        released(n, "report").then_some(())
+    })?;
+    story.step(
+        "ben",
+        &format!("claims report (epoch {}) and submits it", run.epoch),
+    );
+    // ada wakes up with the work done, her view as it was when she stalled.
+    ada.agent_mut()
+        .submit(now_ms(), &id("report"), json!({"pages": 9, "draft": true}))
+        .map_err(err("ada submit report"))?;
+    let late = ada.until("her late submit to land", &mut fx, |_, n| {
+        n.iter().find_map(|n| match n {
+            Notice::Evidence { receipt, .. } => Some(receipt.clone()),
+            _ => None,
+        })
+    })?;
+    if late.disposition != Disposition::Evidence {
+        return Err("ada's late submit was not recorded as evidence".into());
+    }
+    story.step(
+        "ada",
+        &format!(
+            "wakes up and submits: recorded as evidence (seq {}), ben's result stands",
+            late.seq
+        ),
+    );
 
     // notify: an undeclared effect whose outcome is lost, then reconciled.
-    let lease = ben.claim("notify", SHORT_LEASE_MS)?;
-    ben.start("notify", lease)?;
+    ben.agent_mut().set_lease_ms(SHORT_LEASE_MS);
+    ben.agent_mut().set_capacity(1);
+    ben.until("notify to run", &mut fx, |_, n| run_of(n, "notify"))?;
+    ben.agent_mut().set_capacity(0);
     story.step(
         "ben",
         &format!("claims notify with a {SHORT_LEASE_MS} ms lease and starts it"),
     );
-    let intent = ben.send(
-        Body::IntendEffect(IntendEffect {
-            work: id("notify"),
-            lease,
-            op: id("email-customers"),
-            mode: EffectMode::Undeclared,
-            irreversible: false,
-            target: json!({"to": "customers@example.com", "template": "new-prices"}),
-        }),
-        None,
-    )?;
+    ben.agent_mut()
+        .intend_effect(
+            now_ms(),
+            &id("notify"),
+            &id("email-customers"),
+            EffectMode::Undeclared,
+            false,
+            json!({"to": "customers@example.com", "template": "new-prices"}),
+        )
+        .map_err(err("ben intend_effect"))?;
+    let sent = Cell::new(None);
+    let mut send_email = |d: &Dispatch| -> Observed {
+        // The mailer is called here; ben crashes before its answer is recorded.
+        sent.set(Some(d.key));
+        None
+    };
+    let sent = ben.until("the email to go out", &mut send_email, |_, _| sent.get())?;
     story.step(
         "ben",
         &format!(
-            "records the intent to email the customers (seq {}), sends the email…",
-            intent.receipt.seq
+            "records the intent to email the customers (effect {}), sends the email…",
+            &sent.to_hex()[..12]
         ),
     );
+    duplicates += ben.host.duplicates().len();
     drop(ben);
     story.step("ben", "…and crashes before recording the outcome");
     rex.wait_for("notify to wait on its unknown effect", |s| {
@@ -634,140 +840,57 @@ pub fn mission(base: &str, story: &Story) -> Step<Summary> {
         .unknown()
         .next()
         .ok_or("notify waits on no unknown effect")?;
-    rex.send(
-        Body::ReconcileEffect(ReconcileEffect {
-            work: id("notify"),
-            key: *key,
-            happened: true,
-            receipt: json!({"provider": "mailer", "message_id": "msg-8841", "status": "delivered"}),
-        }),
-        None,
-    )?;
+    rex.send(Body::ReconcileEffect(ReconcileEffect {
+        work: id("notify"),
+        key: *key,
+        happened: true,
+        receipt: json!({"provider": "mailer", "message_id": "msg-8841", "status": "delivered"}),
+    }))?;
     story.step(
         "rex",
         "checks the mail provider: it was delivered; reconciles the effect (happened)",
     );
-    let lease = cy.claim("notify", LEASE_MS)?;
-    cy.start("notify", lease)?;
-    let item = cy.item("notify")?;
-    let already = item
-        .effects
-        .values()
-        .any(|e| e.op.as_str() == "email-customers" && e.happened == Some(true));
+    cy.agent_mut().set_capacity(1);
+    cy.until("notify to run", &mut fx, |_, n| run_of(n, "notify"))?;
+    cy.agent_mut().set_capacity(0);
+    let already = item_of(&cy.host, "notify").is_some_and(|w| {
+        w.effects
+            .values()
+            .any(|e| e.op.as_str() == "email-customers" && e.happened == Some(true))
+    });
     if !already {
         return Err("the reconciled effect is not visible to the next owner".into());
     }
-    cy.submit("notify", lease, json!({"emails": "sent once (reconciled)"}))?;
+    cy.agent_mut()
+        .submit(
+            now_ms(),
+            &id("notify"),
+            json!({"emails": "sent once (reconciled)"}),
+        )
+        .map_err(err("cy submit notify"))?;
+    cy.until("his submit to land", &mut fx, |_, n| {
+        released(n, "notify").then_some(())
+    })?;
     story.step(
         "cy",
         "claims notify, sees the email already went out, and completes without resending",
     );
 
     // Archive, then check the final snapshot.
-    olivia.send(
-        Body::Archive(Archive {
-            reason: json!("mission complete"),
-        }),
-        None,
-    )?;
+    olivia.send(Body::Archive(Archive {
+        reason: json!("mission complete"),
+    }))?;
     story.step(
         "olivia",
         "archives the group: the authority signs a final snapshot",
     );
-    let summary = verify(
-        &client,
-        &group,
-        &org,
-        authority,
-        &[&olivia, &ada, &cy, &rex],
-    )?;
+    duplicates += ada.host.duplicates().len() + cy.host.duplicates().len();
+    let summary = verify(&client, &group, &org, authority, duplicates)?;
     story.step(
         "check",
         "the final snapshot verifies, and a fresh replica of the log agrees",
     );
     Ok(summary)
-}
-
-/// `train`: cy crashes mid-run and restarts with a new session.
-fn run_train(cy: &mut DemoAgent, roster: &Roster, base: &str, story: &Story) -> Step<DemoAgent> {
-    let lease = cy.claim("train", LEASE_MS)?;
-    cy.start("train", lease)?;
-    story.step("cy", "claims and starts train");
-    cy.send(
-        Body::Charge(Charge {
-            work: id("train"),
-            lease,
-            cost: 30,
-            data: Some(json!({"epochs_done": 6, "loss": "0.031"})),
-        }),
-        None,
-    )?;
-    story.step(
-        "cy",
-        "charges 30 (GPU minutes) with a checkpoint after 6 epochs",
-    );
-    story.step("cy", "crashes (process killed)");
-    // The restarted process: same key, a new session, an empty replica rebuilt from the log.
-    let (org, group) = (cy.org.clone(), cy.group.clone());
-    let mut cy2 = roster.agent("cy", cy.session + 1, &org, &group, base);
-    cy2.sent = cy.sent;
-    cy2.send(Body::ReplaceSession(ReplaceSession {}), None)?;
-    story.step(
-        "cy",
-        "restarts with session 2: the old lease is revoked, train goes back to the queue",
-    );
-    let lease = cy2.claim("train", LEASE_MS)?;
-    let item = cy2.item("train")?;
-    let resumed = cy2.checkpoint_data(&item)?;
-    cy2.start("train", lease)?;
-    story.step(
-        "cy",
-        &format!(
-            "claims train (epoch {}) and resumes from {}",
-            item.epoch,
-            resumed.unwrap_or(Value::Null)
-        ),
-    );
-    cy2.submit("train", lease, json!({"model": "price-v2", "epochs": 10}))?;
-    story.step("cy", "submits train");
-    cy2.duplicates += cy.duplicates;
-    Ok(cy2)
-}
-
-/// `report`: ada stalls, her lease expires, ben finishes, ada's late result is evidence.
-fn run_report(ada: &mut DemoAgent, ben: &mut DemoAgent, story: &Story) -> Step<()> {
-    let stale = ada.claim("report", SHORT_LEASE_MS)?;
-    ada.start("report", stale)?;
-    story.step(
-        "ada",
-        &format!("claims report with a {SHORT_LEASE_MS} ms lease and starts it"),
-    );
-    story.step("ada", "stalls (a long pause) and stops renewing her lease");
-    ben.wait_for("report's lease to expire", |s| {
-        s.work
-            .get("report")
-            .is_some_and(|w| w.state == WorkState::Queued && w.epoch == 1)
-    })?;
-    story.step(
-        "mwp",
-        "tick: ada's lease on report expired; report is back in the queue",
-    );
-    let lease = ben.claim("report", LEASE_MS)?;
-    ben.start("report", lease)?;
-    ben.submit("report", lease, json!({"pages": 12}))?;
-    story.step("ben", "claims report (epoch 2) and submits it");
-    let late = ada.submit("report", stale, json!({"pages": 9, "draft": true}))?;
-    if late.receipt.disposition != Disposition::Evidence {
-        return Err("ada's late submit was not recorded as evidence".into());
-    }
-    story.step(
-        "ada",
-        &format!(
-            "wakes up and submits: recorded as evidence (seq {}), ben's result stands",
-            late.receipt.seq
-        ),
-    );
-    Ok(())
 }
 
 /// Checks the final snapshot and summarises the group.
@@ -776,7 +899,7 @@ fn verify(
     group: &Id,
     org: &Id,
     authority: PublicKey,
-    agents: &[&DemoAgent],
+    duplicates: usize,
 ) -> Step<Summary> {
     let bytes = client
         .snapshot(group)
@@ -805,7 +928,7 @@ fn verify(
         group: group.clone(),
         events: state.seq,
         receipts: state.receipts.values().map(BTreeMap::len).sum(),
-        duplicates: agents.iter().map(|a| a.duplicates).sum(),
+        duplicates,
         epochs: state
             .work
             .iter()
@@ -893,7 +1016,7 @@ pub fn run(args: DemoArgs) -> Outcome {
         args.data.display()
     );
     let story = Story::new(STEPS);
-    let result = mission(&base, &story);
+    let result = mission(&base, &args.data, &story);
     story.finish();
     let code = match result {
         Ok(summary) => {

@@ -2,6 +2,7 @@
 //! HTTP authority server with its dashboard.
 #![forbid(unsafe_code)]
 
+pub mod agent_host;
 pub mod cli;
 pub mod demo;
 pub mod memory_service;
