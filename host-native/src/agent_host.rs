@@ -34,14 +34,22 @@ use crate::server::client::Client;
 /// Events asked for per replay request.
 const PAGE: usize = 500;
 
-/// An append-only file of an agent's committed write sets: each is an 8-byte little-endian
-/// length and the write set's canonical CBOR, fsynced before it counts as committed. A torn
-/// last record (a crash mid-append) is not committed and is cut off when the file is opened.
+/// An append-only file of an agent's committed write sets: each record is an 8-byte
+/// little-endian length, the CRC32C of the body (4 bytes, little-endian) and the body, the
+/// write set's canonical CBOR; it is fsynced before it counts as committed. The last record
+/// may be torn (a crash mid-append: too short, or its checksum does not match): it was never
+/// committed and is cut off when the file is opened. Damage anywhere before it is
+/// `LOG_CORRUPT` naming the file and offset, never a silent truncation. A failed append is
+/// sticky: the journal refuses further appends (reopen it).
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
     file: File,
+    failed: bool,
 }
+
+/// Bytes before a record's body: length, checksum.
+const RECORD_HEAD: usize = 12;
 
 impl Journal {
     /// Opens (or creates) the journal at `path` and replays it into an image.
@@ -61,45 +69,87 @@ impl Journal {
             .map_err(storage)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(storage)?;
+        let corrupt = |at: usize, what: &str| {
+            Error::corrupt(format!(
+                "agent journal {} at offset {at}: {what}",
+                path.display()
+            ))
+            .with("offset", at)
+        };
         let mut image = AgentImage::default();
         let mut at = 0usize;
-        while let Some(len) = bytes
-            .get(at..at + 8)
-            .and_then(|b| <[u8; 8]>::try_from(b).ok())
-            .map(u64::from_le_bytes)
-            .and_then(|n| usize::try_from(n).ok())
-        {
-            let Some(record) = bytes.get(at + 8..at + 8 + len) else {
-                break;
+        while at < bytes.len() {
+            let Some(head) = bytes.get(at..at + RECORD_HEAD) else {
+                break; // a torn length or checksum
             };
-            let ws: WriteSet = canonical::from_slice(record, Strictness::Canonical)
-                .map_err(|e| Error::new(Code::Storage, format!("{}: {e}", path.display())))?;
-            image.commit(&ws)?;
-            at += 8 + len;
+            let (len, crc) = head.split_at(8);
+            let len = <[u8; 8]>::try_from(len)
+                .map(u64::from_le_bytes)
+                .ok()
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(usize::MAX);
+            let crc = <[u8; 4]>::try_from(crc).map_or(0, u32::from_le_bytes);
+            let end = at
+                .checked_add(RECORD_HEAD)
+                .and_then(|b| b.checked_add(len))
+                .filter(|end| *end <= bytes.len());
+            let body = end.and_then(|end| bytes.get(at + RECORD_HEAD..end));
+            let whole = body.filter(|b| crc32c::crc32c(b) == crc);
+            let (Some(body), Some(end)) = (whole, end) else {
+                // Only the last record may be torn: anything after it means damage.
+                let last = end.is_none_or(|e| e == bytes.len());
+                if last {
+                    break;
+                }
+                return Err(corrupt(at, "a record's checksum does not match"));
+            };
+            let ws: WriteSet = canonical::from_slice(body, Strictness::Canonical)
+                .map_err(|e| corrupt(at, &format!("a record does not decode: {e}")))?;
+            image.commit(&ws).map_err(|e| corrupt(at, &e.message))?;
+            at = end;
         }
         if at < bytes.len() {
             // The torn tail of an append that never completed.
             file.set_len(at as u64).map_err(storage)?;
             file.sync_all().map_err(storage)?;
         }
-        Ok((Journal { path, file }, image))
+        Ok((
+            Journal {
+                path,
+                file,
+                failed: false,
+            },
+            image,
+        ))
     }
 
     /// Appends a write set and makes it durable.
     pub fn append(&mut self, ws: &WriteSet) -> Result<()> {
+        if self.failed {
+            return Err(Error::new(
+                Code::Storage,
+                format!(
+                    "agent journal {}: an earlier append failed; reopen the journal",
+                    self.path.display()
+                ),
+            ));
+        }
         let body = canonical::to_vec(ws).map_err(|e| Error::malformed(e.to_string()))?;
-        let mut record = Vec::with_capacity(body.len() + 8);
+        let mut record = Vec::with_capacity(body.len() + RECORD_HEAD);
         record.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        record.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         record.extend_from_slice(&body);
-        self.file
+        let written = self
+            .file
             .write_all(&record)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| {
-                Error::new(
-                    Code::Storage,
-                    format!("agent journal {}: {e}", self.path.display()),
-                )
-            })
+            .and_then(|()| self.file.sync_data());
+        written.map_err(|e| {
+            self.failed = true;
+            Error::new(
+                Code::Storage,
+                format!("agent journal {}: {e}", self.path.display()),
+            )
+        })
     }
 }
 
@@ -345,6 +395,7 @@ mod tests {
             .open(&path)
             .expect("the journal");
         f.write_all(&(torn.len() as u64).to_le_bytes())
+            .and_then(|()| f.write_all(&crc32c::crc32c(&torn).to_le_bytes()))
             .and_then(|()| f.write_all(&torn[..torn.len() / 2]))
             .expect("a torn write");
         drop(f);
@@ -358,5 +409,24 @@ mod tests {
             .expect("an append");
         let (_, image) = Journal::open(&path).expect("reopens");
         assert_eq!(image.serial, 3);
+
+        // A full-length last record whose bytes did not all reach the disk: torn, trimmed.
+        let len = std::fs::metadata(&path).expect("metadata").len();
+        let mut bytes = std::fs::read(&path).expect("read");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        std::fs::write(&path, &bytes).expect("write");
+        let (_, image) = Journal::open(&path).expect("reopens");
+        assert_eq!(image.serial, 2);
+        assert!(std::fs::metadata(&path).expect("metadata").len() < len);
+
+        // Damage before the last record is refused, naming the offset; nothing is cut.
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[RECORD_HEAD + 2] ^= 0x01;
+        std::fs::write(&path, &bytes).expect("write");
+        let err = Journal::open(&path).expect_err("damage mid-file");
+        assert_eq!(err.code, Code::LogCorrupt);
+        assert_eq!(err.details.get("offset"), Some(&serde_json::json!(0)));
+        assert_eq!(std::fs::read(&path).expect("read"), bytes);
     }
 }
