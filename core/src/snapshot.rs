@@ -179,9 +179,14 @@ impl Snapshot {
     /// Builds, signs and encodes a snapshot of `state` in one pass: the stored and served
     /// bytes, without an intermediate copy of the state.
     pub fn build_cbor(state: &GroupState, key: &SecretKey) -> Result<Vec<u8>> {
+        Self::build_stored(state, key).map(|(bytes, _)| bytes)
+    }
+
+    /// [`Snapshot::build_cbor`], also giving the state hash it signed (what a store indexes).
+    pub fn build_stored(state: &GroupState, key: &SecretKey) -> Result<(Vec<u8>, Hash)> {
         let state_bytes = state.to_cbor()?;
-        let (_, _, _, bytes) = Self::sign_parts(state, &state_bytes, key, true)?;
-        Ok(bytes.expect("sign_parts encodes when asked to"))
+        let (state_hash, _, _, bytes) = Self::sign_parts(state, &state_bytes, key, true)?;
+        Ok((bytes.expect("sign_parts encodes when asked to"), state_hash))
     }
 
     fn sign_parts(
@@ -277,6 +282,18 @@ impl Snapshot {
         }
         let digests = spans.digests(bytes);
         snap.check(&digests, trusted, org, group, min_seq)?;
+        Ok(snap)
+    }
+
+    /// [`Snapshot::verify_bytes`] for a store's own snapshot of `group`, whose org is the one
+    /// it names: the trusted key and the group bind it. Nothing is encoded again.
+    pub fn verify_stored(bytes: &[u8], trusted: &PublicKey, group: &Id) -> Result<Snapshot> {
+        let (snap, spans) = decode_snapshot(bytes)?;
+        if snap.schema != SCHEMA {
+            return Err(snap.schema_error());
+        }
+        let digests = spans.digests(bytes);
+        snap.check(&digests, trusted, &snap.org, group, 0)?;
         Ok(snap)
     }
 

@@ -91,6 +91,7 @@ fn every_bit_flip_and_every_truncation_is_rejected() {
     let (s, bytes) = reference();
     let key = s.state().authority_key;
     Snapshot::verify_bytes(&bytes, &key, &s.org, &s.group, 0).expect("the reference verifies");
+    Snapshot::verify_stored(&bytes, &key, &s.group).expect("and as a store's own");
     let mut checks = std::collections::BTreeMap::<String, usize>::new();
     let mut tried = 0usize;
     for i in 0..bytes.len() {
@@ -101,6 +102,10 @@ fn every_bit_flip_and_every_truncation_is_rejected() {
             let e = Snapshot::verify_bytes(&t, &key, &s.org, &s.group, 0)
                 .expect_err(&format!("flipping bit {bit} of byte {i} must be rejected"));
             *checks.entry(check_of(&e).to_owned()).or_default() += 1;
+            // A store's own snapshot (org bound by the key and the group) is refused alike.
+            let own = Snapshot::verify_stored(&t, &key, &s.group)
+                .expect_err(&format!("verify_stored: bit {bit} of byte {i}"));
+            assert_eq!(check_of(&own), check_of(&e), "byte {i} bit {bit}");
             // The struct path agrees whenever the bytes decode at all (sampled: it
             // re-encodes the state).
             if i % 7 != 0 {

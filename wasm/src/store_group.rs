@@ -48,8 +48,7 @@ impl StoreGroup {
     ) -> Result<StoreGroup, StoreError> {
         let key = parse_public_key(trusted_key)?;
         let group = Id::new(group).map_err(|e| StoreError::malformed(format!("group: {e}")))?;
-        let snap = Snapshot::from_cbor(bytes)?;
-        snap.verify(&key, &snap.org, &group, 0)?;
+        let snap = Snapshot::verify_stored(bytes, &key, &group)?;
         Ok(StoreGroup {
             state: Some(snap.state),
             limits: Limits::default(),

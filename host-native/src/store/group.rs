@@ -667,13 +667,13 @@ impl GroupLog {
         if let Some(l) = latest.as_ref().filter(|l| l.seq >= state.seq) {
             return Ok(l.clone());
         }
-        let snap = Snapshot::build(state, &self.ctx.key)?;
-        let payload = snap.to_cbor()?;
+        let (payload, state_hash) = Snapshot::build_stored(state, &self.ctx.key)?;
         let data = format::encode_snapshot_file(state.seq, &payload);
+        drop(payload);
         write_new_file(&self.ctx, &self.dir, &snapshot_name(state.seq), &data)?;
         let info = SnapInfo {
             seq: state.seq,
-            state_hash: snap.state_hash,
+            state_hash,
         };
         *latest = Some(info.clone());
         self.prune_snapshots()?;
@@ -1034,8 +1034,8 @@ fn load_snapshot(ctx: &Ctx, path: &Path, seq: u64, group: &Id) -> Result<Snapsho
     let bytes = read_snapshot_file(ctx, path)?;
     let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
     let (frame_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
-    let snap = Snapshot::from_cbor(payload)?;
-    snap.verify(&ctx.key.public(), &snap.org, group, 0)?;
+    let snap = Snapshot::verify_stored(payload, &ctx.key.public(), group)?;
+    drop(bytes);
     if frame_seq != seq || snap.seq != seq {
         return Err(invalid(format!(
             "holds seq {}, its name says {seq}",
