@@ -1,6 +1,656 @@
 /* @ts-self-types="./mwp_wasm.d.ts" */
 
 /**
+ * One agent (actor, Group): its replica, work queue, leases, outbox and effect journal.
+ */
+export class Agent {
+    static __wrap(ptr) {
+        const obj = Object.create(Agent.prototype);
+        obj.__wbg_ptr = ptr;
+        AgentFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        AgentFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_agent_free(ptr, 0);
+    }
+    /**
+     * Charges cost to running work; returns the action ID.
+     * @param {number} now_ms
+     * @param {string} work
+     * @param {number} cost
+     * @param {any} data
+     * @returns {string}
+     */
+    charge(now_ms, work, cost, data) {
+        let deferred5_0;
+        let deferred5_1;
+        try {
+            const val2 = +now_ms;
+            const val3 = +cost;
+            const ptr0 = passStringToWasm0(work, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.agent_charge(this.__wbg_ptr, val2, ptr0, len0, val3, data);
+            var ptr4 = ret[0];
+            var len4 = ret[1];
+            if (ret[3]) {
+                ptr4 = 0; len4 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred5_0 = ptr4;
+            deferred5_1 = len4;
+            return getStringFromWasm0(ptr4, len4);
+        } finally {
+            wasm.__wbindgen_free(deferred5_0, deferred5_1, 1);
+        }
+    }
+    /**
+     * Checkpoints running work (the lease is released); returns the action ID.
+     * @param {number} now_ms
+     * @param {string} work
+     * @param {any} data
+     * @returns {string}
+     */
+    checkpoint(now_ms, work, data) {
+        let deferred4_0;
+        let deferred4_1;
+        try {
+            const val2 = +now_ms;
+            const ptr0 = passStringToWasm0(work, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.agent_checkpoint(this.__wbg_ptr, val2, ptr0, len0, data);
+            var ptr3 = ret[0];
+            var len3 = ret[1];
+            if (ret[3]) {
+                ptr3 = 0; len3 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred4_0 = ptr3;
+            deferred4_1 = len3;
+            return getStringFromWasm0(ptr3, len3);
+        } finally {
+            wasm.__wbindgen_free(deferred4_0, deferred4_1, 1);
+        }
+    }
+    /**
+     * The replica's cursor (highest contiguous seq applied).
+     * @returns {number}
+     */
+    get cursor() {
+        const ret = wasm.agent_cursor(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * The highest cursor whose write set is committed (what an ACK carries).
+     * @returns {number}
+     */
+    get durableCursor() {
+        const ret = wasm.agent_durableCursor(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * The effect journal, by key.
+     * @returns {any}
+     */
+    effects() {
+        const ret = wasm.agent_effects(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Reports a failure of held work; returns the action ID.
+     * @param {number} now_ms
+     * @param {string} work
+     * @param {any} error
+     * @param {boolean} retryable
+     * @returns {string}
+     */
+    fail(now_ms, work, error, retryable) {
+        let deferred5_0;
+        let deferred5_1;
+        try {
+            const val2 = +now_ms;
+            const val3 = +retryable;
+            const ptr0 = passStringToWasm0(work, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.agent_fail(this.__wbg_ptr, val2, ptr0, len0, error, val3);
+            var ptr4 = ret[0];
+            var len4 = ret[1];
+            if (ret[3]) {
+                ptr4 = 0; len4 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred5_0 = ptr4;
+            deferred5_1 = len4;
+            return getStringFromWasm0(ptr4, len4);
+        } finally {
+            wasm.__wbindgen_free(deferred5_0, deferred5_1, 1);
+        }
+    }
+    /**
+     * IDs of the work items a worker may claim at `nowMs`.
+     * @param {number} now_ms
+     * @returns {string[]}
+     */
+    frontier(now_ms) {
+        const ret = wasm.agent_frontier(this.__wbg_ptr, now_ms);
+        if (ret[3]) {
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        var v1 = getArrayJsValueFromWasm0(ret[0], ret[1]);
+        wasm.__wbindgen_free(ret[0], ret[1] * 4, 4);
+        return v1;
+    }
+    /**
+     * The write set `serial` (and every one before it) is durable.
+     * @param {number} now_ms
+     * @param {number} serial
+     */
+    handleCommitted(now_ms, serial) {
+        const ret = wasm.agent_handleCommitted(this.__wbg_ptr, now_ms, serial);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The link to the authority went up or down.
+     * @param {number} now_ms
+     * @param {boolean} up
+     */
+    handleConnectivity(now_ms, up) {
+        const ret = wasm.agent_handleConnectivity(this.__wbg_ptr, now_ms, up);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * A dispatched effect happened: its outcome and the target's receipt (opaque JSON).
+     * @param {number} now_ms
+     * @param {string} key
+     * @param {any} outcome
+     * @param {any} receipt
+     */
+    handleEffectOutcome(now_ms, key, outcome, receipt) {
+        const val2 = +now_ms;
+        const ptr0 = passStringToWasm0(key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_handleEffectOutcome(this.__wbg_ptr, val2, ptr0, len0, outcome, receipt);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Delivers events: a frame batch of canonical CBOR events (as `mwp serve` and
+     * `frameBatch` give them). Events that do not verify become `corrupt` notices.
+     * @param {number} now_ms
+     * @param {Uint8Array | number[]} batch
+     */
+    handleEvents(now_ms, batch) {
+        const val2 = +now_ms;
+        const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_handleEvents(this.__wbg_ptr, val2, ptr0, len0);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * A failed `fetch_events` (a `CURSOR_TOO_OLD` answer leads to a `fetch_snapshot`).
+     * @param {number} now_ms
+     * @param {any} error
+     */
+    handleFetchError(now_ms, error) {
+        const ret = wasm.agent_handleFetchError(this.__wbg_ptr, now_ms, error);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The answer to a `lookup_receipt`: the receipt, or `null` when there is none.
+     * @param {number} now_ms
+     * @param {string} action
+     * @param {any} receipt
+     */
+    handleLookup(now_ms, action, receipt) {
+        const val2 = +now_ms;
+        const ptr0 = passStringToWasm0(action, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_handleLookup(this.__wbg_ptr, val2, ptr0, len0, receipt);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The authority's receipt for a command this agent sent.
+     * @param {number} now_ms
+     * @param {string} action
+     * @param {any} receipt
+     */
+    handleReceipt(now_ms, action, receipt) {
+        const val2 = +now_ms;
+        const ptr0 = passStringToWasm0(action, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_handleReceipt(this.__wbg_ptr, val2, ptr0, len0, receipt);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The authority's rejection of a command this agent sent (`{code, message, …}`).
+     * @param {number} now_ms
+     * @param {string} action
+     * @param {any} error
+     */
+    handleRejection(now_ms, action, error) {
+        const val2 = +now_ms;
+        const ptr0 = passStringToWasm0(action, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_handleRejection(this.__wbg_ptr, val2, ptr0, len0, error);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The bytes of a fetched snapshot; it is verified against the authority key.
+     * @param {number} now_ms
+     * @param {Uint8Array | number[]} bytes
+     */
+    handleSnapshot(now_ms, bytes) {
+        const val2 = +now_ms;
+        const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_handleSnapshot(this.__wbg_ptr, val2, ptr0, len0);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Time passed (call at `pollTimeout()` or later).
+     * @param {number} now_ms
+     */
+    handleTimeout(now_ms) {
+        const ret = wasm.agent_handleTimeout(this.__wbg_ptr, now_ms);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Records the intent of an effect (`mode`: `read_only`, `idempotent` or `undeclared`);
+     * it is dispatched once the intent is accepted. Returns the effect's key (hex).
+     * @param {number} now_ms
+     * @param {string} work
+     * @param {string} op
+     * @param {string} mode
+     * @param {boolean} irreversible
+     * @param {any} target
+     * @returns {string}
+     */
+    intendEffect(now_ms, work, op, mode, irreversible, target) {
+        let deferred7_0;
+        let deferred7_1;
+        try {
+            const val4 = +now_ms;
+            const val5 = +irreversible;
+            let ptr0, len0, ptr1, len1, ptr2, len2;
+            try {
+                ptr0 = passStringToWasm0(work, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len0 = WASM_VECTOR_LEN;
+                ptr1 = passStringToWasm0(op, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len1 = WASM_VECTOR_LEN;
+                ptr2 = passStringToWasm0(mode, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+                len2 = WASM_VECTOR_LEN;
+            } catch (e) {
+                if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+                if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+                if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+                throw e;
+            }
+            const ret = wasm.agent_intendEffect(this.__wbg_ptr, val4, ptr0, len0, ptr1, len1, ptr2, len2, val5, target);
+            var ptr6 = ret[0];
+            var len6 = ret[1];
+            if (ret[3]) {
+                ptr6 = 0; len6 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred7_0 = ptr6;
+            deferred7_1 = len6;
+            return getStringFromWasm0(ptr6, len6);
+        } finally {
+            wasm.__wbindgen_free(deferred7_0, deferred7_1, 1);
+        }
+    }
+    /**
+     * Leases held, by work item: `{work: {id, epoch, expires_at, …}}`.
+     * @returns {any}
+     */
+    leases() {
+        const ret = wasm.agent_leases(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * A new agent. `config`: `{org, group, actor, authorityKey}` plus optional `capacity`,
+     * `leaseMs`, `startWithinMs`, `renewMarginMs`, `graceMs`, `resendMs`, `syncMs`,
+     * `effectTimeoutMs`. `secretKey`: the actor's key seed (64 hex digits).
+     * @param {any} config
+     * @param {string} secret_key
+     */
+    constructor(config, secret_key) {
+        const ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_new(config, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
+        AgentFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * Whether the link is up.
+     * @returns {boolean}
+     */
+    get online() {
+        const ret = wasm.agent_online(this.__wbg_ptr);
+        return ret !== 0;
+    }
+    /**
+     * Commands waiting for their receipt, by base action ID.
+     * @returns {any}
+     */
+    outbox() {
+        const ret = wasm.agent_outbox(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The next effect to perform, `{key, work, op, mode, irreversible, target, attempt}`, or
+     * `undefined`. Pass `key` to the target as its idempotency key.
+     * @returns {any}
+     */
+    pollDispatch() {
+        const ret = wasm.agent_pollDispatch(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The next notice, `{type, …}`, or `undefined`. Types: `run`, `released`, `lease_lost`,
+     * `suspended`, `uncertain`, `evidence`, `rejected`, `dropped`, `corrupt`.
+     * @returns {any}
+     */
+    pollNotice() {
+        const ret = wasm.agent_pollNotice(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The latest time to call `handleTimeout`, or `undefined`.
+     * @returns {number | undefined}
+     */
+    pollTimeout() {
+        const ret = wasm.agent_pollTimeout(this.__wbg_ptr);
+        return ret[0] === 0 ? undefined : ret[1];
+    }
+    /**
+     * The next request for the authority, or `undefined`: `{type: "command", action,
+     * command, cbor}` (the signed command in its JSON form and as canonical CBOR),
+     * `{type: "fetch_events", after}`, `{type: "lookup_receipt", action}`,
+     * `{type: "fetch_snapshot", snapshot: {seq, hash, location}}` or `{type: "ack", cursor}`.
+     * @returns {any}
+     */
+    pollTransmit() {
+        const ret = wasm.agent_pollTransmit(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The next write set to commit, `{serial, cbor}`, or `undefined`.
+     * @returns {any}
+     */
+    pollWriteSet() {
+        const ret = wasm.agent_pollWriteSet(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Starts a new session (revoking the old one's leases); returns the action ID.
+     * @param {number} now_ms
+     * @returns {string}
+     */
+    replaceSession(now_ms) {
+        let deferred2_0;
+        let deferred2_1;
+        try {
+            const ret = wasm.agent_replaceSession(this.__wbg_ptr, now_ms);
+            var ptr1 = ret[0];
+            var len1 = ret[1];
+            if (ret[3]) {
+                ptr1 = 0; len1 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred2_0 = ptr1;
+            deferred2_1 = len1;
+            return getStringFromWasm0(ptr1, len1);
+        } finally {
+            wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
+        }
+    }
+    /**
+     * Settles an uncertain effect after finding out whether it happened.
+     * @param {number} now_ms
+     * @param {string} key
+     * @param {boolean} happened
+     * @param {any} receipt
+     */
+    resolveEffect(now_ms, key, happened, receipt) {
+        const val2 = +now_ms;
+        const val3 = +happened;
+        const ptr0 = passStringToWasm0(key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_resolveEffect(this.__wbg_ptr, val2, ptr0, len0, val3, receipt);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Reopens an agent from what its host committed.
+     * @param {any} config
+     * @param {string} secret_key
+     * @param {AgentImage} image
+     * @returns {Agent}
+     */
+    static restore(config, secret_key, image) {
+        _assertClass(image, AgentImage);
+        const ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agent_restore(config, ptr0, len0, image.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return Agent.__wrap(ret[0]);
+    }
+    /**
+     * The session number.
+     * @returns {number}
+     */
+    get session() {
+        const ret = wasm.agent_session(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Hash (hex) of the replica's canonical state.
+     * @returns {string}
+     */
+    stateHash() {
+        let deferred2_0;
+        let deferred2_1;
+        try {
+            const ret = wasm.agent_stateHash(this.__wbg_ptr);
+            var ptr1 = ret[0];
+            var len1 = ret[1];
+            if (ret[3]) {
+                ptr1 = 0; len1 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred2_0 = ptr1;
+            deferred2_1 = len1;
+            return getStringFromWasm0(ptr1, len1);
+        } finally {
+            wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
+        }
+    }
+    /**
+     * The replica's state as a JS object (`null` before genesis).
+     * @returns {any}
+     */
+    state() {
+        const ret = wasm.agent_state(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Submits the result of held work; returns the command's action ID.
+     * @param {number} now_ms
+     * @param {string} work
+     * @param {any} result
+     * @returns {string}
+     */
+    submit(now_ms, work, result) {
+        let deferred4_0;
+        let deferred4_1;
+        try {
+            const val2 = +now_ms;
+            const ptr0 = passStringToWasm0(work, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            const len0 = WASM_VECTOR_LEN;
+            const ret = wasm.agent_submit(this.__wbg_ptr, val2, ptr0, len0, result);
+            var ptr3 = ret[0];
+            var len3 = ret[1];
+            if (ret[3]) {
+                ptr3 = 0; len3 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred4_0 = ptr3;
+            deferred4_1 = len3;
+            return getStringFromWasm0(ptr3, len3);
+        } finally {
+            wasm.__wbindgen_free(deferred4_0, deferred4_1, 1);
+        }
+    }
+}
+if (Symbol.dispose) Agent.prototype[Symbol.dispose] = Agent.prototype.free;
+
+/**
+ * What an agent host keeps: every committed write set folded in. Restarting from it is the
+ * ordinary path (`Agent.restore`).
+ */
+export class AgentImage {
+    static __wrap(ptr) {
+        const obj = Object.create(AgentImage.prototype);
+        obj.__wbg_ptr = ptr;
+        AgentImageFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        AgentImageFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_agentimage_free(ptr, 0);
+    }
+    /**
+     * Folds in one write set (its canonical CBOR, as `pollWriteSet` gave it). Serials must
+     * follow each other: `STORAGE` otherwise, and nothing changes.
+     * @param {Uint8Array | number[]} write_set
+     */
+    commit(write_set) {
+        const ptr0 = passArray8ToWasm0(write_set, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agentimage_commit(this.__wbg_ptr, ptr0, len0);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * The durable cursor the image holds.
+     * @returns {number}
+     */
+    get cursor() {
+        const ret = wasm.agentimage_cursor(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * An image saved with `toCbor()`.
+     * @param {Uint8Array | number[]} bytes
+     * @returns {AgentImage}
+     */
+    static fromCbor(bytes) {
+        const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.agentimage_fromCbor(ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return AgentImage.__wrap(ret[0]);
+    }
+    /**
+     * An empty image (a new agent).
+     */
+    constructor() {
+        const ret = wasm.agentimage_new();
+        this.__wbg_ptr = ret;
+        AgentImageFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * Serial of the last committed write set (0 for a new agent).
+     * @returns {number}
+     */
+    get serial() {
+        const ret = wasm.agentimage_serial(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Canonical CBOR of the image (to store it whole, e.g. to compact a write-set log).
+     * @returns {Uint8Array}
+     */
+    toCbor() {
+        const ret = wasm.agentimage_toCbor(this.__wbg_ptr);
+        if (ret[3]) {
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        var v1 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+        wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        return v1;
+    }
+}
+if (Symbol.dispose) AgentImage.prototype[Symbol.dispose] = AgentImage.prototype.free;
+
+/**
  * One Group's authority, in memory.
  */
 export class Authority {
@@ -255,6 +905,92 @@ export class Authority {
     }
 }
 if (Symbol.dispose) Authority.prototype[Symbol.dispose] = Authority.prototype.free;
+
+/**
+ * An agent's committed write sets in IndexedDB.
+ */
+export class IdbAgentStore {
+    static __wrap(ptr) {
+        const obj = Object.create(IdbAgentStore.prototype);
+        obj.__wbg_ptr = ptr;
+        IdbAgentStoreFinalization.register(obj, obj.__wbg_ptr, obj);
+        return obj;
+    }
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        IdbAgentStoreFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_idbagentstore_free(ptr, 0);
+    }
+    /**
+     * Closes the connection (after pending transactions finish).
+     */
+    close() {
+        wasm.idbagentstore_close(this.__wbg_ptr);
+    }
+    /**
+     * Test hook: like `commit`, but aborts the transaction after issuing the write.
+     * @param {number} serial
+     * @param {Uint8Array | number[]} write_set
+     * @returns {Promise<void>}
+     */
+    commitThenAbort(serial, write_set) {
+        const val2 = +serial;
+        const ptr0 = passArray8ToWasm0(write_set, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.idbagentstore_commitThenAbort(this.__wbg_ptr, val2, ptr0, len0);
+        return ret;
+    }
+    /**
+     * Commits one write set (`serial` and its canonical CBOR, as `pollWriteSet` gives
+     * them) in one `readwrite` transaction with `durability: "strict"`; resolves once it
+     * is durable.
+     * @param {number} serial
+     * @param {Uint8Array | number[]} write_set
+     * @returns {Promise<void>}
+     */
+    commit(serial, write_set) {
+        const val2 = +serial;
+        const ptr0 = passArray8ToWasm0(write_set, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.idbagentstore_commit(this.__wbg_ptr, val2, ptr0, len0);
+        return ret;
+    }
+    /**
+     * Replaces every write set up to `image.serial` by the image, in one transaction.
+     * @param {AgentImage} image
+     * @returns {Promise<void>}
+     */
+    compact(image) {
+        _assertClass(image, AgentImage);
+        const ret = wasm.idbagentstore_compact(this.__wbg_ptr, image.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Everything committed, folded: the image to `Agent.restore` from.
+     * @returns {Promise<AgentImage>}
+     */
+    load() {
+        const ret = wasm.idbagentstore_load(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Opens (creating if needed) the database `name`.
+     * @param {string} name
+     * @returns {Promise<IdbAgentStore>}
+     */
+    static open(name) {
+        const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.idbagentstore_open(ptr0, len0);
+        return ret;
+    }
+}
+if (Symbol.dispose) IdbAgentStore.prototype[Symbol.dispose] = IdbAgentStore.prototype.free;
 
 /**
  * An authority whose log lives in IndexedDB. Each `submit` call is one transition: one
@@ -1778,6 +2514,10 @@ function __wbg_get_imports() {
             const ret = arg0.add(arg1);
             return ret;
         }, arguments); },
+        __wbg_agentimage_new: function(arg0) {
+            const ret = AgentImage.__wrap(arg0);
+            return ret;
+        },
         __wbg_call_40b008ba32f73991: function() { return handleError(function (arg0, arg1) {
             const ret = arg0.call(arg1);
             return ret;
@@ -1810,6 +2550,10 @@ function __wbg_get_imports() {
         }, arguments); },
         __wbg_deleteObjectStore_e6e047655c2a2021: function() { return handleError(function (arg0, arg1, arg2) {
             arg0.deleteObjectStore(getStringFromWasm0(arg1, arg2));
+        }, arguments); },
+        __wbg_delete_a1677b105dc0626e: function() { return handleError(function (arg0, arg1) {
+            const ret = arg0.delete(arg1);
+            return ret;
         }, arguments); },
         __wbg_done_57e08d0be6e30c02: function(arg0) {
             const ret = arg0.done;
@@ -1860,6 +2604,10 @@ function __wbg_get_imports() {
         },
         __wbg_get_unchecked_e6325ad374eff861: function(arg0, arg1) {
             const ret = arg0[arg1 >>> 0];
+            return ret;
+        },
+        __wbg_idbagentstore_new: function(arg0) {
+            const ret = IdbAgentStore.__wrap(arg0);
             return ret;
         },
         __wbg_idbauthority_new: function(arg0) {
@@ -2060,10 +2808,6 @@ function __wbg_get_imports() {
             const ret = arg0.objectStore(getStringFromWasm0(arg1, arg2));
             return ret;
         }, arguments); },
-        __wbg_of_4cc373bef1f715a4: function(arg0, arg1, arg2) {
-            const ret = Array.of(arg0, arg1, arg2);
-            return ret;
-        },
         __wbg_of_e7ea0fcd535c1444: function(arg0, arg1) {
             const ret = Array.of(arg0, arg1);
             return ret;
@@ -2204,23 +2948,27 @@ function __wbg_get_imports() {
             const ret = arg0.unique;
             return ret;
         },
+        __wbg_upperBound_6d2c4c5ea226343c: function() { return handleError(function (arg0, arg1) {
+            const ret = IDBKeyRange.upperBound(arg0, arg1 !== 0);
+            return ret;
+        }, arguments); },
         __wbg_value_e0f328965e184931: function(arg0) {
             const ret = arg0.value;
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 149, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 250, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 115, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 216, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 1, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h71f2a4d947e5cb8e);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h913975bee7daa7d8);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -2269,8 +3017,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h71f2a4d947e5cb8e(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h71f2a4d947e5cb8e(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h913975bee7daa7d8(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h913975bee7daa7d8(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
@@ -2286,9 +3034,18 @@ function wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(arg0, arg
 
 
 const __wbindgen_enum_IdbTransactionMode = ["readonly", "readwrite", "versionchange", "readwriteflush", "cleanup"];
+const AgentFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_agent_free(ptr, 1));
+const AgentImageFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_agentimage_free(ptr, 1));
 const AuthorityFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_authority_free(ptr, 1));
+const IdbAgentStoreFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_idbagentstore_free(ptr, 1));
 const IdbAuthorityFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_idbauthority_free(ptr, 1));
@@ -2306,6 +3063,12 @@ function addToExternrefTable0(obj) {
     const idx = wasm.__externref_table_alloc();
     wasm.__wbindgen_externrefs.set(idx, obj);
     return idx;
+}
+
+function _assertClass(instance, klass) {
+    if (!(instance instanceof klass)) {
+        throw new Error(`expected instance of ${klass.name}`);
+    }
 }
 
 const CLOSURE_DTORS = (typeof FinalizationRegistry === 'undefined')

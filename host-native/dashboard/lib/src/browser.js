@@ -6,5 +6,5 @@ await init({ module_or_path: new URL("../pkg/mwp_wasm_bg.wasm", import.meta.url)
 
 export * from "./api.js";
 export { Client } from "./client.js";
-export { IdbAuthority, IdbReplica, deleteIdbStore } from "./idb.js";
+export { IdbAgentStore, IdbAuthority, IdbReplica, deleteIdbStore } from "./idb.js";
 export const runtime = "browser";

@@ -31,6 +31,8 @@ export class SnapshotError extends MwpError {}
 export class CodecError extends MwpError {}
 /** A store (IndexedDB, files) failed (`STORAGE`, `LOG_CORRUPT`, …). */
 export class StoreError extends MwpError {}
+/** An agent refused an action or could not take its input (`NOT_FOUND`, `MALFORMED`, …). */
+export class AgentError extends MwpError {}
 /** A transcript could not be run. */
 export class TranscriptError extends MwpError {}
 /** An HTTP request to `mwp serve` failed; `status` is the HTTP status (0: no answer). */
@@ -41,7 +43,7 @@ export class HttpError extends MwpError {
   }
 }
 
-const byName = { AcceptError, OfferError, SnapshotError, CodecError, StoreError, TranscriptError };
+const byName = { AcceptError, AgentError, OfferError, SnapshotError, CodecError, StoreError, TranscriptError };
 
 /** Turns an error from the wasm core (or any `{code, message}` object) into an MwpError. */
 export function toMwpError(e) {

@@ -5,6 +5,7 @@
 import * as w from "../pkg/mwp_wasm.js";
 import { guardAsync, guard } from "./errors.js";
 import { asBatch, splitBatch } from "./frames.js";
+import { AgentImage } from "./agent.js";
 
 const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
 
@@ -120,6 +121,50 @@ export class IdbReplica {
   stateHash() { return guard(() => this.#inner.stateHash()); }
   state() { return guard(() => this.#inner.state()); }
   frontier(nowMs) { return guard(() => this.#inner.frontier(now(nowMs))); }
+
+  /** Closes the database connection once pending writes finish. */
+  close() {
+    return this.#queue.run(() => this.#inner.close());
+  }
+}
+
+/**
+ * An agent's committed write sets in IndexedDB: `commit` is the durable commit `pump` needs
+ * (one strict readwrite transaction per write set), `load` folds them into the image an agent
+ * restarts from, `compact` replaces them by one image.
+ */
+export class IdbAgentStore {
+  #inner;
+  #queue = new Queue();
+
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  /** Opens (creating if needed) the database `name`. */
+  static async open(name) {
+    return new IdbAgentStore(await guardAsync(() => w.IdbAgentStore.open(name)));
+  }
+
+  /** Everything committed, as an AgentImage (for `Agent.restore`). */
+  load() {
+    return this.#queue.run(() => guardAsync(async () => new AgentImage(await this.#inner.load())));
+  }
+
+  /** Commits a write set (`{serial, cbor}` from `pollWriteSet`); resolves once durable. */
+  commit(writeSet) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.commit(writeSet.serial, writeSet.cbor)));
+  }
+
+  /** Test hook: as `commit`, then aborts the transaction. */
+  _commitThenAbort(writeSet) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.commitThenAbort(writeSet.serial, writeSet.cbor)));
+  }
+
+  /** Replaces every write set up to `image.serial` by the image, in one transaction. */
+  compact(image) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.compact(image.raw)));
+  }
 
   /** Closes the database connection once pending writes finish. */
   close() {
