@@ -29,7 +29,7 @@ use wasm_bindgen::JsCast;
 use crate::agent::AgentImage;
 use crate::codec::{num, uint};
 use crate::error::{storage, StoreError};
-use crate::idb_store::readwrite;
+use crate::idb_store::{bytes_after, readwrite};
 
 const WRITE_SETS: &str = "write_sets";
 const META: &str = "meta";
@@ -89,20 +89,7 @@ impl IdbAgentStore {
             }
             None => CoreImage::default(),
         };
-        let range = KeyRange::lower_bound(&JsValue::from(num(image.serial)), Some(true))
-            .map_err(idb_err("key range"))?;
-        let rows = tx
-            .object_store(WRITE_SETS)
-            .map_err(idb_err("write sets"))?
-            .get_all(Some(Query::from(range)), None)
-            .map_err(idb_err("read write sets"))?
-            .await
-            .map_err(idb_err("read write sets"))?;
-        for row in rows {
-            let bytes = row
-                .dyn_into::<js_sys::Uint8Array>()
-                .map_err(|_| Error::corrupt("a stored write set is not a Uint8Array"))?
-                .to_vec();
+        for bytes in bytes_after(&tx, WRITE_SETS, image.serial, None, "write set").await? {
             let ws: WriteSet = canonical::from_slice(&bytes, canonical::Strictness::Canonical)
                 .map_err(|e| {
                     Error::corrupt(format!("write set after serial {}: {e}", image.serial))

@@ -154,20 +154,7 @@ impl Store {
             }
             None => (None, 0),
         };
-        let range = KeyRange::lower_bound(&JsValue::from(num(from)), Some(true))
-            .map_err(idb_err("key range"))?;
-        let rows = tx
-            .object_store(EVENTS)
-            .map_err(idb_err("events"))?
-            .get_all(Some(Query::from(range)), None)
-            .map_err(idb_err("read events"))?
-            .await
-            .map_err(idb_err("read events"))?;
-        for row in rows {
-            let bytes = row
-                .dyn_into::<js_sys::Uint8Array>()
-                .map_err(|_| Error::corrupt("a stored event is not a Uint8Array"))?
-                .to_vec();
+        for bytes in bytes_after(&tx, EVENTS, from, None, "event").await? {
             let event = Event::from_cbor_verified(&bytes)?;
             GroupState::apply_to(&mut state, &event)?;
         }
@@ -215,21 +202,9 @@ impl Store {
             .database()
             .transaction(&[EVENTS], TransactionMode::ReadOnly)
             .map_err(idb_err("read transaction"))?;
-        let range = KeyRange::lower_bound(&JsValue::from(num(after)), Some(true))
-            .map_err(idb_err("key range"))?;
-        let rows = tx
-            .object_store(EVENTS)
-            .map_err(idb_err("events"))?
-            .get_all(Some(Query::from(range)), limit)
-            .map_err(idb_err("read events"))?
-            .await
-            .map_err(idb_err("read events"))?;
         let mut out = Vec::new();
-        for row in rows {
-            let bytes = row
-                .dyn_into::<js_sys::Uint8Array>()
-                .map_err(|_| Error::corrupt("a stored event is not a Uint8Array"))?;
-            frames::push(&mut out, &bytes.to_vec())?;
+        for bytes in bytes_after(&tx, EVENTS, after, limit, "event").await? {
+            frames::push(&mut out, &bytes)?;
         }
         Ok(out)
     }
@@ -331,6 +306,33 @@ impl Store {
             )),
         }
     }
+}
+
+/// The values (byte arrays) stored in `store` under numeric keys greater than `after`, at
+/// most `limit`, in key order. `what` names one value in errors ("event", "write set").
+pub(crate) async fn bytes_after(
+    tx: &idb::Transaction,
+    store: &str,
+    after: u64,
+    limit: Option<u32>,
+    what: &str,
+) -> Result<Vec<Vec<u8>>, Error> {
+    let range = KeyRange::lower_bound(&JsValue::from(num(after)), Some(true))
+        .map_err(idb_err("key range"))?;
+    let rows = tx
+        .object_store(store)
+        .map_err(idb_err(store))?
+        .get_all(Some(Query::from(range)), limit)
+        .map_err(|e| storage(format!("read {store}: {e}")))?
+        .await
+        .map_err(|e| storage(format!("read {store}: {e}")))?;
+    rows.into_iter()
+        .map(|row| {
+            row.dyn_into::<js_sys::Uint8Array>()
+                .map(|a| a.to_vec())
+                .map_err(|_| Error::corrupt(format!("a stored {what} is not a Uint8Array")))
+        })
+        .collect()
 }
 
 /// Opens a `readwrite` transaction over `stores` with `durability: "strict"`, and the promise
