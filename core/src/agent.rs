@@ -913,7 +913,9 @@ impl Agent {
 
     // ----- application commands -----
 
-    /// Submits the result of running work (a late result is recorded as evidence).
+    /// Submits the result of running work under the held lease. If the authority has
+    /// already expired or revoked that lease, the result is recorded as evidence
+    /// ([`Notice::Evidence`]); once the driver has seen the lease lost, `FENCED`.
     pub fn submit(&mut self, now_ms: u64, work: &Id, result: Opaque) -> Result<Id> {
         self.touch(now_ms);
         let lease = self.result_lease(now_ms, work)?;
@@ -1257,8 +1259,9 @@ impl Agent {
         Ok(lease)
     }
 
-    /// The lease a result is reported under: the held one, or (a late result, recorded as
-    /// evidence) the last one this agent held on `work`.
+    /// The lease a result is reported under: the one held on `work`. Once the driver has
+    /// seen that lease revoked or expired it no longer holds it, and a result is refused
+    /// (`FENCED`); a result sent before the loss was known lands as evidence.
     fn result_lease(&self, now_ms: u64, work: &Id) -> Result<Lease> {
         if let Some(l) = self.held.get(work) {
             self.within_grace(now_ms, l)?;
