@@ -17,6 +17,8 @@ import {
   decodeSnapshotFile, segmentName, snapshotName, parseNumbered, groupDirName, groupFromDirName, hex, unhex,
   SEGMENT_MAGIC, OVERLAY_MAGIC, FILE_HEADER_LEN, RECORD_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_NAME, KEY_NAME, GROUPS_DIR,
 } from "./file-format.js";
+import { frameBatch } from "./frames.js";
+import { Queue } from "./queue.js";
 
 export { crc32c, groupDirName, groupFromDirName } from "./file-format.js";
 
@@ -265,16 +267,6 @@ function headerBytes(h) {
   v.setUint32(12, h.batch % 2 ** 32, true);
   v.setUint32(16, Math.floor(h.batch / 2 ** 32), true);
   return b;
-}
-
-/** Runs calls one after another, in call order. */
-class Queue {
-  #tail = Promise.resolve();
-  run(fn) {
-    const next = this.#tail.then(fn, fn);
-    this.#tail = next.catch(() => {});
-    return next;
-  }
 }
 
 /** One Group of a file store: its log on disk and its state in the wasm core. */
@@ -547,17 +539,7 @@ export class FileGroup {
         seq += 1;
       }
     }
-    let total = 0;
-    for (const i of items) total += 4 + i.length;
-    const out = new Uint8Array(total);
-    const view = new DataView(out.buffer);
-    let at = 0;
-    for (const i of items) {
-      view.setUint32(at, i.length, true);
-      out.set(i, at + 4);
-      at += 4 + i.length;
-    }
-    return out;
+    return frameBatch(items);
   }
 
   #segmentOf(seq) {
@@ -1036,7 +1018,7 @@ async function openGroupDir(store, id, dir, report) {
       let batchFirst = 0;
       const applyBatch = () => {
         if (batch.length === 0) return;
-        const frames = frameOf(batch.map((b) => b.bytes));
+        const frames = frameBatch(batch.map((b) => b.bytes));
         try {
           lastId = sg.applyStoredBatch(frames, batchFirst);
         } catch (e) {
@@ -1118,20 +1100,6 @@ async function openGroupDir(store, id, dir, report) {
     for (const f of opened) await f.close();
     throw toMwpError(e);
   }
-}
-
-function frameOf(items) {
-  let total = 0;
-  for (const i of items) total += 4 + i.length;
-  const out = new Uint8Array(total);
-  const view = new DataView(out.buffer);
-  let at = 0;
-  for (const i of items) {
-    view.setUint32(at, i.length, true);
-    out.set(i, at + 4);
-    at += 4 + i.length;
-  }
-  return out;
 }
 
 /** Reads a key file: 64 lowercase hex digits and a newline, mode 0600. */

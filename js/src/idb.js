@@ -6,17 +6,9 @@ import * as w from "../pkg/mwp_wasm.js";
 import { guardAsync, guard } from "./errors.js";
 import { asBatch, splitBatch } from "./frames.js";
 import { AgentImage } from "./agent.js";
+import { Queue } from "./queue.js";
 
 const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
-
-class Queue {
-  #tail = Promise.resolve();
-  run(fn) {
-    const next = this.#tail.then(fn, fn);
-    this.#tail = next.catch(() => {});
-    return next;
-  }
-}
 
 /** An authority whose log lives in IndexedDB. */
 export class IdbAuthority {

@@ -98,19 +98,14 @@ fn error_from_js(value: JsValue) -> Result<Error, Error> {
     })
 }
 
-fn transmit_to_json(t: &Transmit) -> Result<Value, Error> {
-    Ok(match t {
-        Transmit::Command(cmd) => json!({
-            "type": "command",
-            "action": cmd.action,
-            "command": cmd,
-            "cbor": Value::Null,
-        }),
+fn transmit_to_json(t: &Transmit) -> Value {
+    match t {
+        Transmit::Command(cmd) => json!({"type": "command", "action": cmd.action, "command": cmd}),
         Transmit::FetchEvents { after } => json!({"type": "fetch_events", "after": after}),
         Transmit::LookupReceipt { action } => json!({"type": "lookup_receipt", "action": action}),
         Transmit::FetchSnapshot(r) => json!({"type": "fetch_snapshot", "snapshot": r}),
         Transmit::Ack { cursor } => json!({"type": "ack", "cursor": cursor}),
-    })
+    }
 }
 
 fn dispatch_to_json(d: &Dispatch) -> Value {
@@ -284,7 +279,7 @@ impl Agent {
         let Some(t) = self.inner.poll_transmit() else {
             return Ok(JsValue::UNDEFINED);
         };
-        let js = to_js(&transmit_to_json(&t)?)?;
+        let js = to_js(&transmit_to_json(&t))?;
         if let Transmit::Command(cmd) = &t {
             let bytes = cmd.to_cbor()?;
             js_sys::Reflect::set(

@@ -22,14 +22,14 @@
 use idb::{Database, KeyRange, Query, TransactionMode};
 use mwp_core::agent::AgentImage as CoreImage;
 use mwp_core::replica::WriteSet;
-use mwp_core::{canonical, Code, Error};
+use mwp_core::{canonical, Error};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::agent::AgentImage;
 use crate::codec::{num, uint};
 use crate::error::{storage, StoreError};
-use crate::idb_store::{bytes_after, readwrite};
+use crate::idb_store::{bytes_after, readwrite, unpoisoned};
 
 const WRITE_SETS: &str = "write_sets";
 const META: &str = "meta";
@@ -52,16 +52,7 @@ impl IdbAgentStore {
     }
 
     fn check(&self) -> Result<(), Error> {
-        match &self.poisoned {
-            Some(e) => Err(Error::new(
-                Code::Storage,
-                format!(
-                    "the store failed earlier and must be reopened: {}",
-                    e.message
-                ),
-            )),
-            None => Ok(()),
-        }
+        unpoisoned(&self.poisoned)
     }
 
     async fn load_inner(&self) -> Result<CoreImage, Error> {

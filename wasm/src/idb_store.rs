@@ -308,6 +308,21 @@ impl Store {
     }
 }
 
+/// `STORAGE` if a store handle failed earlier (`poisoned`): memory may be ahead of what was
+/// committed, so the only way on is to reopen.
+pub(crate) fn unpoisoned(poisoned: &Option<Error>) -> Result<(), Error> {
+    match poisoned {
+        Some(e) => Err(Error::new(
+            Code::Storage,
+            format!(
+                "the store failed earlier and must be reopened: {}",
+                e.message
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The values (byte arrays) stored in `store` under numeric keys greater than `after`, at
 /// most `limit`, in key order. `what` names one value in errors ("event", "write set").
 pub(crate) async fn bytes_after(
@@ -388,16 +403,7 @@ pub struct IdbAuthority {
 
 impl IdbAuthority {
     fn check(&self) -> Result<(), Error> {
-        match &self.poisoned {
-            Some(e) => Err(Error::new(
-                Code::Storage,
-                format!(
-                    "the store failed earlier and must be reopened: {}",
-                    e.message
-                ),
-            )),
-            None => Ok(()),
-        }
+        unpoisoned(&self.poisoned)
     }
 
     async fn submit_inner(
@@ -595,16 +601,7 @@ pub struct IdbReplica {
 
 impl IdbReplica {
     fn check(&self) -> Result<(), Error> {
-        match &self.poisoned {
-            Some(e) => Err(Error::new(
-                Code::Storage,
-                format!(
-                    "the store failed earlier and must be reopened: {}",
-                    e.message
-                ),
-            )),
-            None => Ok(()),
-        }
+        unpoisoned(&self.poisoned)
     }
 
     async fn offer_inner(&mut self, batch: &[u8], abort: bool) -> Result<JsValue, Error> {
