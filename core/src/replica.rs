@@ -22,7 +22,9 @@
 //!
 //! [`run_lines`] is the pure core of `mwp replica FILE` (SPEC §11).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use foldhash::fast::FixedState;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -36,7 +38,7 @@ use crate::limits::Limits;
 use crate::opaque::{self, Opaque};
 use crate::snapshot::Snapshot;
 use crate::state::{Approval, EvidenceNote, Expansion, GroupState, Member, StoredReceipt};
-use crate::work::{WorkItem, WorkState};
+use crate::work::{WorkItem, WorkItems, WorkState};
 
 /// How many recent event IDs a replica remembers to tell a redelivered event from a
 /// different event claiming an applied seq.
@@ -421,7 +423,7 @@ impl ReplicaImage {
             members_revision: h.members_revision,
             archived: h.archived,
             members: BTreeMap::new(),
-            work: BTreeMap::new(),
+            work: WorkItems::new(),
             approvals: BTreeMap::new(),
             receipts: BTreeMap::new(),
             terminal: BTreeMap::new(),
@@ -491,7 +493,7 @@ pub struct Replica {
     buffer: BTreeMap<u64, Event>,
     recent: VecDeque<AppliedEvent>,
     queue: BTreeMap<Id, QueueEntry>,
-    dependents: BTreeMap<Id, Vec<Id>>,
+    dependents: HashMap<Id, Vec<Id>, FixedState>,
     limits: Limits,
 }
 
@@ -509,7 +511,7 @@ impl Replica {
             buffer: BTreeMap::new(),
             recent: VecDeque::new(),
             queue: BTreeMap::new(),
-            dependents: BTreeMap::new(),
+            dependents: HashMap::default(),
             limits,
         }
     }
@@ -1029,7 +1031,10 @@ fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
         });
     }
     for (actor, by_action) in &s.receipts {
-        for (action, receipt) in by_action {
+        // In action order, so that a restore writes the same rows on every host.
+        let mut sorted: Vec<_> = by_action.iter().collect();
+        sorted.sort_unstable_by_key(|(action, _)| *action);
+        for (action, receipt) in sorted {
             rows.push(Row::Receipt {
                 actor: actor.clone(),
                 action: action.clone(),

@@ -5,7 +5,7 @@
 //! receive with it — so every participant reaches the same canonical state and the same
 //! [`GroupState::hash`]. Opaque values are kept only as hashes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +18,7 @@ use crate::id::Id;
 use crate::lease::{LeaseEnd, PastLease};
 use crate::opaque::{self, Opaque};
 use crate::receipt::{Disposition, Receipt};
-use crate::work::{Effect, EffectStatus, OpaqueRef, WorkItem, WorkState};
+use crate::work::{Effect, EffectStatus, OpaqueRef, WorkItem, WorkItems, WorkState};
 
 /// A member of the group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,6 +147,14 @@ pub struct EvidenceNote {
     pub actor: Id,
 }
 
+/// One actor's receipts, by action.
+///
+/// A hash map with a fixed seed: every command looks one up, and a tree lookup among a
+/// million actions costs a few dozen string comparisons. Nothing iterates it in an order that
+/// matters; the canonical encoder sorts its keys like any other map's. The fixed seed keeps
+/// the core free of randomness; actions are chosen by authenticated members only.
+pub type Receipts = HashMap<Id, StoredReceipt, foldhash::fast::FixedState>;
+
 /// The state of one Group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupState {
@@ -173,11 +181,11 @@ pub struct GroupState {
     /// Members by actor.
     pub members: BTreeMap<Id, Member>,
     /// Work items by ID.
-    pub work: BTreeMap<Id, WorkItem>,
+    pub work: WorkItems,
     /// Approvals by ID.
     pub approvals: BTreeMap<Id, Approval>,
     /// Receipts by actor, then action.
-    pub receipts: BTreeMap<Id, BTreeMap<Id, StoredReceipt>>,
+    pub receipts: BTreeMap<Id, Receipts>,
     /// Terminal events (valid `expand` triggers): seq → work item.
     pub terminal: BTreeMap<u64, Id>,
     /// Recorded dispositions by trigger seq.
@@ -234,7 +242,7 @@ impl GroupState {
             members_revision: 1,
             archived: false,
             members,
-            work: BTreeMap::new(),
+            work: WorkItems::new(),
             approvals: BTreeMap::new(),
             receipts: BTreeMap::new(),
             terminal: BTreeMap::new(),
@@ -352,7 +360,8 @@ impl GroupState {
                 by_action.insert(event.action.clone(), stored);
             }
             None => {
-                let by_action = BTreeMap::from([(event.action.clone(), stored)]);
+                let mut by_action = Receipts::default();
+                by_action.insert(event.action.clone(), stored);
                 self.receipts.insert(event.actor.clone(), by_action);
             }
         }

@@ -1,8 +1,13 @@
 //! Work items and their lifecycle states (SPEC §5).
 
-use std::collections::BTreeMap;
+use std::borrow::Borrow;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::hash::Hash as StdHash;
 
-use serde::{Deserialize, Serialize};
+use foldhash::fast::FixedState;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::command::{Contract, EffectMode, Needs};
 use crate::crypto::Hash;
@@ -194,5 +199,145 @@ impl WorkItem {
         c.backoff_base_ms
             .saturating_mul(1u64 << shift)
             .min(c.backoff_max_ms)
+    }
+}
+
+/// The Group's work items by ID: looked up by hash, iterated in ID order.
+///
+/// Every command and event looks up its work item, often several times, and a tree lookup
+/// among a hundred thousand items costs a few dozen string comparisons. Lookups go through a
+/// hash map with a fixed seed (the core has no randomness); the IDs are also kept in a
+/// sorted set, so that every iteration — tick expiry, revocations, the frontier, encoding —
+/// sees the same order as before on every host. Items are never removed.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct WorkItems {
+    items: HashMap<Id, WorkItem, FixedState>,
+    order: BTreeSet<Id>,
+}
+
+impl WorkItems {
+    /// An empty set of work items.
+    pub fn new() -> WorkItems {
+        WorkItems::default()
+    }
+
+    /// The item with this ID.
+    pub fn get<Q>(&self, id: &Q) -> Option<&WorkItem>
+    where
+        Id: Borrow<Q>,
+        Q: StdHash + Eq + ?Sized,
+    {
+        self.items.get(id)
+    }
+
+    /// The item with this ID, to change it.
+    pub fn get_mut<Q>(&mut self, id: &Q) -> Option<&mut WorkItem>
+    where
+        Id: Borrow<Q>,
+        Q: StdHash + Eq + ?Sized,
+    {
+        self.items.get_mut(id)
+    }
+
+    /// Whether an item has this ID.
+    pub fn contains_key<Q>(&self, id: &Q) -> bool
+    where
+        Id: Borrow<Q>,
+        Q: StdHash + Eq + ?Sized,
+    {
+        self.items.contains_key(id)
+    }
+
+    /// Adds or replaces an item; returns the one it replaced.
+    pub fn insert(&mut self, id: Id, item: WorkItem) -> Option<WorkItem> {
+        match self.items.get_mut(&id) {
+            Some(old) => Some(std::mem::replace(old, item)),
+            None => {
+                self.order.insert(id.clone());
+                self.items.insert(id, item);
+                None
+            }
+        }
+    }
+
+    /// Number of items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Items in ID order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Id, &WorkItem)> + '_ {
+        // Every ID in `order` has an item: `insert` adds both and nothing removes either.
+        self.order
+            .iter()
+            .filter_map(|id| self.items.get(id).map(|item| (id, item)))
+    }
+
+    /// IDs in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Id> + '_ {
+        self.order.iter()
+    }
+
+    /// Items in ID order.
+    pub fn values(&self) -> impl Iterator<Item = &WorkItem> + '_ {
+        self.iter().map(|(_, item)| item)
+    }
+}
+
+impl<'a> IntoIterator for &'a WorkItems {
+    type Item = (&'a Id, &'a WorkItem);
+    type IntoIter = Box<dyn Iterator<Item = (&'a Id, &'a WorkItem)> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl FromIterator<(Id, WorkItem)> for WorkItems {
+    fn from_iter<I: IntoIterator<Item = (Id, WorkItem)>>(iter: I) -> WorkItems {
+        let mut items = WorkItems::new();
+        for (id, item) in iter {
+            items.insert(id, item);
+        }
+        items
+    }
+}
+
+impl fmt::Debug for WorkItems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for WorkItems {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkItems {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WorkItems, D::Error> {
+        struct Items;
+        impl<'de> Visitor<'de> for Items {
+            type Value = WorkItems;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of work items by ID")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WorkItems, A::Error> {
+                let mut items = WorkItems::new();
+                while let Some((id, item)) = map.next_entry::<Id, WorkItem>()? {
+                    if items.insert(id.clone(), item).is_some() {
+                        return Err(serde::de::Error::custom(format!("work {id} appears twice")));
+                    }
+                }
+                Ok(items)
+            }
+        }
+        deserializer.deserialize_map(Items)
     }
 }

@@ -927,7 +927,11 @@ fn verify(
     Ok(Summary {
         group: group.clone(),
         events: state.seq,
-        receipts: state.receipts.values().map(BTreeMap::len).sum(),
+        receipts: state
+            .receipts
+            .values()
+            .map(|by_action| by_action.len())
+            .sum(),
         duplicates,
         epochs: state
             .work

@@ -473,7 +473,7 @@ fn offline_no_claims_no_starts_no_visible_effects_and_grace_is_bounded() {
     // Back online: the buffered commands are reconciled and sent; claims resume.
     r.link(true);
     assert!(r.agent.outbox().is_empty(), "{:?}", r.agent.outbox());
-    assert_eq!(r.s.state().work[&id("w1")].spent, 1);
+    assert_eq!(r.s.state().work.get("w1").expect("w1 exists").spent, 1);
     // The read-only effect may now be dispatched; once w1 is done, w2 is claimed.
     assert_eq!(r.dispatched.len(), 1);
     let key = r.dispatched[0].key;
