@@ -35,6 +35,7 @@ pub mod crypto;
 pub mod error;
 pub mod event;
 pub mod id;
+pub mod id_map;
 pub mod lease;
 pub mod limits;
 pub mod memory;

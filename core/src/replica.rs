@@ -22,9 +22,7 @@
 //!
 //! [`run_lines`] is the pure core of `mwp replica FILE` (SPEC §11).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-
-use foldhash::fast::FixedState;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -34,6 +32,7 @@ use crate::crypto::{Hash, PublicKey};
 use crate::error::{Code, Error, Result};
 use crate::event::{Event, EventKind};
 use crate::id::Id;
+use crate::id_map::IdMap;
 use crate::limits::Limits;
 use crate::opaque::{self, Opaque};
 use crate::snapshot::Snapshot;
@@ -493,7 +492,7 @@ pub struct Replica {
     buffer: BTreeMap<u64, Event>,
     recent: VecDeque<AppliedEvent>,
     queue: BTreeMap<Id, QueueEntry>,
-    dependents: HashMap<Id, Vec<Id>, FixedState>,
+    dependents: IdMap<Vec<Id>>,
     limits: Limits,
 }
 
@@ -511,7 +510,7 @@ impl Replica {
             buffer: BTreeMap::new(),
             recent: VecDeque::new(),
             queue: BTreeMap::new(),
-            dependents: HashMap::default(),
+            dependents: IdMap::new(),
             limits,
         }
     }
@@ -550,10 +549,7 @@ impl Replica {
         self.dependents.clear();
         for (id, w) in &state.work {
             for a in &w.after {
-                self.dependents
-                    .entry(a.clone())
-                    .or_default()
-                    .push(id.clone());
+                self.dependents.get_or_default(a.clone()).push(id.clone());
             }
         }
         self.queue = state
@@ -862,10 +858,7 @@ impl Replica {
                         event.kind,
                         EventKind::WorkCreated(_) | EventKind::WorkExpanded(_)
                     ) {
-                        self.dependents
-                            .entry(a.clone())
-                            .or_default()
-                            .push((*w).clone());
+                        self.dependents.get_or_default(a.clone()).push((*w).clone());
                     }
                 }
                 if item.state == WorkState::Succeeded {

@@ -5,7 +5,7 @@
 //! receive with it — so every participant reaches the same canonical state and the same
 //! [`GroupState::hash`]. Opaque values are kept only as hashes.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,7 @@ use crate::crypto::{Hash, PublicKey, Signature};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, Revocation};
 use crate::id::Id;
+use crate::id_map::IdMap;
 use crate::lease::{LeaseEnd, PastLease};
 use crate::opaque::{self, Opaque};
 use crate::receipt::{Disposition, Receipt};
@@ -147,13 +148,9 @@ pub struct EvidenceNote {
     pub actor: Id,
 }
 
-/// One actor's receipts, by action.
-///
-/// A hash map with a fixed seed: every command looks one up, and a tree lookup among a
-/// million actions costs a few dozen string comparisons. Nothing iterates it in an order that
-/// matters; the canonical encoder sorts its keys like any other map's. The fixed seed keeps
-/// the core free of randomness; actions are chosen by authenticated members only.
-pub type Receipts = HashMap<Id, StoredReceipt, foldhash::fast::FixedState>;
+/// One actor's receipts, by action: looked up on every command, so keyed by hash
+/// ([`IdMap`]); encoded in canonical order like any other map.
+pub type Receipts = IdMap<StoredReceipt>;
 
 /// The state of one Group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

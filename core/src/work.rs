@@ -1,17 +1,15 @@
 //! Work items and their lifecycle states (SPEC §5).
 
-use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::hash::Hash as StdHash;
 
-use foldhash::fast::FixedState;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::command::{Contract, EffectMode, Needs};
 use crate::crypto::Hash;
 use crate::id::Id;
+use crate::id_map::{IdMap, Lookup};
 use crate::lease::{Lease, LeaseId, PastLease};
 
 /// Where a work item is in its lifecycle.
@@ -202,16 +200,14 @@ impl WorkItem {
     }
 }
 
-/// The Group's work items by ID: looked up by hash, iterated in ID order.
+/// The Group's work items by ID: looked up by hash ([`IdMap`]), iterated in ID order.
 ///
-/// Every command and event looks up its work item, often several times, and a tree lookup
-/// among a hundred thousand items costs a few dozen string comparisons. Lookups go through a
-/// hash map with a fixed seed (the core has no randomness); the IDs are also kept in a
-/// sorted set, so that every iteration — tick expiry, revocations, the frontier, encoding —
-/// sees the same order as before on every host. Items are never removed.
+/// Every command and event looks up its work item, often several times. The IDs are also
+/// kept in a sorted set, so that every iteration (tick expiry, revocations, the frontier,
+/// encoding) sees ID order on every host. Items are never removed.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct WorkItems {
-    items: HashMap<Id, WorkItem, FixedState>,
+    items: IdMap<WorkItem>,
     order: BTreeSet<Id>,
 }
 
@@ -222,29 +218,17 @@ impl WorkItems {
     }
 
     /// The item with this ID.
-    pub fn get<Q>(&self, id: &Q) -> Option<&WorkItem>
-    where
-        Id: Borrow<Q>,
-        Q: StdHash + Eq + ?Sized,
-    {
+    pub fn get<Q: Lookup + ?Sized>(&self, id: &Q) -> Option<&WorkItem> {
         self.items.get(id)
     }
 
     /// The item with this ID, to change it.
-    pub fn get_mut<Q>(&mut self, id: &Q) -> Option<&mut WorkItem>
-    where
-        Id: Borrow<Q>,
-        Q: StdHash + Eq + ?Sized,
-    {
+    pub fn get_mut<Q: Lookup + ?Sized>(&mut self, id: &Q) -> Option<&mut WorkItem> {
         self.items.get_mut(id)
     }
 
     /// Whether an item has this ID.
-    pub fn contains_key<Q>(&self, id: &Q) -> bool
-    where
-        Id: Borrow<Q>,
-        Q: StdHash + Eq + ?Sized,
-    {
+    pub fn contains_key<Q: Lookup + ?Sized>(&self, id: &Q) -> bool {
         self.items.contains_key(id)
     }
 
@@ -259,7 +243,6 @@ impl WorkItems {
             }
         }
     }
-
     /// Number of items.
     pub fn len(&self) -> usize {
         self.items.len()

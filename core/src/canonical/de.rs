@@ -524,6 +524,8 @@ impl<'de> Fields<'de> {
                     return Err(CanonError::new(format!("`{tag}` must be text"), at));
                 }
                 found = Some(self.de.text(arg, at)?);
+                // The entries after it are read (and checked) with the variant below.
+                break;
             } else {
                 self.de.skip()?;
             }

@@ -1,0 +1,197 @@
+//! Maps keyed by [`Id`], looked up by hash.
+//!
+//! The Group state looks up a receipt and a work item on every command and event, in maps of
+//! up to millions of entries. In a tree ordered by the identifiers' bytes each lookup costs a
+//! few dozen string comparisons, about half of all replay time. [`IdMap`] is a hash table with
+//! a fixed seed (the core has no randomness, and every host builds the same table) whose
+//! values are boxed: the table itself holds 32 bytes per entry, so growing it moves little
+//! and leaves little empty space, which keeps a million receipts as small as in a tree.
+//!
+//! The seed is public, so a member could pick identifiers whose hashes collide; members are
+//! authenticated and can be removed, and the worst case is slower lookups, never a wrong
+//! answer. Iteration follows the table, which no rule depends on: the canonical encoder sorts
+//! map keys by their bytes whatever order they come in, and whatever needs identifier order
+//! keeps it separately (see [`crate::work::WorkItems`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use foldhash::fast::FixedState;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::id::Id;
+
+/// What an [`IdMap`] can be looked up by: an [`Id`] or any string.
+pub trait Lookup {
+    /// The text looked up.
+    fn text(&self) -> &str;
+}
+
+impl Lookup for Id {
+    fn text(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Lookup for str {
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+/// A map from [`Id`] to `V`, looked up by hash (see the module doc).
+#[derive(Clone, PartialEq, Eq)]
+pub struct IdMap<V> {
+    table: HashMap<Id, Box<V>, FixedState>,
+}
+
+impl<V> Default for IdMap<V> {
+    fn default() -> Self {
+        IdMap {
+            table: HashMap::default(),
+        }
+    }
+}
+
+impl<V> IdMap<V> {
+    /// An empty map.
+    pub fn new() -> IdMap<V> {
+        IdMap::default()
+    }
+
+    /// The value for `id`.
+    pub fn get<Q: Lookup + ?Sized>(&self, id: &Q) -> Option<&V> {
+        self.table.get(id.text()).map(|v| &**v)
+    }
+
+    /// The stored identifier and value for `id`.
+    pub fn get_key_value<Q: Lookup + ?Sized>(&self, id: &Q) -> Option<(&Id, &V)> {
+        self.table.get_key_value(id.text()).map(|(k, v)| (k, &**v))
+    }
+
+    /// The value for `id`, to change it.
+    pub fn get_mut<Q: Lookup + ?Sized>(&mut self, id: &Q) -> Option<&mut V> {
+        self.table.get_mut(id.text()).map(|v| &mut **v)
+    }
+
+    /// Whether `id` has a value.
+    pub fn contains_key<Q: Lookup + ?Sized>(&self, id: &Q) -> bool {
+        self.table.contains_key(id.text())
+    }
+
+    /// Sets the value for `id`; returns the one it replaced.
+    pub fn insert(&mut self, id: Id, value: V) -> Option<V> {
+        match self.table.get_mut(id.as_str()) {
+            Some(old) => Some(std::mem::replace(&mut **old, value)),
+            None => {
+                self.table.insert(id, Box::new(value));
+                None
+            }
+        }
+    }
+
+    /// The value for `id`, inserting the default first if there is none.
+    pub fn get_or_default(&mut self, id: Id) -> &mut V
+    where
+        V: Default,
+    {
+        self.table.entry(id).or_default()
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        self.table.clear();
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Entries, in table order (the same for the same history on every host, meaningful to
+    /// none).
+    pub fn iter(&self) -> impl Iterator<Item = (&Id, &V)> + '_ {
+        self.table.iter().map(|(k, v)| (k, &**v))
+    }
+
+    /// Values, in table order.
+    pub fn values(&self) -> impl Iterator<Item = &V> + '_ {
+        self.table.values().map(|v| &**v)
+    }
+}
+
+impl<V> FromIterator<(Id, V)> for IdMap<V> {
+    fn from_iter<I: IntoIterator<Item = (Id, V)>>(iter: I) -> IdMap<V> {
+        IdMap {
+            table: iter.into_iter().map(|(id, v)| (id, Box::new(v))).collect(),
+        }
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for IdMap<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<V: Serialize> Serialize for IdMap<V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // The canonical encoder sorts the entries by their encoded keys.
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for IdMap<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<IdMap<V>, D::Error> {
+        struct Entries<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = IdMap<V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map keyed by identifiers")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IdMap<V>, A::Error> {
+                let mut out = IdMap::new();
+                while let Some((id, value)) = map.next_entry::<Id, V>()? {
+                    if out.insert(id.clone(), value).is_some() {
+                        return Err(serde::de::Error::custom(format!("{id} appears twice")));
+                    }
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_map(Entries(PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> Id {
+        Id::new(s).expect("valid")
+    }
+
+    #[test]
+    fn looks_up_what_was_inserted_and_nothing_else() {
+        let mut m = IdMap::new();
+        for i in 0..1000 {
+            assert_eq!(m.insert(id(&format!("a-{i}")), i), None);
+        }
+        assert_eq!(m.insert(id("a-7"), 7000), Some(7));
+        assert_eq!(m.len(), 1000);
+        assert_eq!(m.get("a-7"), Some(&7000));
+        assert_eq!(m.get("a-999"), Some(&999));
+        assert_eq!(m.get("a-1000"), None);
+        assert_eq!(m.get("not an id"), None);
+        assert!(!m.contains_key(""));
+        *m.get_mut("a-3").expect("present") += 1;
+        assert_eq!(m.get_key_value("a-3"), Some((&id("a-3"), &4)));
+    }
+}
