@@ -262,3 +262,158 @@ fn a_damaged_snapshot_is_passed_over_and_reported() {
     };
     assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
 }
+
+/// A log long enough that the open decodes records on both of its threads (the reader leaves
+/// some batches raw for the applier), over many segments, and with no snapshot to start from.
+fn long_log(events: usize) -> MemBackend {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, no_snapshot_opts());
+    let contract = r#"{"max_attempts": 3, "backoff_base_ms": 100, "backoff_max_ms": 1000, "cost_budget": 10, "risk": "low"}"#;
+    let mut lines = vec![workload().lines().next().unwrap().to_owned()];
+    for i in 1..events {
+        lines.push(format!(
+            r#"{{"actor": "alice", "action": "c{i}", "body": {{"type": "create_work", "work": "w{i}", "contract": {contract}, "after": [], "spec": {{"n": {i}}}}}}}"#
+        ));
+    }
+    run(&mut rec, &lines.join("\n"));
+    assert!(rec.errors.is_empty(), "{:?}", rec.errors);
+    drop(rec);
+    be
+}
+
+/// Every record of a segment: (offset, payload range).
+fn records(bytes: &[u8]) -> Vec<(usize, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut at = FILE_HEADER_LEN;
+    while at + RECORD_HEADER_LEN <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let start = at + RECORD_HEADER_LEN;
+        out.push((at, start..start + len));
+        at = start + len;
+    }
+    out
+}
+
+fn no_snapshot_opts() -> mwp_host::store::StoreOptions {
+    mwp_host::store::StoreOptions {
+        snapshot_every: None,
+        segment_bytes: 64 << 10,
+        ..opts()
+    }
+}
+
+#[test]
+fn a_long_log_opens_to_the_state_it_was_closed_in() {
+    let be = long_log(3_000);
+    let dir = Path::new("/d/groups/g1");
+    let segments = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .count();
+    assert!(segments >= 5, "the log spans many segments: {segments}");
+    let store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
+        .expect("opens");
+    assert_eq!(store.head_seq(&id("g1")).unwrap(), 3_000);
+    // The same state as replaying the log's events one by one in memory.
+    let mut state = None;
+    let mut after = 0;
+    while after < 3_000 {
+        for e in AuthorityService::events(&store, &id("g1"), after, 500).unwrap() {
+            assert_eq!(e.seq, after + 1);
+            mwp_core::GroupState::apply_to(&mut state, &e).unwrap();
+            after = e.seq;
+        }
+    }
+    let state = state.unwrap();
+    assert_eq!(state.work.len(), 2_999);
+    assert_eq!(
+        store.state_hash(&id("g1")).unwrap(),
+        Some(state.hash().unwrap())
+    );
+}
+
+#[test]
+fn a_record_deep_in_a_long_log_that_holds_another_event_is_named() {
+    // Every record from the first to the last of the log, swapped in turn with the record
+    // after it (same length, checksum made good), is refused with its file and offset,
+    // whichever thread decodes it.
+    let be = long_log(1_500);
+    let dir = Path::new("/d/groups/g1");
+    let mut names: Vec<String> = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .collect();
+    names.sort();
+    let mut tried = 0;
+    for name in &names {
+        let path = dir.join(name);
+        let bytes = be.read_file(&path).unwrap();
+        let recs = records(&bytes);
+        for pair in recs.windows(2).step_by(97) {
+            let ((at, a), (_, b)) = (&pair[0], &pair[1]);
+            if a.len() != b.len() {
+                continue;
+            }
+            let mut damaged = bytes.clone();
+            damaged.copy_within(b.clone(), a.start);
+            let crc =
+                crc32c::crc32c_append(crc32c::crc32c(&damaged[*at..at + 20]), &damaged[a.clone()]);
+            damaged[at + 20..at + 24].copy_from_slice(&crc.to_le_bytes());
+            let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+            image.write_file(&path, &damaged).unwrap();
+            let e = FileStore::open_with(Arc::new(image), Path::new("/d"), no_snapshot_opts())
+                .err()
+                .unwrap_or_else(|| panic!("{name}@{at}: a misplaced record opened"));
+            assert_eq!(e.code, Code::LogCorrupt, "{e}");
+            assert!(e.message.contains("holds event seq"), "{e}");
+            assert_eq!(
+                e.details
+                    .get("file")
+                    .and_then(|f| f.as_str())
+                    .map(|f| f.ends_with(name.as_str())),
+                Some(true),
+                "{e:?}"
+            );
+            assert_eq!(
+                e.details.get("offset").and_then(|o| o.as_u64()),
+                Some(*at as u64),
+                "{e:?}"
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried >= 10, "tried {tried}");
+}
+
+#[test]
+fn a_segment_whose_header_names_another_prev_is_refused() {
+    let be = long_log(1_500);
+    let dir = Path::new("/d/groups/g1");
+    let mut names: Vec<String> = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .collect();
+    names.sort();
+    // The first, a middle and the last segment.
+    for name in [&names[0], &names[names.len() / 2], &names[names.len() - 1]] {
+        let path = dir.join(name);
+        let mut bytes = be.read_file(&path).unwrap();
+        bytes[20] ^= 1;
+        let crc = crc32c::crc32c(&bytes[..188]);
+        bytes[188..192].copy_from_slice(&crc.to_le_bytes());
+        let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+        image.write_file(&path, &bytes).unwrap();
+        let e = FileStore::open_with(Arc::new(image), Path::new("/d"), no_snapshot_opts())
+            .err()
+            .unwrap_or_else(|| panic!("{name}: a relinked segment opened"));
+        assert_eq!(e.code, Code::LogCorrupt, "{e}");
+        assert!(e.message.contains("segment header's prev"), "{e}");
+        assert!(e.message.starts_with(name.as_str()), "{e}");
+    }
+}
