@@ -4,8 +4,10 @@
 //! up to millions of entries. In a tree ordered by the identifiers' bytes each lookup costs a
 //! few dozen string comparisons, about half of all replay time. [`IdMap`] is a hash table with
 //! a fixed seed (the core has no randomness, and every host builds the same table) whose
-//! values are boxed: the table itself holds 32 bytes per entry, so growing it moves little
-//! and leaves little empty space, which keeps a million receipts as small as in a tree.
+//! values live behind an [`Arc`]: the table itself holds 32 bytes per entry, so growing it
+//! moves little and leaves little empty space, which keeps a million receipts as small as in
+//! a tree; and a replica's write set shares the rows it reports instead of copying them (a
+//! value still shared when it next changes is copied then, see [`Arc::make_mut`]).
 //!
 //! The seed is public, so a member could pick identifiers whose hashes collide; members are
 //! authenticated and can be removed, and the worst case is slower lookups, never a wrong
@@ -16,6 +18,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use foldhash::fast::FixedState;
 use serde::de::{MapAccess, Visitor};
@@ -44,7 +47,7 @@ impl Lookup for str {
 /// A map from [`Id`] to `V`, looked up by hash (see the module doc).
 #[derive(Clone, PartialEq, Eq)]
 pub struct IdMap<V> {
-    table: HashMap<Id, Box<V>, FixedState>,
+    table: HashMap<Id, Arc<V>, FixedState>,
 }
 
 impl<V> Default for IdMap<V> {
@@ -71,9 +74,17 @@ impl<V> IdMap<V> {
         self.table.get_key_value(id.text()).map(|(k, v)| (k, &**v))
     }
 
-    /// The value for `id`, to change it.
-    pub fn get_mut<Q: Lookup + ?Sized>(&mut self, id: &Q) -> Option<&mut V> {
-        self.table.get_mut(id.text()).map(|v| &mut **v)
+    /// The value for `id`, shared.
+    pub fn get_shared<Q: Lookup + ?Sized>(&self, id: &Q) -> Option<&Arc<V>> {
+        self.table.get(id.text())
+    }
+
+    /// The value for `id`, to change it (copied first if it is shared).
+    pub fn get_mut<Q: Lookup + ?Sized>(&mut self, id: &Q) -> Option<&mut V>
+    where
+        V: Clone,
+    {
+        self.table.get_mut(id.text()).map(Arc::make_mut)
     }
 
     /// Whether `id` has a value.
@@ -81,13 +92,21 @@ impl<V> IdMap<V> {
         self.table.contains_key(id.text())
     }
 
-    /// Sets the value for `id`; returns the one it replaced.
-    pub fn insert(&mut self, id: Id, value: V) -> Option<V> {
+    /// Sets the value for `id`; returns whether it replaced one.
+    pub fn insert(&mut self, id: Id, value: V) -> bool {
+        self.insert_shared(id, Arc::new(value))
+    }
+
+    /// Sets a shared value for `id`; returns whether it replaced one.
+    pub fn insert_shared(&mut self, id: Id, value: Arc<V>) -> bool {
         match self.table.get_mut(id.as_str()) {
-            Some(old) => Some(std::mem::replace(&mut **old, value)),
+            Some(old) => {
+                *old = value;
+                true
+            }
             None => {
-                self.table.insert(id, Box::new(value));
-                None
+                self.table.insert(id, value);
+                false
             }
         }
     }
@@ -95,9 +114,9 @@ impl<V> IdMap<V> {
     /// The value for `id`, inserting the default first if there is none.
     pub fn get_or_default(&mut self, id: Id) -> &mut V
     where
-        V: Default,
+        V: Default + Clone,
     {
-        self.table.entry(id).or_default()
+        Arc::make_mut(self.table.entry(id).or_default())
     }
 
     /// Removes every entry.
@@ -121,6 +140,11 @@ impl<V> IdMap<V> {
         self.table.iter().map(|(k, v)| (k, &**v))
     }
 
+    /// Entries with their shared values, in table order.
+    pub fn iter_shared(&self) -> impl Iterator<Item = (&Id, &Arc<V>)> + '_ {
+        self.table.iter()
+    }
+
     /// Values, in table order.
     pub fn values(&self) -> impl Iterator<Item = &V> + '_ {
         self.table.values().map(|v| &**v)
@@ -130,7 +154,7 @@ impl<V> IdMap<V> {
 impl<V> FromIterator<(Id, V)> for IdMap<V> {
     fn from_iter<I: IntoIterator<Item = (Id, V)>>(iter: I) -> IdMap<V> {
         IdMap {
-            table: iter.into_iter().map(|(id, v)| (id, Box::new(v))).collect(),
+            table: iter.into_iter().map(|(id, v)| (id, Arc::new(v))).collect(),
         }
     }
 }
@@ -159,7 +183,7 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for IdMap<V> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IdMap<V>, A::Error> {
                 let mut out = IdMap::new();
                 while let Some((id, value)) = map.next_entry::<Id, V>()? {
-                    if out.insert(id.clone(), value).is_some() {
+                    if out.insert(id.clone(), value) {
                         return Err(serde::de::Error::custom(format!("{id} appears twice")));
                     }
                 }
@@ -182,9 +206,10 @@ mod tests {
     fn looks_up_what_was_inserted_and_nothing_else() {
         let mut m = IdMap::new();
         for i in 0..1000 {
-            assert_eq!(m.insert(id(&format!("a-{i}")), i), None);
+            assert!(!m.insert(id(&format!("a-{i}")), i));
         }
-        assert_eq!(m.insert(id("a-7"), 7000), Some(7));
+        assert_eq!(m.get("a-7"), Some(&7));
+        assert!(m.insert(id("a-7"), 7000));
         assert_eq!(m.len(), 1000);
         assert_eq!(m.get("a-7"), Some(&7000));
         assert_eq!(m.get("a-999"), Some(&999));
@@ -193,5 +218,9 @@ mod tests {
         assert!(!m.contains_key(""));
         *m.get_mut("a-3").expect("present") += 1;
         assert_eq!(m.get_key_value("a-3"), Some((&id("a-3"), &4)));
+        // A shared value is copied when it changes; the holder keeps what it was given.
+        let held = Arc::clone(m.get_shared("a-3").expect("present"));
+        *m.get_mut("a-3").expect("present") += 1;
+        assert_eq!((*held, m.get("a-3")), (4, Some(&5)));
     }
 }

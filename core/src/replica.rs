@@ -23,6 +23,7 @@
 //! [`run_lines`] is the pure core of `mwp replica FILE` (SPEC §11).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -148,8 +149,8 @@ pub enum Row {
     Work {
         /// Work item ID.
         work: Id,
-        /// The item as the state holds it.
-        item: WorkItem,
+        /// The item as the state holds it (shared with the state).
+        item: Arc<WorkItem>,
     },
     /// An approval.
     Approval {
@@ -164,8 +165,8 @@ pub enum Row {
         actor: Id,
         /// Action ID.
         action: Id,
-        /// As the state holds it.
-        receipt: StoredReceipt,
+        /// As the state holds it (shared with the state).
+        receipt: Arc<StoredReceipt>,
     },
     /// A terminal work event (a valid `expand` trigger).
     Terminal {
@@ -438,7 +439,7 @@ impl ReplicaImage {
                     s.members.insert(actor.clone(), member.clone());
                 }
                 Row::Work { work, item } => {
-                    s.work.insert(work.clone(), item.clone());
+                    s.work.insert_shared(work.clone(), Arc::clone(item));
                 }
                 Row::Approval { approval, value } => {
                     s.approvals.insert(approval.clone(), value.clone());
@@ -451,7 +452,7 @@ impl ReplicaImage {
                     s.receipts
                         .entry(actor.clone())
                         .or_default()
-                        .insert(action.clone(), receipt.clone());
+                        .insert_shared(action.clone(), Arc::clone(receipt));
                 }
                 Row::Terminal { seq, work } => {
                     s.terminal.insert(*seq, work.clone());
@@ -839,10 +840,10 @@ impl Replica {
         let mut works: Vec<&Id> = Vec::new();
         touched(state, event, &mut ws.projection, &mut works);
         for w in &works {
-            if let Some(item) = state.work.get(*w) {
+            if let Some(item) = state.work.get_shared(*w) {
                 ws.projection.push(Row::Work {
                     work: (*w).clone(),
-                    item: item.clone(),
+                    item: Arc::clone(item),
                 });
             }
         }
@@ -915,12 +916,12 @@ fn touched<'a>(state: &GroupState, event: &'a Event, rows: &mut Vec<Row>, works:
     if let Some(r) = state
         .receipts
         .get(&event.actor)
-        .and_then(|m| m.get(&event.action))
+        .and_then(|m| m.get_shared(&event.action))
     {
         rows.push(Row::Receipt {
             actor: event.actor.clone(),
             action: event.action.clone(),
-            receipt: r.clone(),
+            receipt: Arc::clone(r),
         });
     }
     let member = |actor: &Id, rows: &mut Vec<Row>| {
@@ -1011,10 +1012,10 @@ fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
             member: member.clone(),
         });
     }
-    for (work, item) in &s.work {
+    for (work, item) in s.work.iter_shared() {
         rows.push(Row::Work {
             work: work.clone(),
-            item: item.clone(),
+            item: Arc::clone(item),
         });
     }
     for (approval, value) in &s.approvals {
@@ -1025,13 +1026,13 @@ fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
     }
     for (actor, by_action) in &s.receipts {
         // In action order, so that a restore writes the same rows on every host.
-        let mut sorted: Vec<_> = by_action.iter().collect();
+        let mut sorted: Vec<_> = by_action.iter_shared().collect();
         sorted.sort_unstable_by_key(|(action, _)| *action);
         for (action, receipt) in sorted {
             rows.push(Row::Receipt {
                 actor: actor.clone(),
                 action: action.clone(),
-                receipt: receipt.clone(),
+                receipt: Arc::clone(receipt),
             });
         }
     }

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -232,15 +233,23 @@ impl WorkItems {
         self.items.contains_key(id)
     }
 
-    /// Adds or replaces an item; returns the one it replaced.
-    pub fn insert(&mut self, id: Id, item: WorkItem) -> Option<WorkItem> {
-        match self.items.get_mut(&id) {
-            Some(old) => Some(std::mem::replace(old, item)),
-            None => {
-                self.order.insert(id.clone());
-                self.items.insert(id, item);
-                None
-            }
+    /// The item with this ID, shared.
+    pub fn get_shared<Q: Lookup + ?Sized>(&self, id: &Q) -> Option<&Arc<WorkItem>> {
+        self.items.get_shared(id)
+    }
+
+    /// Adds or replaces an item; returns whether it replaced one.
+    pub fn insert(&mut self, id: Id, item: WorkItem) -> bool {
+        self.insert_shared(id, Arc::new(item))
+    }
+
+    /// Adds or replaces a shared item; returns whether it replaced one.
+    pub fn insert_shared(&mut self, id: Id, item: Arc<WorkItem>) -> bool {
+        if self.items.contains_key(&id) {
+            self.items.insert_shared(id, item)
+        } else {
+            self.order.insert(id.clone());
+            self.items.insert_shared(id, item)
         }
     }
     /// Number of items.
@@ -259,6 +268,14 @@ impl WorkItems {
         self.order
             .iter()
             .filter_map(|id| self.items.get(id).map(|item| (id, item)))
+    }
+
+    /// Items in ID order, shared.
+    pub fn iter_shared(&self) -> impl Iterator<Item = (&Id, &Arc<WorkItem>)> + '_ {
+        // Every ID in `order` has an item: `insert` adds both and nothing removes either.
+        self.order
+            .iter()
+            .filter_map(|id| self.items.get_shared(id).map(|item| (id, item)))
     }
 
     /// IDs in order.
@@ -314,7 +331,7 @@ impl<'de> Deserialize<'de> for WorkItems {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WorkItems, A::Error> {
                 let mut items = WorkItems::new();
                 while let Some((id, item)) = map.next_entry::<Id, WorkItem>()? {
-                    if items.insert(id.clone(), item).is_some() {
+                    if items.insert(id.clone(), item) {
                         return Err(serde::de::Error::custom(format!("work {id} appears twice")));
                     }
                 }
