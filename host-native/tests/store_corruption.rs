@@ -281,6 +281,18 @@ fn long_log(events: usize) -> MemBackend {
     be
 }
 
+/// The group's segment files, in log order.
+fn segment_names(be: &MemBackend) -> Vec<String> {
+    let mut names: Vec<String> = be
+        .list(Path::new("/d/groups/g1"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".seg"))
+        .collect();
+    names.sort();
+    names
+}
+
 /// Every record of a segment: (offset, payload range).
 fn records(bytes: &[u8]) -> Vec<(usize, std::ops::Range<usize>)> {
     let mut out = Vec::new();
@@ -305,13 +317,7 @@ fn no_snapshot_opts() -> mwp_host::store::StoreOptions {
 #[test]
 fn a_long_log_opens_to_the_state_it_was_closed_in() {
     let be = long_log(3_000);
-    let dir = Path::new("/d/groups/g1");
-    let segments = be
-        .list(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".seg"))
-        .count();
+    let segments = segment_names(&be).len();
     assert!(segments >= 5, "the log spans many segments: {segments}");
     let store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
         .expect("opens");
@@ -341,13 +347,7 @@ fn a_record_deep_in_a_long_log_that_holds_another_event_is_named() {
     // whichever thread decodes it.
     let be = long_log(1_500);
     let dir = Path::new("/d/groups/g1");
-    let mut names: Vec<String> = be
-        .list(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".seg"))
-        .collect();
-    names.sort();
+    let names = segment_names(&be);
     let mut tried = 0;
     for name in &names {
         let path = dir.join(name);
@@ -393,13 +393,7 @@ fn a_record_deep_in_a_long_log_that_holds_another_event_is_named() {
 fn a_segment_whose_header_names_another_prev_is_refused() {
     let be = long_log(1_500);
     let dir = Path::new("/d/groups/g1");
-    let mut names: Vec<String> = be
-        .list(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".seg"))
-        .collect();
-    names.sort();
+    let names = segment_names(&be);
     // The first, a middle and the last segment.
     for name in [&names[0], &names[names.len() / 2], &names[names.len() - 1]] {
         let path = dir.join(name);

@@ -101,6 +101,20 @@ struct Overlay {
     entries: BTreeMap<u64, OverlayEntry>,
 }
 
+impl Overlay {
+    /// Reads the redacted event an entry points at; `dir` is the group's directory.
+    fn read(&self, dir: &Path, e: &OverlayEntry) -> Result<Event> {
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| Error::corrupt("redaction overlay is missing"))?;
+        let mut buf = vec![0u8; e.len as usize];
+        file.read_at(e.offset, &mut buf)
+            .map_err(io_err(format!("read {}", dir.join(OVERLAY_NAME).display())))?;
+        Event::from_cbor(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))
+    }
+}
+
 /// The latest snapshot on disk.
 #[derive(Clone)]
 pub(crate) struct SnapInfo {
@@ -489,7 +503,7 @@ impl GroupLog {
                     break;
                 }
                 let event = match overlay.entries.get(&seq) {
-                    Some(e) => self.read_overlay(&overlay, e)?,
+                    Some(e) => overlay.read(&self.dir, e)?,
                     None => {
                         let rec = &buf[at..at + total];
                         if record_crc(rec, &rec[RECORD_HEADER_LEN..]) != h.crc {
@@ -515,19 +529,6 @@ impl GroupLog {
             }
         }
         Ok(out)
-    }
-
-    fn read_overlay(&self, overlay: &Overlay, e: &OverlayEntry) -> Result<Event> {
-        let file = overlay
-            .file
-            .as_ref()
-            .ok_or_else(|| Error::corrupt("redaction overlay is missing"))?;
-        let mut buf = vec![0u8; e.len as usize];
-        file.read_at(e.offset, &mut buf).map_err(io_err(format!(
-            "read {}",
-            self.path(OVERLAY_NAME).display()
-        )))?;
-        Event::from_cbor(&buf)
     }
 
     /// Reads the durable record of `seq` from its segment: (segment file, record offset,
@@ -1093,18 +1094,7 @@ impl<'a> Replay<'a> {
             self.overlay.entries.get(&r.header.seq).ok_or_else(|| {
                 corrupt_at(name, r.offset, "redacted record has no overlay entry")
             })?;
-        let file = self
-            .overlay
-            .file
-            .as_ref()
-            .ok_or_else(|| Error::corrupt("redaction overlay is missing"))?;
-        let mut buf = vec![0u8; e.len as usize];
-        file.read_at(e.offset, &mut buf).map_err(io_err(format!(
-            "read {}",
-            self.dir.join(OVERLAY_NAME).display()
-        )))?;
-        let event =
-            Event::from_cbor(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))?;
+        let event = self.overlay.read(self.dir, e)?;
         holds_seq(event, r.header.seq, name, r.offset)
     }
 }
