@@ -99,16 +99,7 @@ impl<V> IdMap<V> {
 
     /// Sets a shared value for `id`; returns whether it replaced one.
     pub fn insert_shared(&mut self, id: Id, value: Arc<V>) -> bool {
-        match self.table.get_mut(id.as_str()) {
-            Some(old) => {
-                *old = value;
-                true
-            }
-            None => {
-                self.table.insert(id, value);
-                false
-            }
-        }
+        self.table.insert(id, value).is_some()
     }
 
     /// The value for `id`, inserting the default first if there is none.
@@ -148,14 +139,6 @@ impl<V> IdMap<V> {
     /// Values, in table order.
     pub fn values(&self) -> impl Iterator<Item = &V> + '_ {
         self.table.values().map(|v| &**v)
-    }
-}
-
-impl<V> FromIterator<(Id, V)> for IdMap<V> {
-    fn from_iter<I: IntoIterator<Item = (Id, V)>>(iter: I) -> IdMap<V> {
-        IdMap {
-            table: iter.into_iter().map(|(id, v)| (id, Arc::new(v))).collect(),
-        }
     }
 }
 

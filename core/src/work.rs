@@ -245,12 +245,10 @@ impl WorkItems {
 
     /// Adds or replaces a shared item; returns whether it replaced one.
     pub fn insert_shared(&mut self, id: Id, item: Arc<WorkItem>) -> bool {
-        if self.items.contains_key(&id) {
-            self.items.insert_shared(id, item)
-        } else {
+        if !self.items.contains_key(&id) {
             self.order.insert(id.clone());
-            self.items.insert_shared(id, item)
         }
+        self.items.insert_shared(id, item)
     }
     /// Number of items.
     pub fn len(&self) -> usize {
@@ -295,16 +293,6 @@ impl<'a> IntoIterator for &'a WorkItems {
 
     fn into_iter(self) -> Self::IntoIter {
         Box::new(self.iter())
-    }
-}
-
-impl FromIterator<(Id, WorkItem)> for WorkItems {
-    fn from_iter<I: IntoIterator<Item = (Id, WorkItem)>>(iter: I) -> WorkItems {
-        let mut items = WorkItems::new();
-        for (id, item) in iter {
-            items.insert(id, item);
-        }
-        items
     }
 }
 

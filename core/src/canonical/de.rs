@@ -634,4 +634,32 @@ mod tests {
             }
         );
     }
+
+    /// The search for the tag stops at it; what follows is still checked, by the variant's
+    /// own pass: a second tag is a duplicate key, and a malformed entry is refused.
+    #[test]
+    fn tagged_checks_the_entries_after_the_tag() {
+        #[derive(Debug, Deserialize)]
+        struct V {
+            #[allow(dead_code)]
+            zzzzz: u8,
+        }
+        let decode = |entries: &[&[u8]]| {
+            let mut bytes = vec![0xa1, 0x61, b'k', 0xa0 | entries.len() as u8];
+            for e in entries {
+                bytes.extend_from_slice(e);
+            }
+            let mut f = Fields::new(&bytes, 1).expect("a map of one entry");
+            f.tagged("k", "type", |_, de| V::deserialize(de))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let tag: &[u8] = &[0x64, b't', b'y', b'p', b'e', 0x61, b'x'];
+        let z: &[u8] = &[0x65, b'z', b'z', b'z', b'z', b'z', 6];
+        assert_eq!(decode(&[tag, z]), Ok(()));
+        let twice = decode(&[tag, tag, z]).expect_err("a second tag");
+        assert!(twice.contains("duplicate map key"), "{twice}");
+        let bad: &[u8] = &[0x65, b'z', b'z', b'z', b'z', b'z', 0xf9, 0, 0];
+        assert!(decode(&[tag, bad]).is_err(), "a float after the tag");
+    }
 }
