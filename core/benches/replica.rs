@@ -193,12 +193,14 @@ fn benches(c: &mut Criterion) {
         b.iter(|| Snapshot::from_cbor(&snap).expect("decodes"))
     });
     g.bench_function("verify_restore_100k", |b| {
-        // Dropping the restored replica afterwards is not part of restoring it.
+        // Dropping the restored replica and its write set afterwards is not part of
+        // restoring it.
         b.iter_with_large_drop(|| {
             let mut r = Replica::new(id("g"));
-            r.restore_bytes(&snap, &key.public(), &id("acme"), 0)
+            let ws = r
+                .restore_bytes(&snap, &key.public(), &id("acme"), 0)
                 .expect("restores");
-            r
+            (r, ws)
         })
     });
     g.finish();
