@@ -8,6 +8,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::canonical::sha256;
 
 fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
+    hex_fixed_bytes(s.as_bytes(), what)
+}
+
+/// [`hex_fixed`] of text as it lies in the input: lowercase hex digits are ASCII, so bytes
+/// that decode were valid UTF-8 without checking.
+fn hex_fixed_bytes<const N: usize>(s: &[u8], what: &str) -> Result<[u8; N], String> {
     if s.len() != 2 * N {
         return Err(format!(
             "{what} must be {} hex digits, got {}",
@@ -15,11 +21,14 @@ fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
             s.len()
         ));
     }
-    if s.bytes().any(|b| b.is_ascii_uppercase()) {
+    if s.iter().any(|b| b.is_ascii_uppercase()) {
         return Err(format!("{what} must be lowercase hex"));
     }
     let mut out = [0u8; N];
     if const_hex::decode_to_slice(s, &mut out).is_err() {
+        if std::str::from_utf8(s).is_err() {
+            return Err(format!("{what} is not valid UTF-8 text"));
+        }
         // The slow decoder words the error (which character, where).
         let e = hex::decode_to_slice(s, &mut out).err();
         return Err(format!(
@@ -37,6 +46,37 @@ pub(crate) struct HexVisitor<T>(pub(crate) std::marker::PhantomData<T>);
 pub(crate) trait FromHex: Sized {
     /// Parses the hex text, naming what was wrong.
     fn parse(s: &str) -> Result<Self, String>;
+    /// Parses the hex text from its bytes, naming what was wrong (bytes that are not UTF-8
+    /// are refused like any other non-hex input).
+    fn parse_bytes(s: &[u8]) -> Result<Self, String>;
+}
+
+/// The newtype name under which a hex type asks the canonical decoder for its text's bytes
+/// as they lie in the input ([`crate::canonical`] hands them over unchecked: hex decoding
+/// checks them). Other deserializers see an ordinary newtype and read a string.
+pub(crate) const HEX_TEXT: &str = "$mwp::hex_text";
+
+/// [`HexVisitor`] behind the [`HEX_TEXT`] newtype.
+pub(crate) struct HexTextVisitor<T>(pub(crate) std::marker::PhantomData<T>);
+
+impl<'de, T: FromHex> serde::de::Visitor<'de> for HexTextVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<T, D::Error> {
+        d.deserialize_str(HexVisitor::<T>(std::marker::PhantomData))
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, s: &[u8]) -> Result<T, E> {
+        T::parse_bytes(s).map_err(E::custom)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        T::parse(s).map_err(E::custom)
+    }
 }
 
 impl<T: FromHex> serde::de::Visitor<'_> for HexVisitor<T> {
@@ -72,6 +112,9 @@ macro_rules! hex_type {
             fn parse(s: &str) -> Result<Self, String> {
                 $name::from_hex(s)
             }
+            fn parse_bytes(s: &[u8]) -> Result<Self, String> {
+                hex_fixed_bytes::<$n>(s, $what).map($name)
+            }
         }
 
         impl Serialize for $name {
@@ -84,7 +127,10 @@ macro_rules! hex_type {
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                d.deserialize_str(HexVisitor::<$name>(std::marker::PhantomData))
+                d.deserialize_newtype_struct(
+                    HEX_TEXT,
+                    HexTextVisitor::<$name>(std::marker::PhantomData),
+                )
             }
         }
 

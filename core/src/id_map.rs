@@ -15,6 +15,7 @@
 //! map keys by their bytes whatever order they come in, and whatever needs identifier order
 //! keeps it separately (see [`crate::work::WorkItems`]).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -62,6 +63,13 @@ impl<V> IdMap<V> {
     /// An empty map.
     pub fn new() -> IdMap<V> {
         IdMap::default()
+    }
+
+    /// An empty map with room for `n` entries.
+    pub fn with_capacity(n: usize) -> IdMap<V> {
+        IdMap {
+            table: HashMap::with_capacity_and_hasher(n, FixedState::default()),
+        }
     }
 
     /// The value for `id`.
@@ -164,13 +172,26 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for IdMap<V> {
                 f.write_str("a map keyed by identifiers")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IdMap<V>, A::Error> {
-                let mut out = IdMap::new();
+                // Room for the entries the input says it has (a decoder bounds its hint),
+                // so a large table is built without rehashing as it grows.
+                let mut table = HashMap::with_capacity_and_hasher(
+                    map.size_hint().unwrap_or(0),
+                    FixedState::default(),
+                );
                 while let Some((id, value)) = map.next_entry::<Id, V>()? {
-                    if out.insert(id.clone(), value) {
-                        return Err(serde::de::Error::custom(format!("{id} appears twice")));
+                    match table.entry(id) {
+                        Entry::Occupied(e) => {
+                            return Err(serde::de::Error::custom(format!(
+                                "{} appears twice",
+                                e.key()
+                            )))
+                        }
+                        Entry::Vacant(e) => {
+                            e.insert(Arc::new(value));
+                        }
                     }
                 }
-                Ok(out)
+                Ok(IdMap { table })
             }
         }
         deserializer.deserialize_map(Entries(PhantomData))

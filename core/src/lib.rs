@@ -41,6 +41,7 @@ pub mod limits;
 pub mod memory;
 pub mod opaque;
 pub mod receipt;
+mod receipt_index;
 pub mod replica;
 pub mod snapshot;
 pub mod state;

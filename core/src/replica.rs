@@ -1007,6 +1007,21 @@ fn approval(state: &GroupState, id: &Id, rows: &mut Vec<Row>) {
 }
 
 /// Every row of a state (a snapshot restore writes them all).
+/// What decides most comparisons of identifiers in canonical key order (length, then bytes),
+/// as two integers: the length and the first 16 bytes.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct SortKey(usize, u128);
+
+impl SortKey {
+    fn of(id: &Id) -> SortKey {
+        let b = id.as_str().as_bytes();
+        let mut prefix = [0u8; 16];
+        let n = b.len().min(16);
+        prefix[..n].copy_from_slice(&b[..n]);
+        SortKey(b.len(), u128::from_be_bytes(prefix))
+    }
+}
+
 fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
     rows.push(Row::Header(Box::new(GroupHeader::of(s))));
     for (actor, member) in &s.members {
@@ -1032,14 +1047,12 @@ fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
         // are copied out of the table before sorting (an identifier is stored inline), so the
         // sort compares neighbouring memory, and the receipts are then visited in about the
         // order they were decoded and allocated in.
-        let mut sorted: Vec<(Id, &Arc<StoredReceipt>)> = by_action
+        let mut sorted: Vec<(SortKey, Id, &Arc<StoredReceipt>)> = by_action
             .iter_shared()
-            .map(|(action, receipt)| (action.clone(), receipt))
+            .map(|(action, receipt)| (SortKey::of(action), action.clone(), receipt))
             .collect();
-        sorted.sort_unstable_by(|a, b| {
-            (a.0.as_str().len(), a.0.as_str()).cmp(&(b.0.as_str().len(), b.0.as_str()))
-        });
-        rows.extend(sorted.into_iter().map(|(action, receipt)| Row::Receipt {
+        sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.as_str().cmp(b.1.as_str())));
+        rows.extend(sorted.into_iter().map(|(_, action, receipt)| Row::Receipt {
             actor: actor.clone(),
             action,
             receipt: Arc::clone(receipt),

@@ -276,11 +276,10 @@ impl Snapshot {
         group: &Id,
         min_seq: u64,
     ) -> Result<Snapshot> {
-        let (snap, spans) = decode_snapshot(bytes)?;
+        let (snap, digests) = decode_with_digests(bytes)?;
         if snap.schema != SCHEMA {
             return Err(snap.schema_error());
         }
-        let digests = spans.digests(bytes);
         snap.check(&digests, trusted, org, group, min_seq)?;
         Ok(snap)
     }
@@ -288,11 +287,10 @@ impl Snapshot {
     /// [`Snapshot::verify_bytes`] for a store's own snapshot of `group`, whose org is the one
     /// it names: the trusted key and the group bind it. Nothing is encoded again.
     pub fn verify_stored(bytes: &[u8], trusted: &PublicKey, group: &Id) -> Result<Snapshot> {
-        let (snap, spans) = decode_snapshot(bytes)?;
+        let (snap, digests) = decode_with_digests(bytes)?;
         if snap.schema != SCHEMA {
             return Err(snap.schema_error());
         }
-        let digests = spans.digests(bytes);
         snap.check(&digests, trusted, &snap.org, group, 0)?;
         Ok(snap)
     }
@@ -382,9 +380,8 @@ impl Snapshot {
     }
 }
 
-/// Digests of stored snapshot bytes that already decoded canonically: the state's value
-/// bytes are hashed as they are, and the signed digest covers the map without `sig`.
 /// Where the signature and the state lie in a snapshot's bytes.
+#[derive(Debug, PartialEq)]
 struct Spans {
     /// The `sig` entry, key included.
     sig: std::ops::Range<usize>,
@@ -405,6 +402,71 @@ impl Spans {
             signed: signed.finalize().into(),
         }
     }
+}
+
+/// Snapshots at least this large are hashed on a second thread while they decode.
+#[cfg(all(feature = "parallel", not(target_family = "wasm")))]
+const PARALLEL_DIGESTS_FROM: usize = 1 << 20;
+
+/// Decodes stored snapshot bytes and computes their two digests.
+///
+/// With the `parallel` feature (on by default; never on WebAssembly), a snapshot of a MiB or
+/// more is hashed on a second thread while this one decodes it: the two SHA-256 passes over
+/// the state cost about half as much as decoding it. The hashing thread finds `sig` and
+/// `state` by walking heads only; its digests are used only if the decode, which checks
+/// everything, found the same spans, so the outcome is the one-thread outcome in every case.
+fn decode_with_digests(bytes: &[u8]) -> Result<(Snapshot, Digests)> {
+    #[cfg(all(feature = "parallel", not(target_family = "wasm")))]
+    if bytes.len() >= PARALLEL_DIGESTS_FROM {
+        let (decoded, hashed) = std::thread::scope(|scope| {
+            let hashing = std::thread::Builder::new()
+                .name("mwp-snapshot-digests".to_owned())
+                .spawn_scoped(scope, || {
+                    locate(bytes).map(|spans| {
+                        let digests = spans.digests(bytes);
+                        (spans, digests)
+                    })
+                });
+            let decoded = decode_snapshot(bytes);
+            // A thread that could not be started or did not finish leaves the hashing to
+            // this one.
+            let hashed = hashing.ok().and_then(|h| h.join().ok()).flatten();
+            (decoded, hashed)
+        });
+        let (snap, spans) = decoded?;
+        let digests = match hashed {
+            Some((located, digests)) if located == spans => digests,
+            _ => spans.digests(bytes),
+        };
+        return Ok((snap, digests));
+    }
+    let (snap, spans) = decode_snapshot(bytes)?;
+    let digests = spans.digests(bytes);
+    Ok((snap, digests))
+}
+
+/// Finds the `sig` entry and the `state` value of stored snapshot bytes by walking heads,
+/// checking nothing else; `None` if the bytes are not a ten-entry map holding both.
+fn locate(bytes: &[u8]) -> Option<Spans> {
+    if *bytes.first()? != 0xa0 | 10 {
+        return None;
+    }
+    let mut pos = 1;
+    let (mut sig, mut state) = (None, None);
+    for _ in 0..10 {
+        let key_end = canonical::item_end(bytes, pos)?;
+        let value_end = canonical::item_end(bytes, key_end)?;
+        match bytes.get(pos..key_end)? {
+            b"\x63sig" => sig = Some(pos..value_end),
+            b"\x65state" => state = Some(key_end..value_end),
+            _ => {}
+        }
+        pos = value_end;
+    }
+    Some(Spans {
+        sig: sig?,
+        state: state?,
+    })
 }
 
 /// Reads a stored snapshot: its ten fields in canonical order (shorter keys first, then
@@ -449,4 +511,59 @@ fn decode_snapshot(bytes: &[u8]) -> Result<(Snapshot, Spans)> {
         ))
     };
     read().map_err(|e| invalid("decode", format!("does not decode: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The head walk finds `sig` and `state` where the decoder does; anything but a
+    /// ten-entry map holding both is `None`.
+    #[test]
+    fn locate_finds_the_signature_and_the_state() {
+        let state = json!({"receipts": {"a": {"x": [1, 2, "three"]}}, "seq": 7});
+        let sig = json!("ab".repeat(64));
+        let mut fields = serde_json::Map::new();
+        for k in [
+            "org",
+            "seq",
+            "group",
+            "schema",
+            "signer",
+            "mission",
+            "chain_head",
+            "state_hash",
+        ] {
+            fields.insert(k.to_owned(), json!(k));
+        }
+        fields.insert("sig".to_owned(), sig.clone());
+        fields.insert("state".to_owned(), state.clone());
+        let bytes = canonical::to_vec(&fields).expect("encodes");
+        let sig_entry = [
+            canonical::to_vec("sig").expect("encodes"),
+            canonical::to_vec(&sig).expect("encodes"),
+        ]
+        .concat();
+        let state_value = canonical::to_vec(&state).expect("encodes");
+        let find = |needle: &[u8]| {
+            bytes
+                .windows(needle.len())
+                .position(|w| w == needle)
+                .expect("present")
+        };
+        let sig_at = find(&sig_entry);
+        let state_at = find(&state_value);
+        assert_eq!(
+            locate(&bytes),
+            Some(Spans {
+                sig: sig_at..sig_at + sig_entry.len(),
+                state: state_at..state_at + state_value.len(),
+            })
+        );
+        assert_eq!(locate(&bytes[..bytes.len() - 1]), None);
+        fields.remove("sig");
+        fields.insert("sag".to_owned(), sig);
+        assert_eq!(locate(&canonical::to_vec(&fields).expect("encodes")), None);
+    }
 }

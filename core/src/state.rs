@@ -109,6 +109,7 @@ pub struct Approval {
 
 /// A receipt as the state stores it (the group and the key are implied).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StoredReceipt {
     /// Seq.
     pub seq: u64,
@@ -181,7 +182,8 @@ pub struct GroupState {
     pub work: WorkItems,
     /// Approvals by ID.
     pub approvals: BTreeMap<Id, Approval>,
-    /// Receipts by actor, then action.
+    /// Receipts by actor, then action (the receipt index).
+    #[serde(deserialize_with = "crate::receipt_index::deserialize")]
     pub receipts: BTreeMap<Id, Receipts>,
     /// Terminal events (valid `expand` triggers): seq → work item.
     pub terminal: BTreeMap<u64, Id>,

@@ -1,8 +1,10 @@
 //! Snapshots (SPEC §8): build, sign, verify, restore; every tampering is rejected.
 
 use mwp_core::accept::accept;
+use mwp_core::receipt::Disposition;
 use mwp_core::replica::{Offer, Replica};
 use mwp_core::snapshot::{Snapshot, SnapshotRef, SCHEMA};
+use mwp_core::state::StoredReceipt;
 use mwp_core::transcript::run_in_memory;
 use mwp_core::{Code, Decision, Error, Hash, Limits, SecretKey};
 use mwp_tests::fixtures::{id, rich, Scenario};
@@ -174,6 +176,69 @@ fn wrong_key_org_group_and_older_seq_are_rejected_by_name() {
     let theirs = Snapshot::build_cbor(g2.state(), &authority()).unwrap();
     let e = Snapshot::verify_bytes(&theirs, &key, &s.org, &s.group, 0).unwrap_err();
     assert_eq!(check_of(&e), "group");
+}
+
+/// Snapshots of a MiB or more are hashed on a second thread while they decode, and their
+/// receipt index is read by a decoder written for its shape: the outcome is the one of the
+/// small reference, intact and damaged in each part.
+#[test]
+fn a_large_snapshot_is_checked_like_a_small_one() {
+    let (s, _) = reference();
+    let mut state = s.state().clone();
+    let bulk = state.receipts.entry(id("bob")).or_default();
+    for i in 0..6_000u64 {
+        bulk.insert(
+            id(&format!("bulk-{i:05}")),
+            StoredReceipt {
+                seq: i,
+                event_id: Hash::of(&i.to_be_bytes()),
+                content_hash: Hash::of(&i.to_le_bytes()),
+                aggregate: "work:bulk".into(),
+                revision: i,
+                disposition: Disposition::Applied,
+                at: 1_000 + i,
+            },
+        );
+    }
+    let bytes = Snapshot::build_cbor(&state, &authority()).unwrap();
+    assert!(bytes.len() > 1 << 20, "{} bytes", bytes.len());
+    let key = state.authority_key;
+    let verify = |b: &[u8]| Snapshot::verify_bytes(b, &key, &s.org, &s.group, 0);
+    let snap = verify(&bytes).unwrap();
+    assert_eq!(snap.state, state);
+    assert_eq!(snap, Snapshot::build(&state, &authority()).unwrap());
+    let mut r = Replica::new(s.group.clone());
+    r.restore_bytes(&bytes, &key, &s.org, 0).unwrap();
+    assert_eq!(r.state_hash().unwrap(), state.hash().unwrap());
+
+    let find = |needle: &[u8], from: usize| {
+        from + bytes[from..]
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("present")
+    };
+    // A receipt's aggregate in the middle of the state, still valid text: the state hash.
+    let mut damaged = bytes.clone();
+    damaged[find(b"work:bulk", bytes.len() / 2) + 5] = b'c';
+    assert_eq!(check_of(&verify(&damaged).unwrap_err()), "state_hash");
+    // A digit of the signature: the signature.
+    let mut damaged = bytes.clone();
+    let digit = find(b"\x63sig\x78\x80", 0) + 6;
+    damaged[digit] = if damaged[digit] == b'0' { b'1' } else { b'0' };
+    assert_eq!(check_of(&verify(&damaged).unwrap_err()), "signature");
+    // A receipt that no longer decodes, and a truncation: the decode.
+    let mut damaged = bytes.clone();
+    damaged[find(b"work:bulk", bytes.len() / 2) - 1] = 0xff;
+    assert_eq!(check_of(&verify(&damaged).unwrap_err()), "decode");
+    assert_eq!(
+        check_of(&verify(&bytes[..bytes.len() - 1]).unwrap_err()),
+        "decode"
+    );
+    // The bindings.
+    let e = Snapshot::verify_bytes(&bytes, &key, &id("other"), &s.group, 0).unwrap_err();
+    assert_eq!(check_of(&e), "org");
+    let e = Snapshot::verify_bytes(&bytes, &key, &s.org, &s.group, state.seq + 1).unwrap_err();
+    assert_eq!(check_of(&e), "seq");
 }
 
 #[test]

@@ -83,11 +83,13 @@ impl<'de> Decoder<'de> {
 
     /// Hands the `n` entries of the map whose head started at `start` to `visitor`, leaving
     /// out the entry keyed `skip` (its encoded key), and checks that it took them all.
+    /// `fields` are the names of the struct being read (empty for any other map).
     fn visit_map<V: Visitor<'de>>(
         &mut self,
         n: u64,
         start: usize,
         skip: Option<&[u8]>,
+        fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CanonError> {
         let n = self.reader.len(n, start)?;
@@ -97,6 +99,7 @@ impl<'de> Decoder<'de> {
             left: n,
             previous: None,
             skip,
+            fields,
         };
         let value = visitor.visit_map(&mut access)?;
         if access.left != 0 {
@@ -223,13 +226,30 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
                 self.depth -= 1;
                 Ok(value)
             }
-            5 => self.visit_map(arg, start, None, visitor),
+            5 => self.visit_map(arg, start, None, &[], visitor),
             6 => Err(CanonError::new("tags are not allowed", start)),
             _ => match simple(arg, start)? {
                 Some(b) => visitor.visit_bool(b),
                 None => visitor.visit_unit(),
             },
         }
+    }
+
+    /// A struct's keys are matched against its field names as bytes: a key equal to a name is
+    /// valid UTF-8 without checking, and the name is handed on as the key. Anything else reads
+    /// as [`Self::deserialize_any`] would.
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, CanonError> {
+        if peek(&self.reader)? >> 5 != 5 {
+            return self.deserialize_any(visitor);
+        }
+        let start = self.reader.pos;
+        let (_, arg) = self.reader.head()?;
+        self.visit_map(arg, start, None, fields, visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
@@ -241,12 +261,39 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         }
     }
 
+    /// A hex type (named [`crate::crypto::HEX_TEXT`]) is handed its text's bytes unchecked:
+    /// it accepts lowercase hex digits only, which are valid UTF-8.
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, CanonError> {
-        visitor.visit_newtype_struct(self)
+        if name == ITEM_BYTES {
+            let start = self.reader.pos;
+            let Some(end) = super::item_end(self.reader.bytes, start) else {
+                // Not a whole item: the ordinary path words what is wrong.
+                return visitor.visit_newtype_struct(self);
+            };
+            self.reader.pos = end;
+            return visitor
+                .visit_borrowed_bytes(&self.reader.bytes[start..end])
+                .map_err(|mut e: CanonError| {
+                    if e.offset == 0 {
+                        e.offset = start;
+                    }
+                    e
+                });
+        }
+        if name != crate::crypto::HEX_TEXT {
+            return visitor.visit_newtype_struct(self);
+        }
+        let start = self.reader.pos;
+        let (major, arg) = self.reader.head()?;
+        if major != 3 {
+            return Err(CanonError::new("expected a text string", start));
+        }
+        let n = self.reader.len(arg, start)?;
+        visitor.visit_borrowed_bytes(self.reader.take(n)?)
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -301,7 +348,7 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct
+        unit unit_struct seq tuple tuple_struct map
     }
 }
 
@@ -337,6 +384,25 @@ struct Map<'a, 'de> {
     previous: Option<(usize, usize)>,
     /// The encoded key of an entry to check but not show (an enum's tag, already read).
     skip: Option<&'a [u8]>,
+    /// The field names, when the map is a struct.
+    fields: &'static [&'static str],
+}
+
+impl Map<'_, '_> {
+    /// The field name the key at the reader spells, read past it; `None` (nothing read) if
+    /// the key is not one of the struct's field names in a one-byte text head.
+    fn field_name(&mut self) -> Option<&'static str> {
+        let reader = &mut self.de.reader;
+        let head = *reader.bytes.get(reader.pos)?;
+        if head >> 5 != 3 || head & 0x1f >= 24 {
+            return None;
+        }
+        let start = reader.pos + 1;
+        let raw = reader.bytes.get(start..start + usize::from(head & 0x1f))?;
+        let name = self.fields.iter().find(|f| f.as_bytes() == raw)?;
+        reader.pos = start + raw.len();
+        Some(name)
+    }
 }
 
 impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
@@ -363,7 +429,10 @@ impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
                 key_start = self.de.reader.pos;
             }
         }
-        let key = seed.deserialize(&mut *self.de)?;
+        let key = match self.field_name() {
+            Some(name) => seed.deserialize(de::value::BorrowedStrDeserializer::new(name))?,
+            None => seed.deserialize(&mut *self.de)?,
+        };
         self.previous = Some(self.de.check_key_order(self.previous, key_start)?);
         Ok(Some(key))
     }
@@ -426,6 +495,87 @@ impl<'de> de::VariantAccess<'de> for Variant<'_, 'de> {
         visitor: V,
     ) -> Result<V::Value, CanonError> {
         de::Deserializer::deserialize_any(&mut *self.de, visitor)
+    }
+}
+
+/// The newtype name under which a type asks this decoder for the bytes of its next data item,
+/// to read them itself (with [`Items`]). The bytes are only walked, not checked: the type must
+/// check them as fully as decoding them would. Other deserializers see an ordinary newtype.
+pub(crate) const ITEM_BYTES: &str = "$mwp::item_bytes";
+
+/// A canonical reader for hand-written decoders of hot shapes. Every read checks what the
+/// decoder checks (shortest heads, lengths within the input) and answers `None` on anything
+/// unexpected, so the caller can fall back to the decoder, which words the error.
+pub(crate) struct Items<'de> {
+    reader: Reader<'de>,
+}
+
+impl<'de> Items<'de> {
+    /// Starts at the beginning of `bytes`.
+    pub(crate) fn new(bytes: &'de [u8]) -> Self {
+        Items {
+            reader: Reader {
+                bytes,
+                pos: 0,
+                strictness: Strictness::Canonical,
+            },
+        }
+    }
+
+    /// Whether every byte has been read.
+    pub(crate) fn done(&self) -> bool {
+        self.reader.pos == self.reader.bytes.len()
+    }
+
+    /// Bytes not yet read.
+    pub(crate) fn remaining(&self) -> usize {
+        self.reader.bytes.len() - self.reader.pos
+    }
+
+    /// The entry count of a map head.
+    pub(crate) fn map(&mut self) -> Option<usize> {
+        let start = self.reader.pos;
+        match self.reader.head().ok()? {
+            (5, n) => self.reader.len(n, start).ok(),
+            _ => None,
+        }
+    }
+
+    /// An unsigned integer.
+    pub(crate) fn uint(&mut self) -> Option<u64> {
+        match self.reader.head().ok()? {
+            (0, n) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// A text string's bytes, not checked to be UTF-8; with the encoded item (head included).
+    pub(crate) fn text_bytes(&mut self) -> Option<(&'de [u8], &'de [u8])> {
+        let start = self.reader.pos;
+        let (major, arg) = self.reader.head().ok()?;
+        if major != 3 {
+            return None;
+        }
+        let n = self.reader.len(arg, start).ok()?;
+        let text = self.reader.take(n).ok()?;
+        Some((text, &self.reader.bytes[start..self.reader.pos]))
+    }
+
+    /// A text string.
+    pub(crate) fn text(&mut self) -> Option<&'de str> {
+        std::str::from_utf8(self.text_bytes()?.0).ok()
+    }
+
+    /// Reads `encoded` if the input continues with exactly these bytes (a fixed-size array, so
+    /// the comparison is a few instructions, not a call).
+    pub(crate) fn eat<const N: usize>(&mut self, encoded: &[u8; N]) -> bool {
+        let rest = &self.reader.bytes[self.reader.pos..];
+        if rest.first_chunk::<N>() == Some(encoded) {
+            self.reader.pos += N;
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -580,7 +730,7 @@ impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
         if major != 5 {
             return Err(CanonError::new("a tagged variant must be a map", start));
         }
-        self.de.visit_map(n, start, Some(self.skip), visitor)
+        self.de.visit_map(n, start, Some(self.skip), &[], visitor)
     }
 
     serde::forward_to_deserialize_any! {
@@ -661,5 +811,113 @@ mod tests {
         assert!(twice.contains("duplicate map key"), "{twice}");
         let bad: &[u8] = &[0x65, b'z', b'z', b'z', b'z', b'z', 0xf9, 0, 0];
         assert!(decode(&[tag, bad]).is_err(), "a float after the tag");
+    }
+
+    /// Struct keys spelled like a field name are matched as bytes; the decoder's checks still
+    /// hold for them: canonical order, no duplicates, unknown names refused where the type
+    /// refuses them, and names of 24 bytes or more read the ordinary way.
+    #[test]
+    fn struct_keys_matched_as_bytes_are_still_checked() {
+        #[derive(Debug, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields)]
+        struct S {
+            ab: u8,
+            z: u8,
+            a_field_name_of_24_bytes: u8,
+        }
+        let long = b"a_field_name_of_24_bytes";
+        let entry = |k: &[u8], v: u8| {
+            let mut e = if k.len() < 24 {
+                vec![0x60 | k.len() as u8]
+            } else {
+                vec![0x78, k.len() as u8]
+            };
+            e.extend_from_slice(k);
+            e.push(v);
+            e
+        };
+        let map = |entries: &[Vec<u8>]| {
+            let mut bytes = vec![0xa0 | entries.len() as u8];
+            for e in entries {
+                bytes.extend_from_slice(e);
+            }
+            from_canonical::<S>(&bytes)
+        };
+        assert_eq!(
+            map(&[entry(b"z", 1), entry(b"ab", 2), entry(long, 3)]),
+            Ok(S {
+                ab: 2,
+                z: 1,
+                a_field_name_of_24_bytes: 3
+            })
+        );
+        let refused = |entries: &[Vec<u8>], why: &str| {
+            let e = map(entries).expect_err(why);
+            assert!(e.reason.contains(why), "{e} should say {why:?}");
+        };
+        refused(
+            &[entry(b"ab", 2), entry(b"z", 1), entry(long, 3)],
+            "canonical order",
+        );
+        refused(
+            &[entry(b"z", 1), entry(b"z", 1), entry(long, 3)],
+            "duplicate map key",
+        );
+        refused(
+            &[entry(b"y", 1), entry(b"ab", 2), entry(long, 3)],
+            "unknown field",
+        );
+        // A key that is not valid UTF-8 is no field name: the ordinary path refuses it.
+        refused(
+            &[entry(b"\xff", 1), entry(b"ab", 2), entry(long, 3)],
+            "UTF-8",
+        );
+    }
+
+    /// A hash reads its text's bytes unchecked and decodes them as lowercase hex, which
+    /// refuses everything that is not, UTF-8 or not.
+    #[test]
+    fn a_hash_refuses_whatever_is_not_lowercase_hex() {
+        let text = |body: &[u8]| {
+            let mut bytes = vec![0x78, body.len() as u8];
+            bytes.extend_from_slice(body);
+            from_canonical::<crate::Hash>(&bytes)
+        };
+        let good = crate::Hash::of(b"x");
+        assert_eq!(text(good.to_hex().as_bytes()), Ok(good));
+        let mut bad = good.to_hex().into_bytes();
+        bad[7] = 0xff;
+        assert!(text(&bad).expect_err("not UTF-8").reason.contains("UTF-8"));
+        bad[7] = b'A';
+        assert!(text(&bad)
+            .expect_err("uppercase")
+            .reason
+            .contains("lowercase"));
+        bad[7] = b'g';
+        assert!(text(&bad).expect_err("not hex").reason.contains("not hex"));
+        assert!(text(&bad[..63]).is_err());
+        // Bytes spelling the same digits are a different encoding.
+        let mut as_bytes = vec![0x58, 64];
+        as_bytes.extend_from_slice(good.to_hex().as_bytes());
+        assert!(from_canonical::<crate::Hash>(&as_bytes).is_err());
+    }
+
+    /// Walking heads finds where an item ends, and gives up on anything that is not whole.
+    #[test]
+    fn item_end_walks_whole_items_only() {
+        let value = serde_json::json!({"a": [1, -2, "x", null, true, {"b": [[], {}]}], "c": "dd"});
+        let mut bytes = super::super::to_vec(&value).expect("encodes");
+        let end = bytes.len();
+        bytes.extend_from_slice(&[0x01, 0x02]);
+        assert_eq!(super::super::item_end(&bytes, 0), Some(end));
+        assert_eq!(super::super::item_end(&bytes, end), Some(end + 1));
+        assert_eq!(super::super::item_end(&bytes[..end - 1], 0), None);
+        // A tag, a float, and a map claiming more entries than bytes remain.
+        assert_eq!(super::super::item_end(&[0xc1, 0x00], 0), None);
+        assert_eq!(super::super::item_end(&[0xf9, 0x00, 0x00], 0), None);
+        assert_eq!(
+            super::super::item_end(&[0xbb, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 0),
+            None
+        );
     }
 }

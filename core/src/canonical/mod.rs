@@ -23,7 +23,7 @@ use std::fmt::Display;
 
 mod de;
 
-pub(crate) use de::{Fields, Tagged};
+pub(crate) use de::{Fields, Items, Tagged, ITEM_BYTES};
 
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;
@@ -140,6 +140,40 @@ pub fn decode(bytes: &[u8], strictness: Strictness) -> Result<Value, CanonError>
 }
 
 /// Writes a major type and argument in shortest form.
+/// Where the data item starting at `start` ends, found by reading heads only: nothing is
+/// checked beyond what walking needs (no key order, UTF-8 or shortest forms), so this only
+/// locates items in bytes that are decoded and checked in full anyway. `None` when the bytes
+/// do not hold a whole item or hold a tag or float.
+pub(crate) fn item_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut r = Reader {
+        bytes,
+        pos: start,
+        strictness: Strictness::Lenient,
+    };
+    // Items still to be read; each takes at least one byte, so more than the bytes left
+    // cannot be whole.
+    let mut pending: u64 = 1;
+    while pending > 0 {
+        pending -= 1;
+        let (major, arg) = r.head().ok()?;
+        match major {
+            0 | 1 => {}
+            2 | 3 => {
+                let n = r.len(arg, r.pos).ok()?;
+                r.take(n).ok()?;
+            }
+            4 => pending = pending.checked_add(arg)?,
+            5 => pending = pending.checked_add(arg.checked_mul(2)?)?,
+            7 if matches!(arg, 20..=22) => {}
+            _ => return None,
+        }
+        if pending > (bytes.len() - r.pos) as u64 {
+            return None;
+        }
+    }
+    Some(r.pos)
+}
+
 fn write_head(out: &mut Vec<u8>, major: u8, arg: u64) {
     let m = major << 5;
     if arg < 24 {
