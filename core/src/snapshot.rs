@@ -447,6 +447,7 @@ fn decode_with_digests(bytes: &[u8]) -> Result<(Snapshot, Digests)> {
 
 /// Finds the `sig` entry and the `state` value of stored snapshot bytes by walking heads,
 /// checking nothing else; `None` if the bytes are not a ten-entry map holding both.
+#[cfg(all(feature = "parallel", not(target_family = "wasm")))]
 fn locate(bytes: &[u8]) -> Option<Spans> {
     if *bytes.first()? != 0xa0 | 10 {
         return None;
@@ -513,7 +514,7 @@ fn decode_snapshot(bytes: &[u8]) -> Result<(Snapshot, Spans)> {
     read().map_err(|e| invalid("decode", format!("does not decode: {e}")))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "parallel", not(target_family = "wasm")))]
 mod tests {
     use super::*;
     use serde_json::json;

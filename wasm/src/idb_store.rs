@@ -91,10 +91,28 @@ struct WriteSet {
     /// Events with their canonical bytes.
     events: Vec<(Event, Vec<u8>)>,
     receipts: bool,
-    checkpoint: Option<GroupState>,
+    checkpoint: Option<Checkpoint>,
     erased: Vec<(u64, Vec<u8>)>,
     /// Test hook: abort the transaction after issuing every write.
     abort: bool,
+}
+
+/// A state checkpoint, encoded once from the live state (no copy of the state is made).
+struct Checkpoint {
+    seq: u64,
+    head: Hash,
+    /// The canonical state; its SHA-256 is the state hash.
+    state: Vec<u8>,
+}
+
+impl Checkpoint {
+    fn of(state: &GroupState) -> Result<Checkpoint, Error> {
+        Ok(Checkpoint {
+            seq: state.seq,
+            head: state.head,
+            state: state.to_cbor()?,
+        })
+    }
 }
 
 /// A connection to one store's database.
@@ -238,7 +256,7 @@ impl Store {
             .events
             .last()
             .map(|(e, _)| (e.seq, e.id))
-            .or_else(|| set.checkpoint.as_ref().map(|s| (s.seq, s.head)))
+            .or_else(|| set.checkpoint.as_ref().map(|c| (c.seq, c.head)))
         else {
             return Ok(());
         };
@@ -277,14 +295,14 @@ impl Store {
                 )
                 .map_err(idb_err("erase redacted values"))?;
         }
-        if let Some(state) = &set.checkpoint {
+        if let Some(c) = &set.checkpoint {
             let cp = js_sys::Object::new();
-            put_prop(&cp, "seq", &num(state.seq).into());
-            put_prop(&cp, "state_hash", &state.hash()?.to_hex().into());
+            put_prop(&cp, "seq", &num(c.seq).into());
+            put_prop(&cp, "state_hash", &Hash::of(&c.state).to_hex().into());
             put_prop(
                 &cp,
                 "state",
-                &js_sys::Uint8Array::from(state.to_cbor()?.as_slice()).into(),
+                &js_sys::Uint8Array::from(c.state.as_slice()).into(),
             );
             meta.put(&cp.into(), Some(&"checkpoint".into()))
                 .map_err(idb_err("put checkpoint"))?;
@@ -438,17 +456,22 @@ impl IdbAuthority {
             decided.push(result);
         }
         let seq = self.state.as_ref().map_or(0, |s| s.seq);
-        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
-            && !events.is_empty())
-        .then(|| self.state.clone())
-        .flatten();
+        let checkpoint = match &self.state {
+            Some(s)
+                if seq >= self.last_checkpoint + self.checkpoint_every && !events.is_empty() =>
+            {
+                Some(Checkpoint::of(s)?)
+            }
+            _ => None,
+        };
+        let checkpointed = checkpoint.is_some();
         let write = async {
             let erased = self.store.erasures(&events).await?;
             self.store
                 .write(WriteSet {
                     events,
                     receipts: true,
-                    checkpoint: checkpoint.clone(),
+                    checkpoint,
                     erased,
                     abort,
                 })
@@ -458,7 +481,7 @@ impl IdbAuthority {
             self.poisoned = Some(e.clone());
             return Err(e);
         }
-        if checkpoint.is_some() {
+        if checkpointed {
             self.last_checkpoint = seq;
         }
         let results = js_sys::Array::new();
@@ -608,17 +631,22 @@ impl IdbReplica {
         self.check()?;
         let (summary, applied) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
         let seq = self.inner.cursor();
-        let checkpoint = (seq >= self.last_checkpoint + self.checkpoint_every
-            && !applied.is_empty())
-        .then(|| self.inner.state().cloned())
-        .flatten();
+        let checkpoint = match self.inner.state() {
+            Some(s)
+                if seq >= self.last_checkpoint + self.checkpoint_every && !applied.is_empty() =>
+            {
+                Some(Checkpoint::of(s)?)
+            }
+            _ => None,
+        };
+        let checkpointed = checkpoint.is_some();
         let write = async {
             let erased = self.store.erasures(&applied).await?;
             self.store
                 .write(WriteSet {
                     events: applied,
                     receipts: false,
-                    checkpoint: checkpoint.clone(),
+                    checkpoint,
                     erased,
                     abort,
                 })
@@ -628,7 +656,7 @@ impl IdbReplica {
             self.poisoned = Some(e.clone());
             return Err(e);
         }
-        if checkpoint.is_some() {
+        if checkpointed {
             self.last_checkpoint = seq;
         }
         to_js(&summary)
@@ -694,7 +722,7 @@ impl IdbReplica {
         let cursor = uint(requested_cursor, "requestedCursor")?;
         let mut next = self.inner.clone();
         restore_snapshot(&mut next, &snapshot, &trusted_key, &org, cursor)?;
-        let state = next.state().cloned();
+        let state = next.state().map(Checkpoint::of).transpose()?;
         if let Err(e) = self
             .store
             .write(WriteSet {
