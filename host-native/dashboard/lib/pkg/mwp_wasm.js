@@ -2968,7 +2968,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 2, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h5d854a031afde571);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h5e26f5218bf4f49e);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -3017,8 +3017,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h5d854a031afde571(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h5d854a031afde571(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h5e26f5218bf4f49e(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h5e26f5218bf4f49e(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
