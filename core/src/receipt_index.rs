@@ -59,23 +59,77 @@ impl<'de> Visitor<'de> for IndexVisitor {
 fn read(bytes: &[u8]) -> Option<BTreeMap<Id, Receipts>> {
     let mut r = Items::new(bytes);
     let actors = r.map()?;
-    let mut index = BTreeMap::new();
+    // Each actor and the bytes of its receipts, found by walking heads; each part is then
+    // read in full.
+    let mut parts = Vec::new();
     let mut previous_actor = None;
     for _ in 0..actors {
         let actor = key(&mut r, &mut previous_actor)?;
-        let n = r.map()?;
-        // A receipt takes over a hundred bytes: room for what the bytes can hold, no more.
-        let mut receipts = IdMap::with_capacity(n.min(r.remaining() / 64));
-        let mut previous_action = None;
-        for _ in 0..n {
-            let action = key(&mut r, &mut previous_action)?;
-            if receipts.insert(action, receipt(&mut r)?) {
-                return None;
+        parts.push((actor, r.item()?));
+    }
+    if !r.done() {
+        return None;
+    }
+    let maps = read_parts(&parts, bytes.len())?;
+    Some(
+        parts
+            .into_iter()
+            .map(|(actor, _)| actor)
+            .zip(maps)
+            .collect(),
+    )
+}
+
+/// Each actor's receipts. With the `parallel` feature (not on WebAssembly), an index of a MiB
+/// or more is read by two threads, each taking about half of the bytes.
+fn read_parts(parts: &[(Id, &[u8])], total: usize) -> Option<Vec<Receipts>> {
+    #[cfg(all(feature = "parallel", not(target_family = "wasm")))]
+    if total >= 1 << 20 && parts.len() >= 2 {
+        let mut half = 0;
+        let mut split = parts.len() - 1;
+        for (i, (_, p)) in parts.iter().enumerate() {
+            half += p.len();
+            if 2 * half >= total {
+                split = (i + 1).min(parts.len() - 1);
+                break;
             }
         }
-        index.insert(actor, receipts);
+        let (first, second) = parts.split_at(split);
+        let read_all = |ps: &[(Id, &[u8])]| -> Option<Vec<Receipts>> {
+            ps.iter().map(|(_, p)| actor_receipts(p)).collect()
+        };
+        return std::thread::scope(|scope| {
+            let other = std::thread::Builder::new()
+                .name("mwp-receipt-index".to_owned())
+                .spawn_scoped(scope, || read_all(second));
+            let mut maps = read_all(first)?;
+            let rest = match other {
+                Ok(handle) => handle.join().ok()??,
+                // No thread to be had: this one reads the rest.
+                Err(_) => read_all(second)?,
+            };
+            maps.extend(rest);
+            Some(maps)
+        });
     }
-    r.done().then_some(index)
+    let _ = total;
+    parts.iter().map(|(_, p)| actor_receipts(p)).collect()
+}
+
+/// One actor's receipts, by action.
+fn actor_receipts(bytes: &[u8]) -> Option<Receipts> {
+    let mut r = Items::new(bytes);
+    let n = r.map()?;
+    // A receipt takes over a hundred bytes: room for what the bytes can hold, no more.
+    let mut receipts = IdMap::with_capacity(n.min(r.remaining() / 64));
+    let mut previous_action = None;
+    for _ in 0..n {
+        let action = key(&mut r, &mut previous_action)?;
+        if receipts.insert(action, receipt(&mut r)?) {
+            return None;
+        }
+    }
+    r.done().then_some(receipts)
 }
 
 /// A map key: an identifier whose encoding sorts after the previous key's.

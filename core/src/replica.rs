@@ -1008,18 +1008,14 @@ fn approval(state: &GroupState, id: &Id, rows: &mut Vec<Row>) {
 
 /// Every row of a state (a snapshot restore writes them all).
 /// What decides most comparisons of identifiers in canonical key order (length, then bytes),
-/// as two integers: the length and the first 16 bytes.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct SortKey(usize, u128);
-
-impl SortKey {
-    fn of(id: &Id) -> SortKey {
-        let b = id.as_str().as_bytes();
-        let mut prefix = [0u8; 16];
-        let n = b.len().min(16);
-        prefix[..n].copy_from_slice(&b[..n]);
-        SortKey(b.len(), u128::from_be_bytes(prefix))
-    }
+/// as one integer: the length (at most 128) and the first 15 bytes.
+fn sort_key(id: &Id) -> u128 {
+    let b = id.as_str().as_bytes();
+    let mut key = [0u8; 16];
+    key[0] = u8::try_from(b.len()).unwrap_or(u8::MAX);
+    let n = b.len().min(15);
+    key[1..=n].copy_from_slice(&b[..n]);
+    u128::from_be_bytes(key)
 }
 
 fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
@@ -1043,18 +1039,19 @@ fn all_rows(s: &GroupState, rows: &mut Vec<Row>) {
         });
     }
     for (actor, by_action) in &s.receipts {
-        // In action order, so that a restore writes the same rows on every host. The actions
-        // are copied out of the table before sorting (an identifier is stored inline), so the
-        // sort compares neighbouring memory, and the receipts are then visited in about the
-        // order they were decoded and allocated in.
-        let mut sorted: Vec<(SortKey, Id, &Arc<StoredReceipt>)> = by_action
+        // In canonical key order (length, then bytes: the order a snapshot lists them in), so
+        // that a restore writes the same rows on every host whatever order its table holds
+        // them in. One integer decides most comparisons, and the receipts are then visited in
+        // about the order they were decoded and allocated in.
+        let mut sorted: Vec<(u128, &Id, &Arc<StoredReceipt>)> = by_action
             .iter_shared()
-            .map(|(action, receipt)| (SortKey::of(action), action.clone(), receipt))
+            .map(|(action, receipt)| (sort_key(action), action, receipt))
             .collect();
+        // Equal keys mean equal lengths: the bytes decide.
         sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.as_str().cmp(b.1.as_str())));
         rows.extend(sorted.into_iter().map(|(_, action, receipt)| Row::Receipt {
             actor: actor.clone(),
-            action,
+            action: action.clone(),
             receipt: Arc::clone(receipt),
         }));
     }

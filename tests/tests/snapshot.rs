@@ -2,7 +2,7 @@
 
 use mwp_core::accept::accept;
 use mwp_core::receipt::Disposition;
-use mwp_core::replica::{Offer, Replica};
+use mwp_core::replica::{Offer, Replica, Row};
 use mwp_core::snapshot::{Snapshot, SnapshotRef, SCHEMA};
 use mwp_core::state::StoredReceipt;
 use mwp_core::transcript::run_in_memory;
@@ -187,8 +187,14 @@ fn a_large_snapshot_is_checked_like_a_small_one() {
     let mut state = s.state().clone();
     let bulk = state.receipts.entry(id("bob")).or_default();
     for i in 0..6_000u64 {
+        // Names whose byte order is not their canonical order (shorter first) among them.
+        let action = match i {
+            0 => "z".to_owned(),
+            1 => "a-much-longer-action-identifier-than-the-rest".to_owned(),
+            _ => format!("bulk-{i:05}"),
+        };
         bulk.insert(
-            id(&format!("bulk-{i:05}")),
+            id(&action),
             StoredReceipt {
                 seq: i,
                 event_id: Hash::of(&i.to_be_bytes()),
@@ -208,8 +214,25 @@ fn a_large_snapshot_is_checked_like_a_small_one() {
     assert_eq!(snap.state, state);
     assert_eq!(snap, Snapshot::build(&state, &authority()).unwrap());
     let mut r = Replica::new(s.group.clone());
-    r.restore_bytes(&bytes, &key, &s.org, 0).unwrap();
+    let ws = r.restore_bytes(&bytes, &key, &s.org, 0).unwrap();
     assert_eq!(r.state_hash().unwrap(), state.hash().unwrap());
+    // A row per receipt, each actor's in canonical key order (length, then bytes).
+    let mut receipt_rows: Vec<(String, String)> = Vec::new();
+    for row in &ws.projection {
+        if let Row::Receipt { actor, action, .. } = row {
+            receipt_rows.push((actor.to_string(), action.to_string()));
+        }
+    }
+    let expected: Vec<(String, String)> = state
+        .receipts
+        .iter()
+        .flat_map(|(actor, by_action)| {
+            let mut actions: Vec<String> = by_action.iter().map(|(a, _)| a.to_string()).collect();
+            actions.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+            actions.into_iter().map(move |a| (actor.to_string(), a))
+        })
+        .collect();
+    assert_eq!(receipt_rows, expected);
 
     let find = |needle: &[u8], from: usize| {
         from + bytes[from..]

@@ -561,6 +561,15 @@ impl<'de> Items<'de> {
         Some((text, &self.reader.bytes[start..self.reader.pos]))
     }
 
+    /// The bytes of the next data item, found by walking heads only (see [`super::item_end`]):
+    /// the caller reads them in full.
+    pub(crate) fn item(&mut self) -> Option<&'de [u8]> {
+        let start = self.reader.pos;
+        let end = super::item_end(self.reader.bytes, start)?;
+        self.reader.pos = end;
+        Some(&self.reader.bytes[start..end])
+    }
+
     /// A text string.
     pub(crate) fn text(&mut self) -> Option<&'de str> {
         std::str::from_utf8(self.text_bytes()?.0).ok()
