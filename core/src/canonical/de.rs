@@ -261,8 +261,11 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         }
     }
 
-    /// A hex type (named [`crate::crypto::HEX_TEXT`]) is handed its text's bytes unchecked:
-    /// it accepts lowercase hex digits only, which are valid UTF-8.
+    /// Two newtype names are read differently; every other newtype is its content.
+    /// * [`ITEM_BYTES`]: the visitor is handed the bytes of the next data item, found by
+    ///   walking heads, and reads them itself (an error it raises names where the item starts).
+    /// * [`crate::crypto::HEX_TEXT`]: a hex type is handed its text's bytes unchecked; it
+    ///   accepts lowercase hex digits only, which are valid UTF-8.
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
         name: &'static str,
@@ -860,27 +863,16 @@ mod tests {
                 a_field_name_of_24_bytes: 3
             })
         );
-        let refused = |entries: &[Vec<u8>], why: &str| {
-            let e = map(entries).expect_err(why);
+        // Out of order, twice the same, unknown, and (no field name then) not UTF-8.
+        for (first, second, why) in [
+            (entry(b"ab", 2), entry(b"z", 1), "canonical order"),
+            (entry(b"z", 1), entry(b"z", 1), "duplicate map key"),
+            (entry(b"y", 1), entry(b"ab", 2), "unknown field"),
+            (entry(b"\xff", 1), entry(b"ab", 2), "UTF-8"),
+        ] {
+            let e = map(&[first, second, entry(long, 3)]).expect_err(why);
             assert!(e.reason.contains(why), "{e} should say {why:?}");
-        };
-        refused(
-            &[entry(b"ab", 2), entry(b"z", 1), entry(long, 3)],
-            "canonical order",
-        );
-        refused(
-            &[entry(b"z", 1), entry(b"z", 1), entry(long, 3)],
-            "duplicate map key",
-        );
-        refused(
-            &[entry(b"y", 1), entry(b"ab", 2), entry(long, 3)],
-            "unknown field",
-        );
-        // A key that is not valid UTF-8 is no field name: the ordinary path refuses it.
-        refused(
-            &[entry(b"\xff", 1), entry(b"ab", 2), entry(long, 3)],
-            "UTF-8",
-        );
+        }
     }
 
     /// A hash reads its text's bytes unchecked and decodes them as lowercase hex, which
