@@ -9,7 +9,7 @@
 //! 4. archive, role and session (`GROUP_ARCHIVED`, `NOT_PERMITTED`, `WRONG_SESSION`);
 //! 5. revisions (`REVISION_MISMATCH`, `CAS_REQUIRED`);
 //! 6. fencing: late `submit`/`fail` become evidence; anything else `FENCED`/`LEASE_EXPIRED`;
-//! 7. domain rules of SPEC §5 ([`decide`]);
+//! 7. domain rules of SPEC §5 (`Ctx::decide`);
 //! 8. budgets (`BUDGET_EXCEEDED`).
 //!
 //! An accepted command yields exactly one [`Event`]; the caller makes it durable, then applies

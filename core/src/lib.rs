@@ -22,7 +22,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Where to look: [`accept`] decides a Command (check order of SPEC §3, rules of §5);
+//! Where to look: [`accept()`] decides a Command (check order of SPEC §3, rules of §5);
 //! [`GroupState::apply`] is the one place an event changes state; [`canonical`] is the one
 //! encoding everything hashed or signed goes through.
 #![forbid(unsafe_code)]
