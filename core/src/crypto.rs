@@ -48,7 +48,9 @@ pub(crate) trait FromHex: Sized {
     fn parse(s: &str) -> Result<Self, String>;
     /// Parses the hex text from its bytes, naming what was wrong (bytes that are not UTF-8
     /// are refused like any other non-hex input).
-    fn parse_bytes(s: &[u8]) -> Result<Self, String>;
+    fn parse_bytes(s: &[u8]) -> Result<Self, String> {
+        Self::parse(std::str::from_utf8(s).map_err(|_| "hex text is not valid UTF-8".to_owned())?)
+    }
 }
 
 /// The newtype name under which a hex type asks the canonical decoder for its text's bytes

@@ -56,11 +56,6 @@ impl crate::crypto::FromHex for LeaseId {
     fn parse(s: &str) -> Result<Self, String> {
         LeaseId::from_hex(s)
     }
-    fn parse_bytes(s: &[u8]) -> Result<Self, String> {
-        let s = std::str::from_utf8(s)
-            .map_err(|_| "a lease ID is 32 lowercase hex digits, got non-UTF-8 text".to_owned())?;
-        LeaseId::from_hex(s)
-    }
 }
 
 impl<'de> Deserialize<'de> for LeaseId {

@@ -244,6 +244,20 @@ mod tests {
         assert!(read_by_hand > 0);
     }
 
+    /// A stored receipt with a field it does not have would decode to a state that does not
+    /// hash to the bytes that were signed: both readers refuse it.
+    #[test]
+    fn a_receipt_with_an_unknown_field_is_refused() {
+        let mut value = serde_json::to_value(sample()).expect("to JSON");
+        value["b"]["x-0"]["extra"] = serde_json::json!(1);
+        let bytes = canonical::to_vec(&value).expect("encodes");
+        assert_eq!(read(&bytes), None);
+        let ordinary: Result<BTreeMap<Id, Receipts>, _> =
+            canonical::from_slice(&bytes, Strictness::Canonical);
+        let e = ordinary.expect_err("unknown field");
+        assert!(e.reason.contains("unknown field"), "{e}");
+    }
+
     #[test]
     fn an_index_in_another_shape_is_left_to_the_ordinary_decoder() {
         let mut bytes = canonical::to_vec(&sample()).expect("encodes");
