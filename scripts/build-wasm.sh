@@ -21,7 +21,7 @@ if [ "${MWP_WASM_OPT:-1}" != 0 ]; then
   fi
   "$tools/node_modules/.bin/wasm-opt" -Oz \
     --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
     js/pkg/mwp_wasm_bg.wasm -o js/pkg/mwp_wasm_bg.wasm.opt
   mv js/pkg/mwp_wasm_bg.wasm.opt js/pkg/mwp_wasm_bg.wasm
 fi

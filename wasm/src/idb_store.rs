@@ -1,26 +1,34 @@
 //! IndexedDB stores (SPEC §9) for the authority and for replicas, on the `idb` crate.
 //!
-//! One database per store, named by the caller, with three object stores:
+//! One database per store, named by the caller (version 2), with these object stores:
 //!
 //! | object store | key | value |
 //! |---|---|---|
-//! | `events` | seq (number) | the event's canonical CBOR (`Uint8Array`) |
+//! | `batches` | seq of the record's first event (number) | a frame batch ([`crate::frames`]): the canonical CBOR of consecutive events, one frame each |
 //! | `receipts` | `[actor, action]` | the receipt's canonical CBOR (authority only) |
 //! | `meta` | `"head"` | `{group, seq, head}`: the last event written (for a replica, its cursor) |
 //! | `meta` | `"checkpoint"` | `{seq, state_hash, state}`: the canonical state at `seq` |
+//! | `events` | seq (number) | version 1's layout, one event per record: emptied into `batches` on open |
 //!
-//! **Transactions.** Everything one transition writes — every event of an accept or apply
-//! batch, its receipts, the head, a state checkpoint when due, and the erasure of redacted
+//! **One record per batch.** The events of one accept or apply batch are one `batches`
+//! record, so a batch of a thousand events costs one IndexedDB write, not a thousand. Records
+//! tile the log: each starts right after the one before (a restored replica's records resume
+//! after the snapshot's seq), so the event at seq `s` is frame `s - key` of the record with
+//! the greatest key `≤ s`.
+//!
+//! **Transactions.** Everything one transition writes — the events of an accept or apply
+//! batch, their receipts, the head, a state checkpoint when due, and the erasure of redacted
 //! values — goes into **one** `readwrite` transaction opened with `durability: "strict"`, and
-//! the results are handed out only after it completes. Events are *added*, never overwritten:
-//! if another connection (another tab) appended the same seq first, the transaction aborts.
+//! the results are handed out only after it completes. Records are *added*, never
+//! overwritten: a handle appends at its own seq + 1, so if another connection (another tab)
+//! appended after that seq first, a record with that key exists and the transaction aborts.
 //! If it aborts, nothing of it is
 //! visible, and the store is **poisoned** (every later call fails with `STORAGE`): memory had
 //! already moved ahead, so the only way on is to reopen, which rebuilds from what was
 //! committed. There is no separate recovery routine: opening is replay from the last
 //! checkpoint.
 
-use idb::{Database, KeyRange, Query, TransactionMode};
+use idb::{CursorDirection, Database, KeyRange, ObjectStore, Query, TransactionMode};
 use mwp_core::replica::Replica as CoreReplica;
 use mwp_core::{accept, Code, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits};
 use serde_json::json;
@@ -33,10 +41,15 @@ use crate::error::{storage, StoreError};
 use crate::frames;
 use crate::replica::{offer_frames, restore_snapshot, state_from_cbor, Pending};
 
+/// Version 1's one-record-per-event log: kept only to be emptied into [`BATCHES`] on open.
 const EVENTS: &str = "events";
+const BATCHES: &str = "batches";
 const RECEIPTS: &str = "receipts";
 const META: &str = "meta";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+
+/// Events per `batches` record when version 1's events are regrouped.
+const MIGRATION_RECORD: usize = 1000;
 
 /// Events between two state checkpoints, unless the caller says otherwise.
 pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
@@ -88,11 +101,12 @@ fn seq_field(obj: &JsValue, key: &str) -> Result<u64, Error> {
 /// What one transition writes.
 #[derive(Default)]
 struct WriteSet {
-    /// Events with their canonical bytes.
+    /// Events with their canonical bytes (consecutive seqs): one `batches` record.
     events: Vec<(Event, Vec<u8>)>,
     receipts: bool,
     checkpoint: Option<Checkpoint>,
-    erased: Vec<(u64, Vec<u8>)>,
+    /// Stored `batches` records rewritten with redacted values: (key, frame batch).
+    rewritten: Vec<(u64, Vec<u8>)>,
     /// Test hook: abort the transaction after issuing every write.
     abort: bool,
 }
@@ -126,15 +140,78 @@ impl Store {
         let db = Database::builder(name)
             .version(VERSION)
             .add_object_store(idb::builder::ObjectStoreBuilder::new(EVENTS))
+            .add_object_store(idb::builder::ObjectStoreBuilder::new(BATCHES))
             .add_object_store(idb::builder::ObjectStoreBuilder::new(RECEIPTS))
             .add_object_store(idb::builder::ObjectStoreBuilder::new(META))
             .build()
             .await
             .map_err(idb_err("open"))?;
-        Ok(Store {
+        let store = Store {
             db: db.into(),
             group,
-        })
+        };
+        store.migrate_v1().await?;
+        Ok(store)
+    }
+
+    /// Moves version 1's events (one record each) into `batches` records of up to
+    /// [`MIGRATION_RECORD`] consecutive events, in one transaction. A no-op once done.
+    async fn migrate_v1(&self) -> Result<(), Error> {
+        let tx = self
+            .database()
+            .transaction(&[EVENTS], TransactionMode::ReadOnly)
+            .map_err(idb_err("read transaction"))?;
+        let count = tx
+            .object_store(EVENTS)
+            .map_err(idb_err("events"))?
+            .count(None)
+            .map_err(idb_err("count version 1 events"))?
+            .await
+            .map_err(idb_err("count version 1 events"))?;
+        drop(tx);
+        if count == 0 {
+            return Ok(());
+        }
+        let (raw, done) = readwrite(&self.db, &[EVENTS, BATCHES])?;
+        let tx = idb::Transaction::from(raw.clone());
+        let events = tx.object_store(EVENTS).map_err(idb_err("events"))?;
+        let batches = tx.object_store(BATCHES).map_err(idb_err("batches"))?;
+        let keys = events
+            .get_all_keys(None, None)
+            .map_err(idb_err("read version 1 events"))?
+            .await
+            .map_err(idb_err("read version 1 events"))?;
+        let values = events
+            .get_all(None, None)
+            .map_err(idb_err("read version 1 events"))?
+            .await
+            .map_err(idb_err("read version 1 events"))?;
+        let mut record: Option<(u64, Vec<u8>, usize)> = None;
+        for (key, value) in keys.iter().zip(values) {
+            let seq = key_seq(key)?;
+            let bytes = value
+                .dyn_into::<js_sys::Uint8Array>()
+                .map_err(|_| Error::corrupt(format!("stored event {seq} is not a Uint8Array")))?
+                .to_vec();
+            if let Some((first, frames, n)) = &record {
+                if seq != first + *n as u64 || *n == MIGRATION_RECORD {
+                    add_record(&batches, *first, frames)?;
+                    record = None;
+                }
+            }
+            let (_, frames, n) = record.get_or_insert_with(|| (seq, Vec::new(), 0));
+            frames::push(frames, &bytes)?;
+            *n += 1;
+        }
+        if let Some((first, frames, _)) = &record {
+            add_record(&batches, *first, frames)?;
+        }
+        events.clear().map_err(idb_err("clear version 1 events"))?;
+        drop(tx);
+        wasm_bindgen_futures::JsFuture::from(done)
+            .await
+            .map(|_| ())
+            .map_err(|_| storage("moving version 1 events into batch records was aborted"))
     }
 
     fn database(&self) -> Database {
@@ -146,7 +223,7 @@ impl Store {
     async fn load(&self) -> Result<(Option<GroupState>, u64), Error> {
         let tx = self
             .database()
-            .transaction(&[EVENTS, META], TransactionMode::ReadOnly)
+            .transaction(&[BATCHES, META], TransactionMode::ReadOnly)
             .map_err(idb_err("read transaction"))?;
         let meta = tx.object_store(META).map_err(idb_err("meta"))?;
         let head = meta
@@ -172,9 +249,20 @@ impl Store {
             }
             None => (None, 0),
         };
-        for bytes in bytes_after(&tx, EVENTS, from, None, "event").await? {
-            let event = Event::from_cbor_verified(&bytes)?;
-            GroupState::apply_to(&mut state, &event)?;
+        for record in records_after(&tx, from, None).await? {
+            for (seq, bytes) in record.events()? {
+                if seq <= from {
+                    continue;
+                }
+                let event = Event::from_cbor_verified(bytes)?;
+                if event.seq != seq {
+                    return Err(Error::corrupt(format!(
+                        "the batch record at seq {} holds seq {} where seq {seq} belongs",
+                        record.first, event.seq
+                    )));
+                }
+                GroupState::apply_to(&mut state, &event)?;
+            }
         }
         let seq = state.as_ref().map_or(0, |s| s.seq);
         if let Some(head) = head {
@@ -196,57 +284,102 @@ impl Store {
         Ok((state, from))
     }
 
-    /// Stored bytes of event `seq`, if present.
-    async fn event_bytes(&self, seq: u64) -> Result<Option<Vec<u8>>, Error> {
+    /// The stored record holding event `seq`, as its key and owned frames, if present.
+    async fn record_at(&self, seq: u64) -> Result<Option<(u64, Vec<Vec<u8>>)>, Error> {
         let tx = self
             .database()
-            .transaction(&[EVENTS], TransactionMode::ReadOnly)
+            .transaction(&[BATCHES], TransactionMode::ReadOnly)
             .map_err(idb_err("read transaction"))?;
-        let row = tx
-            .object_store(EVENTS)
-            .map_err(idb_err("events"))?
-            .get(Query::from(JsValue::from(num(seq))))
-            .map_err(idb_err("read event"))?
+        let batches = tx.object_store(BATCHES).map_err(idb_err("batches"))?;
+        let Some(first) = record_key_at(&batches, seq).await? else {
+            return Ok(None);
+        };
+        let value = batches
+            .get(Query::from(JsValue::from(num(first))))
+            .map_err(idb_err("read batch record"))?
             .await
-            .map_err(idb_err("read event"))?;
-        Ok(row
-            .and_then(|r| r.dyn_into::<js_sys::Uint8Array>().ok())
-            .map(|a| a.to_vec()))
+            .map_err(idb_err("read batch record"))?;
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let record = Record::from_stored(first, value)?;
+        let frames: Vec<Vec<u8>> = record.events()?.map(|(_, f)| f.to_vec()).collect();
+        // A record before a restored snapshot may end before `seq`: not held here.
+        Ok((seq - first < frames.len() as u64).then_some((first, frames)))
     }
 
     /// Stored events after `after`, at most `limit`, as a frame batch.
     async fn events(&self, after: u64, limit: Option<u32>) -> Result<Vec<u8>, Error> {
         let tx = self
             .database()
-            .transaction(&[EVENTS], TransactionMode::ReadOnly)
+            .transaction(&[BATCHES], TransactionMode::ReadOnly)
             .map_err(idb_err("read transaction"))?;
         let mut out = Vec::new();
-        for bytes in bytes_after(&tx, EVENTS, after, limit, "event").await? {
-            frames::push(&mut out, &bytes)?;
+        let mut left = limit.map_or(u64::MAX, u64::from);
+        'records: for record in records_after(&tx, after, limit).await? {
+            for (seq, bytes) in record.events()? {
+                if seq <= after {
+                    continue;
+                }
+                if left == 0 {
+                    break 'records;
+                }
+                frames::push(&mut out, bytes)?;
+                left -= 1;
+            }
         }
         Ok(out)
     }
 
-    /// The redacted bytes of every event that `events` redacts, read from the batch itself
-    /// or from the store.
-    async fn erasures(&self, events: &[(Event, Vec<u8>)]) -> Result<Vec<(u64, Vec<u8>)>, Error> {
-        let mut out = Vec::new();
-        for (event, _) in events {
-            let EventKind::EventRedacted(r) = &event.kind else {
+    /// Erases the values of every event that `events` redacts: a target in `events` itself
+    /// gets its redacted bytes in place; a stored target's record is read and returned
+    /// rewritten, as (key, frame batch), to be put in the same transaction as `events`.
+    async fn erasures(
+        &self,
+        events: &mut [(Event, Vec<u8>)],
+    ) -> Result<Vec<(u64, Vec<u8>)>, Error> {
+        let mut records: Vec<(u64, Vec<Vec<u8>>)> = Vec::new();
+        for i in 0..events.len() {
+            let EventKind::EventRedacted(r) = &events[i].0.kind else {
                 continue;
             };
-            let mut target = match events.iter().find(|(e, _)| e.seq == r.seq) {
-                Some((e, _)) => e.clone(),
-                None => match self.event_bytes(r.seq).await? {
-                    Some(bytes) => Event::from_cbor(&bytes)?,
+            let target = r.seq;
+            if let Some((event, bytes)) = events.iter_mut().find(|(e, _)| e.seq == target) {
+                let mut redacted = event.clone();
+                redacted.redact()?;
+                *bytes = redacted.to_cbor()?;
+                continue;
+            }
+            let held = |(first, frames): &(u64, Vec<Vec<u8>>)| {
+                target >= *first && target - first < frames.len() as u64
+            };
+            let at = match records.iter().position(held) {
+                Some(at) => at,
+                None => match self.record_at(target).await? {
+                    Some(record) => {
+                        records.push(record);
+                        records.len() - 1
+                    }
                     // Not held here (a replica restored past it): nothing to erase.
                     None => continue,
                 },
             };
-            target.redact()?;
-            out.push((r.seq, target.to_cbor()?));
+            let (first, frames) = &mut records[at];
+            let frame = &mut frames[(target - *first) as usize];
+            let mut redacted = Event::from_cbor(frame)?;
+            redacted.redact()?;
+            *frame = redacted.to_cbor()?;
         }
-        Ok(out)
+        records
+            .into_iter()
+            .map(|(first, frames)| {
+                let mut out = Vec::new();
+                for frame in &frames {
+                    frames::push(&mut out, frame)?;
+                }
+                Ok((first, out))
+            })
+            .collect()
     }
 
     /// Writes one transition in one `readwrite` transaction with `durability: "strict"` and
@@ -260,21 +393,31 @@ impl Store {
         else {
             return Ok(());
         };
-        let (raw, done) = readwrite(&self.db, &[EVENTS, RECEIPTS, META])?;
+        let (raw, done) = readwrite(&self.db, &[BATCHES, RECEIPTS, META])?;
         let tx = idb::Transaction::from(raw.clone());
-        let events = tx.object_store(EVENTS).map_err(idb_err("events"))?;
+        let batches = tx.object_store(BATCHES).map_err(idb_err("batches"))?;
         let receipts = tx.object_store(RECEIPTS).map_err(idb_err("receipts"))?;
         let meta = tx.object_store(META).map_err(idb_err("meta"))?;
         // Requests are issued without waiting for each: a failing one aborts the whole
         // transaction, which `tx.await` reports.
-        for (event, bytes) in &set.events {
-            let bytes = js_sys::Uint8Array::from(bytes.as_slice());
-            // `add`, not `put`: the log is append-only, so a seq that exists already means
-            // another connection (another tab) appended first — the transaction aborts
-            // rather than overwrite it.
-            events
-                .add(&bytes, Some(&JsValue::from(num(event.seq))))
-                .map_err(idb_err("add event"))?;
+        if let Some((first, _)) = set.events.first() {
+            let mut record = Vec::new();
+            for (i, (event, bytes)) in set.events.iter().enumerate() {
+                if event.seq != first.seq + i as u64 {
+                    return Err(storage(format!(
+                        "the events of one write must have consecutive seqs: {} follows {}",
+                        event.seq,
+                        first.seq + i as u64 - 1
+                    )));
+                }
+                frames::push(&mut record, bytes)?;
+            }
+            // `add`, not `put`: the log is append-only, so a record that exists already at
+            // this seq means another connection (another tab) appended first — the
+            // transaction aborts rather than overwrite it.
+            add_record(&batches, first.seq, &record)?;
+        }
+        for (event, _) in &set.events {
             if set.receipts {
                 let receipt = mwp_core::canonical::to_vec(&event.receipt()).map_err(Error::from)?;
                 let key =
@@ -287,11 +430,11 @@ impl Store {
                     .map_err(idb_err("put receipt"))?;
             }
         }
-        for (seq, bytes) in &set.erased {
-            events
+        for (first, record) in &set.rewritten {
+            batches
                 .put(
-                    &js_sys::Uint8Array::from(bytes.as_slice()).into(),
-                    Some(&JsValue::from(num(*seq))),
+                    &js_sys::Uint8Array::from(record.as_slice()).into(),
+                    Some(&JsValue::from(num(*first))),
                 )
                 .map_err(idb_err("erase redacted values"))?;
         }
@@ -338,6 +481,118 @@ pub(crate) fn unpoisoned(poisoned: &Option<Error>) -> Result<(), Error> {
             ),
         )),
         None => Ok(()),
+    }
+}
+
+/// One stored `batches` record: the seq of its first event and its frame batch.
+struct Record {
+    first: u64,
+    bytes: Vec<u8>,
+}
+
+impl Record {
+    fn from_stored(first: u64, value: JsValue) -> Result<Record, Error> {
+        let bytes = value
+            .dyn_into::<js_sys::Uint8Array>()
+            .map_err(|_| {
+                Error::corrupt(format!(
+                    "the batch record at seq {first} is not a Uint8Array"
+                ))
+            })?
+            .to_vec();
+        Ok(Record { first, bytes })
+    }
+
+    /// The record's events, each with its seq.
+    fn events(&self) -> Result<impl Iterator<Item = (u64, &[u8])>, Error> {
+        let frames = frames::split(&self.bytes).map_err(|e| {
+            Error::corrupt(format!(
+                "the batch record at seq {}: {}",
+                self.first, e.message
+            ))
+        })?;
+        Ok((self.first..).zip(frames))
+    }
+}
+
+/// Adds one `batches` record (fails the transaction if its key exists).
+fn add_record(batches: &ObjectStore, first: u64, record: &[u8]) -> Result<(), Error> {
+    batches
+        .add(
+            &js_sys::Uint8Array::from(record).into(),
+            Some(&JsValue::from(num(first))),
+        )
+        .map(|_| ())
+        .map_err(idb_err("add batch record"))
+}
+
+/// A stored numeric key as a seq.
+fn key_seq(key: &JsValue) -> Result<u64, Error> {
+    let n = key
+        .as_f64()
+        .ok_or_else(|| Error::corrupt("a stored key is not a number"))?;
+    uint(n, "key").map_err(|e| Error::corrupt(e.message))
+}
+
+/// The key of the `batches` record that holds seq `seq` if any holds it: the greatest key
+/// `≤ seq`.
+async fn record_key_at(batches: &ObjectStore, seq: u64) -> Result<Option<u64>, Error> {
+    let range = KeyRange::upper_bound(&JsValue::from(num(seq)), Some(false))
+        .map_err(idb_err("key range"))?;
+    let cursor = batches
+        .open_key_cursor(Some(Query::from(range)), Some(CursorDirection::Prev))
+        .map_err(idb_err("read batches"))?
+        .await
+        .map_err(idb_err("read batches"))?;
+    match cursor {
+        Some(cursor) => key_seq(&cursor.key().map_err(idb_err("read batches"))?).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The `batches` records that hold the events after `after`, in seq order. The first may
+/// begin at or before `after`; with a `limit`, reading stops once the records hold that
+/// many events after `after` (the last may hold more).
+async fn records_after(
+    tx: &idb::Transaction,
+    after: u64,
+    limit: Option<u32>,
+) -> Result<Vec<Record>, Error> {
+    /// Records read per request when a limit applies.
+    const PAGE: u32 = 16;
+    let batches = tx.object_store(BATCHES).map_err(idb_err("batches"))?;
+    let next = after.saturating_add(1);
+    let mut from = record_key_at(&batches, next).await?.unwrap_or(next);
+    let page = limit.map(|_| PAGE);
+    let mut held = 0u64;
+    let mut out = Vec::new();
+    loop {
+        let range = || {
+            KeyRange::lower_bound(&JsValue::from(num(from)), Some(false))
+                .map(Query::from)
+                .map_err(idb_err("key range"))
+        };
+        let keys = batches
+            .get_all_keys(Some(range()?), page)
+            .map_err(idb_err("read batches"))?
+            .await
+            .map_err(idb_err("read batches"))?;
+        let values = batches
+            .get_all(Some(range()?), page)
+            .map_err(idb_err("read batches"))?
+            .await
+            .map_err(idb_err("read batches"))?;
+        let read = keys.len();
+        for (key, value) in keys.iter().zip(values) {
+            let record = Record::from_stored(key_seq(key)?, value)?;
+            held += record.events()?.filter(|(seq, _)| *seq > after).count() as u64;
+            from = record.first + 1;
+            out.push(record);
+        }
+        match (limit, page) {
+            (Some(limit), Some(page)) if read == page as usize && held < u64::from(limit) => {}
+            _ => return Ok(out),
+        }
     }
 }
 
@@ -466,13 +721,13 @@ impl IdbAuthority {
         };
         let checkpointed = checkpoint.is_some();
         let write = async {
-            let erased = self.store.erasures(&events).await?;
+            let rewritten = self.store.erasures(&mut events).await?;
             self.store
                 .write(WriteSet {
                     events,
                     receipts: true,
                     checkpoint,
-                    erased,
+                    rewritten,
                     abort,
                 })
                 .await
@@ -629,7 +884,7 @@ impl IdbReplica {
 
     async fn offer_inner(&mut self, batch: &[u8], abort: bool) -> Result<JsValue, Error> {
         self.check()?;
-        let (summary, applied) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
+        let (summary, mut applied) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
         let seq = self.inner.cursor();
         let checkpoint = match self.inner.state() {
             Some(s)
@@ -641,13 +896,13 @@ impl IdbReplica {
         };
         let checkpointed = checkpoint.is_some();
         let write = async {
-            let erased = self.store.erasures(&applied).await?;
+            let rewritten = self.store.erasures(&mut applied).await?;
             self.store
                 .write(WriteSet {
                     events: applied,
                     receipts: false,
                     checkpoint,
-                    erased,
+                    rewritten,
                     abort,
                 })
                 .await

@@ -402,6 +402,190 @@ async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
     c.close();
 }
 
+/// The frames of `batch` from index `from` to `to` (exclusive), as a frame batch.
+fn frames_of(batch: &[u8], from: usize, to: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for item in &frames::split(batch).expect("frames")[from..to] {
+        frames::push(&mut out, item).expect("frame");
+    }
+    out
+}
+
+#[wasm_bindgen_test]
+async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_batch() {
+    let name = "t-authority-records";
+    fresh(name).await;
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open");
+    let mut mem = Authority::new();
+    let redact = command(
+        "g1",
+        "alice",
+        "x1",
+        None,
+        json!({"type": "redact", "seq": 7, "reason": {"why": "pii"}}),
+    );
+    let batches = [
+        vec![open("g1"), create("g1", "w1", "c1")],
+        vec![
+            create("g1", "w2", "c2"),
+            create("g1", "w3", "c3"),
+            create("g1", "w4", "c4"),
+        ],
+        vec![create("g1", "w5", "c5")],
+        // The redaction's target (seq 7) is written in the same transaction.
+        vec![create("g1", "w6", "c6"), redact],
+    ];
+    for batch in batches {
+        for cmd in &batch {
+            mem.submit(cmd.clone(), 1000.0)
+                .map_err(JsValue::from)
+                .expect("accepted in memory");
+        }
+        let r = a
+            .submit(batch, 1000.0)
+            .await
+            .map_err(JsValue::from)
+            .expect("batch");
+        assert!(outcomes(&r).iter().all(|o| o == "accepted"));
+    }
+    assert_eq!(a.seq(), 8.0);
+    a.close();
+    let a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(a.state_hash().ok(), mem.state_hash().ok());
+    let log = log_of(&mem);
+    let read = |after: f64, limit: Option<u32>| a.events(after, limit);
+    // Every window, across the four records: the same bytes as the in-memory log (whose
+    // seq 7 is redacted too).
+    for after in 0..=8usize {
+        for limit in [None, Some(1), Some(2), Some(3), Some(100)] {
+            let got = read(after as f64, limit)
+                .await
+                .map_err(JsValue::from)
+                .expect("events");
+            let to = limit.map_or(8, |l| (after + l as usize).min(8));
+            assert_eq!(
+                got,
+                frames_of(&log, after, to),
+                "after {after}, limit {limit:?}"
+            );
+        }
+    }
+    let seven = frames_of(&log, 6, 7);
+    let ev = mwp_wasm::codec::decode_event(frames::split(&seven).expect("frames")[0])
+        .map_err(JsValue::from)
+        .expect("decodes");
+    assert!(prop(&prop(&prop(&ev, "kind"), "spec"), "$redacted").is_string());
+    a.close();
+}
+
+#[wasm_bindgen_test]
+async fn a_version_1_store_is_regrouped_into_batch_records_on_open() {
+    let name = "t-authority-v1";
+    fresh(name).await;
+    let mut mem = Authority::new();
+    for cmd in [
+        open("g1"),
+        create("g1", "w1", "c1"),
+        create("g1", "w2", "c2"),
+    ] {
+        mem.submit(cmd, 1000.0)
+            .map_err(JsValue::from)
+            .expect("accepted");
+    }
+    let log = log_of(&mem);
+    // Version 1's layout: one `events` record per event, keyed by seq, and the head.
+    {
+        let db = idb::Database::builder(name)
+            .version(1)
+            .add_object_store(idb::builder::ObjectStoreBuilder::new("events"))
+            .add_object_store(idb::builder::ObjectStoreBuilder::new("receipts"))
+            .add_object_store(idb::builder::ObjectStoreBuilder::new("meta"))
+            .build()
+            .await
+            .expect("version 1 database");
+        let tx = db
+            .transaction(&["events", "meta"], idb::TransactionMode::ReadWrite)
+            .expect("transaction");
+        let events = tx.object_store("events").expect("events");
+        for (i, item) in frames::split(&log).expect("frames").iter().enumerate() {
+            events
+                .add(
+                    &js_sys::Uint8Array::from(*item).into(),
+                    Some(&JsValue::from(i as f64 + 1.0)),
+                )
+                .expect("add");
+        }
+        let head = js_sys::Object::new();
+        js_sys::Reflect::set(&head, &"group".into(), &"g1".into()).expect("set");
+        js_sys::Reflect::set(&head, &"seq".into(), &3.0.into()).expect("set");
+        js_sys::Reflect::set(&head, &"head".into(), &mem.head().into()).expect("set");
+        tx.object_store("meta")
+            .expect("meta")
+            .put(&head.into(), Some(&"head".into()))
+            .expect("put head");
+        tx.commit().expect("commit").await.expect("committed");
+        db.close();
+    }
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("open regroups");
+    assert_eq!(a.seq(), 3.0);
+    assert_eq!(a.state_hash().ok(), mem.state_hash().ok());
+    assert_eq!(
+        a.events(0.0, None)
+            .await
+            .map_err(JsValue::from)
+            .expect("events"),
+        log
+    );
+    // The version 1 records are gone, and appending goes on after them.
+    let left = a
+        .submit(vec![create("g1", "w3", "c3")], 1000.0)
+        .await
+        .map_err(JsValue::from)
+        .expect("append");
+    assert_eq!(outcomes(&left), ["accepted"]);
+    a.close();
+    let db = idb::Database::builder(name)
+        .version(2)
+        .add_object_store(idb::builder::ObjectStoreBuilder::new("events"))
+        .add_object_store(idb::builder::ObjectStoreBuilder::new("batches"))
+        .add_object_store(idb::builder::ObjectStoreBuilder::new("receipts"))
+        .add_object_store(idb::builder::ObjectStoreBuilder::new("meta"))
+        .build()
+        .await
+        .expect("open");
+    let tx = db
+        .transaction(&["events", "batches"], idb::TransactionMode::ReadOnly)
+        .expect("transaction");
+    let count = |store: &str| {
+        tx.object_store(store)
+            .expect("store")
+            .count(None)
+            .expect("count")
+    };
+    assert_eq!(count("events").await.expect("count"), 0);
+    assert_eq!(
+        count("batches").await.expect("count"),
+        2,
+        "one regrouped, one appended"
+    );
+    db.close();
+    let a = IdbAuthority::open(name.into(), "g1".into(), None)
+        .await
+        .map_err(JsValue::from)
+        .expect("reopen");
+    assert_eq!(a.seq(), 4.0);
+    a.close();
+}
+
 mod agent_store {
     //! `IdbAgentStore`: an agent's write sets, one strict transaction each, folded on open.
     use super::fresh;

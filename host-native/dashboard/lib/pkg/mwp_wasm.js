@@ -2526,9 +2526,21 @@ function __wbg_get_imports() {
             const ret = arg0.call(arg1, arg2);
             return ret;
         }, arguments); },
+        __wbg_clear_507b74bbfa06114d: function() { return handleError(function (arg0) {
+            const ret = arg0.clear();
+            return ret;
+        }, arguments); },
         __wbg_close_70d38255291ae4c8: function(arg0) {
             arg0.close();
         },
+        __wbg_count_e2319028fdda4bd5: function() { return handleError(function (arg0) {
+            const ret = arg0.count();
+            return ret;
+        }, arguments); },
+        __wbg_count_f985983ff17ebffb: function() { return handleError(function (arg0, arg1) {
+            const ret = arg0.count(arg1);
+            return ret;
+        }, arguments); },
         __wbg_createIndex_40dc5bd2e5a23975: function() { return handleError(function (arg0, arg1, arg2, arg3, arg4) {
             const ret = arg0.createIndex(getStringFromWasm0(arg1, arg2), arg3, arg4);
             return ret;
@@ -2566,6 +2578,18 @@ function __wbg_get_imports() {
         __wbg_error_029b9735617abe23: function() { return handleError(function (arg0) {
             const ret = arg0.error;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
+        }, arguments); },
+        __wbg_getAllKeys_08212b8e3f30bcdf: function() { return handleError(function (arg0, arg1) {
+            const ret = arg0.getAllKeys(arg1);
+            return ret;
+        }, arguments); },
+        __wbg_getAllKeys_cc55957bda37fb47: function() { return handleError(function (arg0, arg1, arg2) {
+            const ret = arg0.getAllKeys(arg1, arg2 >>> 0);
+            return ret;
+        }, arguments); },
+        __wbg_getAllKeys_f22cbedeec86b411: function() { return handleError(function (arg0) {
+            const ret = arg0.getAllKeys();
+            return ret;
         }, arguments); },
         __wbg_getAll_0926d7a1f4b74bd5: function() { return handleError(function (arg0, arg1, arg2) {
             const ret = arg0.getAll(arg1, arg2 >>> 0);
@@ -2630,6 +2654,16 @@ function __wbg_get_imports() {
             let result;
             try {
                 result = arg0 instanceof ArrayBuffer;
+            } catch (_) {
+                result = false;
+            }
+            const ret = result;
+            return ret;
+        },
+        __wbg_instanceof_IdbCursor_3ce1d10ae0ff0d98: function(arg0) {
+            let result;
+            try {
+                result = arg0 instanceof IDBCursor;
             } catch (_) {
                 result = false;
             }
@@ -2710,6 +2744,10 @@ function __wbg_get_imports() {
         },
         __wbg_keyPath_01b7f7605862dac7: function() { return handleError(function (arg0) {
             const ret = arg0.keyPath;
+            return ret;
+        }, arguments); },
+        __wbg_key_6e6cd11010a229d7: function() { return handleError(function (arg0) {
+            const ret = arg0.key;
             return ret;
         }, arguments); },
         __wbg_length_186163212ffe79c3: function(arg0) {
@@ -2812,6 +2850,18 @@ function __wbg_get_imports() {
             const ret = Array.of(arg0, arg1);
             return ret;
         },
+        __wbg_openKeyCursor_0fd569e75e8de6fe: function() { return handleError(function (arg0, arg1, arg2) {
+            const ret = arg0.openKeyCursor(arg1, __wbindgen_enum_IdbCursorDirection[arg2]);
+            return ret;
+        }, arguments); },
+        __wbg_openKeyCursor_a1207ba7909a249f: function() { return handleError(function (arg0, arg1) {
+            const ret = arg0.openKeyCursor(arg1);
+            return ret;
+        }, arguments); },
+        __wbg_openKeyCursor_e49a5aed69e3505f: function() { return handleError(function (arg0) {
+            const ret = arg0.openKeyCursor();
+            return ret;
+        }, arguments); },
         __wbg_open_0b7832f51fde5a5f: function() { return handleError(function (arg0, arg1, arg2, arg3) {
             const ret = arg0.open(getStringFromWasm0(arg1, arg2), arg3 >>> 0);
             return ret;
@@ -2957,18 +3007,18 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 250, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 362, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 216, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 323, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 2, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h5e26f5218bf4f49e);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 4, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h328c7d23a6d1deb5);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -3017,8 +3067,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h5e26f5218bf4f49e(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h5e26f5218bf4f49e(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h328c7d23a6d1deb5(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h328c7d23a6d1deb5(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
@@ -3031,6 +3081,9 @@ function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg
 function wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(arg0, arg1, arg2, arg3) {
     wasm.wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(arg0, arg1, arg2, arg3);
 }
+
+
+const __wbindgen_enum_IdbCursorDirection = ["next", "nextunique", "prev", "prevunique"];
 
 
 const __wbindgen_enum_IdbTransactionMode = ["readonly", "readwrite", "versionchange", "readwriteflush", "cleanup"];
