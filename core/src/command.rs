@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::canonical::{self, Strictness};
-use crate::crypto::{Hash, PublicKey, SecretKey, Signature};
+use crate::crypto::{Hash, PreparedKey, PublicKey, SecretKey, Signature};
 use crate::error::{Error, Result};
 use crate::id::Id;
 use crate::lease::LeaseId;
@@ -99,6 +99,12 @@ impl Command {
 
     /// Whether `sig` verifies under `key`.
     pub fn verify(&self, key: &PublicKey) -> Result<bool> {
+        Ok(key.verify(&self.content_bytes()?, &self.sig))
+    }
+
+    /// Whether `sig` verifies under a key decoded beforehand (the same answer as
+    /// [`Command::verify`] with that key).
+    pub fn verify_prepared(&self, key: &PreparedKey) -> Result<bool> {
         Ok(key.verify(&self.content_bytes()?, &self.sig))
     }
 

@@ -182,11 +182,33 @@ impl Hash {
 impl PublicKey {
     /// Verifies `sig` over `message`. A key that is not a valid curve point fails.
     pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
-        let Ok(key) = ed25519_dalek::VerifyingKey::from_bytes(&self.0) else {
-            return false;
-        };
+        self.prepare().is_some_and(|key| key.verify(message, sig))
+    }
+
+    /// The key decoded to its curve point, for checking many signatures under it; `None` if
+    /// it is not a valid point (then no signature verifies under it).
+    pub fn prepare(&self) -> Option<PreparedKey> {
+        ed25519_dalek::VerifyingKey::from_bytes(&self.0)
+            .ok()
+            .map(PreparedKey)
+    }
+}
+
+/// A [`PublicKey`] decoded once. Decoding (a square root in the field) is about a fifth of
+/// a signature check; [`PreparedKey::verify`] is exactly [`PublicKey::verify`] without it.
+#[derive(Clone, Debug)]
+pub struct PreparedKey(ed25519_dalek::VerifyingKey);
+
+impl PreparedKey {
+    /// Verifies `sig` over `message`, as [`PublicKey::verify`] does.
+    pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
         let sig = ed25519_dalek::Signature::from_bytes(&sig.0);
-        key.verify(message, &sig).is_ok()
+        self.0.verify(message, &sig).is_ok()
+    }
+
+    /// The key's bytes.
+    pub fn public(&self) -> PublicKey {
+        PublicKey(self.0.to_bytes())
     }
 }
 
@@ -253,5 +275,24 @@ mod tests {
         assert!(!k.public().verify(b"hellp", &sig));
         let other = SecretKey::for_transcript("bob");
         assert!(!other.public().verify(b"hello", &sig));
+    }
+
+    #[test]
+    fn a_prepared_key_answers_as_the_key_does() {
+        let k = SecretKey::for_transcript("alice");
+        let sig = k.sign(b"hello");
+        let prepared = k.public().prepare().expect("a real key is a curve point");
+        assert_eq!(prepared.public(), k.public());
+        let mut bad_sig = sig;
+        bad_sig.0[0] ^= 1;
+        for (msg, sig) in [(&b"hello"[..], sig), (b"hellp", sig), (b"hello", bad_sig)] {
+            assert_eq!(prepared.verify(msg, &sig), k.public().verify(msg, &sig));
+        }
+        // Not a point: nothing to prepare, and nothing verifies under it.
+        let not_a_point = (0u8..=255)
+            .map(|b| PublicKey([b; 32]))
+            .find(|p| p.prepare().is_none())
+            .expect("some 32-byte strings are not points");
+        assert!(!not_a_point.verify(b"hello", &sig));
     }
 }

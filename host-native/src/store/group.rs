@@ -11,15 +11,15 @@
 //! 3. **after commit**: redaction erases the target's stored values, and due snapshots are
 //!    written. A crash between 2 and 3 is repaired by the next open, which redoes 3.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mwp_core::accept::accept_preverified;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{
-    accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, PublicKey,
-    Receipt, Result,
+    accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, PreparedKey,
+    PublicKey, Receipt, Result,
 };
 
 use super::backend::StorageFile;
@@ -134,7 +134,13 @@ pub(crate) struct GroupLog {
     overlay: RwLock<Overlay>,
     erasing: Mutex<()>,
     snaps: Mutex<Option<SnapInfo>>,
+    /// Member and authority keys decoded once, for the signature checks of `submit`.
+    keys: RwLock<HashMap<PublicKey, PreparedKey>>,
 }
+
+/// Decoded keys kept per group; past this many the cache starts over (keys are few: one per
+/// member, plus rotations).
+const KEY_CACHE: usize = 4096;
 
 fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     move |e| storage(what, e)
@@ -198,6 +204,7 @@ impl GroupLog {
             }]),
             overlay: RwLock::new(Overlay::default()),
             erasing: Mutex::new(()),
+            keys: RwLock::new(HashMap::new()),
             snaps: Mutex::new(None),
         };
         let group = Arc::new(group);
@@ -243,7 +250,7 @@ impl GroupLog {
                 s.members.get(&cmd.actor).map(|m| m.key)
             }
         });
-        let verified = key.filter(|k| cmd.verify(k).unwrap_or(false));
+        let verified = key.filter(|k| self.verify(cmd, k));
         let (decision, wait_for, snapshot) = {
             let mut core = lock(&self.core);
             self.ctx.check_sticky()?;
@@ -301,6 +308,26 @@ impl GroupLog {
             }
         }
         decision
+    }
+
+    /// Whether `cmd`'s signature verifies under `key`, decoding `key` once per group.
+    fn verify(&self, cmd: &Command, key: &PublicKey) -> bool {
+        let cached = read(&self.keys).get(key).cloned();
+        let prepared = match cached {
+            Some(p) => p,
+            None => {
+                let Some(p) = key.prepare() else {
+                    return false;
+                };
+                let mut keys = write(&self.keys);
+                if keys.len() >= KEY_CACHE {
+                    keys.clear();
+                }
+                keys.insert(*key, p.clone());
+                p
+            }
+        };
+        cmd.verify_prepared(&prepared).unwrap_or(false)
     }
 
     /// Makes a storage failure sticky.
@@ -932,6 +959,7 @@ impl GroupLog {
             index: RwLock::new(index),
             overlay: RwLock::new(overlay),
             erasing: Mutex::new(()),
+            keys: RwLock::new(HashMap::new()),
             snaps: Mutex::new(snap_info),
         });
         // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
