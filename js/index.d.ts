@@ -441,6 +441,12 @@ export function deleteIdbStore(name: string): Promise<void>;
 export interface FileStoreOptions {
   /** A segment that reached this size is closed and a new one started (default 64 MiB). */
   segmentBytes?: number;
+  /**
+   * Zeros written ahead of the last record, in the same write as the batch that needs them,
+   * so most appends overwrite space the file already has and each sync need not record a
+   * new file size (default 4 MiB, at most `segmentBytes`; `0`: none).
+   */
+  reserveBytes?: number;
   /** Take a signed snapshot every this many events (default 100,000; `null`: only on archive). */
   snapshotEvery?: number | null;
   /** Snapshot files kept per group (default 2). */

@@ -70,10 +70,13 @@ fn bit_flips_at_random_offsets_are_all_detected() {
     let mut trials = 0;
     for file in &files {
         let bytes = be.read_file(file).unwrap();
+        // The records; the zeros reserved after them hold nothing to damage (see
+        // `damage_in_the_reserved_space_loses_nothing`).
+        let end = records_end(&bytes);
         for _ in 0..60 {
             let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
             let mut damaged = bytes.clone();
-            let at = rng.below(bytes.len() as u64) as usize;
+            let at = rng.below(end as u64) as usize;
             damaged[at] ^= 1 << rng.below(8);
             image.write_file(file, &damaged).unwrap();
             assert_detected(
@@ -93,9 +96,10 @@ fn truncations_at_random_offsets_are_all_detected() {
     let mut rng = Rng::new(11);
     for file in &files {
         let bytes = be.read_file(file).unwrap();
+        let end = records_end(&bytes);
         for _ in 0..30 {
             let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
-            let at = rng.below(bytes.len() as u64) as usize;
+            let at = rng.below(end as u64) as usize;
             image.write_file(file, &bytes[..at]).unwrap();
             assert_detected(
                 &image,
@@ -136,15 +140,36 @@ fn a_torn_tail_is_trimmed_and_writing_resumes() {
     drop(rec);
     let seg = last_segment(&be);
     let mut bytes = be.read_file(&seg).unwrap();
-    let good = bytes.len() as u64;
-    // Half of a record header, as a write cut short by a power loss leaves it.
-    bytes.extend_from_slice(&[0x2a, 0, 0, 0, (head + 1) as u8, 0, 0, 0, 0, 0]);
+    let good = records_end(&bytes);
+    // Half of a record header, as a write cut short by a power loss leaves it, at the end
+    // of the file or in the space reserved after the last record.
+    for reserved in [false, true] {
+        bytes.truncate(good);
+        if reserved {
+            bytes.resize(good + 100, 0);
+        }
+        bytes[good..].fill(0);
+        let torn = [0x2a, 0, 0, 0, (head + 1) as u8, 0, 0, 0, 0, 0];
+        if reserved {
+            bytes[good..good + 10].copy_from_slice(&torn);
+        } else {
+            bytes.extend_from_slice(&torn);
+        }
+        let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+        image.write_file(&seg, &bytes).unwrap();
+        let store = open(&image).unwrap();
+        assert_eq!(
+            store.report().trimmed,
+            vec![(
+                seg.display().to_string(),
+                good as u64,
+                bytes.len() as u64 - good as u64
+            )]
+        );
+        assert_eq!(image.read_file(&seg).unwrap().len(), good);
+    }
     be.write_file(&seg, &bytes).unwrap();
     let store = open(&be).unwrap();
-    assert_eq!(
-        store.report().trimmed,
-        vec![(seg.display().to_string(), good, 10)]
-    );
     assert_eq!(store.head_seq(&id("g1")).unwrap(), head);
     drop(store);
     // Everything continues: the rest of the workload commits and reopens cleanly.
@@ -173,7 +198,7 @@ fn a_torn_batch_whose_later_pages_landed_is_still_a_torn_tail() {
     let second = first_rec + RECORD_HEADER_LEN + len1;
     let mut recs = Vec::new();
     let mut at = second;
-    while at < bytes.len() {
+    while at < records_end(&bytes) {
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
         let seq = u64::from_le_bytes(bytes[at + 4..at + 12].try_into().unwrap());
         let payload = bytes[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len].to_vec();
@@ -293,11 +318,14 @@ fn segment_names(be: &MemBackend) -> Vec<String> {
     names
 }
 
-/// Every record of a segment: (offset, payload range).
+/// Every record of a segment: (offset, payload range). The records end where the file
+/// does, or where the zeros reserved after them start.
 fn records(bytes: &[u8]) -> Vec<(usize, std::ops::Range<usize>)> {
     let mut out = Vec::new();
     let mut at = FILE_HEADER_LEN;
-    while at + RECORD_HEADER_LEN <= bytes.len() {
+    while at + RECORD_HEADER_LEN <= bytes.len()
+        && bytes[at..at + RECORD_HEADER_LEN].iter().any(|&b| b != 0)
+    {
         let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
         let start = at + RECORD_HEADER_LEN;
         out.push((at, start..start + len));
@@ -410,4 +438,105 @@ fn a_segment_whose_header_names_another_prev_is_refused() {
         assert!(e.message.contains("segment header's prev"), "{e}");
         assert!(e.message.starts_with(name.as_str()), "{e}");
     }
+}
+
+/// Where the records of a segment end (the file's end, or where its reserved zeros start).
+fn records_end(bytes: &[u8]) -> usize {
+    records(bytes)
+        .last()
+        .map_or(FILE_HEADER_LEN, |(_, payload)| payload.end)
+}
+
+#[test]
+fn only_the_last_segment_keeps_zeros_reserved_after_its_records() {
+    let (be, _) = written();
+    let dir = Path::new("/d/groups/g1");
+    let names = segment_names(&be);
+    assert!(names.len() >= 3, "the workload rolls segments: {names:?}");
+    for (i, name) in names.iter().enumerate() {
+        let bytes = be.read_file(&dir.join(name)).unwrap();
+        let end = records_end(&bytes);
+        if i + 1 == names.len() {
+            assert!(bytes.len() > end, "{name}: nothing reserved");
+            assert!(bytes[end..].iter().all(|&b| b == 0), "{name}");
+        } else {
+            assert_eq!(bytes.len(), end, "{name} was not cut to its records");
+        }
+    }
+    let store = open(&be).unwrap();
+    assert_eq!(
+        store.report(),
+        &Default::default(),
+        "a reserve is not a torn tail"
+    );
+    assert!(fsck_with(Arc::new(be.clone()), Path::new("/d"))
+        .unwrap()
+        .is_clean());
+}
+
+#[test]
+fn without_a_reserve_segments_end_at_their_last_record() {
+    let be = MemBackend::new();
+    let no_reserve = || mwp_host::store::StoreOptions {
+        reserve_bytes: 0,
+        ..opts()
+    };
+    let mut rec = Recorder::open(&be, no_reserve());
+    run(&mut rec, &workload());
+    let want = rec.store.as_ref().unwrap().state_hash(&id("g1")).unwrap();
+    drop(rec);
+    let dir = Path::new("/d/groups/g1");
+    for name in segment_names(&be) {
+        let bytes = be.read_file(&dir.join(&name)).unwrap();
+        assert_eq!(bytes.len(), records_end(&bytes), "{name}");
+    }
+    // Either way the log is the same log: a store with a reserve opens it and appends.
+    let store = open(&be).unwrap();
+    assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
+}
+
+#[test]
+fn damage_in_the_reserved_space_loses_nothing() {
+    let (be, _) = written();
+    let seg = last_segment(&be);
+    let bytes = be.read_file(&seg).unwrap();
+    let end = records_end(&bytes);
+    let want = open(&be).unwrap().state_hash(&id("g1")).unwrap();
+    let mut rng = Rng::new(5);
+    for _ in 0..20 {
+        let at = end + rng.below((bytes.len() - end) as u64) as usize;
+        // A flipped bit: garbage after the records is a torn tail, cut and reported.
+        let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+        let mut flipped = bytes.clone();
+        flipped[at] ^= 1 << rng.below(8);
+        image.write_file(&seg, &flipped).unwrap();
+        let store = open(&image).unwrap();
+        assert_eq!(store.state_hash(&id("g1")).unwrap(), want, "flip at {at}");
+        assert_eq!(store.report().trimmed.len(), 1, "flip at {at}");
+        // Cut short: fewer zeros, the same log, nothing to report.
+        let image = be.crash_image(mwp_host::store::backend::PowerLoss::DropAll);
+        image.write_file(&seg, &bytes[..at]).unwrap();
+        let store = open(&image).unwrap();
+        assert_eq!(store.state_hash(&id("g1")).unwrap(), want, "cut at {at}");
+        assert!(store.report().trimmed.is_empty(), "cut at {at}");
+    }
+}
+
+#[test]
+fn zeros_after_the_records_of_an_earlier_segment_are_damage() {
+    let (be, _) = written();
+    let dir = Path::new("/d/groups/g1");
+    let first = segment_names(&be)[0].clone();
+    let path = dir.join(&first);
+    let mut bytes = be.read_file(&path).unwrap();
+    let end = bytes.len();
+    bytes.resize(end + 64, 0);
+    be.write_file(&path, &bytes).unwrap();
+    let e = open(&be).unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert_eq!(e.details["file"], first.as_str());
+    assert_eq!(e.details["offset"], end as u64);
+    assert!(!fsck_with(Arc::new(be.clone()), Path::new("/d"))
+        .unwrap()
+        .is_clean());
 }

@@ -25,7 +25,7 @@ export { crc32c, groupDirName, groupFromDirName } from "./file-format.js";
 const CHUNK = 1 << 20;
 /** Largest number of record bytes one `events` call reads (as the native store). */
 const MAX_READ_BYTES = 8 << 20;
-const DEFAULTS = { segmentBytes: 64 << 20, snapshotEvery: 100_000, snapshotsKept: 2 };
+const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2 };
 
 const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
 
@@ -149,7 +149,9 @@ async function writeNewFile(dir, name, data, mode = 0o644) {
 /**
  * Walks the records of `file` after its header, checking framing, CRCs and seqs (the native
  * `scan`), and awaits `visit(record)` for each good one in order. Returns `{end, lastSeq,
- * torn}`; damage the tail rule cannot explain throws `LOG_CORRUPT` naming file and offset.
+ * torn, reserved}`; damage the tail rule cannot explain throws `LOG_CORRUPT` naming file and
+ * offset. Where `spec.reserve` allows it (the last segment), zeros from the end of the
+ * records to the end of the file are space reserved for later appends, not damage.
  */
 async function scan(file, len, spec, visit) {
   let pos = FILE_HEADER_LEN;
@@ -166,7 +168,7 @@ async function scan(file, len, spec, visit) {
   };
   let damage;
   for (;;) {
-    if (pos === len) return { end: pos, lastSeq, torn: null };
+    if (pos === len) return { end: pos, lastSeq, torn: null, reserved: 0 };
     if (!(await fill(pos, RECORD_HEADER_LEN))) {
       damage = "incomplete record header";
       break;
@@ -213,12 +215,22 @@ async function scan(file, len, spec, visit) {
     expected = h.seq + 1;
     pos += total;
   }
+  if (spec.reserve && (await allZero(file, pos, len))) return { end: pos, lastSeq, torn: null, reserved: len - pos };
   if (!spec.mayBeTorn) throw corruptAt(spec.name, pos, damage);
   const later = await laterBatch(file, len, pos, expected, spec.contiguous);
   if (later !== null) {
     throw corruptAt(spec.name, pos, `${damage}, but a later write batch starts at offset ${later}: acknowledged data is damaged`);
   }
-  return { end: pos, lastSeq, torn: len - pos };
+  return { end: pos, lastSeq, torn: len - pos, reserved: 0 };
+}
+
+/** Whether every byte of `file` in `[from, len)` is zero, read a chunk at a time. */
+async function allZero(file, from, len) {
+  for (let at = from; at < len; at += CHUNK) {
+    const b = await file.readAt(at, Math.min(CHUNK, len - at));
+    if (!b.every((x) => x === 0)) return false;
+  }
+  return true;
 }
 
 /**
@@ -464,20 +476,35 @@ export class FileGroup {
       buf.set(c, at);
       at += c.length;
     }
-    await seg.file.writeAt(seg.end, buf);
+    const reserve = this.#store.options.reserveBytes;
+    // Past the reserved space: reserve more zeros in the same write and the same sync
+    // (docs/format.md, "Reserved space").
+    const out = seg.end + size > seg.alloc && reserve > 0 ? new Uint8Array(size + reserve) : buf;
+    if (out !== buf) out.set(buf);
+    await seg.file.writeAt(seg.end, out);
     await seg.file.datasync();
+    seg.alloc = Math.max(seg.alloc, seg.end + out.length);
     seg.end += size;
     for (const o of offsets) seg.offsets.push(o);
     this.#durableId = pending[pending.length - 1].id;
     return pending[pending.length - 1].seq;
   }
 
-  /** Starts a new segment whose first record will be `firstSeq`. */
+  /**
+   * Starts a new segment whose first record will be `firstSeq`. The segment being closed is
+   * first cut to its last record and synced: only the last segment may end in reserved zeros.
+   */
   async #roll(firstSeq) {
+    const last = this.#segments[this.#segments.length - 1];
+    if (last.alloc > last.end) {
+      await last.file.truncate(last.end);
+      await last.file.datasync();
+      last.alloc = last.end;
+    }
     const name = segmentName(firstSeq);
     const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq, prev: unhex(this.#durableId), group: this.id });
     const file = await writeNewFile(this.dir, name, header);
-    const seg = { firstSeq, name, file, offsets: [], end: FILE_HEADER_LEN };
+    const seg = { firstSeq, name, file, offsets: [], end: FILE_HEADER_LEN, alloc: FILE_HEADER_LEN };
     this.#segments.push(seg);
     return seg;
   }
@@ -680,7 +707,7 @@ export class FileStore {
     /** The data directory. */
     this.root = root;
     this.#secret = secret;
-    /** Options in effect: `{segmentBytes, snapshotEvery, snapshotsKept}`. */
+    /** Options in effect: `{segmentBytes, reserveBytes, snapshotEvery, snapshotsKept}`. */
     this.options = options;
     /** What opening found and did: `{trimmed, skippedSnapshots, repaired, removed}`. */
     this.report = { trimmed: [], skippedSnapshots: [], repaired: [], removed: [] };
@@ -913,7 +940,7 @@ async function createGroupDir(store, id, sg, decision) {
   data.set(header, 0);
   data.set(rec, header.length);
   const file = await writeNewFile(dir, segmentName(1), data);
-  const seg = { firstSeq: 1, name: segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length };
+  const seg = { firstSeq: 1, name: segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length, alloc: data.length };
   return new FileGroup(store, id, dir, sg, [seg], { file: null, end: 0, entries: new Map() }, null);
 }
 
@@ -1038,6 +1065,7 @@ async function openGroupDir(store, id, dir, report) {
           firstSeq,
           contiguous: true,
           mayBeTorn: i + 1 === segSeqs.length,
+          reserve: i + 1 === segSeqs.length,
           erased: (seq) => overlay.entries.get(seq)?.orig,
         },
         async (r) => {
@@ -1076,7 +1104,7 @@ async function openGroupDir(store, id, dir, report) {
         report.trimmed.push({ file: path, offset: end.end, bytes: end.torn });
       }
       nextSeq = end.lastSeq + 1;
-      segments.push({ firstSeq, name, file, offsets, end: end.end });
+      segments.push({ firstSeq, name, file, offsets, end: end.end, alloc: end.end + end.reserved });
     }
     const head = nextSeq - 1;
     if (head < baseSeq) {
@@ -1147,13 +1175,16 @@ async function loadOrCreateKey(root, given) {
 
 /**
  * Opens (creating if needed) a data directory in the native file store's format.
- * Options: `segmentBytes` (default 64 MiB), `snapshotEvery` (default 100,000; `null`: only
+ * Options: `segmentBytes` (default 64 MiB), `reserveBytes` (zeros written ahead of the last
+ * record so most appends need not grow the file; default 4 MiB, at most `segmentBytes`, `0`:
+ * none), `snapshotEvery` (default 100,000; `null`: only
  * on archive), `snapshotsKept` (default 2), `authorityKey` (secret key seed, hex; default:
  * the one in `authority.key`, generated on first open).
  */
 export async function openFileStore(dir, options = {}) {
   const opts = { ...DEFAULTS };
   for (const k of Object.keys(DEFAULTS)) if (options[k] !== undefined) opts[k] = options[k];
+  opts.reserveBytes = Math.min(opts.reserveBytes, opts.segmentBytes);
   if (typeof dir !== "string" || dir === "") throw new StoreError("MALFORMED", "openFileStore: `dir` must be a non-empty path");
   try {
     if (!(await exists(dir))) {

@@ -207,12 +207,23 @@ async function populated(mwp, dir, { n = 6, batches = 3, ...opts } = {}) {
 
 const segPath = (dir) => join(dir, "groups", "g1", "00000000000000000001.seg");
 
+/**
+ * Where the records of a segment's bytes end: the end of the file, or where the zeros
+ * reserved after the last record start.
+ */
+function recordsEnd(b) {
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let at = 192;
+  while (at + 24 <= b.length && b.subarray(at, at + 24).some((x) => x !== 0)) at += 24 + v.getUint32(at, true);
+  return at;
+}
+
 /** Offset of the record of `seq` in a segment file, by walking its record headers. */
 function recordOffset(path, seq) {
   const b = fs.readFileSync(path);
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   let at = 192;
-  while (at < b.length) {
+  while (at < recordsEnd(b)) {
     if (v.getUint32(at + 4, true) === seq) return at;
     at += 24 + v.getUint32(at, true);
   }
@@ -224,7 +235,7 @@ function recordBatches(path) {
   const b = fs.readFileSync(path);
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const out = [];
-  for (let at = 192; at < b.length; at += 24 + v.getUint32(at, true)) out.push([v.getUint32(at + 4, true), v.getUint32(at + 12, true)]);
+  for (let at = 192; at < recordsEnd(b); at += 24 + v.getUint32(at, true)) out.push([v.getUint32(at + 4, true), v.getUint32(at + 12, true)]);
   return out;
 }
 
@@ -292,14 +303,19 @@ export function cases(mwp) {
       const hash = (await store.openGroup("g1")).stateHash();
       await store.close();
       const path = segPath(dir);
-      const good = fs.readFileSync(path);
-      // A torn last write: the first 30 bytes of a record of a new batch.
-      const torn = Buffer.concat([good, good.subarray(192, 222)]);
+      const written = fs.readFileSync(path);
+      const end = recordsEnd(written);
+      check(written.length > end && written.subarray(end).every((x) => x === 0), "zeros reserved after the records");
+      const good = written.subarray(0, end);
+      // A torn last write: the first 30 bytes of a record of a new batch, landed in the
+      // reserved space.
+      const torn = Buffer.from(written);
+      torn.set(written.subarray(192, 222), end);
       fs.writeFileSync(path, torn);
       fs.writeFileSync(join(dir, "groups", "g1", "00000000000000000009.snap.tmp"), "x");
       const again = await mwp.openFileStore(dir);
       eq(await again.stateHash("g1"), hash, "state hash");
-      eq(again.report.trimmed, [{ file: path, offset: good.length, bytes: 30 }], "report");
+      eq(again.report.trimmed, [{ file: path, offset: end, bytes: written.length - end }], "report");
       check(fs.readFileSync(path).equals(good), "file trimmed to the last good record");
       check(!fs.existsSync(join(dir, "groups", "g1", "00000000000000000009.snap.tmp")), ".tmp deleted");
       // The next batch appends where the good records end.
@@ -494,8 +510,14 @@ export function cases(mwp) {
       const hash = g.stateHash();
       const events = await g.events();
       await store.close();
-      const segs = fs.readdirSync(join(dir, "groups", "g1")).filter((n) => n.endsWith(".seg"));
+      const segs = fs.readdirSync(join(dir, "groups", "g1")).filter((n) => n.endsWith(".seg")).sort();
       check(segs.length >= 3, `segments: ${segs}`);
+      // Only the last segment keeps zeros reserved after its records; a roll cuts them.
+      for (const [i, name] of segs.entries()) {
+        const b = fs.readFileSync(join(dir, "groups", "g1", name));
+        const reserved = b.length - recordsEnd(b);
+        check(i + 1 === segs.length ? reserved > 0 : reserved === 0, `${name}: ${reserved} bytes reserved`);
+      }
       const again = await mwp.openFileStore(dir);
       eq(await again.stateHash("g1"), hash, "hash after reopen");
       sameJson(await again.events("g1"), events, "events across segments");

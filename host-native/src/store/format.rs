@@ -336,6 +336,9 @@ pub struct ScanEnd {
     pub last_seq: u64,
     /// A torn tail found after `end`: its length in bytes.
     pub torn: Option<u64>,
+    /// Zero bytes after `end`, up to the end of the file: space reserved for later appends
+    /// (only where [`ScanSpec::reserve`] allows it).
+    pub reserved: u64,
 }
 
 /// Options of one [`scan`].
@@ -348,6 +351,8 @@ pub struct ScanSpec<'a> {
     pub contiguous: bool,
     /// Whether damage at the end may be a torn tail (the last segment, the overlay).
     pub may_be_torn: bool,
+    /// Whether the file may end in zero bytes reserved for later appends (the last segment).
+    pub reserve: bool,
     /// The overlay's knowledge of redacted seqs.
     pub erased: &'a dyn Fn(u64) -> Option<Erased>,
 }
@@ -391,6 +396,7 @@ pub fn scan(
                 end: pos,
                 last_seq,
                 torn: None,
+                reserved: 0,
             });
         }
         if !fill(&mut buf, &mut buf_start, pos, RECORD_HEADER_LEN)? {
@@ -472,6 +478,14 @@ pub fn scan(
         pos += total as u64;
     };
     let (at, reason) = damage;
+    if spec.reserve && all_zero(file, spec.name, at, len)? {
+        return Ok(ScanEnd {
+            end: at,
+            last_seq,
+            torn: None,
+            reserved: len - at,
+        });
+    }
     if !spec.may_be_torn {
         return Err(corrupt_at(spec.name, at, reason));
     }
@@ -486,7 +500,25 @@ pub fn scan(
         end: at,
         last_seq,
         torn: Some(len - at),
+        reserved: 0,
     })
+}
+
+/// Whether every byte of `file` in `[from, len)` is zero, read a chunk at a time.
+fn all_zero(file: &dyn StorageFile, name: &str, from: u64, len: u64) -> Result<bool> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut at = from;
+    while at < len {
+        // At most CHUNK, so it fits in usize.
+        let n = (len - at).min(CHUNK as u64) as usize;
+        file.read_at(at, &mut buf[..n])
+            .map_err(|e| storage(format!("read {name} at {at}"), e))?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+        at += n as u64;
+    }
+    Ok(true)
 }
 
 /// Looks for a checksummed record after `from` that belongs to a write batch later than the

@@ -199,6 +199,7 @@ fn check_group_inner(
             first_seq: 1,
             contiguous: false,
             may_be_torn: true,
+            reserve: false,
             erased: &|_| None,
         };
         let end = scan(&*file, &spec, &mut |r| {
@@ -271,6 +272,7 @@ fn check_group_inner(
             first_seq: *first,
             contiguous: true,
             may_be_torn: i + 1 == seg_seqs.len(),
+            reserve: i + 1 == seg_seqs.len(),
             erased: &erased,
         };
         let end = scan(&*file, &spec, &mut |r| {

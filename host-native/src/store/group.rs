@@ -71,7 +71,10 @@ struct SyncState {
 struct Writer {
     file: Arc<dyn StorageFile>,
     name: String,
+    /// End of the last record.
     end: u64,
+    /// End of the file: `end` plus the zero bytes reserved after it.
+    alloc: u64,
     last_seq: u64,
     last_id: Hash,
 }
@@ -192,6 +195,7 @@ impl GroupLog {
                 file: file.clone(),
                 name: name.clone(),
                 end: data.len() as u64,
+                alloc: data.len() as u64,
                 last_seq: 1,
                 last_id: head,
             }),
@@ -421,6 +425,13 @@ impl GroupLog {
             offsets.push(w.end + buf.len() as u64);
             encode_record(&mut buf, p.seq, first_seq, &p.bytes);
         }
+        let records = buf.len() as u64;
+        if w.end + records > w.alloc && self.ctx.reserve_bytes > 0 {
+            // Past the reserved space: reserve more in the same write and the same sync.
+            // A crash leaves zeros after the last record, which the open takes as the end.
+            let zeros = usize::try_from(self.ctx.reserve_bytes).unwrap_or(usize::MAX);
+            buf.resize(buf.len().saturating_add(zeros), 0);
+        }
         w.file.write_at(w.end, &buf).map_err(io_err(format!(
             "append to {}",
             self.path(&w.name).display()
@@ -428,7 +439,8 @@ impl GroupLog {
         w.file
             .sync_data()
             .map_err(io_err(format!("sync {}", self.path(&w.name).display())))?;
-        w.end += buf.len() as u64;
+        w.alloc = w.alloc.max(w.end + buf.len() as u64);
+        w.end += records;
         w.last_seq = last_seq;
         w.last_id = last_id;
         let mut index = write(&self.index);
@@ -440,7 +452,20 @@ impl GroupLog {
     }
 
     /// Starts a new segment whose first record will be `first_seq`.
+    ///
+    /// The segment being closed is first cut to its last record and synced: only the last
+    /// segment may end in reserved zeros.
     fn roll(&self, w: &mut Writer, first_seq: u64) -> Result<()> {
+        if w.alloc > w.end {
+            let path = self.path(&w.name);
+            w.file
+                .set_len(w.end)
+                .map_err(io_err(format!("cut {} to its last record", path.display())))?;
+            w.file
+                .sync_data()
+                .map_err(io_err(format!("sync {}", path.display())))?;
+            w.alloc = w.end;
+        }
         let name = segment_name(first_seq);
         let header = FileHeader {
             magic: SEGMENT_MAGIC,
@@ -453,6 +478,7 @@ impl GroupLog {
         w.file = file.clone();
         w.name = name.clone();
         w.end = FILE_HEADER_LEN as u64;
+        w.alloc = w.end;
         write(&self.index).push(SegmentIndex {
             first_seq,
             name,
@@ -779,6 +805,7 @@ impl GroupLog {
                 first_seq: 1,
                 contiguous: false,
                 may_be_torn: true,
+                reserve: false,
                 erased: &|_| None,
             };
             let end = scan(&*file, &spec, &mut |r| {
@@ -916,6 +943,7 @@ impl GroupLog {
         });
         let Scanned {
             index,
+            reserved,
             pending_zero,
             next_seq,
             trimmed,
@@ -937,6 +965,7 @@ impl GroupLog {
             file: last.file.clone(),
             name: last.name.clone(),
             end: last.end,
+            alloc: last.end + reserved,
             last_seq: head,
             last_id: state.head,
         };
@@ -1131,6 +1160,8 @@ impl<'a> Replay<'a> {
 /// the next seq, and the tails it trimmed.
 struct Scanned {
     index: Vec<SegmentIndex>,
+    /// Zero bytes reserved after the last segment's last record.
+    reserved: u64,
     pending_zero: Vec<u64>,
     next_seq: u64,
     trimmed: Vec<(String, u64, u64)>,
@@ -1215,6 +1246,7 @@ fn scan_segments(
     let mut index: Vec<SegmentIndex> = Vec::new();
     let mut pending_zero: Vec<u64> = Vec::new();
     let mut trimmed = Vec::new();
+    let mut reserved = 0;
     let mut next_seq = 1u64;
     let erased = |seq: u64| overlay.entries.get(&seq).map(|e| e.orig);
     let mut replay = Replay::new(overlay, dir);
@@ -1248,6 +1280,7 @@ fn scan_segments(
             first_seq: *first_seq,
             contiguous: true,
             may_be_torn: i + 1 == seg_seqs.len(),
+            reserve: i + 1 == seg_seqs.len(),
             erased: &erased,
         };
         let end = scan(&*file, &spec, &mut |r| {
@@ -1281,6 +1314,7 @@ fn scan_segments(
             trim(&*file, &path, end.end)?;
             trimmed.push((path.display().to_string(), end.end, torn));
         }
+        reserved = end.reserved;
         next_seq = end.last_seq + 1;
         index.push(SegmentIndex {
             first_seq: *first_seq,
@@ -1295,6 +1329,7 @@ fn scan_segments(
     }
     Ok(Scanned {
         index,
+        reserved,
         pending_zero,
         next_seq,
         trimmed,

@@ -326,6 +326,7 @@ impl FileProjectionStore {
             first_seq: 1,
             contiguous: true,
             may_be_torn: true,
+            reserve: false,
             erased: &|_| None,
         };
         let end = scan(&*file, &spec, &mut |r| {
