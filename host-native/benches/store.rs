@@ -170,10 +170,17 @@ impl Sqlite {
 }
 
 fn bench_dir(name: &str) -> PathBuf {
-    let base = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    base.join(name)
+    // Cargo runs benches in the package's directory; a relative CARGO_TARGET_DIR means the
+    // workspace's, where `cargo bench` is run from.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let base = match std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    };
+    let dir = base.join(name);
+    std::fs::create_dir_all(&dir).expect("bench directory can be created");
+    dir
 }
 
 fn durable_accepts(c: &mut Criterion) {
