@@ -3018,7 +3018,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 4, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h328c7d23a6d1deb5);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__had1f1d9abd776b4f);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -3067,8 +3067,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h328c7d23a6d1deb5(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h328c7d23a6d1deb5(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__had1f1d9abd776b4f(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__had1f1d9abd776b4f(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
