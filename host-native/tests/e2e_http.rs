@@ -457,7 +457,13 @@ fn live_tail_resumes_after_n_and_follows_new_events_then_ends_on_shutdown() {
 
 #[test]
 fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
-    let server = TestServer::start();
+    // The loop would look again only after a minute: the claim itself must wake it.
+    let config = mwp_host::server::ServerConfig {
+        tick_poll: std::time::Duration::from_secs(60),
+        ..Default::default()
+    };
+    let service = MemoryService::generate().expect("key");
+    let server = TestServer::with_config(Arc::new(service), config);
     let client = opened(&server, "g1", 1);
     client
         .submit(&cmd("g1", "w0", "c", None, create_work("x", &[])))
@@ -471,7 +477,10 @@ fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
         .submit(&cmd("g1", "w0", "k", Some(1), claim))
         .expect("claimed");
     let rx = tail(&server.base, "g1", 3);
-    let expired = next(&rx).expect("an event");
+    let expired = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("expired within seconds, not at the next poll")
+        .expect("an event");
     assert_eq!(expired.actor.as_str(), "@authority");
     let kind = serde_json::to_value(&expired.kind).expect("json");
     assert_eq!(kind["type"], "leases_expired");
@@ -492,11 +501,12 @@ fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
 }
 
 /// A service whose `submit` reports that it started, then waits to be released: a command
-/// held in flight.
+/// held in flight (when `entered` is set). It counts the tick loop's deadline look-ups.
 struct Held {
     inner: MemoryService,
     entered: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
     release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    deadline_lookups: std::sync::atomic::AtomicUsize,
 }
 
 impl mwp_host::service::AuthorityService for Held {
@@ -530,11 +540,50 @@ impl mwp_host::service::AuthorityService for Held {
         self.inner.head_seq(g)
     }
     fn next_deadline(&self) -> mwp_core::Result<Option<(mwp_core::Id, u64)>> {
+        self.deadline_lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.next_deadline()
     }
     fn authority_key(&self) -> mwp_core::PublicKey {
         self.inner.authority_key()
     }
+}
+
+#[test]
+fn commands_that_claim_nothing_leave_the_tick_loop_asleep() {
+    let (_, release_rx) = std::sync::mpsc::channel();
+    let service = Arc::new(Held {
+        inner: MemoryService::generate().expect("key"),
+        entered: std::sync::Mutex::new(None),
+        release: std::sync::Mutex::new(release_rx),
+        deadline_lookups: Default::default(),
+    });
+    let server = TestServer::with_dyn(service.clone());
+    let client = opened(&server, "g1", 1);
+    let lookups = || {
+        service
+            .deadline_lookups
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let (before, start) = (lookups(), std::time::Instant::now());
+    for i in 0..50 {
+        client
+            .submit(&cmd(
+                "g1",
+                "w0",
+                &format!("c{i}"),
+                None,
+                create_work(&format!("x{i}"), &[]),
+            ))
+            .expect("created");
+    }
+    // Only the loop's own polls, one every `tick_poll` (500 ms), may have looked.
+    let polls = usize::try_from(start.elapsed().as_millis() / 500).expect("small") + 2;
+    let looked = lookups() - before;
+    assert!(
+        looked <= polls,
+        "{looked} deadline look-ups for 50 created items ({polls} polls)"
+    );
 }
 
 #[test]
@@ -545,6 +594,7 @@ fn shutdown_finishes_a_command_in_flight() {
         inner: MemoryService::generate().expect("key"),
         entered: std::sync::Mutex::new(Some(entered_tx)),
         release: std::sync::Mutex::new(release_rx),
+        deadline_lookups: Default::default(),
     };
     let mut server = TestServer::with_dyn(Arc::new(held));
     let client = opened(&server, "g1", 1);

@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use futures_util::stream::{self, Stream};
 use mwp_core::snapshot::Snapshot;
-use mwp_core::{Body, Code, Command, Decision, Error, Event, Id, Limits, Receipt};
+use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -138,6 +138,23 @@ async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
     }
 }
 
+/// Whether an accepted event sets a lease deadline earlier than `next_poll`, the latest the
+/// tick loop looks again anyway. Only a claim makes a deadline (a start or a renewal moves
+/// one later, an expiry or a result removes one), so every other command leaves the tick
+/// loop asleep. Looking for the next deadline reads every work item of every group: done
+/// after every command, it took a seventh of the server's CPU with 40,000 work items under
+/// 64 clients, and grew with the group.
+fn sets_deadline_before(event: &Event, next_poll: u64) -> bool {
+    match &event.kind {
+        EventKind::WorkClaimed(c) => c.lease.start_by.min(c.lease.expires_at) < next_poll,
+        _ => false,
+    }
+}
+
+fn poll_ms(app: &App) -> u64 {
+    u64::try_from(app.config.tick_poll.as_millis()).unwrap_or(u64::MAX)
+}
+
 async fn post_command(
     State(app): State<App>,
     Path(group): Path<String>,
@@ -154,7 +171,9 @@ async fn post_command(
     match decided {
         Ok((cmd, Decision::Accepted(event))) => {
             app.commits.send_modify(|n| *n += 1);
-            app.tick.notify_one();
+            if sets_deadline_before(&event, at.saturating_add(poll_ms(&app))) {
+                app.tick.notify_one();
+            }
             tracing::info!(group = %event.group, seq = event.seq, actor = %cmd.actor, kind = cmd.body.type_name(), "accepted");
             wire::encode(StatusCode::OK, format, &event.receipt())
         }

@@ -33,6 +33,11 @@ impl TestServer {
 
     /// A server over any authority service.
     pub fn with_dyn(service: Arc<dyn AuthorityService>) -> Self {
+        TestServer::with_config(service, ServerConfig::default())
+    }
+
+    /// A server over any authority service, configured.
+    pub fn with_config(service: Arc<dyn AuthorityService>, config: ServerConfig) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -40,7 +45,7 @@ impl TestServer {
             .expect("runtime");
         let addr = "127.0.0.1:0".parse().expect("addr");
         let server = rt
-            .block_on(Server::bind(service, addr, ServerConfig::default()))
+            .block_on(Server::bind(service, addr, config))
             .expect("binds");
         let base = format!("http://{}", server.addr());
         TestServer {
