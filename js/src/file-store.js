@@ -1184,8 +1184,17 @@ async function loadOrCreateKey(root, given) {
 export async function openFileStore(dir, options = {}) {
   const opts = { ...DEFAULTS };
   for (const k of Object.keys(DEFAULTS)) if (options[k] !== undefined) opts[k] = options[k];
-  opts.reserveBytes = Math.min(opts.reserveBytes, opts.segmentBytes);
   if (typeof dir !== "string" || dir === "") throw new StoreError("MALFORMED", "openFileStore: `dir` must be a non-empty path");
+  const count = (name, least, nullable = false) => {
+    const v = opts[name];
+    if ((nullable && v === null) || (Number.isSafeInteger(v) && v >= least)) return;
+    throw new StoreError("MALFORMED", `openFileStore: \`${name}\` must be an integer of at least ${least}${nullable ? " or null" : ""}, not ${JSON.stringify(v) ?? String(v)}`);
+  };
+  count("segmentBytes", 1);
+  count("reserveBytes", 0);
+  count("snapshotEvery", 1, true);
+  count("snapshotsKept", 1);
+  opts.reserveBytes = Math.min(opts.reserveBytes, opts.segmentBytes);
   try {
     if (!(await exists(dir))) {
       await io(`create ${dir}`, () => fsp.mkdir(dir));

@@ -503,6 +503,25 @@ export function cases(mwp) {
       await again.close();
     }],
 
+    ["options that are not counts are refused by name, and nothing is created", async () => {
+      const dir = join(tempDir("options"), "data");
+      for (const [options, name] of [
+        [{ segmentBytes: 0 }, "segmentBytes"],
+        [{ reserveBytes: -1 }, "reserveBytes"],
+        [{ reserveBytes: 1.5 }, "reserveBytes"],
+        [{ reserveBytes: "4MiB" }, "reserveBytes"],
+        [{ snapshotEvery: 0 }, "snapshotEvery"],
+        [{ snapshotsKept: null }, "snapshotsKept"],
+      ]) {
+        const e = await rejects(mwp.openFileStore(dir, options), "MALFORMED");
+        check(e.message.includes(`\`${name}\``), `${JSON.stringify(options)}: ${e.message}`);
+      }
+      check(!fs.existsSync(dir), "no directory was created");
+      const store = await mwp.openFileStore(dir, { reserveBytes: 0, snapshotEvery: null });
+      eq([store.options.reserveBytes, store.options.snapshotEvery], [0, null], "0 and null are counts here");
+      await store.close();
+    }],
+
     ["segments roll over at segmentBytes; batches never span segments; native fsck agrees", async () => {
       const dir = tempDir("roll");
       const { store } = await populated(mwp, dir, { n: 12, batches: 6, segmentBytes: 1500 });
