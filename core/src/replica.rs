@@ -433,6 +433,7 @@ impl ReplicaImage {
             expansions: BTreeMap::new(),
             redacted: BTreeSet::new(),
             evidence: Vec::new(),
+            deadlines: Default::default(),
         };
         let mut evidence = BTreeMap::new();
         for row in self.rows.values() {

@@ -74,6 +74,37 @@ impl PartialEq for KeyCache {
 
 impl Eq for KeyCache {}
 
+/// The lease deadline of every work item that holds a lease, in order: what
+/// [`GroupState::next_deadline`] reads, so that it need not visit every work item. A cache,
+/// not state, like [`KeyCache`]: built from `work` on first use, then kept up to date by
+/// `apply`.
+#[derive(Clone, Default)]
+pub(crate) struct Deadlines(std::sync::OnceLock<BTreeSet<(u64, Id)>>);
+
+impl PartialEq for Deadlines {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Deadlines {}
+
+impl std::fmt::Debug for Deadlines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deadlines")
+    }
+}
+
+/// When a `tick` would expire `w`'s lease: its start window while it is only leased, else
+/// its end.
+fn lease_deadline(w: &WorkItem) -> Option<u64> {
+    let l = w.lease.as_ref()?;
+    Some(match w.state {
+        WorkState::Leased => l.start_by.min(l.expires_at),
+        _ => l.expires_at,
+    })
+}
+
 impl std::fmt::Debug for KeyCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("KeyCache")
@@ -178,7 +209,8 @@ pub struct GroupState {
     pub archived: bool,
     /// Members by actor.
     pub members: BTreeMap<Id, Member>,
-    /// Work items by ID.
+    /// Work items by ID. Changed by `apply` only, once [`GroupState::next_deadline`] has been
+    /// asked: that keeps an index of their leases.
     pub work: WorkItems,
     /// Approvals by ID.
     pub approvals: BTreeMap<Id, Approval>,
@@ -193,6 +225,9 @@ pub struct GroupState {
     pub redacted: BTreeSet<u64>,
     /// Late results recorded as evidence.
     pub evidence: Vec<EvidenceNote>,
+    /// Lease deadlines, for [`GroupState::next_deadline`].
+    #[serde(skip)]
+    pub(crate) deadlines: Deadlines,
 }
 
 fn opaque_ref(seq: u64, value: &Opaque) -> Result<OpaqueRef> {
@@ -248,6 +283,7 @@ impl GroupState {
             expansions: BTreeMap::new(),
             redacted: BTreeSet::new(),
             evidence: Vec::new(),
+            deadlines: Deadlines::default(),
         };
         state.record_receipt(event);
         Ok(state)
@@ -310,17 +346,37 @@ impl GroupState {
     }
 
     /// The earliest time a `tick` would expire something, if any lease is outstanding.
+    ///
+    /// The first call reads every work item; later ones read an index that `apply` keeps.
     pub fn next_deadline(&self) -> Option<u64> {
-        self.work
-            .values()
-            .filter_map(|w| {
-                let l = w.lease.as_ref()?;
-                Some(match w.state {
-                    WorkState::Leased => l.start_by.min(l.expires_at),
-                    _ => l.expires_at,
-                })
+        self.deadlines
+            .0
+            .get_or_init(|| {
+                self.work
+                    .iter()
+                    .filter_map(|(id, w)| Some((lease_deadline(w)?, id.clone())))
+                    .collect()
             })
-            .min()
+            .first()
+            .map(|(at, _)| *at)
+    }
+
+    /// The work items whose lease `event` may start, move or end, with their deadlines now:
+    /// the item it is about, and those whose leases it revokes.
+    fn lease_changes(&self, event: &Event) -> Vec<(Id, Option<u64>)> {
+        let revoked: &[Revocation] = match &event.kind {
+            EventKind::MemberRemoved(m) => &m.revoked,
+            EventKind::SessionReplaced(s) => &s.revoked,
+            EventKind::LeasesExpired(e) => &e.expired,
+            _ => &[],
+        };
+        let about = event.aggregate.strip_prefix("work:");
+        about
+            .into_iter()
+            .chain(revoked.iter().map(|r| r.work.as_str()))
+            .filter_map(|work| self.work.get_key_value(work))
+            .map(|(id, w)| (id.clone(), lease_deadline(w)))
+            .collect()
     }
 
     /// Work items a worker may claim at `now_ms`: queued, dependencies succeeded, backoff
@@ -402,7 +458,24 @@ impl GroupState {
             ));
         }
         self.check(event)?;
+        let changes = match self.deadlines.0.get() {
+            Some(_) => self.lease_changes(event),
+            None => Vec::new(),
+        };
         self.mutate(event)?;
+        if let Some(index) = self.deadlines.0.get_mut() {
+            for (id, before) in changes {
+                let after = self.work.get(&id).and_then(lease_deadline);
+                if before != after {
+                    if let Some(at) = before {
+                        index.remove(&(at, id.clone()));
+                    }
+                    if let Some(at) = after {
+                        index.insert((at, id));
+                    }
+                }
+            }
+        }
         self.seq = event.seq;
         self.head = event.id;
         self.record_receipt(event);

@@ -228,6 +228,11 @@ impl WorkItems {
         self.items.get_mut(id)
     }
 
+    /// The stored ID and the item for `id`.
+    pub fn get_key_value<Q: Lookup + ?Sized>(&self, id: &Q) -> Option<(&Id, &WorkItem)> {
+        self.items.get_key_value(id)
+    }
+
     /// Whether an item has this ID.
     pub fn contains_key<Q: Lookup + ?Sized>(&self, id: &Q) -> bool {
         self.items.contains_key(id)

@@ -1174,6 +1174,25 @@ impl Harness {
                 }
             }
         }
+        // The next deadline, which the core reads from an index that apply keeps.
+        let model_deadline = self
+            .model
+            .work
+            .values()
+            .filter_map(|w| {
+                let l = w.lease.as_ref()?;
+                Some(match w.state.core() {
+                    WorkState::Leased => l.start_by.min(l.expires_at),
+                    _ => l.expires_at,
+                })
+            })
+            .min();
+        if s.next_deadline() != model_deadline {
+            return Err(format!(
+                "next deadline: core {:?}, model {model_deadline:?}",
+                s.next_deadline()
+            ));
+        }
         Ok(())
     }
 

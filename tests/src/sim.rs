@@ -22,7 +22,7 @@ use mwp_core::memory::MemoryAuthority;
 use mwp_core::snapshot::{Snapshot, SnapshotRef};
 use mwp_core::work::EffectStatus;
 use mwp_core::{
-    Body, Command, Decision, Error, Event, EventKind, GroupState, Id, Receipt, SecretKey,
+    Body, Command, Decision, Error, Event, EventKind, GroupState, Id, Receipt, SecretKey, WorkState,
 };
 use serde_json::json;
 
@@ -317,6 +317,26 @@ impl World {
         if self.hashes.len() < self.ids.len() {
             let h = self.state().hash().map_err(|e| self.fail(e.to_string()))?;
             self.hashes.push(h);
+        }
+        // The authority's next deadline comes from an index that apply keeps: it must be
+        // what reading every work item gives.
+        let state = self.state();
+        let scanned = state
+            .work
+            .iter()
+            .filter_map(|(_, w)| {
+                let l = w.lease.as_ref()?;
+                Some(match w.state {
+                    WorkState::Leased => l.start_by.min(l.expires_at),
+                    _ => l.expires_at,
+                })
+            })
+            .min();
+        if state.next_deadline() != scanned {
+            return Err(self.fail(format!(
+                "next deadline {:?}, but the work items say {scanned:?}",
+                state.next_deadline()
+            )));
         }
         Ok(())
     }
