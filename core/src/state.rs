@@ -74,6 +74,12 @@ impl PartialEq for KeyCache {
 
 impl Eq for KeyCache {}
 
+impl std::fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyCache")
+    }
+}
+
 /// The lease deadline of every work item that holds a lease, in order: what
 /// [`GroupState::next_deadline`] reads, so that it need not visit every work item. A cache,
 /// not state, like [`KeyCache`]: built from `work` on first use, then kept up to date by
@@ -103,12 +109,6 @@ fn lease_deadline(w: &WorkItem) -> Option<u64> {
         WorkState::Leased => l.start_by.min(l.expires_at),
         _ => l.expires_at,
     })
-}
-
-impl std::fmt::Debug for KeyCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("KeyCache")
-    }
 }
 
 /// Where an approval stands.
