@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::canonical;
 use crate::command::{Needs, Role};
-use crate::crypto::{Hash, PublicKey, Signature};
+use crate::crypto::{Hash, PreparedKey, PublicKey, Signature};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, Revocation};
 use crate::id::Id;
@@ -32,9 +32,9 @@ pub struct Member {
     pub session: u64,
     /// Whether the member was removed.
     pub removed: bool,
-    /// `key`, decompressed on first use.
+    /// `key`, decoded on first use.
     #[serde(skip)]
-    verifying: KeyCache,
+    prepared: Cache<Option<PreparedKey>>,
 }
 
 impl Member {
@@ -44,60 +44,45 @@ impl Member {
             key,
             session,
             removed: false,
-            verifying: KeyCache::default(),
+            prepared: Cache::default(),
         }
     }
 
+    /// The registered key decoded, once per member (`None` if it is not a curve point): for
+    /// a host that checks signatures outside its lock.
+    pub fn prepared_key(&self) -> Option<&PreparedKey> {
+        self.prepared.0.get_or_init(|| self.key.prepare()).as_ref()
+    }
+
     /// Whether `sig` over `message` verifies under the member's registered key (as
-    /// [`PublicKey::verify`], without decompressing the key every time).
+    /// [`PublicKey::verify`], without decoding the key every time).
     pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
-        let key = self
-            .verifying
-            .0
-            .get_or_init(|| ed25519_dalek::VerifyingKey::from_bytes(&self.key.0).ok());
-        let sig = ed25519_dalek::Signature::from_bytes(&sig.0);
-        key.as_ref()
-            .is_some_and(|k| ed25519_dalek::Verifier::verify(k, message, &sig).is_ok())
+        self.prepared_key().is_some_and(|k| k.verify(message, sig))
     }
 }
 
-/// A decompressed Ed25519 key, computed on first use. A cache, not state: serde skips it and
-/// any two compare equal, so it never shows in a state's encoding, hash or equality.
-#[derive(Clone, Default)]
-struct KeyCache(std::sync::OnceLock<Option<ed25519_dalek::VerifyingKey>>);
+/// A value computed from the state on first use. A cache, not state: serde skips it and any
+/// two compare equal, so it never shows in a state's encoding, hash or equality.
+#[derive(Clone)]
+pub(crate) struct Cache<T>(std::sync::OnceLock<T>);
 
-impl PartialEq for KeyCache {
+impl<T> Default for Cache<T> {
+    fn default() -> Self {
+        Cache(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> PartialEq for Cache<T> {
     fn eq(&self, _: &Self) -> bool {
         true
     }
 }
 
-impl Eq for KeyCache {}
+impl<T> Eq for Cache<T> {}
 
-impl std::fmt::Debug for KeyCache {
+impl<T> std::fmt::Debug for Cache<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("KeyCache")
-    }
-}
-
-/// The lease deadline of every work item that holds a lease, in order: what
-/// [`GroupState::next_deadline`] reads, so that it need not visit every work item. A cache,
-/// not state, like [`KeyCache`]: built from `work` on first use, then kept up to date by
-/// `apply`.
-#[derive(Clone, Default)]
-pub(crate) struct Deadlines(std::sync::OnceLock<BTreeSet<(u64, Id)>>);
-
-impl PartialEq for Deadlines {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for Deadlines {}
-
-impl std::fmt::Debug for Deadlines {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Deadlines")
+        f.write_str("Cache")
     }
 }
 
@@ -225,9 +210,11 @@ pub struct GroupState {
     pub redacted: BTreeSet<u64>,
     /// Late results recorded as evidence.
     pub evidence: Vec<EvidenceNote>,
-    /// Lease deadlines, for [`GroupState::next_deadline`].
+    /// The lease deadline of every work item that holds one, in order: what
+    /// [`GroupState::next_deadline`] reads, so that it need not visit every work item. Built
+    /// from `work` on first use, then kept up to date by `apply`.
     #[serde(skip)]
-    pub(crate) deadlines: Deadlines,
+    pub(crate) deadlines: Cache<BTreeSet<(u64, Id)>>,
 }
 
 fn opaque_ref(seq: u64, value: &Opaque) -> Result<OpaqueRef> {
@@ -283,7 +270,7 @@ impl GroupState {
             expansions: BTreeMap::new(),
             redacted: BTreeSet::new(),
             evidence: Vec::new(),
-            deadlines: Deadlines::default(),
+            deadlines: Cache::default(),
         };
         state.record_receipt(event);
         Ok(state)

@@ -11,7 +11,7 @@
 //! 3. **after commit**: redaction erases the target's stored values, and due snapshots are
 //!    written. A crash between 2 and 3 is repaired by the next open, which redoes 3.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -137,13 +137,7 @@ pub(crate) struct GroupLog {
     overlay: RwLock<Overlay>,
     erasing: Mutex<()>,
     snaps: Mutex<Option<SnapInfo>>,
-    /// Member and authority keys decoded once, for the signature checks of `submit`.
-    keys: RwLock<HashMap<PublicKey, PreparedKey>>,
 }
-
-/// Decoded keys kept per group; past this many the cache starts over (keys are few: one per
-/// member, plus rotations).
-const KEY_CACHE: usize = 4096;
 
 fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     move |e| storage(what, e)
@@ -208,7 +202,6 @@ impl GroupLog {
             }]),
             overlay: RwLock::new(Overlay::default()),
             erasing: Mutex::new(()),
-            keys: RwLock::new(HashMap::new()),
             snaps: Mutex::new(None),
         };
         let group = Arc::new(group);
@@ -247,14 +240,21 @@ impl GroupLog {
         self.ctx.check_sticky()?;
         // Step 2 of accept, the signature check, runs here outside the lock so that
         // concurrent submitters verify in parallel; accept re-checks if the key changed.
-        let key: Option<PublicKey> = self.with_state(|s| {
+        // A member's key is decoded once, in the state; the authority's only signs ticks.
+        let signer: Option<(PublicKey, Option<PreparedKey>)> = self.with_state(|s| {
             if cmd.actor.is_authority() {
-                Some(s.authority_key)
+                Some((s.authority_key, None))
             } else {
-                s.members.get(&cmd.actor).map(|m| m.key)
+                let m = s.members.get(&cmd.actor)?;
+                Some((m.key, m.prepared_key().cloned()))
             }
         });
-        let verified = key.filter(|k| self.verify(cmd, k));
+        let verified = signer.and_then(|(key, prepared)| {
+            let prepared = prepared.or_else(|| key.prepare())?;
+            cmd.verify_prepared(&prepared)
+                .unwrap_or(false)
+                .then_some(key)
+        });
         let (decision, wait_for, snapshot) = {
             let mut core = lock(&self.core);
             self.ctx.check_sticky()?;
@@ -312,26 +312,6 @@ impl GroupLog {
             }
         }
         decision
-    }
-
-    /// Whether `cmd`'s signature verifies under `key`, decoding `key` once per group.
-    fn verify(&self, cmd: &Command, key: &PublicKey) -> bool {
-        let cached = read(&self.keys).get(key).cloned();
-        let prepared = match cached {
-            Some(p) => p,
-            None => {
-                let Some(p) = key.prepare() else {
-                    return false;
-                };
-                let mut keys = write(&self.keys);
-                if keys.len() >= KEY_CACHE {
-                    keys.clear();
-                }
-                keys.insert(*key, p.clone());
-                p
-            }
-        };
-        cmd.verify_prepared(&prepared).unwrap_or(false)
     }
 
     /// Makes a storage failure sticky.
@@ -988,7 +968,6 @@ impl GroupLog {
             index: RwLock::new(index),
             overlay: RwLock::new(overlay),
             erasing: Mutex::new(()),
-            keys: RwLock::new(HashMap::new()),
             snaps: Mutex::new(snap_info),
         });
         // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
