@@ -19,6 +19,15 @@ pub fn push(out: &mut Vec<u8>, item: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Joins items into one frame batch.
+pub fn join<T: AsRef<[u8]>>(items: impl IntoIterator<Item = T>) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    for item in items {
+        push(&mut out, item.as_ref())?;
+    }
+    Ok(out)
+}
+
 /// Splits a batch into its frames, without copying.
 pub fn split(batch: &[u8]) -> Result<Vec<&[u8]>, Error> {
     let mut items = Vec::new();
@@ -48,11 +57,7 @@ pub fn split(batch: &[u8]) -> Result<Vec<&[u8]>, Error> {
 /// Joins byte arrays into one frame batch.
 #[wasm_bindgen(js_name = frameBatch)]
 pub fn frame_batch(items: Vec<js_sys::Uint8Array>) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::new();
-    for item in items {
-        push(&mut out, &item.to_vec())?;
-    }
-    Ok(out)
+    Ok(join(items.iter().map(js_sys::Uint8Array::to_vec))?)
 }
 
 /// Splits a frame batch into its byte arrays.

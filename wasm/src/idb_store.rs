@@ -372,13 +372,7 @@ impl Store {
         }
         records
             .into_iter()
-            .map(|(first, frames)| {
-                let mut out = Vec::new();
-                for frame in &frames {
-                    frames::push(&mut out, frame)?;
-                }
-                Ok((first, out))
-            })
+            .map(|(first, frames)| Ok((first, frames::join(&frames)?)))
             .collect()
     }
 
