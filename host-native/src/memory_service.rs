@@ -210,10 +210,15 @@ impl AuthorityService for MemoryService {
     }
 
     fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
+        self.next_deadline_except(&[])
+    }
+
+    fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         let inner = self.lock()?;
         Ok(inner
             .groups
             .iter()
+            .filter(|g| !skip.contains(g))
             .filter_map(|g| {
                 let state = inner.authority.group(g)?.state()?;
                 if state.archived {

@@ -31,6 +31,14 @@ pub trait AuthorityService: Send + Sync {
     /// The earliest lease deadline across groups, for the tick loop: (group, time).
     fn next_deadline(&self) -> Result<Option<(Id, u64)>>;
 
+    /// The earliest lease deadline among groups not in `skip`: what the tick loop asks while
+    /// it backs off groups whose tick failed. The default asks
+    /// [`AuthorityService::next_deadline`] and answers `None` when that names a skipped group
+    /// (a service that can look past it should).
+    fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
+        Ok(self.next_deadline()?.filter(|(g, _)| !skip.contains(g)))
+    }
+
     /// The authority's public key (signs ticks and snapshots).
     fn authority_key(&self) -> PublicKey;
 

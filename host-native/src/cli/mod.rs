@@ -213,6 +213,31 @@ pub struct ServeArgs {
     /// dashboard development: `js/dashboard` after scripts/build-wasm.sh).
     #[arg(long, value_name = "DIR")]
     pub dashboard: Option<PathBuf>,
+    /// Allow browsers on ORIGIN (e.g. `https://ops.example`) to read answers (CORS);
+    /// repeatable. Without it CORS is off.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
+    /// A name (with or without `:PORT`) the server is reached by besides its bound address,
+    /// e.g. behind a reverse proxy; repeatable. Any other `Host` header is answered 421.
+    #[arg(long = "public-host", value_name = "NAME")]
+    pub public_hosts: Vec<String>,
+    /// Seconds a connection has to send its request headers (and the longest a keep-alive
+    /// connection may idle) before it is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout: u64,
+    /// Most connections open at once; more wait in the kernel's backlog.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
+    /// Most live tails (`…/events/stream`) on the server at once; more are answered 429.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_tails: u64,
+    /// Most live tails on one group at once; more are answered 429.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub max_tails_per_group: u64,
+    /// Most groups the server holds; opening another is refused (NOT_PERMITTED). No limit
+    /// unless given.
+    #[arg(long, value_name = "N")]
+    pub max_groups: Option<u64>,
 }
 
 /// Sets up logging to stderr: `MWP_LOG` if set (e.g. `debug`, `mwp_host=debug,info`), else
@@ -259,7 +284,21 @@ fn serve(args: ServeArgs) -> Outcome {
             ..Default::default()
         },
     )?;
-    let mut config = crate::server::ServerConfig::default();
+    for origin in &args.cors_origins {
+        crate::server::check_origin(origin)
+            .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--cors-origin: {e}")))?;
+    }
+    let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let mut config = crate::server::ServerConfig {
+        header_read_timeout: std::time::Duration::from_secs(args.header_timeout),
+        max_connections: size(args.max_connections),
+        max_tails: size(args.max_tails),
+        max_tails_per_group: size(args.max_tails_per_group),
+        max_groups: args.max_groups,
+        cors_origins: args.cors_origins,
+        public_hosts: args.public_hosts,
+        ..Default::default()
+    };
     if let Some(dir) = args.dashboard {
         config.assets = crate::server::assets::Assets::Dir(dir);
     }

@@ -784,11 +784,19 @@ impl AuthorityService for PostgresAuthority {
     }
 
     fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
+        self.next_deadline_except(&[])
+    }
+
+    fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
-        let row = client
-            .query_opt(&sql.next_deadline, &[])
-            .map_err(|e| storage("reading the next deadline", &e))?;
+        let row = if skip.is_empty() {
+            client.query_opt(&sql.next_deadline, &[])
+        } else {
+            let skip: Vec<&str> = skip.iter().map(Id::as_str).collect();
+            client.query_opt(&sql.next_deadline_except, &[&skip])
+        }
+        .map_err(|e| storage("reading the next deadline", &e))?;
         row.map(|r| {
             let g: &str = r.get(0);
             let group =

@@ -178,9 +178,13 @@ impl AuthorityService for PostgresRouter {
     }
 
     fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
+        self.next_deadline_except(&[])
+    }
+
+    fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         let mut best: Option<(Id, u64)> = None;
         for s in &self.shards {
-            if let Some((g, at)) = s.next_deadline()? {
+            if let Some((g, at)) = s.next_deadline_except(skip)? {
                 if best.as_ref().is_none_or(|b| (at, &g) < (b.1, &b.0)) {
                     best = Some((g, at));
                 }

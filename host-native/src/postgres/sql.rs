@@ -38,6 +38,8 @@ pub(crate) struct Statements {
     pub groups: Statement,
     /// The earliest (group, next_deadline).
     pub next_deadline: Statement,
+    /// `$1` groups to skip (text[]) → the earliest (group, next_deadline) of the others.
+    pub next_deadline_except: Statement,
 }
 
 impl Statements {
@@ -93,6 +95,9 @@ impl Statements {
             groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,
             next_deadline: p("SELECT group_id, next_deadline FROM mwp_groups
                  WHERE next_deadline IS NOT NULL ORDER BY next_deadline, group_id LIMIT 1")?,
+            next_deadline_except: p("SELECT group_id, next_deadline FROM mwp_groups
+                 WHERE next_deadline IS NOT NULL AND NOT (group_id = ANY($1::text[]))
+                 ORDER BY next_deadline, group_id LIMIT 1")?,
         })
     }
 }

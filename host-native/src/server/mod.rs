@@ -17,12 +17,17 @@
 
 pub mod assets;
 pub mod client;
+mod connections;
 pub mod key;
+mod origin;
+mod query;
 mod routes;
+mod tails;
 mod tick;
 pub mod wire;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +51,22 @@ pub struct ServerConfig {
     pub tick_poll: Duration,
     /// Where the dashboard's files come from.
     pub assets: assets::Assets,
+    /// Time a connection has to send a request's headers (also: the longest a keep-alive
+    /// connection may sit idle); then it is closed.
+    pub header_read_timeout: Duration,
+    /// Most connections open at once; further ones wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Most live tails (`GET …/events/stream`) on the server at once.
+    pub max_tails: usize,
+    /// Most live tails on one group at once.
+    pub max_tails_per_group: usize,
+    /// Most groups the server holds; `open_group` of a new group beyond it is refused.
+    /// `None`: no limit.
+    pub max_groups: Option<u64>,
+    /// Origins allowed to read answers from a browser (CORS); empty: CORS off.
+    pub cors_origins: Vec<String>,
+    /// Names besides the bound address that the `Host` header may carry (`--public-host`).
+    pub public_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +77,13 @@ impl Default for ServerConfig {
             max_page: 1000,
             tick_poll: Duration::from_millis(500),
             assets: assets::Assets::default(),
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            max_tails: 512,
+            max_tails_per_group: 64,
+            max_groups: None,
+            cors_origins: Vec::new(),
+            public_hosts: Vec::new(),
         }
     }
 }
@@ -65,12 +93,20 @@ impl Default for ServerConfig {
 pub(crate) struct App {
     pub(crate) service: Arc<dyn AuthorityService>,
     pub(crate) config: Arc<ServerConfig>,
-    /// Bumped after every accepted command: live tails wait on it.
-    pub(crate) commits: watch::Sender<u64>,
+    /// The live tails, each woken by its own group's commits.
+    pub(crate) tails: Arc<tails::Tails>,
+    /// Held while a new group is opened, so `max_groups` holds under concurrent opens.
+    pub(crate) opening: Arc<tokio::sync::Mutex<()>>,
     /// Wakes the tick loop when a command may have moved the next deadline.
     pub(crate) tick: Arc<Notify>,
     /// Turns true when the server shuts down: live tails end, the tick loop stops.
     pub(crate) closing: watch::Receiver<bool>,
+}
+
+/// Checks that `origin` is a browser origin as `--cors-origin` takes it: `http://` or
+/// `https://`, a host, an optional port, and nothing else (no path, no trailing slash).
+pub fn check_origin(origin: &str) -> Result<(), String> {
+    origin::check_origin(origin)
 }
 
 /// Milliseconds since the Unix epoch: the authority's clock.
@@ -86,6 +122,8 @@ pub struct Server {
     close: watch::Sender<bool>,
     http: JoinHandle<std::io::Result<()>>,
     ticker: JoinHandle<()>,
+    connections: Arc<AtomicUsize>,
+    tails: Arc<tails::Tails>,
 }
 
 impl Server {
@@ -106,37 +144,63 @@ impl Server {
         config: ServerConfig,
     ) -> std::io::Result<Server> {
         let addr = listener.local_addr()?;
+        let cors = origin::cors(&config.cors_origins)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let hosts = Arc::new(origin::Hosts::new(addr, &config.public_hosts));
         let (close, closing) = watch::channel(false);
+        let tails = tails::Tails::new(config.max_tails, config.max_tails_per_group);
+        let (max_connections, header_read_timeout) =
+            (config.max_connections, config.header_read_timeout);
         let app = App {
             service,
             config: Arc::new(config),
-            commits: watch::Sender::new(0),
+            tails: Arc::clone(&tails),
+            opening: Arc::default(),
             tick: Arc::new(Notify::new()),
             closing: closing.clone(),
         };
         let ticker = tokio::spawn(tick::run(app.clone()));
-        let router = routes::router(app);
-        let mut until = closing;
-        let http = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    // Ends when the flag turns true or its sender is gone.
-                    let _ = until.wait_for(|closed| *closed).await;
-                })
-                .await
-        });
+        let mut router = routes::router(app);
+        if let Some(cors) = cors {
+            router = router.layer(cors);
+        }
+        let router = router.layer(axum::middleware::from_fn_with_state(
+            hosts,
+            origin::check_host,
+        ));
+        let connections = Arc::new(AtomicUsize::new(0));
+        let http = tokio::spawn(connections::serve(
+            listener,
+            router,
+            max_connections,
+            header_read_timeout,
+            Arc::clone(&connections),
+            closing,
+        ));
         tracing::info!(%addr, "serving");
         Ok(Server {
             addr,
             close,
             http,
             ticker,
+            connections,
+            tails,
         })
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Connections open right now.
+    pub fn open_connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Live tails right now.
+    pub fn live_tails(&self) -> usize {
+        self.tails.live()
     }
 
     /// Stops accepting connections, lets requests in flight finish (commands being decided

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -16,9 +16,10 @@ use axum::Router;
 use futures_util::stream::{self, Stream};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
+use super::query;
 use super::wire::{self, Format};
 use super::{now_ms, App};
 use crate::service::AuthorityService;
@@ -36,6 +37,7 @@ pub(crate) fn router(app: App) -> Router {
         .route("/v1/groups/{group}/events/stream", get(stream_events))
         .merge(limited)
         .fallback(fallback)
+        .layer(middleware::from_fn(query::strict))
         .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
         .layer(middleware::from_fn(log_request))
         .with_state(app)
@@ -167,10 +169,24 @@ async fn post_command(
         Err(e) => return wire::error(format, &e),
     };
     let at = now_ms();
-    let decided = blocking(&app, move |s| s.submit(&cmd, at).map(|d| (cmd, d))).await;
+    // Opening a group holds `opening` from the count to the decision, so concurrent opens
+    // cannot pass `max_groups` together.
+    let _opening = match (&cmd.body, app.config.max_groups) {
+        (Body::OpenGroup(_), Some(_)) => Some(app.opening.clone().lock_owned().await),
+        _ => None,
+    };
+    let max_groups = app.config.max_groups.filter(|_| _opening.is_some());
+    let decided = blocking(&app, move |s| {
+        if let Some(max) = max_groups {
+            check_group_room(s, &cmd.group, max)?;
+        }
+        s.submit(&cmd, at).map(|d| (cmd, d))
+    })
+    .await;
+    drop(_opening);
     match decided {
         Ok((cmd, Decision::Accepted(event))) => {
-            app.commits.send_modify(|n| *n += 1);
+            app.tails.committed(&event.group);
             if sets_deadline_before(&event, at.saturating_add(poll_ms(&app))) {
                 app.tick.notify_one();
             }
@@ -188,6 +204,24 @@ async fn post_command(
             wire::error(format, &e)
         }
     }
+}
+
+/// `max_groups` (`--max-groups`): opening a group that does not exist yet is refused once the
+/// server holds `max` groups; a retried `open_group` of an existing group is answered as
+/// usual.
+fn check_group_room(s: &dyn AuthorityService, group: &Id, max: u64) -> mwp_core::Result<()> {
+    let groups = s.groups()?;
+    let held = u64::try_from(groups.len()).unwrap_or(u64::MAX);
+    if held >= max && !groups.contains(group) {
+        return Err(Error::new(
+            Code::NotPermitted,
+            format!(
+                "this server holds {held} groups, its limit (--max-groups {max}); group {group} is not opened"
+            ),
+        )
+        .with("limit", max));
+    }
+    Ok(())
 }
 
 /// Decodes a command and checks what the URL and this server require of it.
@@ -237,14 +271,6 @@ fn decode_command(
     Ok(cmd)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EventsQuery {
-    #[serde(default)]
-    after: u64,
-    limit: Option<usize>,
-}
-
 #[derive(Serialize)]
 struct EventsAnswer {
     events: Vec<Event>,
@@ -270,7 +296,7 @@ fn locate_snapshot(mut err: Error, group: &Id) -> Error {
 async fn events(
     State(app): State<App>,
     Path(group): Path<String>,
-    query: Result<Query<EventsQuery>, axum::extract::rejection::QueryRejection>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
     let format = Format::accepted(&headers, Format::Json);
@@ -278,32 +304,22 @@ async fn events(
         Ok(g) => g,
         Err(e) => return wire::error(format, &e),
     };
-    let Query(q) = match query {
+    let q = match query::parse(uri.query(), query::keys_of(uri.path())) {
         Ok(q) => q,
-        Err(e) => {
-            return wire::error(
-                format,
-                &Error::malformed(format!(
-                    "query: {e}; use ?after=N&limit=M with non-negative integers"
-                )),
-            )
-        }
+        Err(e) => return wire::error(format, &e),
     };
+    let after = q.get("after").unwrap_or(0);
     let limit = q
-        .limit
-        .unwrap_or(app.config.max_page)
+        .get("limit")
+        .map_or(app.config.max_page, |l| {
+            usize::try_from(l).unwrap_or(usize::MAX)
+        })
         .clamp(1, app.config.max_page);
     let g = group.clone();
-    match blocking(&app, move |s| s.events(&g, q.after, limit)).await {
+    match blocking(&app, move |s| s.events(&g, after, limit)).await {
         Ok(events) => wire::encode(StatusCode::OK, format, &EventsAnswer { events }),
         Err(e) => read_error(format, &locate_snapshot(e, &group)),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StreamQuery {
-    after: Option<u64>,
 }
 
 /// What a live tail remembers between events.
@@ -312,7 +328,8 @@ struct Tail {
     group: Id,
     cursor: u64,
     pending: VecDeque<Event>,
-    commits: tokio::sync::watch::Receiver<u64>,
+    /// Its place under the tail caps, and its group's commit signal.
+    slot: super::tails::Slot,
     closing: tokio::sync::watch::Receiver<bool>,
     done: bool,
 }
@@ -346,13 +363,13 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
             return None;
         }
         // Read the commit counter before querying, so a commit in between wakes us.
-        tail.commits.borrow_and_update();
+        tail.slot.commits.borrow_and_update();
         let (g, after, page) = (tail.group.clone(), tail.cursor, tail.app.config.max_page);
         match blocking(&tail.app, move |s| s.events(&g, after, page)).await {
             Ok(events) if !events.is_empty() => tail.pending.extend(events),
             Ok(_) => {
                 tokio::select! {
-                    changed = tail.commits.changed() => if changed.is_err() { return None },
+                    changed = tail.slot.commits.changed() => if changed.is_err() { return None },
                     _ = tail.closing.changed() => return None,
                 }
             }
@@ -368,7 +385,7 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
 async fn stream_events(
     State(app): State<App>,
     Path(group): Path<String>,
-    query: Result<Query<StreamQuery>, axum::extract::rejection::QueryRejection>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
     let format = Format::accepted(&headers, Format::Json);
@@ -376,18 +393,32 @@ async fn stream_events(
         Ok(g) => g,
         Err(e) => return wire::error(format, &e),
     };
-    let Ok(Query(q)) = query else {
-        return wire::error(
-            format,
-            &Error::malformed("query: use ?after=N with a non-negative integer"),
-        );
+    let q = match query::parse(uri.query(), query::keys_of(uri.path())) {
+        Ok(q) => q,
+        Err(e) => return wire::error(format, &e),
     };
     // `Last-Event-ID` (sent by a reconnecting EventSource) wins over `after`.
-    let last_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let after = last_id.or(q.after).unwrap_or(0);
+    let last_id = match headers.get("last-event-id") {
+        None => None,
+        Some(v) => {
+            let text = v.to_str().unwrap_or("\u{fffd}").trim();
+            match query::number("Last-Event-ID", text) {
+                Ok(n) => Some(n),
+                Err(e) => return wire::error(format, &e.with("header", "last-event-id")),
+            }
+        }
+    };
+    let after = last_id.or(q.get("after")).unwrap_or(0);
+    // Take a place under the tail caps before reading anything.
+    let slot = match app.tails.admit(&group) {
+        Ok(slot) => slot,
+        Err(e) => {
+            let mut resp = wire::error_with(StatusCode::TOO_MANY_REQUESTS, format, &e);
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return resp;
+        }
+    };
     // Check the cursor before the stream starts, so the errors keep their statuses.
     let (g, page) = (group.clone(), app.config.max_page);
     let first = match blocking(&app, move |s| s.events(&g, after, page)).await {
@@ -395,7 +426,7 @@ async fn stream_events(
         Err(e) => return read_error(format, &locate_snapshot(e, &group)),
     };
     let tail = Tail {
-        commits: app.commits.subscribe(),
+        slot,
         closing: app.closing.clone(),
         app,
         group,

@@ -499,6 +499,10 @@ impl GroupLog {
                 self.ctx.window.check(after, head, &r)?;
             }
         }
+        if after >= head || limit == 0 {
+            // Nothing after the head; `after + 1` below must not wrap at u64::MAX.
+            return Ok(Vec::new());
+        }
         let last = head.min(after.saturating_add(limit as u64));
         let mut out = Vec::new();
         let index = read(&self.index);

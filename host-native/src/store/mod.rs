@@ -466,11 +466,16 @@ impl AuthorityService for FileStore {
     }
 
     fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
+        self.next_deadline_except(&[])
+    }
+
+    fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         let groups: Vec<Arc<GroupLog>> = self
             .groups
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
+            .filter(|g| !skip.contains(g.id()))
             .cloned()
             .collect();
         let deadlines: Vec<(Id, Option<u64>)> = groups

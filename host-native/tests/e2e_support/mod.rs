@@ -55,6 +55,11 @@ impl TestServer {
         }
     }
 
+    /// The running server.
+    pub fn server(&self) -> &Server {
+        self.server.as_ref().expect("the server is running")
+    }
+
     /// A client of it.
     pub fn client(&self) -> Client {
         Client::new(self.base.clone())

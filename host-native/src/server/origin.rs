@@ -1,0 +1,225 @@
+//! Browser safety: the `Host` check that blocks DNS rebinding, and the CORS policy.
+//!
+//! A page on `http://evil.example` whose name is re-pointed at 127.0.0.1 reaches a loopback
+//! server with `Host: evil.example`: answering only the names the server is known by (its
+//! bound address, `localhost` on loopback, and each `--public-host`) stops it. Any other
+//! `Host`, or none, is answered 421 Misdirected Request with a `MALFORMED` error, before any
+//! route runs. CORS is off unless `--cors-origin` names origins: then tower-http's
+//! [`CorsLayer`] answers preflights and adds the headers for those origins only.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use mwp_core::Error;
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+
+use super::wire::{self, Format};
+
+/// The names a request's `Host` may carry.
+#[derive(Debug, Clone)]
+pub(crate) struct Hosts {
+    port: u16,
+    /// Exact `host:port` authorities, lowercase (`127.0.0.1:7878`, `localhost:7878`, …).
+    exact: Vec<String>,
+    /// `--public-host` names without a port: they match with any port or none.
+    names: Vec<String>,
+    /// Bound to 0.0.0.0 or [::]: any IP literal with the port is the server itself.
+    any_ip: bool,
+}
+
+impl Hosts {
+    /// The names of a server bound to `addr` and known publicly as `public`.
+    pub(crate) fn new(addr: SocketAddr, public: &[String]) -> Hosts {
+        let port = addr.port();
+        let ip = addr.ip();
+        let mut exact = vec![authority(ip, port)];
+        if ip.is_loopback() || ip.is_unspecified() {
+            exact.push(format!("localhost:{port}"));
+        }
+        let mut names = Vec::new();
+        for p in public {
+            let p = p.trim().to_ascii_lowercase();
+            if has_port(&p) {
+                exact.push(p);
+            } else {
+                names.push(p);
+            }
+        }
+        Hosts {
+            port,
+            exact,
+            names,
+            any_ip: ip.is_unspecified(),
+        }
+    }
+
+    /// Whether `host` (a `Host` header value) names this server.
+    pub(crate) fn allows(&self, host: &str) -> bool {
+        let host = host.trim().to_ascii_lowercase();
+        let (name, port) = split(&host);
+        // No port means the scheme's default; the server is plain HTTP.
+        let port = match port {
+            None => 80,
+            Some(p) => match p.parse::<u16>() {
+                Ok(p) => p,
+                Err(_) => return false,
+            },
+        };
+        if self.names.iter().any(|n| n == name) {
+            return true;
+        }
+        if self.exact.contains(&format!("{name}:{port}")) {
+            return true;
+        }
+        port == self.port
+            && self.any_ip
+            && name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok()
+    }
+
+    /// The names it answers to, for error messages.
+    fn listed(&self) -> String {
+        let mut all = self.exact.clone();
+        all.extend(self.names.iter().cloned());
+        if self.any_ip {
+            all.push(format!("any IP address with port {}", self.port));
+        }
+        all.join(", ")
+    }
+}
+
+fn authority(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(v4) => format!("{v4}:{port}"),
+        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    }
+}
+
+fn has_port(host: &str) -> bool {
+    split(host).1.is_some()
+}
+
+/// `name` and the port, if any: `[::1]:80` → (`[::1]`, `80`), `a.b` → (`a.b`, none).
+fn split(host: &str) -> (&str, Option<&str>) {
+    if host.starts_with('[') {
+        return match host.find(']') {
+            Some(end) => {
+                let (name, rest) = host.split_at(end + 1);
+                (name, rest.strip_prefix(':'))
+            }
+            None => (host, None),
+        };
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) => (name, Some(port)),
+        None => (host, None),
+    }
+}
+
+/// The `Host` check, as middleware: 421 with a `MALFORMED` body for a name it does not know.
+pub(crate) async fn check_host(
+    State(hosts): State<Arc<Hosts>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let given = req
+        .headers()
+        .get(header::HOST)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}").to_owned())
+        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
+    match given {
+        Some(host) if hosts.allows(&host) => next.run(req).await,
+        given => {
+            let format = Format::accepted(req.headers(), Format::Json);
+            let what = match &given {
+                Some(h) => format!("Host {h:?} is not a name of this server"),
+                None => "the request has no Host header".to_owned(),
+            };
+            wire::error_with(
+                StatusCode::MISDIRECTED_REQUEST,
+                format,
+                &Error::malformed(format!(
+                    "{what}; it answers to {} (add names with --public-host)",
+                    hosts.listed()
+                ))
+                .with("header", "host"),
+            )
+        }
+    }
+}
+
+/// Checks one `--cors-origin` value: `scheme://host[:port]`, scheme `http` or `https`.
+pub(crate) fn check_origin(origin: &str) -> Result<(), String> {
+    let rest = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"))
+        .ok_or_else(|| format!("{origin:?} must start with http:// or https://"))?;
+    let ok = !rest.is_empty()
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{origin:?} is not an origin: give scheme://host[:port] with no path, e.g. https://ops.example"
+        ))
+    }
+}
+
+/// The CORS layer for `origins`, or `None` when there are none (CORS off: browsers refuse
+/// cross-origin reads of the answers).
+pub(crate) fn cors(origins: &[String]) -> Result<Option<CorsLayer>, String> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let values = origins
+        .iter()
+        .map(|o| {
+            check_origin(o)?;
+            HeaderValue::from_str(o).map_err(|_| format!("{o:?} is not a valid origin"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(
+        CorsLayer::new()
+            .allow_origin(AllowOrigin::list(values))
+            .allow_methods([Method::GET, Method::POST])
+            .allow_headers(AllowHeaders::mirror_request())
+            .expose_headers([header::HeaderName::from_static("mwp-duplicate")])
+            .max_age(std::time::Duration::from_secs(600)),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_names() {
+        let h = Hosts::new("127.0.0.1:7878".parse().unwrap(), &[]);
+        assert!(h.allows("127.0.0.1:7878"));
+        assert!(h.allows("LOCALHOST:7878"));
+        assert!(!h.allows("localhost:7879"));
+        assert!(!h.allows("evil.example:7878"));
+        assert!(!h.allows("127.0.0.1"));
+        assert!(!h.allows("127.0.0.1:x"));
+        let h6 = Hosts::new("[::1]:80".parse().unwrap(), &["mwp.example".into()]);
+        assert!(h6.allows("[::1]:80"));
+        assert!(h6.allows("[::1]"));
+        assert!(h6.allows("mwp.example"));
+        assert!(h6.allows("mwp.example:443"));
+        assert!(!h6.allows("[::2]:80"));
+        let any = Hosts::new("0.0.0.0:9000".parse().unwrap(), &["a.b:8443".into()]);
+        assert!(any.allows("10.1.2.3:9000"));
+        assert!(any.allows("a.b:8443"));
+        assert!(!any.allows("a.b:9000"));
+        assert!(!any.allows("x.y:9000"));
+    }
+}

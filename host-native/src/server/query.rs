@@ -1,0 +1,168 @@
+//! Query strings of the read routes, decoded strictly: every key must be one the route knows,
+//! at most once, and every value a decimal `u64` (digits only, no sign, not empty, no larger
+//! than 18446744073709551615). Anything else is `MALFORMED` naming the parameter, so no
+//! input reaches the store as a value it did not ask for.
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+use mwp_core::Error;
+
+use super::wire::{self, Format};
+
+/// The query keys an API route takes, by its path: `…/events` takes `after` and `limit`,
+/// `…/events/stream` takes `after`, every other `/v1/` route none.
+pub(crate) fn keys_of(path: &str) -> &'static [&'static str] {
+    if path.ends_with("/events/stream") {
+        &["after"]
+    } else if path.ends_with("/events") {
+        &["after", "limit"]
+    } else {
+        &[]
+    }
+}
+
+/// Middleware: a `/v1/` request whose query does not decode under [`keys_of`] is answered
+/// 400 `MALFORMED` naming the parameter before any route runs (the dashboard's own pages
+/// keep their query strings).
+pub(crate) async fn strict(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if path.starts_with("/v1/") {
+        if let Err(e) = parse(req.uri().query(), keys_of(path)) {
+            return wire::error(Format::accepted(req.headers(), Format::Json), &e);
+        }
+    }
+    next.run(req).await
+}
+
+/// The values of a query string, by the keys a route accepts.
+#[derive(Debug, Default)]
+pub(crate) struct Params {
+    values: Vec<(&'static str, u64)>,
+}
+
+impl Params {
+    /// The value of `key`, if it was given.
+    pub(crate) fn get(&self, key: &str) -> Option<u64> {
+        self.values.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+}
+
+/// Decodes `raw` (the part of the URL after `?`, if any) against the keys a route accepts.
+pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params, Error> {
+    let mut params = Params::default();
+    let Some(raw) = raw else {
+        return Ok(params);
+    };
+    for pair in raw.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = decode(key).ok_or_else(|| {
+            Error::malformed(format!(
+                "query: {key:?} is not a valid percent-encoded name; {}",
+                usage(known)
+            ))
+        })?;
+        let Some(&name) = known.iter().find(|k| **k == key) else {
+            return Err(Error::malformed(format!(
+                "query: unknown parameter {key:?}; {}",
+                usage(known)
+            ))
+            .with("parameter", key));
+        };
+        if params.get(name).is_some() {
+            return Err(Error::malformed(format!(
+                "query: parameter {name} is given more than once; give it once"
+            ))
+            .with("parameter", name));
+        }
+        let value = decode(value).unwrap_or_else(|| value.to_owned());
+        params.values.push((name, number(name, &value)?));
+    }
+    Ok(params)
+}
+
+/// A decimal `u64`, or `MALFORMED` naming `name`.
+pub(crate) fn number(name: &str, value: &str) -> Result<u64, Error> {
+    let bad = |why: &str| {
+        Error::malformed(format!(
+            "query: {name}={value:?} {why}; {name} must be an integer from 0 to {}",
+            u64::MAX
+        ))
+        .with("parameter", name)
+    };
+    if value.is_empty() {
+        return Err(bad("is empty"));
+    }
+    if !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad("is not a non-negative decimal integer"));
+    }
+    value.parse::<u64>().map_err(|_| bad("is too large"))
+}
+
+fn usage(known: &[&'static str]) -> String {
+    if known.is_empty() {
+        "this route takes no query parameters".to_owned()
+    } else {
+        let list: Vec<String> = known.iter().map(|k| format!("{k}=N")).collect();
+        format!("this route takes {}", list.join(", "))
+    }
+}
+
+/// Percent-decoding (and `+` as space, as forms send it); `None` when it is not UTF-8 or an
+/// escape is broken.
+fn decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_numbers() {
+        let p = parse(
+            Some("after=18446744073709551615&limit=1"),
+            &["after", "limit"],
+        )
+        .unwrap();
+        assert_eq!(p.get("after"), Some(u64::MAX));
+        assert_eq!(p.get("limit"), Some(1));
+        for bad in [
+            "after=",
+            "after=-1",
+            "after=+1",
+            "after=1e3",
+            "after=18446744073709551616",
+            "after=1&after=2",
+            "before=1",
+            "after=%zz",
+            "after= 1",
+        ] {
+            let e = parse(Some(bad), &["after", "limit"]).expect_err(bad);
+            assert_eq!(e.code, mwp_core::Code::Malformed, "{bad}");
+        }
+        assert!(parse(Some(""), &[]).is_ok());
+        assert!(parse(Some("x=1"), &[]).is_err());
+    }
+}

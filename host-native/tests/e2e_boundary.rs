@@ -1,0 +1,696 @@
+//! The HTTP boundary of `mwp serve` (docs/http.md, "Limits" and "Browser safety"), over
+//! real HTTP on 127.0.0.1: strict query values, the Host check, CORS, stalled connections,
+//! the connection cap, the live-tail caps, the tick loop's backoff and `max_groups`.
+
+mod e2e_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use e2e_support::*;
+use mwp_core::command::ClaimWork;
+use mwp_core::{Body, Code, Command, Decision, Event, Id, PublicKey, Receipt};
+use mwp_host::cli::store::{open as open_store, Options};
+use mwp_host::cli::StoreUrl;
+use mwp_host::memory_service::MemoryService;
+use mwp_host::server::ServerConfig;
+use mwp_host::service::AuthorityService;
+use proptest::prelude::*;
+use serde_json::Value;
+
+/// A generous bound for anything the tests wait for; never a timing claim.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Waits (bounded) until `done` holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + PATIENCE;
+    while !done() {
+        assert!(Instant::now() < until, "gave up waiting: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// One raw HTTP/1.1 exchange on a fresh connection: (status, head, body).
+fn raw(addr: SocketAddr, request: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    s.write_all(request.as_bytes()).expect("writes");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("reads the answer");
+    parse(&out)
+}
+
+fn parse(out: &[u8]) -> (u16, String, Vec<u8>) {
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete head");
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    (status, head, out[split + 4..].to_vec())
+}
+
+fn get(addr: SocketAddr, path: &str, extra: &str) -> (u16, String, Vec<u8>) {
+    raw(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n"),
+    )
+}
+
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+fn json(body: &[u8]) -> Value {
+    serde_json::from_slice(body).expect("a JSON body")
+}
+
+fn addr(server: &TestServer) -> SocketAddr {
+    server.server().addr()
+}
+
+fn file_server(dir: &std::path::Path) -> TestServer {
+    let options = Options {
+        create: true,
+        ..Default::default()
+    };
+    let service = open_store(&StoreUrl::File(dir.to_path_buf()), &options).expect("opens");
+    TestServer::with_dyn(service)
+}
+
+#[test]
+fn a_cursor_at_the_top_of_u64_is_an_empty_page_on_every_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for server in [TestServer::start(), file_server(dir.path())] {
+        opened(&server, "g1", 1);
+        let a = addr(&server);
+        for q in [
+            "after=18446744073709551615",
+            "after=18446744073709551614",
+            "after=18446744073709551615&limit=18446744073709551615",
+            "after=1&limit=18446744073709551615",
+            "after=0&limit=0",
+        ] {
+            let (status, _, body) = get(a, &format!("/v1/groups/g1/events?{q}"), "");
+            assert_eq!(status, 200, "{q}: {}", String::from_utf8_lossy(&body));
+            let events = json(&body)["events"].as_array().expect("events").len();
+            assert!(events <= 1, "{q}");
+        }
+        // A live tail from there starts (and would follow new events).
+        assert_eq!(
+            status_of(
+                a,
+                "GET",
+                "/v1/groups/g1/events/stream?after=18446744073709551615"
+            ),
+            Some(200)
+        );
+        let (status, _, _) = get(a, "/v1/authority", "");
+        assert_eq!(status, 200);
+    }
+}
+
+#[test]
+fn malformed_query_values_are_400_naming_the_parameter() {
+    let server = TestServer::start();
+    opened(&server, "g1", 1);
+    let a = addr(&server);
+    let cases = [
+        ("/v1/groups/g1/events?after=-1", "after"),
+        ("/v1/groups/g1/events?after=abc", "after"),
+        ("/v1/groups/g1/events?after=", "after"),
+        ("/v1/groups/g1/events?after=18446744073709551616", "after"),
+        ("/v1/groups/g1/events?after=1&after=2", "after"),
+        ("/v1/groups/g1/events?limit=-5", "limit"),
+        ("/v1/groups/g1/events?limit=1.5", "limit"),
+        ("/v1/groups/g1/events?cursor=3", "cursor"),
+        ("/v1/groups/g1/events/stream?limit=3", "limit"),
+        ("/v1/groups/g1/events/stream?after=x", "after"),
+        ("/v1/groups?x=1", "x"),
+        ("/v1/authority?debug", "debug"),
+        ("/v1/groups/g1/snapshots/latest?seq=1", "seq"),
+    ];
+    for (path, param) in cases {
+        let (status, _, body) = get(a, path, "Accept: application/json\r\n");
+        assert_eq!(status, 400, "{path}");
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED", "{path}");
+        assert_eq!(err["parameter"], param, "{path}: {err}");
+        assert!(
+            err["message"].as_str().expect("message").contains(param),
+            "{path}: {err}"
+        );
+    }
+    let (status, _, body) = get(a, "/v1/groups/g1/events/stream", "Last-Event-ID: -1\r\n");
+    assert_eq!(status, 400);
+    assert_eq!(json(&body)["header"], "last-event-id");
+    // The dashboard's pages keep their query strings.
+    let (status, _, _) = get(a, "/?group=g1", "");
+    assert_eq!(status, 200);
+}
+
+/// A query value the property test tries.
+fn value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("18446744073709551615".to_owned()),
+        Just("18446744073709551616".to_owned()),
+        Just("9223372036854775807".to_owned()),
+        Just("9223372036854775808".to_owned()),
+        Just("0".to_owned()),
+        Just(String::new()),
+        Just("-1".to_owned()),
+        Just("%00".to_owned()),
+        Just("1e309".to_owned()),
+        any::<u64>().prop_map(|n| n.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        "[0-9]{20,40}",
+        "[a-zA-Z0-9%+._~-]{0,12}",
+    ]
+}
+
+/// A path segment the property test tries: real names, edges, and random text.
+fn segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("g1".to_owned()),
+        Just("alice".to_owned()),
+        Just("open".to_owned()),
+        Just("18446744073709551615".to_owned()),
+        Just("%FF".to_owned()),
+        Just("..".to_owned()),
+        Just("%2e%2e".to_owned()),
+        Just(String::new()),
+        "[a-zA-Z0-9._~%-]{1,70}",
+    ]
+}
+
+/// A request line's target over every route shape, with a random query.
+fn target() -> impl Strategy<Value = (String, String)> {
+    let route = (0usize..8, segment(), segment(), segment()).prop_map(|(r, a, b, c)| match r {
+        0 => "/v1/authority".to_owned(),
+        1 => "/v1/groups".to_owned(),
+        2 => format!("/v1/groups/{a}/events"),
+        3 => format!("/v1/groups/{a}/events/stream"),
+        4 => format!("/v1/groups/{a}/receipts/{b}/{c}"),
+        5 => format!("/v1/groups/{a}/snapshots/latest"),
+        6 => format!("/v1/groups/{a}/commands"),
+        _ => format!("/{a}/{b}"),
+    });
+    let key = prop_oneof![
+        Just("after".to_owned()),
+        Just("limit".to_owned()),
+        "[a-z]{1,6}"
+    ];
+    let query = proptest::collection::vec((key, value()), 0..4).prop_map(|kv| {
+        kv.into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("&")
+    });
+    let method = prop_oneof![Just("GET".to_owned()), Just("POST".to_owned())];
+    (route, query, method).prop_map(|(route, query, method)| {
+        let target = if query.is_empty() {
+            route
+        } else {
+            format!("{route}?{query}")
+        };
+        (method, target)
+    })
+}
+
+/// Sends one request and reads only the status line (a live tail's body never ends).
+fn status_of(addr: SocketAddr, method: &str, target: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let body = if method == "POST" { "{}" } else { "" };
+    let req = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("writes");
+    let mut first = [0u8; 12];
+    s.read_exact(&mut first).ok()?;
+    let line = String::from_utf8_lossy(&first).into_owned();
+    line.get(9..12)?.parse().ok()
+}
+
+#[test]
+fn no_input_reaches_a_5xx_and_the_server_keeps_answering() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let servers = [TestServer::start(), file_server(dir.path())];
+    for server in &servers {
+        let client = opened(server, "g1", 1);
+        client
+            .submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
+            .expect("created");
+    }
+    let addrs: Vec<SocketAddr> = servers.iter().map(addr).collect();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 160,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(&target(), |(method, target)| {
+            for a in &addrs {
+                // A target hyper refuses to parse is answered 400 by hyper itself.
+                let status = status_of(*a, &method, &target);
+                if let Some(status) = status {
+                    prop_assert!(
+                        (200..500).contains(&status),
+                        "{method} {target} answered {status}"
+                    );
+                }
+            }
+            Ok(())
+        })
+        .expect("only 2xx and 4xx answers");
+    for a in addrs {
+        let (status, _, _) = get(a, "/v1/authority", "");
+        assert_eq!(status, 200, "still answering");
+    }
+}
+
+#[test]
+fn only_the_servers_own_names_are_answered() {
+    let server = TestServer::start();
+    let a = addr(&server);
+    let port = a.port();
+    let ask = |host: Option<&str>| {
+        let host = host.map_or(String::new(), |h| format!("Host: {h}\r\n"));
+        raw(
+            a,
+            &format!("GET /v1/authority HTTP/1.1\r\n{host}Connection: close\r\n\r\n"),
+        )
+    };
+    assert_eq!(ask(Some(&format!("127.0.0.1:{port}"))).0, 200);
+    assert_eq!(ask(Some(&format!("localhost:{port}"))).0, 200);
+    for bad in [
+        format!("evil.example:{port}"),
+        "evil.example".to_owned(),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        format!("127.0.0.2:{port}"),
+    ] {
+        let (status, _, body) = ask(Some(&bad));
+        assert_eq!(status, 421, "{bad}");
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED");
+        assert_eq!(err["header"], "host");
+        assert!(err["message"].as_str().expect("message").contains(&bad));
+    }
+    // Static files too: a rebound page cannot read the dashboard either.
+    let (status, _, _) = raw(
+        a,
+        "GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 421);
+    // HTTP/1.0 without Host.
+    let (status, _, _) = raw(a, "GET /v1/authority HTTP/1.0\r\n\r\n");
+    assert_eq!(status, 421);
+
+    let config = ServerConfig {
+        public_hosts: vec!["mwp.example".into(), "ops.example:8443".into()],
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    for (host, want) in [
+        ("mwp.example", 200),
+        ("MWP.example:443", 200),
+        ("ops.example:8443", 200),
+        ("ops.example", 421),
+        ("other.example", 421),
+    ] {
+        let (status, _, _) = raw(
+            a,
+            &format!("GET /v1/authority HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, want, "{host}");
+    }
+}
+
+fn preflight(a: SocketAddr, origin: &str) -> (u16, String, Vec<u8>) {
+    raw(
+        a,
+        &format!(
+            "OPTIONS /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nOrigin: {origin}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\nConnection: close\r\n\r\n"
+        ),
+    )
+}
+
+#[test]
+fn cors_is_off_by_default_and_names_only_the_allowed_origins() {
+    let server = TestServer::start();
+    let a = addr(&server);
+    let (_, head, _) = preflight(a, "https://ops.example");
+    assert_eq!(header(&head, "access-control-allow-origin"), None);
+    let (status, head, _) = get(a, "/v1/authority", "Origin: https://ops.example\r\n");
+    assert_eq!(status, 200);
+    assert_eq!(header(&head, "access-control-allow-origin"), None);
+
+    let config = ServerConfig {
+        cors_origins: vec!["https://ops.example".into()],
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    let (status, head, _) = preflight(a, "https://ops.example");
+    assert!((200..300).contains(&status), "{head}");
+    assert_eq!(
+        header(&head, "access-control-allow-origin"),
+        Some("https://ops.example")
+    );
+    let methods = header(&head, "access-control-allow-methods").expect("methods");
+    assert!(methods.contains("POST"), "{methods}");
+    let (_, head, _) = get(a, "/v1/authority", "Origin: https://ops.example\r\n");
+    assert_eq!(
+        header(&head, "access-control-allow-origin"),
+        Some("https://ops.example")
+    );
+    let (_, head, _) = get(a, "/v1/authority", "Origin: https://evil.example\r\n");
+    assert_eq!(header(&head, "access-control-allow-origin"), None);
+    let (_, head, _) = preflight(a, "https://evil.example");
+    assert_eq!(header(&head, "access-control-allow-origin"), None);
+}
+
+#[test]
+fn three_hundred_stalled_connections_do_not_stop_a_normal_client() {
+    let server = TestServer::start();
+    let a = addr(&server);
+    let mut stalled = Vec::new();
+    for i in 0..300 {
+        let mut s = TcpStream::connect(a).expect("connects");
+        if i % 2 == 1 {
+            // Half a request head, never finished.
+            s.write_all(format!("GET /v1/authority HTTP/1.1\r\nHost: {a}\r\nX-Slow:").as_bytes())
+                .expect("writes");
+        }
+        stalled.push(s);
+    }
+    wait_until("the server holds the 300 connections", || {
+        server.server().open_connections() >= 300
+    });
+    // Answered within a generous bound (the read timeout), while all 300 stay open.
+    let (status, _, body) = get(a, "/v1/authority", "");
+    assert_eq!(status, 200);
+    assert!(json(&body)["key"].is_string());
+    assert!(server.server().open_connections() >= 300);
+    drop(stalled);
+}
+
+#[test]
+fn a_connection_that_never_finishes_its_headers_is_closed() {
+    let config = ServerConfig {
+        header_read_timeout: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    for partial in ["", "GET /v1/authority HTTP/1.1\r\nHost: x"] {
+        let mut s = TcpStream::connect(a).expect("connects");
+        s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        s.write_all(partial.as_bytes()).expect("writes");
+        let mut out = Vec::new();
+        // The server closes it (possibly after a 408); a read timeout here fails the test.
+        s.read_to_end(&mut out).expect("closed by the server");
+        if !out.is_empty() {
+            assert_eq!(parse(&out).0, 408);
+        }
+    }
+    wait_until("the closed connections are forgotten", || {
+        server.server().open_connections() == 0
+    });
+}
+
+#[test]
+fn connections_beyond_the_cap_wait_until_one_closes() {
+    let config = ServerConfig {
+        max_connections: 4,
+        header_read_timeout: Duration::from_secs(600),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    let mut held: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(a).expect("connects"))
+        .collect();
+    wait_until("four connections open", || {
+        server.server().open_connections() == 4
+    });
+    let mut fifth = TcpStream::connect(a).expect("the kernel queues it");
+    fifth
+        .write_all(
+            format!("GET /v1/authority HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .expect("writes");
+    // Not served while four are held (a short look: an answer here is the failure).
+    fifth
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut byte = [0u8; 1];
+    let early = fifth.read(&mut byte);
+    assert!(
+        matches!(&early, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "the fifth connection was served beyond the cap: {early:?}"
+    );
+    assert_eq!(server.server().open_connections(), 4);
+    held.pop();
+    fifth.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let mut out = Vec::new();
+    fifth.read_to_end(&mut out).expect("served once one closed");
+    assert_eq!(parse(&out).0, 200);
+}
+
+/// Opens a live tail and reads its status line: (status, the open stream, the first bytes).
+fn open_tail(a: SocketAddr, group: &str) -> (u16, TcpStream, Vec<u8>) {
+    let mut s = TcpStream::connect(a).expect("connects");
+    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    s.write_all(
+        format!("GET /v1/groups/{group}/events/stream HTTP/1.1\r\nHost: {a}\r\nAccept: text/event-stream\r\n\r\n")
+            .as_bytes(),
+    )
+    .expect("writes");
+    let mut buf = vec![0u8; 4096];
+    let n = s.read(&mut buf).expect("answers");
+    buf.truncate(n);
+    let status = String::from_utf8_lossy(&buf[9..12])
+        .parse()
+        .expect("status");
+    (status, s, buf)
+}
+
+#[test]
+fn live_tails_over_the_caps_are_refused_with_429() {
+    let config = ServerConfig {
+        max_tails: 3,
+        max_tails_per_group: 2,
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let client = opened(&server, "g1", 0);
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g2", authority, &[]))
+        .expect("opens");
+    let a = addr(&server);
+    let t1 = open_tail(a, "g1");
+    let _t2 = open_tail(a, "g1");
+    assert_eq!((t1.0, _t2.0), (200, 200));
+    let (status, _, head) = open_tail(a, "g1");
+    assert_eq!(status, 429);
+    let (_, _, body) = parse_with_body(&head);
+    let err = json(&body);
+    assert_eq!(err["code"], "NOT_YET");
+    assert_eq!(err["scope"], "group");
+    assert_eq!(err["limit"], 2);
+    let t3 = open_tail(a, "g2");
+    assert_eq!(t3.0, 200);
+    let (status, _, head) = open_tail(a, "g2");
+    assert_eq!(status, 429);
+    assert_eq!(json(&parse_with_body(&head).2)["scope"], "server");
+    assert_eq!(server.server().live_tails(), 3);
+    drop(t1);
+    wait_until("a closed tail gives its place back", || {
+        server.server().live_tails() == 2
+    });
+    assert_eq!(open_tail(a, "g1").0, 200);
+}
+
+/// (status, head, body) of a complete non-streaming answer read in one piece.
+fn parse_with_body(bytes: &[u8]) -> (u16, String, Vec<u8>) {
+    parse(bytes)
+}
+
+#[test]
+fn a_commit_wakes_only_its_own_groups_tails() {
+    let server = TestServer::start();
+    let client = opened(&server, "g1", 1);
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g2", authority, &[]))
+        .expect("opens");
+    let a = addr(&server);
+    let (_, mut g2_tail, _) = open_tail(a, "g2");
+    let (_, mut g1_tail, _) = open_tail(a, "g1");
+    client
+        .submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
+        .expect("created");
+    // g1's tail gets the event; then g2's tail has had nothing but keep-alives.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("create") {
+        let n = g1_tail.read(&mut buf).expect("g1's tail reads");
+        assert!(n > 0, "g1's tail ended");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    g2_tail
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut other = Vec::new();
+    while let Ok(n) = g2_tail.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        other.extend_from_slice(&buf[..n]);
+    }
+    assert!(!String::from_utf8_lossy(&other).contains("create"));
+}
+
+/// A memory service whose ticks fail for group `bad`.
+struct FailingTicks {
+    inner: MemoryService,
+}
+
+impl AuthorityService for FailingTicks {
+    fn submit(&self, cmd: &Command, now_ms: u64) -> mwp_core::Result<Decision> {
+        self.inner.submit(cmd, now_ms)
+    }
+    fn events(&self, group: &Id, after: u64, limit: usize) -> mwp_core::Result<Vec<Event>> {
+        self.inner.events(group, after, limit)
+    }
+    fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> mwp_core::Result<Option<Receipt>> {
+        self.inner.receipt(group, actor, action)
+    }
+    fn latest_snapshot(&self, group: &Id) -> mwp_core::Result<Vec<u8>> {
+        self.inner.latest_snapshot(group)
+    }
+    fn groups(&self) -> mwp_core::Result<Vec<Id>> {
+        self.inner.groups()
+    }
+    fn head_seq(&self, group: &Id) -> mwp_core::Result<u64> {
+        self.inner.head_seq(group)
+    }
+    fn next_deadline(&self) -> mwp_core::Result<Option<(Id, u64)>> {
+        self.inner.next_deadline()
+    }
+    fn next_deadline_except(&self, skip: &[Id]) -> mwp_core::Result<Option<(Id, u64)>> {
+        self.inner.next_deadline_except(skip)
+    }
+    fn authority_key(&self) -> PublicKey {
+        self.inner.authority_key()
+    }
+    fn tick(&self, group: &Id, now_ms: u64) -> mwp_core::Result<Option<Decision>> {
+        if group.as_str() == "bad" {
+            return Err(mwp_core::Error::new(Code::Storage, "the disk is on fire"));
+        }
+        self.inner.tick(group, now_ms)
+    }
+}
+
+#[test]
+fn a_group_whose_tick_fails_does_not_stop_another_groups_lease_expiry() {
+    let service = Arc::new(FailingTicks {
+        inner: MemoryService::generate().expect("key"),
+    });
+    let server = TestServer::with_dyn(service);
+    let client = server.client();
+    let authority = client.authority_key().expect("key");
+    let claim = || {
+        Body::ClaimWork(ClaimWork {
+            work: id("x"),
+            lease_ms: 50,
+            start_within_ms: 50,
+        })
+    };
+    // `bad`'s lease is due first, so it is what the loop looks at first.
+    for g in ["bad", "good"] {
+        client
+            .submit(&open_group(g, authority, &["w0".to_owned()]))
+            .expect("opens");
+        client
+            .submit(&cmd(g, "w0", "c", None, create_work("x", &[])))
+            .expect("created");
+        client
+            .submit(&cmd(g, "w0", "k", Some(1), claim()))
+            .expect("claimed");
+    }
+    wait_until("good's lease expires", || {
+        client
+            .events(&id("good"), 3, 10)
+            .expect("events")
+            .iter()
+            .any(|e| e.actor.as_str() == "@authority")
+    });
+}
+
+#[test]
+fn max_groups_refuses_a_new_group_beyond_it() {
+    let config = ServerConfig {
+        max_groups: Some(2),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let client = server.client();
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g1", authority, &[]))
+        .expect("opens");
+    client
+        .submit(&open_group("g2", authority, &[]))
+        .expect("opens");
+    let err = client
+        .submit(&open_group("g3", authority, &[]))
+        .expect_err("refused");
+    assert_eq!(err.code, Code::NotPermitted);
+    assert!(err.message.contains("--max-groups 2"), "{}", err.message);
+    assert_eq!(err.details["limit"], 2);
+    assert_eq!(client.groups().expect("groups").len(), 2);
+    // A retried open of a group it holds is answered as before.
+    let again = client
+        .submit(&open_group("g1", authority, &[]))
+        .expect("a duplicate");
+    assert_eq!(again.receipt.seq, 1);
+    // Concurrent opens cannot pass it together.
+    let config = ServerConfig {
+        max_groups: Some(3),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let authority = server.client().authority_key().expect("key");
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let client = server.client();
+            std::thread::spawn(move || {
+                client
+                    .submit(&open_group(&format!("c{i}"), authority, &[]))
+                    .is_ok()
+            })
+        })
+        .collect();
+    let opened = threads
+        .into_iter()
+        .map(|t| t.join().expect("joins"))
+        .filter(|ok| *ok)
+        .count();
+    assert_eq!(opened, 3);
+    assert_eq!(server.client().groups().expect("groups").len(), 3);
+}
