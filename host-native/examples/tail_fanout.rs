@@ -6,8 +6,9 @@
 //! ```
 //!
 //! A memory-backed `mwp serve` runs in this process; one client submits `COMMITS`
-//! (default 2,000) `create_work` commands to group `bench`, once with no tails and once
-//! with `TAILS` (default 1,000) SSE tails open on 20 other groups. The process CPU time
+//! (default 2,000) `create_work` commands to a fresh group, three times: with no tails,
+//! with `TAILS` (default 1,000) SSE tails open on 20 other groups, and with no tails again
+//! after they closed. The process CPU time
 //! (user + system, from `/proc/self/stat`) per commit is printed for both rounds. Commits
 //! wake only their own group's tails, so the two figures should match within noise.
 
@@ -58,7 +59,7 @@ fn open(group: &str, authority: PublicKey) -> Command {
     signed(group, "open", body)
 }
 
-fn create(n: usize) -> Command {
+fn create(group: &str, n: usize) -> Command {
     let body = Body::CreateWork(CreateWork {
         work: id(&format!("w{n}")),
         contract: Contract {
@@ -72,7 +73,7 @@ fn create(n: usize) -> Command {
         after: vec![],
         spec: json!({ "n": n }),
     });
-    signed("bench", &format!("create-{n}"), body)
+    signed(group, &format!("create-{n}"), body)
 }
 
 /// Process CPU time (user + system), from `/proc/self/stat` in clock ticks of 1/100 s.
@@ -89,11 +90,14 @@ fn cpu() -> Duration {
     Duration::from_millis((fields[0] + fields[1]) * 10)
 }
 
-/// Submits `count` commits from `from`; returns (CPU per commit, wall time).
-fn round(client: &Client, from: usize, count: usize) -> (Duration, Duration) {
+/// Opens `group` and submits `count` commits to it; returns (CPU per commit, wall time).
+/// Each round has a fresh group, so no round pays for a larger group than another.
+fn round(client: &Client, group: &str, count: usize) -> (Duration, Duration) {
+    let authority = client.authority_key().expect("key");
+    client.submit(&open(group, authority)).expect("opens");
     let (cpu0, wall0) = (cpu(), Instant::now());
-    for n in from..from + count {
-        client.submit(&create(n)).expect("accepted");
+    for n in 0..count {
+        client.submit(&create(group, n)).expect("accepted");
     }
     let per = (cpu() - cpu0) / u32::try_from(count).expect("count");
     (per, wall0.elapsed())
@@ -121,15 +125,14 @@ fn main() {
     let addr = server.addr();
     let client = Client::new(format!("http://{addr}"));
     let authority = client.authority_key().expect("key");
-    client.submit(&open("bench", authority)).expect("opens");
     for g in 0..TAIL_GROUPS {
         client
             .submit(&open(&format!("idle{g}"), authority))
             .expect("opens");
     }
     // Warm up, then measure with no tails.
-    round(&client, 0, commits / 10 + 1);
-    let (quiet, quiet_wall) = round(&client, 1_000_000, commits);
+    round(&client, "warm", commits / 10 + 1);
+    let (quiet, quiet_wall) = round(&client, "quiet", commits);
     // Open the idle tails on the other groups and wait until the server holds them all.
     let mut streams = Vec::with_capacity(tails);
     for t in 0..tails {
@@ -149,18 +152,26 @@ fn main() {
         assert!(Instant::now() < deadline, "the tails did not all start");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let (busy, busy_wall) = round(&client, 2_000_000, commits);
-    println!("commits per round: {commits}; idle tails on other groups: {tails}");
-    println!(
-        "0 tails:     {:>7.1} µs CPU per commit ({:.2} s wall)",
-        quiet.as_secs_f64() * 1e6,
-        quiet_wall.as_secs_f64()
-    );
-    println!(
-        "{tails} tails: {:>7.1} µs CPU per commit ({:.2} s wall)",
-        busy.as_secs_f64() * 1e6,
-        busy_wall.as_secs_f64()
-    );
+    let (busy, busy_wall) = round(&client, "busy", commits);
+    // Close the tails, wait until the server has let them go (it notices at the next
+    // keep-alive write, within 15 s), and measure with no tails again.
     drop(streams);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.live_tails() > 0 {
+        assert!(Instant::now() < deadline, "the tails did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (after, after_wall) = round(&client, "after", commits);
+    println!("commits per round: {commits}; idle tails on other groups: {tails}");
+    let line = |what: &str, cpu: Duration, wall: Duration| {
+        println!(
+            "{what:<24} {:>7.1} µs CPU per commit ({:.2} s wall)",
+            cpu.as_secs_f64() * 1e6,
+            wall.as_secs_f64()
+        );
+    };
+    line("0 tails", quiet, quiet_wall);
+    line(&format!("{tails} idle tails"), busy, busy_wall);
+    line("0 tails (tails closed)", after, after_wall);
     rt.block_on(server.shutdown());
 }

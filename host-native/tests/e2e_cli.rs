@@ -79,6 +79,34 @@ fn usage_errors_exit_2_and_help_exits_0() {
 }
 
 #[test]
+fn serve_refuses_bad_limits_and_origins_with_exit_2() {
+    for args in [
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--cors-origin",
+            "ops.example",
+        ][..],
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--cors-origin",
+            "https://ops.example/app",
+        ],
+        &["serve", "--addr", "127.0.0.1:0", "--max-connections", "0"],
+        &["serve", "--addr", "127.0.0.1:0", "--header-timeout", "0"],
+        &["serve", "--addr", "127.0.0.1:0", "--max-groups", "x"],
+    ] {
+        let out = mwp().args(args).output().expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(args[3]), "{args:?}: {err}");
+    }
+}
+
+#[test]
 fn replica_reaches_the_authoritys_state_hash_from_shuffled_repeated_events() {
     let text = std::fs::read_to_string(transcripts().join("lifecycle.jsonl")).expect("read");
     let (out, failed) = mwp_core::transcript::run_in_memory(&text);

@@ -736,6 +736,33 @@ fn next_deadline_follows_leases() {
         pg.next_deadline().expect("deadline"),
         Some((id("g1"), 10_700))
     );
+    // The tick loop skips a backed-off group and sees the next one's deadline.
+    group_with(&pg, "g2", 1);
+    let claim2 = command(
+        "g2",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 5000, "start_within_ms": 900}),
+    );
+    assert!(matches!(
+        pg.submit(&claim2, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    assert_eq!(
+        pg.next_deadline_except(&[]).expect("deadline"),
+        Some((id("g1"), 10_700))
+    );
+    assert_eq!(
+        pg.next_deadline_except(&[id("g1")]).expect("deadline"),
+        Some((id("g2"), 10_900))
+    );
+    assert_eq!(
+        pg.next_deadline_except(&[id("g1"), id("g2")])
+            .expect("none"),
+        None
+    );
 }
 
 #[test]
