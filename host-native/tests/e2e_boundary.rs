@@ -1,6 +1,8 @@
 //! The HTTP boundary of `mwp serve` (docs/http.md, "Limits" and "Browser safety"), over
 //! real HTTP on 127.0.0.1: strict query values, the Host check, CORS, stalled connections,
-//! the connection cap, the live-tail caps, the tick loop's backoff and `max_groups`.
+//! the connection cap, the live-tail caps, the tick loop's backoff and `max_groups`. That a
+//! commit wakes only its own group's tails is tested on the signal itself
+//! (`server::tails::tests`) and measured in `examples/tail_fanout.rs`.
 
 mod e2e_support;
 
@@ -528,41 +530,6 @@ fn live_tails_over_the_caps_are_refused_with_429() {
 /// (status, head, body) of a complete non-streaming answer read in one piece.
 fn parse_with_body(bytes: &[u8]) -> (u16, String, Vec<u8>) {
     parse(bytes)
-}
-
-#[test]
-fn a_commit_wakes_only_its_own_groups_tails() {
-    let server = TestServer::start();
-    let client = opened(&server, "g1", 1);
-    let authority = client.authority_key().expect("key");
-    client
-        .submit(&open_group("g2", authority, &[]))
-        .expect("opens");
-    let a = addr(&server);
-    let (_, mut g2_tail, _) = open_tail(a, "g2");
-    let (_, mut g1_tail, _) = open_tail(a, "g1");
-    client
-        .submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
-        .expect("created");
-    // g1's tail gets the event; then g2's tail has had nothing but keep-alives.
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("create") {
-        let n = g1_tail.read(&mut buf).expect("g1's tail reads");
-        assert!(n > 0, "g1's tail ended");
-        seen.extend_from_slice(&buf[..n]);
-    }
-    g2_tail
-        .set_read_timeout(Some(Duration::from_millis(200)))
-        .expect("timeout");
-    let mut other = Vec::new();
-    while let Ok(n) = g2_tail.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        other.extend_from_slice(&buf[..n]);
-    }
-    assert!(!String::from_utf8_lossy(&other).contains("create"));
 }
 
 /// A memory service whose ticks fail for group `bad`.
