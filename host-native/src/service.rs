@@ -4,6 +4,7 @@
 //! returned only after its event is durable; replay past the online window answers
 //! `CURSOR_TOO_OLD` with a snapshot reference.
 
+use mwp_core::state::Member;
 use mwp_core::{Command, Decision, Event, Id, PublicKey, Receipt, Result};
 
 /// A durable authority over many Groups.
@@ -30,6 +31,17 @@ pub trait AuthorityService: Send + Sync {
 
     /// The earliest lease deadline across groups, for the tick loop: (group, time).
     fn next_deadline(&self) -> Result<Option<(Id, u64)>>;
+
+    /// The member `actor` of `group` (removed members included, marked so), for checking a
+    /// member-signed read (docs/http.md); `Ok(None)` when the group or the member is unknown.
+    /// The default, for a service that cannot look members up, is `NOT_PERMITTED`.
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<Member>> {
+        let _ = actor;
+        Err(mwp_core::Error::new(
+            mwp_core::Code::NotPermitted,
+            format!("this authority service cannot look up the members of group {group}"),
+        ))
+    }
 
     /// The authority's public key (signs ticks and snapshots).
     fn authority_key(&self) -> PublicKey;

@@ -159,6 +159,10 @@ impl AuthorityService for PostgresRouter {
         self.shard_for(group).receipt(group, actor, action)
     }
 
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
+        self.shard_for(group).member(group, actor)
+    }
+
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
         self.shard_for(group).latest_snapshot(group)
     }

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod assets;
+pub mod auth;
 pub mod client;
 pub mod key;
 mod routes;
@@ -46,6 +47,8 @@ pub struct ServerConfig {
     pub tick_poll: Duration,
     /// Where the dashboard's files come from.
     pub assets: assets::Assets,
+    /// Who may read and who may create groups.
+    pub access: auth::Access,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +59,7 @@ impl Default for ServerConfig {
             max_page: 1000,
             tick_poll: Duration::from_millis(500),
             assets: assets::Assets::default(),
+            access: auth::Access::default(),
         }
     }
 }
@@ -107,6 +111,7 @@ impl Server {
     ) -> std::io::Result<Server> {
         let addr = listener.local_addr()?;
         let (close, closing) = watch::channel(false);
+        let app_access = config.access.describe();
         let app = App {
             service,
             config: Arc::new(config),
@@ -125,7 +130,7 @@ impl Server {
                 })
                 .await
         });
-        tracing::info!(%addr, "serving");
+        tracing::info!(%addr, access = %app_access, "serving");
         Ok(Server {
             addr,
             close,

@@ -37,6 +37,10 @@ pub(crate) fn router(app: App) -> Router {
         .merge(limited)
         .fallback(fallback)
         .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            super::auth::authorise,
+        ))
         .layer(middleware::from_fn(log_request))
         .with_state(app)
 }
@@ -166,6 +170,9 @@ async fn post_command(
         Ok(cmd) => cmd,
         Err(e) => return wire::error(format, &e),
     };
+    if let Err(e) = may_open(&app, &cmd, &headers).await {
+        return super::auth::refusal(format, &e);
+    }
     let at = now_ms();
     let decided = blocking(&app, move |s| s.submit(&cmd, at).map(|d| (cmd, d))).await;
     match decided {
@@ -188,6 +195,24 @@ async fn post_command(
             wire::error(format, &e)
         }
     }
+}
+
+/// Whether this request may send `cmd`: an `open_group` for a group that does not exist yet
+/// may need an admin token (`--open-groups token`); every other command carries its signature.
+async fn may_open(app: &App, cmd: &Command, headers: &HeaderMap) -> Result<(), Error> {
+    if !matches!(cmd.body, Body::OpenGroup(_)) {
+        return Ok(());
+    }
+    let access = &app.config.access;
+    if access.open_groups == super::auth::OpenGroups::Any {
+        return Ok(());
+    }
+    let g = cmd.group.clone();
+    if blocking(app, move |s| s.head_seq(&g)).await? > 0 {
+        // The group exists: accept answers (a Duplicate or ALREADY_EXISTS).
+        return Ok(());
+    }
+    access.may_open_group(headers)
 }
 
 /// Decodes a command and checks what the URL and this server require of it.
