@@ -211,7 +211,11 @@ impl Access {
             OpenGroups::Any => "anyone may create groups",
             OpenGroups::Token => "creating a group needs an admin token",
         };
-        format!("{reads}; {create}; {:?}", self.tokens)
+        if self.tokens.is_empty() {
+            format!("{reads}; {create}; no operator tokens")
+        } else {
+            format!("{reads}; {create}; operator {:?}", self.tokens)
+        }
     }
 
     /// Whether the request may create a group: `Ok` under `--open-groups any` or with an
