@@ -189,6 +189,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn debug_never_shows_the_password() {
+        let c = PostgresConfig::from_url(
+            "postgres://u:s3cret@h:5/db?password=s3cret&pool_size=2&sslmode=disable",
+        )
+        .expect("parses");
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("h:5/db"), "{shown}");
+    }
+
+    #[test]
     fn mwp_parameters_are_taken_out() {
         let c = PostgresConfig::from_url(
             "postgres://u@h:5/db?pool_size=4&sslmode=disable&schema=s1&online_window=10&shard=a",
