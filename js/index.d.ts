@@ -15,7 +15,7 @@ export type ErrorCode =
   | "FENCED" | "LEASE_EXPIRED" | "NOT_FOUND" | "ALREADY_EXISTS" | "INVALID_STATE"
   | "DEPENDENCIES_PENDING" | "NOT_YET" | "DEADLINE_PASSED" | "ATTEMPTS_EXHAUSTED"
   | "APPROVAL_REQUIRED" | "EFFECT_UNSETTLED" | "DISPOSITION_CONFLICT" | "BUDGET_EXCEEDED"
-  | "CURSOR_TOO_OLD" | "SNAPSHOT_INVALID" | "LOG_CORRUPT" | "STORAGE";
+  | "CURSOR_TOO_OLD" | "SNAPSHOT_INVALID" | "LOG_CORRUPT" | "STORAGE" | "UNAUTHORIZED" | "FORBIDDEN";
 
 /** An error in its JSON form: `{code, message, ...details}`. */
 export interface ErrorBody {
@@ -338,6 +338,11 @@ export function commandContentHash(command: UnsignedCommand | Uint8Array): Hex;
 export function encodeCommand(command: Command): Uint8Array;
 export function parseCommand(command: Command | Uint8Array): Command;
 export function publicKeyOf(secretKey: Hex): Hex;
+/**
+ * The `Authorization` value of a member-signed read: `actor` signs `method` and `target`
+ * (path and query, exactly as sent) at `atMs` (ms since the epoch) with `secretKey`.
+ */
+export function signRead(method: string, target: string, actor: Id, atMs: number, secretKey: Hex): string;
 export function transcriptSecretKey(actor: Id): Hex;
 export function generateSecretKey(): Hex;
 export function sha256(bytes: Uint8Array): Hex;
@@ -373,8 +378,21 @@ export interface ReplicaLike {
 }
 
 /** A client of `mwp serve` (SPEC §11). */
+/** A member's credential for signed reads: its actor ID and secret key seed (hex). */
+export interface ReadSigner {
+  actor: Id;
+  key: Hex;
+}
+
 export class Client {
-  constructor(baseUrl: string | URL, options?: { fetch?: typeof fetch; headers?: Record<string, string> });
+  /**
+   * `token`: an operator token, sent as `Authorization: Bearer …`; `signer`: a member who
+   * signs every read (`Authorization: Mwp-Signature …`, docs/http.md). A token wins if both.
+   */
+  constructor(
+    baseUrl: string | URL,
+    options?: { fetch?: typeof fetch; headers?: Record<string, string>; token?: string; signer?: ReadSigner },
+  );
   authorityKey(): Promise<Hex>;
   groups(): Promise<{ groups: { group: Id; head: number }[] }>;
   submit(command: Command): Promise<{ receipt: Receipt; duplicate: boolean }>;

@@ -65,6 +65,13 @@ pub enum Code {
     LogCorrupt,
     /// The storage layer failed.
     Storage,
+    /// A request to a server came without a credential it needs, or with one that does not
+    /// hold (an unknown token, a signed read that does not verify or is outside the allowed
+    /// clock skew). Not an acceptance check: hosts answer it before deciding anything.
+    Unauthorized,
+    /// A request's credential holds but does not allow it (a member of another group, a
+    /// token whose scope is too narrow). Not an acceptance check.
+    Forbidden,
 }
 
 impl Code {
@@ -98,6 +105,8 @@ impl Code {
             Code::SnapshotInvalid => "SNAPSHOT_INVALID",
             Code::LogCorrupt => "LOG_CORRUPT",
             Code::Storage => "STORAGE",
+            Code::Unauthorized => "UNAUTHORIZED",
+            Code::Forbidden => "FORBIDDEN",
         }
     }
 }

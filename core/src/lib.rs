@@ -43,6 +43,7 @@ pub mod opaque;
 pub mod receipt;
 mod receipt_index;
 pub mod replica;
+pub mod signed_read;
 pub mod snapshot;
 pub mod state;
 pub mod transcript;

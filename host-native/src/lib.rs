@@ -6,6 +6,7 @@ pub mod agent_host;
 pub mod cli;
 pub mod demo;
 pub mod memory_service;
+pub mod redact;
 pub mod server;
 pub mod service;
 pub mod store;

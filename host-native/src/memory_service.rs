@@ -191,6 +191,15 @@ impl AuthorityService for MemoryService {
         Ok(state.receipt(actor.as_str(), action.as_str()))
     }
 
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
+        let inner = self.lock()?;
+        Ok(inner
+            .authority
+            .group(group)
+            .and_then(|g| g.state())
+            .and_then(|s| s.members.get(actor).cloned()))
+    }
+
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
         let mut inner = self.lock()?;
         Ok(self.snapshot_at_head(&mut inner, group)?.bytes)

@@ -4,6 +4,7 @@
 //! returned only after its event is durable; replay past the online window answers
 //! `CURSOR_TOO_OLD` with a snapshot reference.
 
+use mwp_core::state::Member;
 use mwp_core::{Command, Decision, Event, Id, PublicKey, Receipt, Result};
 
 /// A durable authority over many Groups.
@@ -37,6 +38,17 @@ pub trait AuthorityService: Send + Sync {
     /// (a service that can look past it should).
     fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         Ok(self.next_deadline()?.filter(|(g, _)| !skip.contains(g)))
+    }
+
+    /// The member `actor` of `group` (removed members included, marked so), for checking a
+    /// member-signed read (docs/http.md); `Ok(None)` when the group or the member is unknown.
+    /// The default, for a service that cannot look members up, is `NOT_PERMITTED`.
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<Member>> {
+        let _ = actor;
+        Err(mwp_core::Error::new(
+            mwp_core::Code::NotPermitted,
+            format!("this authority service cannot look up the members of group {group}"),
+        ))
     }
 
     /// The authority's public key (signs ticks and snapshots).

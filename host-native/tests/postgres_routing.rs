@@ -155,3 +155,24 @@ fn transcripts_run_across_servers() {
     let out = runner.run_all(&text);
     assert!(!runner.failed(), "{out:#?}");
 }
+
+#[test]
+fn a_configured_key_stays_out_of_every_database_of_the_list() {
+    let server = require_server!();
+    let (a, b) = (Schema::new(&server, "kf_a"), Schema::new(&server, "kf_b"));
+    let mut config_a = a.config("shard=a");
+    let key = mwp_core::SecretKey::from_bytes(&[7; 32]);
+    config_a.key = mwp_host::postgres::KeySource::Given(Box::new(key.clone()));
+    let router = PostgresRouter::open(vec![config_a, b.config("shard=b")]).expect("open");
+    assert_eq!(router.authority_key(), key.public());
+    for schema in [&a, &b] {
+        let row = schema
+            .client()
+            .query_one("SELECT public_key, secret_key FROM mwp_authority", &[])
+            .expect("row");
+        let public: String = row.get(0);
+        let secret: Option<Vec<u8>> = row.get(1);
+        assert_eq!(public, key.public().to_hex());
+        assert_eq!(secret, None, "only the public key is stored");
+    }
+}

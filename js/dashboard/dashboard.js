@@ -10,7 +10,18 @@ import { effectsSvg, historySvg, legendHtml } from "./views.js";
 
 const params = new URLSearchParams(location.search);
 const server = params.get("server") ?? location.origin;
-const client = new Client(server);
+// An operator token (docs/http.md, "Access"): `?token=…` is moved at once into this tab's
+// sessionStorage and out of the address bar (and so out of history and bookmarks); the
+// token field sets or clears it.
+const tokenKey = `mwp.token ${server}`;
+if (params.has("token")) {
+  sessionStorage.setItem(tokenKey, params.get("token"));
+  params.delete("token");
+  const rest = params.toString();
+  history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+}
+const token = sessionStorage.getItem(tokenKey) || undefined;
+const client = new Client(server, { token });
 const $ = (id) => document.getElementById(id);
 const TIMELINE_EVENTS = 200;
 const HISTORY_EVENTS = 400;
@@ -268,4 +279,17 @@ async function main() {
   await open(group, trustedKey);
 }
 
-main().catch((e) => setStatus(`${e.code ?? e.name}: ${e.message}`, "error"));
+const tokenField = $("token");
+if (tokenField) {
+  tokenField.value = token ?? "";
+  tokenField.onchange = () => {
+    if (tokenField.value) sessionStorage.setItem(tokenKey, tokenField.value);
+    else sessionStorage.removeItem(tokenKey);
+    location.reload();
+  };
+}
+
+main().catch((e) => {
+  const hint = e.code === "UNAUTHORIZED" || e.code === "FORBIDDEN" ? " (enter an operator token)" : "";
+  setStatus(`${e.code ?? e.name}: ${e.message}${hint}`, "error");
+});

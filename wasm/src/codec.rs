@@ -199,6 +199,24 @@ fn with_placeholder_sig(command: JsValue) -> Result<JsValue, Error> {
     to_js(&json)
 }
 
+/// The `Authorization` header value of a member-signed read (docs/http.md): `actor` signs
+/// `method` and `target` (the path with its query, exactly as sent) at `at_ms` (milliseconds
+/// since the epoch) with its secret key seed (hex). The bytes are built and signed by the core.
+#[wasm_bindgen(js_name = signRead)]
+pub fn sign_read(
+    method: &str,
+    target: &str,
+    actor: &str,
+    at_ms: f64,
+    secret_key_hex: &str,
+) -> Result<String, CodecError> {
+    let key = parse_secret_key(secret_key_hex)?;
+    let actor = mwp_core::Id::new(actor).map_err(|e| Error::malformed(format!("actor: {e}")))?;
+    let at_ms = uint(at_ms, "at_ms")?;
+    let read = mwp_core::signed_read::SignedRead::sign(method, target, actor, at_ms, &key)?;
+    Ok(read.header_value())
+}
+
 /// The public key (hex) of a secret key seed (hex).
 #[wasm_bindgen(js_name = publicKeyOf)]
 pub fn public_key_of(secret_key_hex: &str) -> Result<String, CodecError> {

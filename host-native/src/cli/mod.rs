@@ -108,14 +108,25 @@ impl StoreArgs {
         }
     }
 
-    /// The store named; one is required.
+    /// The store named; one is required (`--data`, `--store`, or the `MWP_STORE`
+    /// environment variable).
     pub fn required(&self) -> Result<StoreUrl, Failure> {
         match (&self.data, &self.store) {
-            (None, None) => Err(Failure::new(
-                EXIT_BAD_INPUT,
-                "name the data with --data DIR or --store URL",
-            )),
+            (None, None) => store::from_env()?.ok_or_else(|| {
+                Failure::new(
+                    EXIT_BAD_INPUT,
+                    "name the data with --data DIR or --store URL (or set MWP_STORE)",
+                )
+            }),
             _ => Ok(self.url_or(StoreUrl::Memory)),
+        }
+    }
+
+    /// The store named, else the one in `MWP_STORE`, else `default`.
+    pub fn url_or_env(&self, default: StoreUrl) -> Result<StoreUrl, Failure> {
+        match (&self.data, &self.store) {
+            (None, None) => Ok(store::from_env()?.unwrap_or(default)),
+            _ => Ok(self.url_or(default)),
         }
     }
 }
@@ -238,6 +249,26 @@ pub struct ServeArgs {
     /// unless given.
     #[arg(long, value_name = "N")]
     pub max_groups: Option<u64>,
+    /// Operator tokens: a file of `read TOKEN` / `admin TOKEN` lines that only its owner may
+    /// read (mode 0600). Reads then need a token or a member's signature.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Let anyone read and list every group without a credential (the default on a loopback
+    /// address without --token-file).
+    #[arg(long)]
+    pub public_read: bool,
+    /// Who may create groups: `any`, or `token` (an admin token). Default: `any` on a
+    /// loopback address, `token` elsewhere.
+    #[arg(long, value_enum, value_name = "WHO")]
+    pub open_groups: Option<crate::server::auth::OpenGroups>,
+    /// Serve a store whose authority key is a transcript key (one anyone can derive, as
+    /// `mwp transcript --data DIR` writes): for tests only.
+    #[arg(long)]
+    pub allow_test_key: bool,
+    /// PostgreSQL: the authority's secret key from FILE (64 hex digits, mode 0600); the
+    /// database then holds only its public key.
+    #[arg(long, value_name = "FILE")]
+    pub authority_key_file: Option<PathBuf>,
 }
 
 /// Sets up logging to stderr: `MWP_LOG` if set (e.g. `debug`, `mwp_host=debug,info`), else
@@ -274,16 +305,44 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 fn serve(args: ServeArgs) -> Outcome {
+    use crate::server::auth::{Access, Tokens};
     init_logging("info");
-    let url = args.store.url_or(StoreUrl::Memory);
+    let url = args.store.url_or_env(StoreUrl::Memory)?;
+    let authority_key = match &args.authority_key_file {
+        None => None,
+        Some(_) if matches!(url, StoreUrl::File(_)) => {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                "--authority-key-file is for PostgreSQL stores; a file store keeps its key in DIR/authority.key",
+            ))
+        }
+        Some(path) => Some(
+            crate::server::key::load_protected(path)
+                .map_err(|e| Failure::new(EXIT_BAD_INPUT, e.message))?,
+        ),
+    };
+    let tokens = match &args.token_file {
+        Some(path) => Tokens::load(path).map_err(|e| Failure::new(EXIT_BAD_INPUT, e))?,
+        None => Tokens::default(),
+    };
     let service = store::open(
         &url,
         &store::Options {
             online_events: args.online_events,
             create: true,
-            ..Default::default()
+            authority_key,
         },
     )?;
+    if !args.allow_test_key {
+        if let Some(actor) = crate::server::key::transcript_actor(&service.authority_key()) {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                format!(
+                    "the store {url} is signed by the transcript key of {actor}, which anyone can derive (SPEC §12); serve it only for tests, with --allow-test-key"
+                ),
+            ));
+        }
+    }
     for origin in &args.cors_origins {
         crate::server::check_origin(origin)
             .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--cors-origin: {e}")))?;
@@ -302,6 +361,13 @@ fn serve(args: ServeArgs) -> Outcome {
     if let Some(dir) = args.dashboard {
         config.assets = crate::server::assets::Assets::Dir(dir);
     }
+    config.access = Access::for_server(
+        tokens,
+        args.addr.ip().is_loopback(),
+        args.public_read,
+        args.open_groups,
+    );
+    let access = config.access.describe();
     let rt = runtime()?;
     rt.block_on(async move {
         let server = crate::server::Server::bind(service, args.addr, config)
@@ -313,7 +379,7 @@ fn serve(args: ServeArgs) -> Outcome {
                 )
             })?;
         eprintln!(
-            "mwp: authority on http://{} (store {url}); Ctrl-C stops it",
+            "mwp: authority on http://{} (store {url}); {access}; Ctrl-C stops it",
             server.addr()
         );
         server.run_until_signal().await;

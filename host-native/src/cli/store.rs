@@ -10,8 +10,21 @@ use super::{Failure, Outcome, EXIT_UNAVAILABLE};
 use crate::memory_service::MemoryService;
 use crate::service::AuthorityService;
 
-/// Which store an authority runs on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The store URL in the `MWP_STORE` environment variable, if set and not empty (so a
+/// password need not be on the command line, where `ps` shows it).
+pub fn from_env() -> Result<Option<StoreUrl>, Failure> {
+    match std::env::var("MWP_STORE") {
+        Ok(s) if !s.is_empty() => s
+            .parse()
+            .map(Some)
+            .map_err(|e: String| Failure::new(super::EXIT_BAD_INPUT, format!("MWP_STORE: {e}"))),
+        _ => Ok(None),
+    }
+}
+
+/// Which store an authority runs on. Neither its `Display` nor its `Debug` form shows a
+/// password.
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreUrl {
     /// `memory:` — in memory, gone when the process ends.
     Memory,
@@ -49,12 +62,26 @@ impl fmt::Display for StoreUrl {
             StoreUrl::Memory => f.write_str("memory:"),
             StoreUrl::File(dir) => write!(f, "file:{}", dir.display()),
             // Never print a password that may be in the URL.
-            StoreUrl::Postgres(url) => match url.split_once('@') {
-                Some((_, host)) => write!(f, "postgres://…@{host}"),
-                None => f.write_str(url),
-            },
+            StoreUrl::Postgres(url) => f.write_str(&redact(url)),
         }
     }
+}
+
+impl fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreUrl::Memory => f.write_str("Memory"),
+            StoreUrl::File(dir) => f.debug_tuple("File").field(dir).finish(),
+            StoreUrl::Postgres(url) => f.debug_tuple("Postgres").field(&redact(url)).finish(),
+        }
+    }
+}
+
+/// A PostgreSQL URL (or a comma-separated list of them) without its secrets: the user
+/// information of each is replaced by `…`, and the value of every `password` parameter by
+/// `…`.
+pub fn redact(url: &str) -> String {
+    crate::redact::url(url)
 }
 
 /// How to open a store.

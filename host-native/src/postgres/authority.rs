@@ -751,6 +751,10 @@ impl AuthorityService for PostgresAuthority {
         .transpose()
     }
 
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
+        self.read_state(group, |s| s.and_then(|s| s.members.get(actor).cloned()))
+    }
+
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
         let latest = {
             let mut conn = self.pool.get()?;

@@ -26,8 +26,9 @@ pub enum KeySource {
     Given(Box<SecretKey>),
 }
 
-/// Everything a [`super::PostgresAuthority`] needs to open.
-#[derive(Clone, Debug)]
+/// Everything a [`super::PostgresAuthority`] needs to open. Its `Debug` form hides the
+/// password in `conninfo`.
+#[derive(Clone)]
 pub struct PostgresConfig {
     /// Connection string for the driver, mwp's own parameters removed.
     pub conninfo: String,
@@ -47,6 +48,22 @@ pub struct PostgresConfig {
     pub key: KeySource,
     /// Limits the authority enforces.
     pub limits: Limits,
+}
+
+impl std::fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("conninfo", &crate::redact::url(&self.conninfo))
+            .field("schema", &self.schema)
+            .field("pool_size", &self.pool_size)
+            .field("snapshot_every", &self.snapshot_every)
+            .field("online_window", &self.online_window)
+            .field("cache_groups", &self.cache_groups)
+            .field("shard", &self.shard)
+            .field("key", &self.key)
+            .field("limits", &self.limits)
+            .finish()
+    }
 }
 
 impl Default for PostgresConfig {
@@ -170,6 +187,17 @@ pub fn split_store_list(list: &str) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_shows_the_password() {
+        let c = PostgresConfig::from_url(
+            "postgres://u:s3cret@h:5/db?password=s3cret&pool_size=2&sslmode=disable",
+        )
+        .expect("parses");
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("h:5/db"), "{shown}");
+    }
 
     #[test]
     fn mwp_parameters_are_taken_out() {

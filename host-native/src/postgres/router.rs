@@ -75,18 +75,21 @@ impl PostgresRouter {
     }
 
     /// Opens every server. The first one's key (given, or from its database) becomes every
-    /// server's key; a server already holding another key is refused.
+    /// server's key; a server already holding another key is refused. A key given by
+    /// configuration (`--authority-key-file`) stays out of every database: each holds only
+    /// its public half.
     pub fn open(configs: Vec<PostgresConfig>) -> Result<PostgresRouter> {
         let mut configs = configs.into_iter();
         let first = configs
             .next()
             .ok_or_else(|| Error::new(Code::Storage, "the store list names no server"))?;
+        let given = matches!(first.key, KeySource::Given(_));
         let first = PostgresAuthority::open(first)?;
         let key = first.secret_key().clone();
         let mut shards = vec![first];
         for mut config in configs {
             config.key = KeySource::Given(Box::new(key.clone()));
-            shards.push(PostgresAuthority::open_with(config, true)?);
+            shards.push(PostgresAuthority::open_with(config, !given)?);
         }
         for (i, a) in shards.iter().enumerate() {
             if shards[..i].iter().any(|b| b.label() == a.label()) {
@@ -157,6 +160,10 @@ impl AuthorityService for PostgresRouter {
 
     fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
         self.shard_for(group).receipt(group, actor, action)
+    }
+
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
+        self.shard_for(group).member(group, actor)
     }
 
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use mwp_core::{Code, Error, Result, SecretKey};
+use mwp_core::{Code, Error, PublicKey, Result, SecretKey};
 
 use crate::memory_service::random_key;
 
@@ -53,6 +53,42 @@ pub fn load_or_create(path: &Path) -> Result<SecretKey> {
     Ok(key)
 }
 
+/// Reads the key at `path` (`--authority-key-file`), refusing a file that group or others may
+/// read or write: its mode must be 0600 (or stricter). Never creates one.
+pub fn load_protected(path: &Path) -> Result<SecretKey> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path).map_err(|e| storage(path, "cannot be read", e))?;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(Error::new(
+                Code::Malformed,
+                format!(
+                    "authority key file {}: its mode is {mode:04o}, so others may read the secret key; it must be 0600 (`chmod 600 {}`)",
+                    path.display(),
+                    path.display()
+                ),
+            ));
+        }
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| storage(path, "cannot be read", e))?;
+    parse(path, &text)
+}
+
+/// The actors whose transcript keys (SPEC §12) an authority might be found holding: the
+/// one `mwp transcript --data DIR` writes, and its spelling without the `@`.
+const TRANSCRIPT_ACTORS: &[&str] = &[mwp_core::id::AUTHORITY_ACTOR, "authority"];
+
+/// The actor whose transcript key (`sha256("mwp transcript key " + actor)`, which anyone can
+/// derive) `key` is, if it is one of [`TRANSCRIPT_ACTORS`].
+pub fn transcript_actor(key: &PublicKey) -> Option<&'static str> {
+    TRANSCRIPT_ACTORS
+        .iter()
+        .copied()
+        .find(|actor| SecretKey::for_transcript(actor).public() == *key)
+}
+
 fn parse(path: &Path, text: &str) -> Result<SecretKey> {
     let mut seed = [0u8; 32];
     let trimmed = text.trim();
@@ -83,6 +119,28 @@ mod tests {
             let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_protected_key_file_must_be_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("key");
+        let key = load_or_create(&path).expect("created");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let err = load_protected(&path).expect_err("refused");
+        assert!(err.message.contains("0640"), "{}", err.message);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        assert_eq!(load_protected(&path).expect("read").public(), key.public());
+    }
+
+    #[test]
+    fn transcript_keys_are_recognised() {
+        let derived = SecretKey::for_transcript("@authority").public();
+        assert_eq!(transcript_actor(&derived), Some("@authority"));
+        let random = crate::memory_service::random_key().expect("key").public();
+        assert_eq!(transcript_actor(&random), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod assets;
+pub mod auth;
 pub mod client;
 mod connections;
 pub mod key;
@@ -67,6 +68,8 @@ pub struct ServerConfig {
     pub cors_origins: Vec<String>,
     /// Names besides the bound address that the `Host` header may carry (`--public-host`).
     pub public_hosts: Vec<String>,
+    /// Who may read and who may create groups.
+    pub access: auth::Access,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +87,7 @@ impl Default for ServerConfig {
             max_groups: None,
             cors_origins: Vec::new(),
             public_hosts: Vec::new(),
+            access: auth::Access::default(),
         }
     }
 }
@@ -151,6 +155,7 @@ impl Server {
         let tails = tails::Tails::new(config.max_tails, config.max_tails_per_group);
         let (max_connections, header_read_timeout) =
             (config.max_connections, config.header_read_timeout);
+        let app_access = config.access.describe();
         let app = App {
             service,
             config: Arc::new(config),
@@ -177,7 +182,7 @@ impl Server {
             Arc::clone(&connections),
             closing,
         ));
-        tracing::info!(%addr, "serving");
+        tracing::info!(%addr, access = %app_access, "serving");
         Ok(Server {
             addr,
             close,

@@ -39,6 +39,10 @@ pub(crate) fn router(app: App) -> Router {
         .fallback(fallback)
         .layer(middleware::from_fn(query::strict))
         .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            super::auth::authorise,
+        ))
         .layer(middleware::from_fn(log_request))
         .with_state(app)
 }
@@ -168,6 +172,9 @@ async fn post_command(
         Ok(cmd) => cmd,
         Err(e) => return wire::error(format, &e),
     };
+    if let Err(e) = may_open(&app, &cmd, &headers).await {
+        return super::auth::refusal(format, &e);
+    }
     let at = now_ms();
     // Opening a group holds `opening` from the count to the decision, so concurrent opens
     // cannot pass `max_groups` together.
@@ -222,6 +229,24 @@ fn check_group_room(s: &dyn AuthorityService, group: &Id, max: u64) -> mwp_core:
         .with("limit", max));
     }
     Ok(())
+}
+
+/// Whether this request may send `cmd`: an `open_group` for a group that does not exist yet
+/// may need an admin token (`--open-groups token`); every other command carries its signature.
+async fn may_open(app: &App, cmd: &Command, headers: &HeaderMap) -> Result<(), Error> {
+    if !matches!(cmd.body, Body::OpenGroup(_)) {
+        return Ok(());
+    }
+    let access = &app.config.access;
+    if access.open_groups == super::auth::OpenGroups::Any {
+        return Ok(());
+    }
+    let g = cmd.group.clone();
+    if blocking(app, move |s| s.head_seq(&g)).await? > 0 {
+        // The group exists: accept answers (a Duplicate or ALREADY_EXISTS).
+        return Ok(());
+    }
+    access.may_open_group(headers)
 }
 
 /// Decodes a command and checks what the URL and this server require of it.

@@ -81,7 +81,8 @@ impl Format {
 pub fn status_of(code: Code) -> StatusCode {
     match code {
         Code::Malformed => StatusCode::BAD_REQUEST,
-        Code::BadSignature | Code::UnknownActor => StatusCode::UNAUTHORIZED,
+        Code::BadSignature | Code::UnknownActor | Code::Unauthorized => StatusCode::UNAUTHORIZED,
+        Code::Forbidden => StatusCode::FORBIDDEN,
         Code::CursorTooOld => StatusCode::GONE,
         Code::Storage => StatusCode::SERVICE_UNAVAILABLE,
         Code::LogCorrupt | Code::SnapshotInvalid => StatusCode::INTERNAL_SERVER_ERROR,

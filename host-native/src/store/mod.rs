@@ -447,6 +447,12 @@ impl AuthorityService for FileStore {
         Ok(self.group(group).and_then(|g| g.receipt(actor, action)))
     }
 
+    fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
+        Ok(self
+            .group(group)
+            .and_then(|g| g.with_state(|s| s.members.get(actor).cloned())))
+    }
+
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
         self.known(group)?.latest_snapshot()
     }

@@ -2296,6 +2296,54 @@ export function signCommand(command, secret_key_hex) {
 }
 
 /**
+ * The `Authorization` header value of a member-signed read (docs/http.md): `actor` signs
+ * `method` and `target` (the path with its query, exactly as sent) at `at_ms` (milliseconds
+ * since the epoch) with its secret key seed (hex). The bytes are built and signed by the core.
+ * @param {string} method
+ * @param {string} target
+ * @param {string} actor
+ * @param {number} at_ms
+ * @param {string} secret_key_hex
+ * @returns {string}
+ */
+export function signRead(method, target, actor, at_ms, secret_key_hex) {
+    let deferred7_0;
+    let deferred7_1;
+    try {
+        const val5 = +at_ms;
+        let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
+        try {
+            ptr0 = passStringToWasm0(method, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(target, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+            ptr2 = passStringToWasm0(actor, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len2 = WASM_VECTOR_LEN;
+            ptr3 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len3 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
+            if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.signRead(ptr0, len0, ptr1, len1, ptr2, len2, val5, ptr3, len3);
+        var ptr6 = ret[0];
+        var len6 = ret[1];
+        if (ret[3]) {
+            ptr6 = 0; len6 = 0;
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        deferred7_0 = ptr6;
+        deferred7_1 = len6;
+        return getStringFromWasm0(ptr6, len6);
+    } finally {
+        wasm.__wbindgen_free(deferred7_0, deferred7_1, 1);
+    }
+}
+
+/**
  * Splits a frame batch into its byte arrays.
  * @param {Uint8Array | number[]} batch
  * @returns {Uint8Array[]}

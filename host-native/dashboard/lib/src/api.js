@@ -225,6 +225,12 @@ export const parseCommand = (command) => guard(() => w.parseCommand(command));
 
 /** The public key (hex) of a secret key seed (hex). */
 export const publicKeyOf = (secretKey) => guard(() => w.publicKeyOf(secretKey));
+/**
+ * The `Authorization` value of a member-signed read: `actor` signs `method` and `target`
+ * (path and query, exactly as sent) at `atMs` with its secret key (hex). Signed by the core.
+ */
+export const signRead = (method, target, actor, atMs, secretKey) =>
+  guard(() => w.signRead(method, target, actor, atMs, secretKey));
 /** The secret key the transcript runner derives for `actor` (tests and demos only). */
 export const transcriptSecretKey = (actor) => w.transcriptSecretKey(actor);
 /** A fresh random secret key seed (hex), from the platform's CSPRNG. */

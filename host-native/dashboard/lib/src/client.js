@@ -3,7 +3,7 @@
 // over Server-Sent Events. It uses only `fetch`, so it runs in browsers, Node ≥ 20 and Deno.
 
 import { HttpError } from "./errors.js";
-import { encodeEvent } from "./api.js";
+import { encodeEvent, signRead } from "./api.js";
 
 const JSON_TYPE = "application/json";
 
@@ -23,16 +23,37 @@ export class Client {
   #base;
   #fetch;
   #headers;
+  #token;
+  #signer;
 
   /**
+   * Reads may need a credential (docs/http.md, "Access"): an operator's `token` (sent as
+   * `Authorization: Bearer …` on every request), or a member's `signer` (`{actor, key}`, the
+   * member's secret key in hex), which signs each read with the core's `signRead`.
+   *
    * @param {string | URL} baseUrl e.g. "http://127.0.0.1:7878"
-   * @param {{fetch?: typeof fetch, headers?: Record<string, string>}} [options]
+   * @param {{fetch?: typeof fetch, headers?: Record<string, string>, token?: string,
+   *   signer?: {actor: string, key: string}}} [options]
    */
-  constructor(baseUrl, { fetch = globalThis.fetch, headers = {} } = {}) {
+  constructor(baseUrl, { fetch = globalThis.fetch, headers = {}, token, signer } = {}) {
     this.#base = String(baseUrl).replace(/\/+$/, "");
     // Called as a plain function: `window.fetch` refuses any other `this`.
     this.#fetch = (input, init) => fetch(input, init);
     this.#headers = headers;
+    this.#token = token;
+    this.#signer = signer;
+  }
+
+  /** The `Authorization` header for a request, if this client has a credential. */
+  #authorization(method, url) {
+    if (this.#token !== undefined) return { authorization: `Bearer ${this.#token}` };
+    if (this.#signer !== undefined && method === "GET") {
+      // The target as fetch sends it: the normalised path and query.
+      const { pathname, search } = new URL(url);
+      const { actor, key } = this.#signer;
+      return { authorization: signRead(method, `${pathname}${search}`, actor, Date.now(), key) };
+    }
+    return {};
   }
 
   #url(path, query = {}) {
@@ -44,11 +65,17 @@ export class Client {
 
   async #request(path, { method = "GET", body, query, accept = JSON_TYPE, signal } = {}) {
     let response;
+    const url = this.#url(path, query);
     try {
-      response = await this.#fetch(this.#url(path, query), {
+      response = await this.#fetch(url, {
         method,
         signal,
-        headers: { accept, ...(body === undefined ? {} : { "content-type": JSON_TYPE }), ...this.#headers },
+        headers: {
+          accept,
+          ...(body === undefined ? {} : { "content-type": JSON_TYPE }),
+          ...this.#authorization(method, url),
+          ...this.#headers,
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (e) {

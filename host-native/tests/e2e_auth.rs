@@ -1,0 +1,451 @@
+//! Access over real HTTP on 127.0.0.1: operator tokens, member-signed reads, `--public-read`,
+//! `--open-groups`, and the `mwp serve` settings that keep secrets (docs/http.md, "Access").
+
+mod e2e_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use e2e_support::*;
+use mwp_core::signed_read::SignedRead;
+use mwp_core::SecretKey;
+use mwp_host::memory_service::MemoryService;
+use mwp_host::server::auth::{Access, OpenGroups, Tokens};
+use mwp_host::server::{now_ms, ServerConfig};
+use serde_json::Value;
+
+const READ: &str = "read-token-0123456789";
+const ADMIN: &str = "admin-token-0123456789";
+
+fn tokens() -> Tokens {
+    Tokens::parse(&format!("read {READ}\nadmin {ADMIN}\n")).expect("tokens")
+}
+
+fn server(public_read: bool, open_groups: OpenGroups) -> TestServer {
+    let config = ServerConfig {
+        access: Access {
+            tokens: tokens(),
+            public_read,
+            open_groups,
+            ..Access::default()
+        },
+        ..ServerConfig::default()
+    };
+    let service = Arc::new(MemoryService::generate().expect("key"));
+    TestServer::with_config(service, config)
+}
+
+fn get(
+    server: &TestServer,
+    target: &str,
+    auth: Option<&str>,
+) -> (u16, ureq::http::HeaderMap, Value) {
+    let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+    let (status, h, body) = request("GET", &format!("{}{target}", server.base), &headers, b"");
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    (status, h, body)
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// The `Authorization` value of `actor` signing `GET target` at `at_ms` with `key`.
+fn signed(target: &str, actor: &str, at_ms: u64, key: &SecretKey) -> String {
+    SignedRead::sign("GET", target, id(actor), at_ms, key)
+        .expect("signs")
+        .header_value()
+}
+
+/// Asserts the JSON error shape and the code.
+fn refused(answer: &(u16, ureq::http::HeaderMap, Value), status: u16, code: &str) {
+    let (s, _, body) = answer;
+    assert_eq!(*s, status, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+}
+
+#[test]
+fn without_a_credential_reads_are_401_with_the_json_error_shape() {
+    let server = server(false, OpenGroups::Any);
+    opened(&server, "g1", 1);
+    let answer = get(&server, "/v1/groups/g1/events", None);
+    refused(&answer, 401, "UNAUTHORIZED");
+    assert_eq!(answer.1["www-authenticate"], "Bearer, Mwp-Signature");
+    for target in [
+        "/v1/groups",
+        "/v1/groups/g1/receipts/alice/open",
+        "/v1/groups/g1/snapshots/latest",
+        "/v1/groups/g1/events/stream",
+        "/v1/groups/nope/events",
+    ] {
+        refused(&get(&server, target, None), 401, "UNAUTHORIZED");
+    }
+    // An unknown token, an unknown scheme and a malformed signature are refused alike.
+    refused(
+        &get(
+            &server,
+            "/v1/groups/g1/events",
+            Some(&bearer("not-a-token-0123456789")),
+        ),
+        401,
+        "UNAUTHORIZED",
+    );
+    refused(
+        &get(&server, "/v1/groups/g1/events", Some("Basic YTpi")),
+        401,
+        "UNAUTHORIZED",
+    );
+    refused(
+        &get(
+            &server,
+            "/v1/groups/g1/events",
+            Some("Mwp-Signature actor=w0"),
+        ),
+        401,
+        "UNAUTHORIZED",
+    );
+    // The authority's public key and the dashboard's files stay public.
+    assert_eq!(get(&server, "/v1/authority", None).0, 200);
+    let (status, _, _) = request("GET", &format!("{}/", server.base), &[], b"");
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn tokens_of_either_scope_read_and_list() {
+    let server = server(false, OpenGroups::Any);
+    opened(&server, "g1", 1);
+    for token in [READ, ADMIN] {
+        let (status, _, body) = get(&server, "/v1/groups/g1/events", Some(&bearer(token)));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["events"].as_array().expect("events").len(), 1);
+        let (status, _, body) = get(&server, "/v1/groups", Some(&bearer(token)));
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["groups"][0]["group"], "g1");
+    }
+}
+
+#[test]
+fn a_member_reads_its_own_group_by_signature_and_no_other() {
+    let server = server(false, OpenGroups::Any);
+    opened(&server, "g1", 1); // alice, w0
+    let client = server.client();
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g2", authority, &["w1".to_owned()]))
+        .expect("opens g2");
+    let now = now_ms();
+    let target = "/v1/groups/g1/events?after=0";
+    let (status, _, body) = get(
+        &server,
+        target,
+        Some(&signed(target, "w0", now, &key("w0"))),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["events"].as_array().expect("events").len(), 1);
+    let receipt = "/v1/groups/g1/receipts/alice/open";
+    let (status, _, _) = get(
+        &server,
+        receipt,
+        Some(&signed(receipt, "w0", now, &key("w0"))),
+    );
+    assert_eq!(status, 200);
+
+    // A member of another group: 403.
+    let other = "/v1/groups/g2/events";
+    let answer = get(&server, other, Some(&signed(other, "w0", now, &key("w0"))));
+    refused(&answer, 403, "FORBIDDEN");
+    // Listing groups needs a token.
+    let list = "/v1/groups";
+    refused(
+        &get(&server, list, Some(&signed(list, "w0", now, &key("w0")))),
+        403,
+        "FORBIDDEN",
+    );
+    // Signed for another target, or with another key: 401.
+    let answer = get(
+        &server,
+        "/v1/groups/g1/events?after=1",
+        Some(&signed(target, "w0", now, &key("w0"))),
+    );
+    refused(&answer, 401, "UNAUTHORIZED");
+    let answer = get(
+        &server,
+        target,
+        Some(&signed(target, "w0", now, &key("w1"))),
+    );
+    refused(&answer, 401, "UNAUTHORIZED");
+}
+
+#[test]
+fn a_signed_read_outside_the_clock_skew_is_401() {
+    let server = server(false, OpenGroups::Any);
+    opened(&server, "g1", 1);
+    let target = "/v1/groups/g1/events";
+    let skew = Access::default().max_skew_ms;
+    for at in [now_ms() - skew - 60_000, now_ms() + skew + 60_000] {
+        let answer = get(&server, target, Some(&signed(target, "w0", at, &key("w0"))));
+        refused(&answer, 401, "UNAUTHORIZED");
+        assert!(answer.2["server_time"].is_u64(), "{}", answer.2);
+    }
+    // Within the skew it reads.
+    let at = now_ms() - skew / 2;
+    let (status, _, _) = get(&server, target, Some(&signed(target, "w0", at, &key("w0"))));
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn public_read_lets_anyone_read_and_list() {
+    let server = server(true, OpenGroups::Any);
+    opened(&server, "g1", 1);
+    assert_eq!(get(&server, "/v1/groups/g1/events", None).0, 200);
+    assert_eq!(get(&server, "/v1/groups", None).0, 200);
+}
+
+fn post_open(server: &TestServer, group: &str, auth: Option<&str>) -> (u16, Value) {
+    let authority = server.client().authority_key().expect("key");
+    let body = serde_json::to_vec(&open_group(group, authority, &[])).expect("json");
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(a) = auth {
+        headers.push(("authorization", a));
+    }
+    let url = format!("{}/v1/groups/{group}/commands", server.base);
+    let (status, _, body) = request("POST", &url, &headers, &body);
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+#[test]
+fn open_groups_token_needs_an_admin_token_to_create_a_group() {
+    let server = server(true, OpenGroups::Token);
+    let (status, body) = post_open(&server, "g1", None);
+    assert_eq!((status, body["code"].as_str()), (401, Some("UNAUTHORIZED")));
+    let (status, body) = post_open(&server, "g1", Some(&bearer(READ)));
+    assert_eq!((status, body["code"].as_str()), (403, Some("FORBIDDEN")));
+    let signature = signed("/v1/groups/g1/commands", "alice", now_ms(), &key("alice"));
+    let (status, body) = post_open(&server, "g1", Some(&signature));
+    assert_eq!((status, body["code"].as_str()), (403, Some("FORBIDDEN")));
+    assert_eq!(
+        get(&server, "/v1/groups", None).2["groups"],
+        serde_json::json!([])
+    );
+    let (status, body) = post_open(&server, "g1", Some(&bearer(ADMIN)));
+    assert_eq!(status, 200, "{body}");
+    // A retry of the same open_group finds the group and answers its Duplicate.
+    let (status, body) = post_open(&server, "g1", None);
+    assert_eq!(status, 200, "{body}");
+    // Other commands need no token: they carry their own signature.
+    let client = server.client();
+    client
+        .submit(&cmd("g1", "alice", "w1", None, create_work("w1", &[])))
+        .expect("accepted without a token");
+}
+
+#[test]
+fn open_groups_any_lets_anyone_create() {
+    let server = server(false, OpenGroups::Any);
+    let (status, body) = post_open(&server, "g1", None);
+    assert_eq!(status, 200, "{body}");
+}
+
+// ---- `mwp serve`
+
+fn mwp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mwp"))
+}
+
+/// Starts `mwp serve` with `args`; returns the child (the caller kills and waits for it) and
+/// its startup line.
+#[allow(clippy::zombie_processes)]
+fn serve(args: &[&str]) -> (std::process::Child, String) {
+    let mut child = mwp()
+        .arg("serve")
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
+    loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).expect("reads") > 0,
+            "serve printed its address"
+        );
+        if line.contains("authority on ") {
+            return (child, line);
+        }
+    }
+}
+
+fn base_of(line: &str) -> String {
+    let rest = line.split("authority on ").nth(1).expect("address");
+    rest.split_whitespace().next().expect("url").to_owned()
+}
+
+fn write_private(path: &std::path::Path, text: &str, mode: u32) {
+    std::fs::write(path, text).expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+}
+
+#[test]
+fn serve_says_which_mode_it_is_in_and_tokens_close_loopback_reads() {
+    let (mut child, line) = serve(&["--addr", "127.0.0.1:0"]);
+    assert!(line.contains("reads are public"), "{line}");
+    assert!(line.contains("anyone may create groups"), "{line}");
+    child.kill().expect("kill");
+    let _ = child.wait();
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("tokens");
+    write_private(&file, &format!("read {READ}\n"), 0o600);
+    let file_arg = file.to_str().expect("utf-8");
+    let (mut child, line) = serve(&["--addr", "127.0.0.1:0", "--token-file", file_arg]);
+    assert!(line.contains("reads need a token"), "{line}");
+    assert!(!line.contains(READ), "{line}");
+    let base = base_of(&line);
+    let (status, _, _) = request("GET", &format!("{base}/v1/groups"), &[], b"");
+    assert_eq!(status, 401);
+    let auth = bearer(READ);
+    let (status, _, _) = request(
+        "GET",
+        &format!("{base}/v1/groups"),
+        &[("authorization", &auth)],
+        b"",
+    );
+    assert_eq!(status, 200);
+    child.kill().expect("kill");
+    let _ = child.wait();
+
+    let (mut child, line) = serve(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--token-file",
+        file_arg,
+        "--public-read",
+        "--open-groups",
+        "token",
+    ]);
+    assert!(line.contains("reads are public"), "{line}");
+    assert!(line.contains("needs an admin token"), "{line}");
+    let base = base_of(&line);
+    let (status, _, _) = request("GET", &format!("{base}/v1/groups"), &[], b"");
+    assert_eq!(status, 200);
+    child.kill().expect("kill");
+    let _ = child.wait();
+}
+
+#[cfg(unix)]
+#[test]
+fn serve_refuses_a_token_file_or_key_file_others_may_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tokens = dir.path().join("tokens");
+    write_private(&tokens, &format!("read {READ}\n"), 0o644);
+    let out = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--token-file"])
+        .arg(&tokens)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mode 0644"), "{err}");
+    assert!(!err.contains(READ), "{err}");
+
+    let key = dir.path().join("authority.key");
+    write_private(&key, &format!("{}\n", "11".repeat(32)), 0o644);
+    let out = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--authority-key-file"])
+        .arg(&key)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it must be 0600"), "{err}");
+    // At 0600 it is taken (a memory store signs with it).
+    write_private(&key, &format!("{}\n", "11".repeat(32)), 0o600);
+    let key_arg = key.to_str().expect("utf-8");
+    let (mut child, line) = serve(&["--addr", "127.0.0.1:0", "--authority-key-file", key_arg]);
+    let base = base_of(&line);
+    let client = mwp_host::server::client::Client::new(base);
+    let expected = SecretKey::from_bytes(&[0x11; 32]).public();
+    assert_eq!(client.authority_key().expect("key"), expected);
+    child.kill().expect("kill");
+    let _ = child.wait();
+}
+
+#[test]
+fn serve_refuses_a_store_signed_by_a_transcript_key_unless_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let transcript = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/transcripts/lifecycle.jsonl");
+    let out = mwp()
+        .arg("transcript")
+        .arg(&transcript)
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let out = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("transcript key of @authority"), "{err}");
+    assert!(err.contains("--allow-test-key"), "{err}");
+    let data_arg = data.to_str().expect("utf-8");
+    let (mut child, _) = serve(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data",
+        data_arg,
+        "--allow-test-key",
+    ]);
+    child.kill().expect("kill");
+    let _ = child.wait();
+}
+
+#[test]
+fn a_store_password_is_never_printed() {
+    let secret = "s3cr3t-pw";
+    let url =
+        format!("postgres://mwp:{secret}@127.0.0.1:1/mwp?password={secret}&connect_timeout=1");
+    // From MWP_STORE and from --store: the error names the store without the password.
+    let from_env = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env("MWP_STORE", &url)
+        .output()
+        .expect("runs");
+    let from_flag = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--store", &url])
+        .output()
+        .expect("runs");
+    for out in [from_env, from_flag] {
+        assert_ne!(out.status.code(), Some(0));
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        #[cfg(not(feature = "postgres"))]
+        assert!(all.contains("127.0.0.1:1"), "the store is named: {all}");
+        assert!(!all.contains(secret), "{all}");
+    }
+    // Nor by the Debug form of the parsed command line.
+    use clap::Parser;
+    let cli =
+        mwp_host::cli::Cli::try_parse_from(["mwp", "serve", "--store", &url]).expect("parses");
+    let shown = format!("{cli:?}");
+    assert!(shown.contains("127.0.0.1:1"), "{shown}");
+    assert!(!shown.contains(secret), "{shown}");
+}
