@@ -423,3 +423,64 @@ fn a_snapshot_key_is_held_to_the_same_rule() {
     ));
     assert!(!key_hex(IDENTITY).verify(b"any snapshot", &forged_signature()));
 }
+
+// ---------------------------------------------------------------------------------------
+// The shared vectors (tests/vectors/weak_keys.jsonl) carry hand-made signatures: each is
+// the construction its action names, over the very command the transcript runner builds.
+
+fn vector_command(step: &serde_json::Value) -> Command {
+    let envelope = json!({
+        "org": "acme", "group": "g1", "actor": step["actor"], "action": step["action"],
+        "session": 1, "body": step["body"], "sig": "00".repeat(64),
+    });
+    Command::from_json(
+        &serde_json::to_vec(&envelope).expect("JSON"),
+        &Limits::default(),
+    )
+    .expect("a command")
+}
+
+#[test]
+fn the_vector_signatures_are_the_constructions_they_name() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/vectors/weak_keys.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("the weak-key vectors");
+    let mut seen = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let step: serde_json::Value = serde_json::from_str(line).expect("JSON");
+        let Some(sig) = step["sig"].as_str() else {
+            continue;
+        };
+        let sig = Signature::from_hex(sig).expect("hex");
+        let cmd = vector_command(&step);
+        let content = cmd.content_bytes().expect("encodes");
+        let actor = step["actor"].as_str().expect("actor");
+        let want = match step["action"].as_str().expect("action") {
+            "forged" => forged_signature(),
+            "small-order-r" => {
+                let want = small_order_r_signature(&transcript_seed(actor), &content);
+                assert!(lenient_verify(&real(actor), &content, &want));
+                want
+            }
+            "s-plus-l" => {
+                let good = SecretKey::for_transcript(actor).sign(&content);
+                let mut want = good;
+                let mut carry = 0u16;
+                for (s, l) in want.0[32..].iter_mut().zip(GROUP_ORDER) {
+                    let sum = u16::from(*s) + u16::from(l) + carry;
+                    *s = (sum & 0xff) as u8;
+                    carry = sum >> 8;
+                }
+                assert_eq!(carry, 0);
+                want
+            }
+            other => panic!("no construction named {other}"),
+        };
+        assert_eq!(sig, want, "{line}\nwant sig {want}");
+        assert!(!real(actor).verify(&content, &sig));
+        seen += 1;
+    }
+    assert_eq!(seen, 3, "forged, small-order-r and s-plus-l");
+}
