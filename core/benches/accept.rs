@@ -91,6 +91,14 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    // The rule every host uses (SPEC §2): the same check, strict.
+    group.bench_function("raw ed25519 verify_strict", |b| {
+        b.iter(|| {
+            for (key, msg, sig) in &prepared {
+                key.verify_strict(msg, sig).expect("verifies");
+            }
+        })
+    });
     group.finish();
 }
 

@@ -622,11 +622,15 @@ impl Body {
                         )));
                     }
                 }
-                Ok(())
+                for (i, m) in b.members.iter().enumerate() {
+                    check_key(&m.key, &format!("members[{i}].key"), Some(&m.actor))?;
+                }
+                check_key(&b.authority_key, "authority_key", None)
             }
             Body::AddMember(b) if b.actor.is_authority() => Err(Error::malformed(
                 "`@authority` is reserved and cannot be a member",
             )),
+            Body::AddMember(b) => check_key(&b.key, "key", Some(&b.actor)),
             Body::CreateWork(b) => check_new_work(&b.work, &b.contract, &b.after, limits),
             Body::Expand(b) => {
                 if b.work.is_empty() {
@@ -652,6 +656,15 @@ impl Body {
             _ => Ok(()),
         }
     }
+}
+
+/// A key entering the group (SPEC §2): refused as `MALFORMED`, naming the field (and whose
+/// key it is), unless [`PublicKey::check`] accepts it.
+fn check_key(key: &PublicKey, field: &str, actor: Option<&Id>) -> Result<()> {
+    key.check().map(drop).map_err(|fault| {
+        let whose = actor.map_or_else(String::new, |a| format!(" (of {a})"));
+        Error::malformed(format!("`{field}`{whose} {fault}"))
+    })
 }
 
 fn check_new_work(work: &Id, contract: &Contract, after: &[Id], limits: &Limits) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use ed25519_dalek::{Signer, Verifier};
+use ed25519_dalek::Signer;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::canonical::sha256;
@@ -180,30 +180,103 @@ impl Hash {
 }
 
 impl PublicKey {
-    /// Verifies `sig` over `message`. A key that is not a valid curve point fails.
+    /// Verifies `sig` over `message` by the one rule of SPEC §2 (strict verification): the
+    /// key must pass [`PublicKey::check`], `S` must be below the group order, `R` must be
+    /// the canonical encoding of a point that is not of small order, and `[S]B = R + [k]A`
+    /// must hold exactly (no cofactor). Anything else fails.
     pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
         self.prepare().is_some_and(|key| key.verify(message, sig))
     }
 
     /// The key decoded to its curve point, for checking many signatures under it; `None` if
-    /// it is not a valid point (then no signature verifies under it).
+    /// [`PublicKey::check`] refuses it (then no signature verifies under it).
     pub fn prepare(&self) -> Option<PreparedKey> {
-        ed25519_dalek::VerifyingKey::from_bytes(&self.0)
-            .ok()
-            .map(PreparedKey)
+        self.check().ok()
+    }
+
+    /// Whether the key may be registered (SPEC §2): the canonical encoding of a curve point
+    /// that is not of small order. A small-order key (one of the eight points of the
+    /// torsion subgroup, the identity among them) proves nothing: signatures under it can be
+    /// made without any secret.
+    pub fn check(&self) -> Result<PreparedKey, KeyFault> {
+        if !is_canonical_encoding(&self.0) {
+            return Err(KeyFault::NotCanonical);
+        }
+        let key =
+            ed25519_dalek::VerifyingKey::from_bytes(&self.0).map_err(|_| KeyFault::NotAPoint)?;
+        if key.is_weak() {
+            return Err(KeyFault::SmallOrder);
+        }
+        Ok(PreparedKey(key))
     }
 }
 
-/// A [`PublicKey`] decoded once. Decoding (a square root in the field) is about a fifth of
-/// a signature check; [`PreparedKey::verify`] is exactly [`PublicKey::verify`] without it.
+/// Why [`PublicKey::check`] refuses a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyFault {
+    /// Not the canonical encoding of its point: `y` is not below 2^255 - 19, or `x` is 0
+    /// and the sign bit is set.
+    NotCanonical,
+    /// No point of the curve has this encoding.
+    NotAPoint,
+    /// A point of small order: anyone can make signatures that verify under it.
+    SmallOrder,
+}
+
+impl fmt::Display for KeyFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeyFault::NotCanonical => {
+                "is not the canonical encoding of an Ed25519 point (y must be below 2^255 - 19, and a point with x = 0 has the sign bit clear); send the key's canonical 32 bytes"
+            }
+            KeyFault::NotAPoint => {
+                "is not the encoding of any Ed25519 curve point; send the public half of a real Ed25519 key pair"
+            }
+            KeyFault::SmallOrder => {
+                "is a small-order Ed25519 point, under which anyone can forge signatures; send the public half of a real Ed25519 key pair"
+            }
+        })
+    }
+}
+
+/// `2^255 - 19`, little-endian: the field prime.
+const FIELD_PRIME: [u8; 32] = {
+    let mut p = [0xff; 32];
+    p[0] = 0xed;
+    p[31] = 0x7f;
+    p
+};
+
+/// Whether 32 bytes are the one encoding of their point: `y` (the low 255 bits) below the
+/// field prime, and no sign bit on `x = 0` (the points with `y = 1` and `y = p - 1`).
+fn is_canonical_encoding(bytes: &[u8; 32]) -> bool {
+    let mut y = *bytes;
+    y[31] &= 0x7f;
+    let sign = bytes[31] >> 7 == 1;
+    // Little-endian comparison, most significant byte first.
+    if y.iter().rev().cmp(FIELD_PRIME.iter().rev()) != std::cmp::Ordering::Less {
+        return false;
+    }
+    let mut one = [0u8; 32];
+    one[0] = 1;
+    let mut minus_one = FIELD_PRIME;
+    minus_one[0] -= 1;
+    !(sign && (y == one || y == minus_one))
+}
+
+/// A [`PublicKey`] that passed [`PublicKey::check`], decoded once. Decoding (a square root
+/// in the field) is about a fifth of a signature check; [`PreparedKey::verify`] is exactly
+/// [`PublicKey::verify`] without it.
 #[derive(Clone, Debug)]
 pub struct PreparedKey(ed25519_dalek::VerifyingKey);
 
 impl PreparedKey {
-    /// Verifies `sig` over `message`, as [`PublicKey::verify`] does.
+    /// Verifies `sig` over `message`, as [`PublicKey::verify`] does: ed25519-dalek's
+    /// `verify_strict`, which refuses a non-canonical `S`, a small-order `R` or key, and
+    /// compares `R` by its encoding.
     pub fn verify(&self, message: &[u8], sig: &Signature) -> bool {
         let sig = ed25519_dalek::Signature::from_bytes(&sig.0);
-        self.0.verify(message, &sig).is_ok()
+        self.0.verify_strict(message, &sig).is_ok()
     }
 }
 

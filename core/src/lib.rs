@@ -51,7 +51,7 @@ pub mod work;
 
 pub use accept::{accept, Decision};
 pub use command::{Body, Command};
-pub use crypto::{Hash, PreparedKey, PublicKey, SecretKey, Signature};
+pub use crypto::{Hash, KeyFault, PreparedKey, PublicKey, SecretKey, Signature};
 pub use error::{Code, Error, Result};
 pub use event::{Event, EventKind};
 pub use id::Id;

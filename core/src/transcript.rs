@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::accept::Decision;
 use crate::command::Command;
-use crate::crypto::{Hash, SecretKey};
+use crate::crypto::{Hash, SecretKey, Signature};
 use crate::error::{Error, Result};
 use crate::id::{Id, AUTHORITY_ACTOR};
 use crate::lease::LeaseId;
@@ -52,7 +52,7 @@ impl Host for MemoryAuthority {
     }
 }
 
-const STEP_FIELDS: [&str; 11] = [
+const STEP_FIELDS: [&str; 12] = [
     "at",
     "org",
     "group",
@@ -63,6 +63,7 @@ const STEP_FIELDS: [&str; 11] = [
     "expect",
     "expect_rev",
     "tamper",
+    "sig",
     "op",
 ];
 const EXPECT_FIELDS: [&str; 6] = ["outcome", "code", "seq", "revision", "disposition", "state"];
@@ -252,11 +253,21 @@ impl<'h> Runner<'h> {
             .and_then(Value::as_str)
             .and_then(|w| Id::new(w).ok());
         let group_id = Id::new(group.clone()).ok();
+        let sig = match map.get("sig") {
+            None => None,
+            Some(Value::String(hex)) => {
+                Some(Signature::from_hex(hex).map_err(|e| format!("`sig`: {e}"))?)
+            }
+            Some(_) => return Err("`sig` must be a string of 128 hex digits".into()),
+        };
         let decided = serde_json::to_vec(&envelope)
             .map_err(|e| Error::malformed(e.to_string()))
             .and_then(|bytes| Command::from_json(&bytes, &self.limits))
             .and_then(|mut cmd| {
-                cmd.sign(&SecretKey::for_transcript(&actor))?;
+                match sig {
+                    Some(sig) => cmd.sig = sig,
+                    None => cmd.sign(&SecretKey::for_transcript(&actor))?,
+                }
                 if map.get("tamper").and_then(Value::as_bool) == Some(true) {
                     cmd.sig.0[0] ^= 1;
                 }

@@ -142,6 +142,7 @@ export async function runTranscriptOnStore(mwp, text, dir) {
     let signed;
     try {
       signed = mwp.signCommand(command, mwp.transcriptSecretKey(actor));
+      if (typeof m.sig === "string") signed.sig = m.sig;
       if (m.tamper === true) signed.sig = (parseInt(signed.sig.slice(0, 2), 16) ^ 1).toString(16).padStart(2, "0") + signed.sig.slice(2);
     } catch (e) {
       out.push({ outcome: "rejected", error: { code: e.code ?? "MALFORMED" }, unsafeInteger });

@@ -27,5 +27,5 @@ export async function checkVectors(mwp, read, names) {
 /** The vector transcripts checked into tests/vectors/. */
 export const VECTOR_NAMES = [
   "approvals", "effects", "expand", "idempotency", "leases_and_fencing",
-  "lifecycle", "malformed", "membership", "redaction", "retries_and_budgets",
+  "lifecycle", "malformed", "membership", "redaction", "retries_and_budgets", "weak_keys",
 ];

@@ -287,6 +287,11 @@ fn transcripts_run_and_vectors_match_the_native_ones() {
             include_str!("../../tests/vectors/retries_and_budgets.jsonl"),
             include_str!("../../tests/vectors/retries_and_budgets.out.jsonl"),
         ),
+        (
+            "weak_keys",
+            include_str!("../../tests/vectors/weak_keys.jsonl"),
+            include_str!("../../tests/vectors/weak_keys.out.jsonl"),
+        ),
     ];
     for (name, input, expected) in vectors {
         let lines = mwp_wasm::vectors::vector_lines(input).expect("runs");
