@@ -471,6 +471,13 @@ export interface FileStoreOptions {
   snapshotsKept?: number;
   /** The authority's secret key seed (hex). Default: `authority.key`, generated on first open. */
   authorityKey?: Hex;
+  /**
+   * Default `false`: take the directory's writer lock (the owner record `LOCK.pid`, and under
+   * Deno the `flock` on `LOCK`; docs/format.md), refusing with `STORAGE` a directory another
+   * writer holds. `true`: no lock, nothing written, trimmed, renamed or removed; logs are read
+   * to their last complete record; commands are refused with `STORAGE`.
+   */
+  readOnly?: boolean;
 }
 
 /** What opening a data directory (and its groups) found and did. */

@@ -54,6 +54,7 @@ const RECORD_HEAD: usize = 12;
 impl Journal {
     /// Opens (or creates) the journal at `path` and replays it into an image.
     pub fn open(path: impl AsRef<Path>) -> Result<(Journal, AgentImage)> {
+        use std::os::unix::fs::OpenOptionsExt;
         let path = path.as_ref().to_path_buf();
         let storage = |e: std::io::Error| {
             Error::new(
@@ -65,6 +66,7 @@ impl Journal {
             .read(true)
             .append(true)
             .create(true)
+            .mode(0o600)
             .open(&path)
             .map_err(storage)?;
         let mut bytes = Vec::new();

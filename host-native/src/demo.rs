@@ -532,8 +532,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
     let journals = data.join("agents").join(group.as_str());
     // A journal left by an earlier demo whose group never opened is not this agent's.
     let _ = std::fs::remove_dir_all(&journals);
-    std::fs::create_dir_all(&journals)
-        .map_err(|e| format!("cannot create {}: {e}", journals.display()))?;
+    private_dirs(&journals).map_err(|e| format!("cannot create {}: {e}", journals.display()))?;
     let crew = Crew {
         base,
         org: org.clone(),
@@ -977,10 +976,19 @@ fn verify(
     })
 }
 
+/// Creates a directory and its missing parents, mode 0700 (the demo's data is a file store).
+fn private_dirs(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Runs `mwp demo`.
 pub fn run(args: DemoArgs) -> Outcome {
     crate::cli::init_logging("warn");
-    std::fs::create_dir_all(&args.data).map_err(|e| {
+    private_dirs(&args.data).map_err(|e| {
         Failure::new(
             EXIT_UNAVAILABLE,
             format!("cannot create the demo folder {}: {e}", args.data.display()),

@@ -540,3 +540,138 @@ fn zeros_after_the_records_of_an_earlier_segment_are_damage() {
         .unwrap()
         .is_clean());
 }
+
+/// Removes every file of `dir` whose name passes `gone`.
+fn remove_files(be: &MemBackend, dir: &Path, gone: impl Fn(&str) -> bool) {
+    for n in be.list(dir).unwrap() {
+        if gone(&n) {
+            be.remove(&dir.join(n)).unwrap();
+        }
+    }
+    be.sync_dir(dir).unwrap();
+}
+
+/// A group directory the open refuses: `LOG_CORRUPT` naming it, and nothing removed.
+fn assert_refused_and_kept(be: &MemBackend, what: &str) {
+    let dir = Path::new("/d/groups/g1");
+    let before = be.list(dir).unwrap();
+    let e = open(be).unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt, "{what}: {e}");
+    assert!(e.message.contains("/d/groups/g1"), "{what}: {e}");
+    assert_eq!(
+        be.list(dir).unwrap(),
+        before,
+        "{what}: the open removed nothing"
+    );
+    // Refused again, and fsck says so too.
+    assert_eq!(open(be).unwrap_err().code, Code::LogCorrupt, "{what}");
+    assert!(
+        !fsck_with(Arc::new(be.clone()), Path::new("/d"))
+            .unwrap()
+            .is_clean(),
+        "{what}"
+    );
+}
+
+#[test]
+fn a_group_whose_segments_are_missing_is_refused_not_removed() {
+    let (be, _) = written();
+    remove_files(&be, Path::new("/d/groups/g1"), |n| n.ends_with(".seg"));
+    assert_refused_and_kept(&be, "segments removed, snapshots and overlay kept");
+    remove_files(&be, Path::new("/d/groups/g1"), |_| true);
+    assert_refused_and_kept(&be, "an empty group directory");
+}
+
+#[test]
+fn a_group_with_snapshots_or_redactions_but_no_segment_is_refused() {
+    let (be, _) = written();
+    let dir = Path::new("/d/groups/g1");
+    remove_files(&be, dir, |n| n.ends_with(".seg") || n.ends_with(".snap"));
+    assert!(be.list(dir).unwrap().iter().any(|n| n.ends_with(".log")));
+    assert_refused_and_kept(&be, "only the redaction overlay");
+    let (be, _) = written();
+    remove_files(&be, dir, |n| !n.ends_with(".snap"));
+    assert_refused_and_kept(&be, "only snapshots");
+}
+
+#[test]
+fn only_an_interrupted_creation_is_cleaned_up() {
+    let (be, _) = written();
+    // A creation that never reached its rename: `.new-<name>` with or without its segment.
+    let building = Path::new("/d/groups/.new-g2");
+    be.create_dir(building).unwrap();
+    be.create(&building.join("00000000000000000001.seg"), 0o600)
+        .unwrap();
+    be.sync_dir(Path::new("/d/groups")).unwrap();
+    let fsck = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(
+        fsck.is_clean(),
+        "a warning, not damage: {:?}",
+        fsck.findings
+    );
+    assert!(fsck.findings.iter().any(|f| f.file.ends_with(".new-g2")));
+    let store = open(&be).unwrap();
+    assert_eq!(store.report().removed, vec!["/d/groups/.new-g2".to_owned()]);
+    assert!(!be.is_dir(building));
+    assert!(store.groups().unwrap() == vec![id("g1")]);
+}
+
+/// The first record from seq `min_seq` on whose payload can be changed in one ASCII letter
+/// and still decode: (segment path, record offset, payload range, position of the letter).
+fn editable_record(
+    be: &MemBackend,
+    min_seq: u64,
+) -> (PathBuf, usize, std::ops::Range<usize>, usize) {
+    let dir = Path::new("/d/groups/g1");
+    for name in segment_names(be) {
+        let path = dir.join(&name);
+        let bytes = be.read_file(&path).unwrap();
+        for (at, payload) in records(&bytes) {
+            let original = mwp_core::Event::from_cbor(&bytes[payload.clone()]);
+            if original.as_ref().map_or(true, |e| e.seq < min_seq) {
+                continue; // an erased record, or one before `min_seq`
+            }
+            for i in payload.clone() {
+                if !bytes[i].is_ascii_lowercase() {
+                    continue;
+                }
+                let mut p = bytes[payload.clone()].to_vec();
+                p[i - payload.start] = if bytes[i] == b'z' { b'y' } else { bytes[i] + 1 };
+                if mwp_core::Event::from_cbor(&p)
+                    .is_ok_and(|e| e.seq == original.as_ref().unwrap().seq)
+                {
+                    return (path, at, payload, i);
+                }
+            }
+        }
+    }
+    panic!("no record with an editable letter");
+}
+
+#[test]
+fn a_record_edited_with_a_recomputed_crc_is_refused() {
+    // No snapshot: the open reads every record. Seq 900 is in a batch the applier decodes
+    // (see `Batch`), seq 1 in one the reader decodes.
+    let written = long_log(1000);
+    for min_seq in [1, 900] {
+        let be = written.crash_image(mwp_host::store::backend::PowerLoss::KeepAll);
+        let (path, at, payload, i) = editable_record(&be, min_seq);
+        let mut bytes = be.read_file(&path).unwrap();
+        bytes[i] = if bytes[i] == b'z' { b'y' } else { bytes[i] + 1 };
+        let crc = mwp_host::store::format::record_crc(&bytes[at..at + 20], &bytes[payload.clone()]);
+        bytes[at + 20..at + 24].copy_from_slice(&crc.to_le_bytes());
+        be.write_file(&path, &bytes).unwrap();
+        // The edit decodes and its CRC is right: only the payload hash and id give it away.
+        assert!(mwp_core::Event::from_cbor(&bytes[payload.clone()]).is_ok());
+        assert!(mwp_core::Event::from_cbor_verified(&bytes[payload]).is_err());
+        let e = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
+            .unwrap_err();
+        assert_eq!(e.code, Code::LogCorrupt, "seq {min_seq}: {e}");
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(e.details["file"], file.as_str(), "seq {min_seq}: {e}");
+        assert_eq!(e.details["offset"], at as u64, "seq {min_seq}: {e}");
+        assert!(!fsck_with(Arc::new(be.clone()), Path::new("/d"))
+            .unwrap()
+            .is_clean());
+    }
+}

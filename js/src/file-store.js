@@ -18,6 +18,7 @@ import {
   SEGMENT_MAGIC, OVERLAY_MAGIC, FILE_HEADER_LEN, RECORD_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_NAME, KEY_NAME, GROUPS_DIR,
 } from "./file-format.js";
 import { frameBatch } from "./frames.js";
+import { acquireDirLock } from "./dir-lock.js";
 import { Queue } from "./queue.js";
 
 export { crc32c, groupDirName, groupFromDirName } from "./file-format.js";
@@ -25,7 +26,9 @@ export { crc32c, groupDirName, groupFromDirName } from "./file-format.js";
 const CHUNK = 1 << 20;
 /** Largest number of record bytes one `events` call reads (as the native store). */
 const MAX_READ_BYTES = 8 << 20;
-const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2 };
+const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2, readOnly: false };
+/** Prefix of a group directory being created (docs/format.md, "Creating a group"). */
+const NEW_GROUP_PREFIX = ".new-";
 
 const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
 
@@ -59,8 +62,8 @@ class File {
     return new File(path, await io(`open ${path}`, () => fsp.open(path, "r+")));
   }
 
-  /** Creates (or truncates) a file with permission bits `mode`. */
-  static async create(path, mode) {
+  /** Creates (or truncates) a file with permission bits `mode` (0600 by default). */
+  static async create(path, mode = 0o600) {
     return new File(path, await io(`create ${path}`, () => fsp.open(path, "w+", mode)));
   }
 
@@ -130,7 +133,7 @@ async function exists(path) {
 }
 
 /** Writes a whole new file durably: `NAME.tmp`, datasync, rename, fsync of the directory. */
-async function writeNewFile(dir, name, data, mode = 0o644) {
+async function writeNewFile(dir, name, data, mode = 0o600) {
   const tmp = join(dir, `${name}.tmp`);
   const file = await File.create(tmp, mode);
   try {
@@ -702,8 +705,11 @@ export class FileStore {
   #secret;
   #closed = false;
 
+  #lock;
+
   /** @internal use `openFileStore`. */
-  constructor(root, secret, options) {
+  constructor(root, secret, options, lock = null) {
+    this.#lock = lock;
     /** The data directory. */
     this.root = root;
     this.#secret = secret;
@@ -723,6 +729,7 @@ export class FileStore {
   /** @internal */
   _checkSticky() {
     if (this.#closed) throw new StoreError("STORAGE", "the store is closed");
+    if (this.options.readOnly) throw new StoreError("STORAGE", `${this.root} is open read-only; commands go to the writer that holds it`);
     if (this.#sticky !== null) {
       throw new StoreError("STORAGE", `the store refuses writes after a storage failure (${this.#sticky.message}); reopen it`);
     }
@@ -733,24 +740,25 @@ export class FileStore {
     if (this.#sticky === null) this.#sticky = e;
   }
 
-  /** IDs of the groups in the directory (those holding a log segment), sorted. */
+  /** IDs of the groups in the directory, sorted (opening one without a segment is `LOG_CORRUPT`). */
   async groups() {
     const dir = join(this.root, GROUPS_DIR);
     const out = [];
-    for (const name of await io(`list ${dir}`, () => fsp.readdir(dir))) {
+    let names = [];
+    try {
+      names = await fsp.readdir(dir);
+    } catch (e) {
+      if (!(this.options.readOnly && e?.code === "ENOENT")) throw storage(`list ${dir}`, e);
+    }
+    for (const name of names) {
       const id = groupFromDirName(name);
       if (id === null) continue;
       if (this.#groups.has(id)) {
         out.push(id);
         continue;
       }
-      let names;
-      try {
-        names = await fsp.readdir(join(dir, name));
-      } catch {
-        continue;
-      }
-      if (names.some((n) => parseNumbered(n, "seg") !== null)) out.push(id);
+      const st = await fsp.stat(join(dir, name)).catch(() => null);
+      if (st?.isDirectory()) out.push(id);
     }
     return out.sort();
   }
@@ -900,6 +908,7 @@ export class FileStore {
     for (const p of this.#opening.values()) await p.catch(() => {});
     for (const g of this.#groups.values()) await g.close();
     this.#groups.clear();
+    if (this.#lock !== null) await this.#lock.release();
   }
 }
 
@@ -923,29 +932,52 @@ function safeGroupOf(command) {
   }
 }
 
-/** Creates a new group's directory and first segment (holding the genesis event), durably. */
+/**
+ * Creates a new group's directory and first segment (holding the genesis event), durably.
+ * The directory is built as `groups/.new-<name>` and renamed to its group's name once the
+ * segment is durable (docs/format.md, "Creating a group"): a group directory always holds a
+ * segment, and only a `.new-` directory is an interrupted creation.
+ */
 async function createGroupDir(store, id, sg, decision) {
   const groups = join(store.root, GROUPS_DIR);
   const dir = join(groups, groupDirName(id));
-  if (await exists(dir)) {
-    // A directory without a segment: an interrupted creation (openGroup found no group).
-    for (const n of await io(`list ${dir}`, () => fsp.readdir(dir))) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
-    await io(`remove ${dir}`, () => fsp.rmdir(dir));
-  }
-  await io(`create ${dir}`, () => fsp.mkdir(dir));
-  await syncDir(groups);
+  const building = join(groups, `${NEW_GROUP_PREFIX}${groupDirName(id)}`);
+  await removeDir(building);
+  await io(`create ${building}`, () => fsp.mkdir(building, { mode: 0o700 }));
   const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq: 1, prev: new Uint8Array(32), group: id });
   const rec = encodeRecord(1, 1, decision.eventCbor);
   const data = new Uint8Array(header.length + rec.length);
   data.set(header, 0);
   data.set(rec, header.length);
-  const file = await writeNewFile(dir, segmentName(1), data);
+  const file = await writeNewFile(building, segmentName(1), data);
+  try {
+    await io(`rename ${building}`, () => fsp.rename(building, dir));
+    await syncDir(groups);
+  } catch (e) {
+    await file.close();
+    throw e;
+  }
+  file.path = join(dir, segmentName(1));
   const seg = { firstSeq: 1, name: segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length, alloc: data.length };
   return new FileGroup(store, id, dir, sg, [seg], { file: null, end: 0, entries: new Map() }, null);
 }
 
+/** Removes a directory of files (an interrupted creation), if it exists. */
+async function removeDir(dir) {
+  let names;
+  try {
+    names = await fsp.readdir(dir);
+  } catch (e) {
+    if (e?.code === "ENOENT") return false;
+    throw storage(`list ${dir}`, e);
+  }
+  for (const n of names) await io(`remove ${join(dir, n)}`, () => fsp.unlink(join(dir, n)));
+  await io(`remove ${dir}`, () => fsp.rmdir(dir));
+  return true;
+}
+
 /**
- * Opens a group directory (the native `GroupLog::open`): deletes `*.tmp`, reads the overlay
+ * Opens a group directory (the native `GroupLog::open`; a reader changes nothing): deletes `*.tmp`, reads the overlay
  * (trimming its torn tail), takes the newest snapshot that verifies as the base, streams every
  * segment in order applying the events after the base, trims a torn tail of the last segment,
  * then finishes interrupted erasures and a missing final snapshot. `undefined`: no such group.
@@ -958,18 +990,21 @@ async function openGroupDir(store, id, dir, report) {
     if (e?.code === "ENOENT") return undefined;
     throw storage(`list ${dir}`, e);
   }
+  const readOnly = store.options.readOnly;
   const tmps = names.filter((n) => n.endsWith(".tmp"));
-  for (const n of tmps) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
-  if (tmps.length > 0) await syncDir(dir);
+  if (!readOnly) {
+    // A `.tmp` file was never renamed into place: it holds nothing acknowledged.
+    for (const n of tmps) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
+    if (tmps.length > 0) await syncDir(dir);
+  }
   names = names.filter((n) => !n.endsWith(".tmp"));
   const segSeqs = names.map((n) => parseNumbered(n, "seg")).filter((s) => s !== null).sort((a, b) => a - b);
   if (segSeqs.length === 0) {
-    // An interrupted creation: a directory without a segment.
-    for (const n of names) await io(`remove ${n}`, () => fsp.unlink(join(dir, n)));
-    await io(`remove ${dir}`, () => fsp.rmdir(dir));
-    await syncDir(join(store.root, GROUPS_DIR));
-    report.removed.push(dir);
-    return undefined;
+    // A group directory is renamed into place holding its first segment: events are missing.
+    const what = names.some((n) => parseNumbered(n, "snap") !== null) || names.includes(OVERLAY_NAME)
+      ? "holds snapshots or redactions but no log segment"
+      : "holds no log segment";
+    throw new StoreError("LOG_CORRUPT", `${dir}: group ${id} ${what}: its acknowledged events are missing`, { file: dir });
   }
   const snapSeqs = names.map((n) => parseNumbered(n, "snap")).filter((s) => s !== null).sort((a, b) => a - b);
   const opened = [];
@@ -991,7 +1026,7 @@ async function openGroupDir(store, id, dir, report) {
           orig: { len: v.getUint32(0, true), crc: v.getUint32(4, true) },
         });
       });
-      if (end.torn !== null) {
+      if (end.torn !== null && !readOnly) {
         await file.truncate(end.end);
         await file.datasync();
         report.trimmed.push({ file: path, offset: end.end, bytes: end.torn });
@@ -1085,6 +1120,8 @@ async function openGroupDir(store, id, dir, report) {
             let ev;
             try {
               ev = w.decodeEvent(bytes);
+              // Verified (payload hash, id) as every other stored event.
+              w.verifyEvent(ev);
             } catch (e) {
               throw corruptAt(where.name, where.offset, toMwpError(e).message);
             }
@@ -1098,7 +1135,7 @@ async function openGroupDir(store, id, dir, report) {
         },
       );
       applyBatch();
-      if (end.torn !== null) {
+      if (end.torn !== null && !readOnly) {
         await file.truncate(end.end);
         await file.datasync();
         report.trimmed.push({ file: path, offset: end.end, bytes: end.torn });
@@ -1115,6 +1152,8 @@ async function openGroupDir(store, id, dir, report) {
     }
     if (sg.seq === 0) throw new StoreError("LOG_CORRUPT", `group ${id}: the log holds no event`);
     const g = new FileGroup(store, id, dir, sg, segments, overlay, snap);
+    // Repairs are the writer's: a read-only open changes nothing.
+    if (readOnly) return g;
     // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
     for (const seq of new Set([...sg.redacted, ...pendingZero])) {
       if (!overlay.entries.has(seq) || (await g._needsZeroing(seq))) {
@@ -1179,7 +1218,9 @@ async function loadOrCreateKey(root, given) {
  * record so most appends need not grow the file; default 4 MiB, at most `segmentBytes`, `0`:
  * none), `snapshotEvery` (default 100,000; `null`: only
  * on archive), `snapshotsKept` (default 2), `authorityKey` (secret key seed, hex; default:
- * the one in `authority.key`, generated on first open).
+ * the one in `authority.key`, generated on first open), `readOnly` (default false: take the
+ * directory's writer lock, refusing with `STORAGE` one another writer holds; true: no lock,
+ * nothing written, the log read to its last complete record; commands refused).
  */
 export async function openFileStore(dir, options = {}) {
   const opts = { ...DEFAULTS };
@@ -1195,19 +1236,41 @@ export async function openFileStore(dir, options = {}) {
   count("snapshotEvery", 1, true);
   count("snapshotsKept", 1);
   opts.reserveBytes = Math.min(opts.reserveBytes, opts.segmentBytes);
+  if (typeof opts.readOnly !== "boolean") throw new StoreError("MALFORMED", "openFileStore: `readOnly` must be a boolean");
+  if (opts.readOnly) {
+    // No lock, nothing created, trimmed, renamed or removed: safe beside a live writer.
+    try {
+      if (!(await exists(dir))) throw new StoreError("STORAGE", `${dir} is not a data directory`);
+      return new FileStore(dir, await readKeyFile(join(dir, KEY_NAME)), opts);
+    } catch (e) {
+      throw toMwpError(e);
+    }
+  }
+  let lock = null;
   try {
     if (!(await exists(dir))) {
-      await io(`create ${dir}`, () => fsp.mkdir(dir));
+      await io(`create ${dir}`, () => fsp.mkdir(dir, { mode: 0o700 }));
       await syncDir(join(dir, ".."));
     }
+    // The writer lock before anything is read.
+    lock = await acquireDirLock(dir);
     const key = await loadOrCreateKey(dir, options.authorityKey);
     const groups = join(dir, GROUPS_DIR);
     if (!(await exists(groups))) {
-      await io(`create ${groups}`, () => fsp.mkdir(groups));
+      await io(`create ${groups}`, () => fsp.mkdir(groups, { mode: 0o700 }));
       await syncDir(dir);
     }
-    return new FileStore(dir, key, opts);
+    // Creations that never reached their rename: nothing in them was acknowledged.
+    const report = [];
+    for (const n of await io(`list ${groups}`, () => fsp.readdir(groups))) {
+      if (n.startsWith(NEW_GROUP_PREFIX) && (await removeDir(join(groups, n)))) report.push(join(groups, n));
+    }
+    if (report.length > 0) await syncDir(groups);
+    const store = new FileStore(dir, key, opts, lock);
+    store.report.removed.push(...report);
+    return store;
   } catch (e) {
+    if (lock !== null) await lock.release();
     throw toMwpError(e);
   }
 }

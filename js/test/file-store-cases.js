@@ -419,14 +419,15 @@ export function cases(mwp) {
       await store.close();
       eq(fs.readdirSync(join(dir, "groups")).sort(), ["g1", mwp.groupDirName("Team.A")].sort(), "directories");
       check(mwp.groupDirName("Team.A").startsWith("~"), "base32 form");
-      fs.mkdirSync(join(dir, "groups", "g9"));
-      fs.writeFileSync(join(dir, "groups", "g9", "00000000000000000001.seg.tmp"), "partial");
+      // An interrupted creation (docs/format.md, "Creating a group"): `.new-<name>`.
+      fs.mkdirSync(join(dir, "groups", ".new-g9"));
+      fs.writeFileSync(join(dir, "groups", ".new-g9", "00000000000000000001.seg.tmp"), "partial");
       fs.mkdirSync(join(dir, "groups", "Upper"));
       const again = await mwp.openFileStore(dir);
       eq(await again.groups(), ["Team.A", "g1"], "groups (the unfinished and the foreign directory are not groups)");
       eq(await again.openGroup("g9"), undefined, "no group g9");
-      eq(again.report.removed, [join(dir, "groups", "g9")], "interrupted creation removed");
-      check(!fs.existsSync(join(dir, "groups", "g9")), "g9 directory gone");
+      eq(again.report.removed, [join(dir, "groups", ".new-g9")], "interrupted creation removed");
+      check(!fs.existsSync(join(dir, "groups", ".new-g9")), ".new-g9 directory gone");
       for (const g of ["g1", "Team.A"]) eq(await again.stateHash(g), hashes[g], `${g} after reopen`);
       await again.close();
       fs.rmSync(join(dir, "groups", "Upper"), { recursive: true });
@@ -678,6 +679,162 @@ export function cases(mwp) {
         check(fs.readFileSync(path).subarray(off + 24, off + 24 + len).every((x) => x === 0), `${crash}: zeroed again`);
         eq(fsck(dir).code, 0, `${crash}: native fsck`);
       }
+    }],
+    ["one writer per directory: a second open is refused naming the holder's pid, until the first closes", async () => {
+      const dir = tempDir("lock");
+      const first = await mwp.openFileStore(dir);
+      const e = await rejects(mwp.openFileStore(dir), "STORAGE");
+      check(e.message.includes(dir) && e.message.includes(`process ${process.pid}`), e.message);
+      eq(e.details?.pid, process.pid, "details.pid");
+      // A read-only open takes no lock, and refuses commands.
+      const ro = await mwp.openFileStore(dir, { readOnly: true });
+      const c = makeCommands(mwp);
+      await rejects(ro.submit(c.open(), 1000), "STORAGE");
+      await ro.close();
+      await first.close();
+      check(!fs.existsSync(join(dir, "LOCK.pid")), "close removes the owner record");
+      const again = await mwp.openFileStore(dir);
+      await again.close();
+    }],
+
+    ["a Node store and `mwp serve` on one directory refuse each other", async () => {
+      const dir = tempDir("lock-native");
+      const store = await mwp.openFileStore(dir);
+      // Bounded: a server that started anyway is killed after two minutes (and fails here).
+      let r;
+      try {
+        execFileSync(mwpBin(), ["serve", "--addr", "127.0.0.1:0", "--data", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+        r = { code: 0, stderr: "" };
+      } catch (e) {
+        r = { code: e.status ?? -1, stderr: String(e.stderr ?? "") };
+      }
+      eq(r.code, 3, `mwp serve beside a Node store: ${r.stderr}`);
+      check(r.stderr.includes(dir) && r.stderr.includes(`process ${process.pid}`), r.stderr);
+      await store.close();
+      const { spawn } = await import("node:child_process");
+      const child = spawn(mwpBin(), ["serve", "--addr", "127.0.0.1:0", "--data", dir], { stdio: ["ignore", "ignore", "pipe"] });
+      try {
+        // Wait until the server says it is serving (it holds the lock by then).
+        await new Promise((resolve, reject) => {
+          let text = "";
+          child.stderr.on("data", (d) => {
+            text += d;
+            if (text.includes("authority on")) resolve();
+          });
+          child.on("exit", (code) => reject(new Error(`mwp serve exited ${code}: ${text}`)));
+        });
+        const e = await rejects(mwp.openFileStore(dir), "STORAGE");
+        check(e.message.includes(`process ${child.pid}`), e.message);
+      } finally {
+        child.kill("SIGKILL");
+        await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve)));
+      }
+      // kill -9 of the holder leaves the directory openable.
+      const after = await mwp.openFileStore(dir);
+      await after.close();
+    }],
+
+    ["kill -9 of a Node holder leaves the directory openable", async () => {
+      if (typeof globalThis.Deno !== "undefined") return; // spawns a Node process
+      const dir = tempDir("lock-kill");
+      const { spawn } = await import("node:child_process");
+      const entry = new URL("../src/node.js", import.meta.url).href;
+      const script = `const m = await import(${JSON.stringify(entry)}); await m.openFileStore(${JSON.stringify(dir)}); console.log("ready"); setInterval(() => {}, 1 << 30);`;
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+      await new Promise((resolve, reject) => {
+        child.stdout.on("data", (d) => String(d).includes("ready") && resolve());
+        child.on("exit", (code) => reject(new Error(`the holder exited ${code}`)));
+      });
+      await rejects(mwp.openFileStore(dir), "STORAGE");
+      child.kill("SIGKILL");
+      await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve)));
+      check(fs.existsSync(join(dir, "LOCK.pid")), "the dead holder's record stays");
+      const after = await mwp.openFileStore(dir);
+      await after.close();
+    }],
+
+    ["a read-only open changes nothing and stops at the last complete record", async () => {
+      const dir = tempDir("readonly");
+      const { store } = await populated(mwp, dir, { snapshotEvery: null });
+      const events = await store.events("g1");
+      await store.close();
+      const path = segPath(dir);
+      const written = fs.readFileSync(path);
+      const torn = Buffer.from(written);
+      torn.set(written.subarray(192, 222), recordsEnd(written));
+      fs.writeFileSync(path, torn);
+      fs.writeFileSync(join(dir, "groups", "g1", "00000000000000000009.snap.tmp"), "x");
+      fs.mkdirSync(join(dir, "groups", ".new-g9"));
+      const before = JSON.stringify(fs.readdirSync(dir, { recursive: true }).sort());
+      const ro = await mwp.openFileStore(dir, { readOnly: true });
+      sameJson(await ro.events("g1"), events, "events up to the last complete record");
+      eq(ro.report.trimmed, [], "nothing trimmed");
+      await ro.close();
+      check(fs.readFileSync(path).equals(torn), "the torn tail is still there");
+      eq(JSON.stringify(fs.readdirSync(dir, { recursive: true }).sort()), before, "no file created or removed");
+      await rejects(mwp.openFileStore(join(dir, "missing"), { readOnly: true }), "STORAGE");
+      check(!fs.existsSync(join(dir, "missing")), "a read-only open creates nothing");
+    }],
+
+    ["a group directory without a segment is LOG_CORRUPT naming it, and kept", async () => {
+      for (const keep of ["snapshots", "nothing"]) {
+        const dir = tempDir(`noseg-${keep}`);
+        const { store } = await populated(mwp, dir, { snapshotEvery: 2 });
+        await store.close();
+        const gdir = join(dir, "groups", "g1");
+        for (const n of fs.readdirSync(gdir)) if (n.endsWith(".seg") || keep === "nothing") fs.unlinkSync(join(gdir, n));
+        const left = fs.readdirSync(gdir).sort();
+        check(keep === "nothing" || left.some((n) => n.endsWith(".snap")), `${keep}: snapshots kept`);
+        const again = await mwp.openFileStore(dir);
+        eq(await again.groups(), ["g1"], `${keep}: still listed`);
+        const e = await rejects(again.openGroup("g1"), "LOG_CORRUPT");
+        check(e.message.includes(gdir), e.message);
+        await again.close();
+        eq(fs.readdirSync(gdir).sort(), left, `${keep}: nothing removed`);
+        check(fsck(dir).code !== 0, `${keep}: native fsck reports it`);
+      }
+    }],
+
+    ["a record edited with a recomputed CRC is LOG_CORRUPT naming file and offset", async () => {
+      const dir = tempDir("recrc");
+      const { store } = await populated(mwp, dir, { snapshotEvery: null });
+      await store.close();
+      const path = segPath(dir);
+      const b = fs.readFileSync(path);
+      const off = recordOffset(path, 3);
+      const len = new DataView(b.buffer, b.byteOffset).getUint32(off, true);
+      // `"do": "w1"` becomes `"do": "w2"`: still canonical CBOR, another payload.
+      const at = b.indexOf("w1", off + 24);
+      check(at > 0 && at < off + 24 + len, "the work name in record 3");
+      b[at + 1] = "9".charCodeAt(0);
+      const crc = mwp.crc32c(b.subarray(off + 24, off + 24 + len), mwp.crc32c(b.subarray(off, off + 20)));
+      new DataView(b.buffer, b.byteOffset).setUint32(off + 20, crc, true);
+      fs.writeFileSync(path, b);
+      const again = await mwp.openFileStore(dir);
+      const e = await rejects(again.openGroup("g1"), "LOG_CORRUPT");
+      eq([e.details?.file, e.details?.offset], [path, off], `named: ${e.message}`);
+      await again.close();
+    }],
+
+    ["data files are 0600 and directories 0700", async () => {
+      const root = tempDir("modes");
+      const dir = join(root, "data");
+      const { store } = await populated(mwp, dir, { snapshotEvery: 2 });
+      await store.close();
+      let files = 0;
+      const walk = (d) => {
+        eq(fs.statSync(d).mode & 0o777, 0o700, d);
+        for (const n of fs.readdirSync(d)) {
+          const p = join(d, n);
+          if (fs.statSync(p).isDirectory()) walk(p);
+          else {
+            eq(fs.statSync(p).mode & 0o777, 0o600, p);
+            files += 1;
+          }
+        }
+      };
+      walk(dir);
+      check(files >= 3, "key, segment and snapshot checked");
     }],
   ];
 }

@@ -59,7 +59,11 @@ pub fn replay(
 pub fn run(url: &StoreUrl, group: &str, after: u64) -> Outcome {
     let group =
         Id::new(group).map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--group: {e}")))?;
-    let service = store::open(url, &store::Options::default())?;
+    let read_only = store::Options {
+        read_only: true,
+        ..store::Options::default()
+    };
+    let service = store::open(url, &read_only)?;
     let head = service
         .head_seq(&group)
         .map_err(|e| Failure::from_error("cannot read the head", &e))?;

@@ -18,7 +18,11 @@ fn id(value: &str, flag: &str) -> Result<Id, Failure> {
 /// `out`, prints a JSON line describing it.
 pub fn take(url: &StoreUrl, group: &str, out: Option<&Path>) -> Outcome {
     let group = id(group, "--group")?;
-    let service = store::open(url, &store::Options::default())?;
+    let read_only = store::Options {
+        read_only: true,
+        ..store::Options::default()
+    };
+    let service = store::open(url, &read_only)?;
     let bytes = service
         .latest_snapshot(&group)
         .map_err(|e| Failure::from_error(&format!("cannot take a snapshot of {group}"), &e))?;

@@ -92,8 +92,11 @@ pub struct Options {
     /// The authority key to use (transcripts use the transcript key of `@authority`);
     /// `None`: memory generates one, a file store uses the key in its directory.
     pub authority_key: Option<mwp_core::SecretKey>,
-    /// Create the data directory (and its parents) when it is missing.
+    /// Create the data directory (and its parents, 0700) when it is missing.
     pub create: bool,
+    /// Open a file store read-only: no writer lock, nothing written (`mwp replay`,
+    /// `mwp snapshot`); safe beside a running server.
+    pub read_only: bool,
 }
 
 fn not_built(url: &StoreUrl) -> Failure {
@@ -119,7 +122,7 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
         }
         StoreUrl::File(dir) => {
             if !dir.is_dir() {
-                if !options.create {
+                if !options.create || options.read_only {
                     return Err(Failure::new(
                         super::EXIT_BAD_INPUT,
                         format!(
@@ -129,16 +132,22 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
                         ),
                     ));
                 }
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    Failure::new(
-                        EXIT_UNAVAILABLE,
-                        format!("cannot create {}: {e}", dir.display()),
-                    )
-                })?;
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| {
+                        Failure::new(
+                            EXIT_UNAVAILABLE,
+                            format!("cannot create {}: {e}", dir.display()),
+                        )
+                    })?;
             }
             let store_options = crate::store::StoreOptions {
                 online_events: options.online_events,
                 authority_key: options.authority_key.clone(),
+                read_only: options.read_only,
                 ..crate::store::StoreOptions::default()
             };
             let store = crate::store::FileStore::open(dir, store_options)
@@ -168,8 +177,18 @@ pub fn fsck(url: &StoreUrl) -> Outcome {
             "a memory: store has nothing on disk to check; name one with --data DIR",
         )),
         StoreUrl::File(dir) => {
-            let report = crate::store::fsck(dir)
-                .map_err(|e| Failure::from_error(&format!("cannot check {url}"), &e))?;
+            // fsck takes no lock and writes nothing, so a live server may change the
+            // directory while it reads: a snapshot pruned, a record erased in place. Such a
+            // finding does not come back on a second pass; damage does.
+            let mut tries = 0;
+            let report = loop {
+                let report = crate::store::fsck(dir)
+                    .map_err(|e| Failure::from_error(&format!("cannot check {url}"), &e))?;
+                if report.is_clean() || tries == 2 {
+                    break report;
+                }
+                tries += 1;
+            };
             for g in &report.groups {
                 println!(
                     "{}",

@@ -41,8 +41,8 @@ pub trait Backend: Send + Sync {
     /// Creates a new, empty file (an error if it exists) with permission bits `mode`
     /// (`0o600` for keys). Its entry is durable after `sync_dir` of its directory.
     fn create(&self, path: &Path, mode: u32) -> io::Result<Arc<dyn StorageFile>>;
-    /// Creates a directory (its parent must exist; an error if it exists). Durable after
-    /// `sync_dir` of its parent.
+    /// Creates a directory, mode 0700 (its parent must exist; an error if it exists).
+    /// Durable after `sync_dir` of its parent.
     fn create_dir(&self, path: &Path) -> io::Result<()>;
     /// Whether a directory exists at `path`.
     fn is_dir(&self, path: &Path) -> bool;
@@ -50,8 +50,9 @@ pub trait Backend: Send + Sync {
     fn is_file(&self, path: &Path) -> bool;
     /// Names of the entries of a directory, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
-    /// Atomically renames `from` to `to`, replacing `to`. Durable after `sync_dir` of the
-    /// directory (both must be in the same directory).
+    /// Atomically renames a file or a directory `from` to `to`, replacing a file `to`.
+    /// Durable after `sync_dir` of the directory (both must be in the same directory); a
+    /// directory's entries move with it.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file or an empty directory. Durable after `sync_dir` of its parent.
     fn remove(&self, path: &Path) -> io::Result<()>;
@@ -106,7 +107,8 @@ impl Backend for FsBackend {
         Ok(Arc::new(FsFile(f)))
     }
     fn create_dir(&self, path: &Path) -> io::Result<()> {
-        std::fs::create_dir(path)
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(path)
     }
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
@@ -584,6 +586,23 @@ impl Backend for MemBackend {
             return Err(not_found(from));
         };
         fs.live.insert(to.to_path_buf(), e);
+        if e == Entry::Dir {
+            // The entries of a directory belong to it, live and durable alike: they move.
+            let under = |m: &BTreeMap<PathBuf, Entry>| -> Vec<PathBuf> {
+                m.keys()
+                    .filter(|p| p.starts_with(from) && p.as_path() != from)
+                    .cloned()
+                    .collect()
+            };
+            let fs = &mut *fs;
+            for map in [&mut fs.live, &mut fs.durable] {
+                for p in under(map) {
+                    if let (Some(e), Ok(rest)) = (map.remove(&p), p.strip_prefix(from)) {
+                        map.insert(to.join(rest), e);
+                    }
+                }
+            }
+        }
         Ok(())
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -618,7 +637,7 @@ impl Backend for MemBackend {
         let fs = lock(&self.fs);
         match fs.live.get(path) {
             Some(Entry::File(i)) => Ok(Some(fs.inodes[*i].mode)),
-            Some(Entry::Dir) => Ok(Some(0o755)),
+            Some(Entry::Dir) => Ok(Some(0o700)),
             None => Err(not_found(path)),
         }
     }

@@ -108,6 +108,17 @@ pub fn fsck_with(be: Arc<dyn Backend>, dir: &Path) -> Result<FsckReport> {
         .map_err(|e| storage(format!("list {}", groups_dir.display()), e))?;
     for name in names {
         let path = groups_dir.join(&name);
+        if name.starts_with(super::NEW_GROUP_PREFIX) {
+            report.findings.push(Finding {
+                group: None,
+                file: path.display().to_string(),
+                offset: None,
+                code: Code::LogCorrupt,
+                message: "an interrupted group creation (nothing in it was acknowledged); the next open removes it".into(),
+                damage: false,
+            });
+            continue;
+        }
         let Some(id) = group_from_dir_name(&name) else {
             report.findings.push(Finding {
                 group: None,

@@ -114,7 +114,13 @@ impl Overlay {
         let mut buf = vec![0u8; e.len as usize];
         file.read_at(e.offset, &mut buf)
             .map_err(io_err(format!("read {}", dir.join(OVERLAY_NAME).display())))?;
-        Event::from_cbor(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))
+        let event =
+            Event::from_cbor(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))?;
+        // A redacted event keeps its payload hash and id (SPEC §6): both still verify.
+        event
+            .verify()
+            .map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))?;
+        Ok(event)
     }
 }
 
@@ -149,13 +155,33 @@ impl GroupLog {
     }
 
     /// Creates the group's directory and first segment, holding the genesis event, durably.
+    ///
+    /// The directory is built under a temporary name (`groups/.new-<name>`) and renamed to its
+    /// group's name only once the segment is durable (docs/format.md, "Creating a group"): a
+    /// group directory therefore always holds a segment, and only a `.new-` directory is an
+    /// interrupted creation.
     pub(crate) fn create(ctx: Arc<Ctx>, dir: PathBuf, genesis: &Event) -> Result<Arc<GroupLog>> {
         let be = &ctx.backend;
         let parent = dir.parent().unwrap_or(Path::new("")).to_path_buf();
-        be.create_dir(&dir)
-            .map_err(io_err(format!("create {}", dir.display())))?;
-        be.sync_dir(&parent)
-            .map_err(io_err(format!("sync {}", parent.display())))?;
+        let dir_name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let building = parent.join(format!("{}{dir_name}", super::NEW_GROUP_PREFIX));
+        if be.is_dir(&building) {
+            // Left by a creation this process failed part way (the open removes the others).
+            for n in be
+                .list(&building)
+                .map_err(io_err(format!("list {}", building.display())))?
+            {
+                let p = building.join(n);
+                be.remove(&p)
+                    .map_err(io_err(format!("remove {}", p.display())))?;
+            }
+        } else {
+            be.create_dir(&building)
+                .map_err(io_err(format!("create {}", building.display())))?;
+        }
         let bytes = genesis.to_cbor()?;
         let mut data = FileHeader {
             magic: SEGMENT_MAGIC,
@@ -167,7 +193,11 @@ impl GroupLog {
         .to_vec();
         encode_record(&mut data, 1, 1, &bytes);
         let name = segment_name(1);
-        let file = write_new_file(&ctx, &dir, &name, &data)?;
+        let file = write_new_file(&ctx, &building, &name, &data)?;
+        be.rename(&building, &dir)
+            .map_err(io_err(format!("rename {}", building.display())))?;
+        be.sync_dir(&parent)
+            .map_err(io_err(format!("sync {}", parent.display())))?;
         let mut state = None;
         GroupState::apply_to(&mut state, genesis)?;
         let state = state.ok_or_else(|| Error::corrupt("genesis produced no state"))?;
@@ -550,7 +580,13 @@ impl GroupLog {
                                 "record checksum mismatch",
                             ));
                         }
-                        Event::from_cbor(&rec[RECORD_HEADER_LEN..])?
+                        let mut event = Event::from_cbor_verified(&rec[RECORD_HEADER_LEN..])
+                            .map_err(|e| corrupt_at(&seg.name, start + at as u64, e.message))?;
+                        if self.ctx.read_only && self.with_state(|s| s.redacted.contains(&seq)) {
+                            // Redacted, and the writer has not erased it yet.
+                            event.redact()?;
+                        }
+                        event
                     }
                 };
                 out.push(event);
@@ -683,11 +719,23 @@ impl GroupLog {
             return Ok(info);
         }
         let state = self.state()?;
+        if self.ctx.read_only {
+            let (_, state_hash) = Snapshot::build_stored(&state, &self.ctx.key)?;
+            return Ok(SnapInfo {
+                seq: state.seq,
+                state_hash,
+            });
+        }
         self.write_snapshot(&state)
     }
 
-    /// Canonical CBOR of the latest snapshot, taking one if there is none.
+    /// Canonical CBOR of the latest snapshot, taking one if there is none (read-only: signed
+    /// in memory, not written).
     pub(crate) fn latest_snapshot(&self) -> Result<Vec<u8>> {
+        if self.ctx.read_only && lock(&self.snaps).is_none() {
+            let state = self.state()?;
+            return Ok(Snapshot::build_stored(&state, &self.ctx.key)?.0);
+        }
         let info = self.latest_snapshot_info()?;
         let bytes = read_snapshot_file(&self.ctx, &self.path(&snapshot_name(info.seq)))?;
         let (_, payload) = format::decode_snapshot_file(&bytes).map_err(|e| {
@@ -705,6 +753,7 @@ impl GroupLog {
         if let Some(l) = latest.as_ref().filter(|l| l.seq >= state.seq) {
             return Ok(l.clone());
         }
+        self.ctx.check_sticky()?;
         let (payload, state_hash) = Snapshot::build_stored(state, &self.ctx.key)?;
         let data = format::encode_snapshot_file(state.seq, &payload);
         drop(payload);
@@ -740,20 +789,25 @@ impl GroupLog {
             .map_err(io_err(format!("sync {}", self.dir.display())))
     }
 
-    /// Reopens a group from its directory. `Ok(None)`: the directory holds no segment (a
-    /// creation that never completed).
+    /// Reopens a group from its directory. A directory without a segment is `LOG_CORRUPT`:
+    /// a group directory is only ever renamed into place holding its first segment, so its
+    /// acknowledged events are missing.
     pub(crate) fn open(
         ctx: Arc<Ctx>,
         dir: PathBuf,
         id: Id,
         report: &mut OpenReport,
-    ) -> Result<Option<Arc<GroupLog>>> {
+    ) -> Result<Arc<GroupLog>> {
         let be = ctx.backend.clone();
         let names = be
             .list(&dir)
             .map_err(io_err(format!("list {}", dir.display())))?;
         let mut removed = false;
+        // A `.tmp` file was never renamed into place: it holds nothing acknowledged.
         for n in names.iter().filter(|n| n.ends_with(".tmp")) {
+            if ctx.read_only {
+                continue;
+            }
             be.remove(&dir.join(n))
                 .map_err(io_err(format!("remove {n}")))?;
             removed = true;
@@ -767,7 +821,17 @@ impl GroupLog {
             .filter_map(|n| parse_numbered(n, "seg"))
             .collect();
         if seg_seqs.is_empty() {
-            return Ok(None);
+            let has = |ext: &str| names.iter().any(|n| parse_numbered(n, ext).is_some());
+            let what = if has("snap") || names.iter().any(|n| n == OVERLAY_NAME) {
+                "holds snapshots or redactions but no log segment"
+            } else {
+                "holds no log segment"
+            };
+            return Err(Error::corrupt(format!(
+                "{}: group {id} {what}: its acknowledged events are missing",
+                dir.display()
+            ))
+            .with("file", dir.display().to_string()));
         }
         let mut snap_seqs: Vec<u64> = names
             .iter()
@@ -815,7 +879,7 @@ impl GroupLog {
                 );
                 Ok(())
             })?;
-            if let Some(torn) = end.torn {
+            if let Some(torn) = end.torn.filter(|_| !ctx.read_only) {
                 trim(&*file, &path, end.end)?;
                 report
                     .trimmed
@@ -859,7 +923,10 @@ impl GroupLog {
         let (done_tx, done_rx) = std::sync::mpsc::channel::<Batch>();
         let scanned: Result<Scanned> = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
-                scan_segments(&be, &dir, &id, &seg_seqs, &overlay, base_seq, tx, done_rx)
+                let read_only = ctx.read_only;
+                scan_segments(
+                    &be, &dir, &id, &seg_seqs, &overlay, base_seq, read_only, tx, done_rx,
+                )
             });
             let mut applied: Result<()> = Ok(());
             for batch in rx.iter() {
@@ -974,6 +1041,10 @@ impl GroupLog {
             erasing: Mutex::new(()),
             snaps: Mutex::new(snap_info),
         });
+        if group.ctx.read_only {
+            // Repairs are the writer's: a read-only open changes nothing.
+            return Ok(group);
+        }
         // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
         for seq in redacted.into_iter().chain(pending_zero) {
             let known = read(&group.overlay).entries.contains_key(&seq);
@@ -991,7 +1062,7 @@ impl GroupLog {
                 .repaired
                 .push(format!("wrote the final snapshot at seq {head}"));
         }
-        Ok(Some(group))
+        Ok(group)
     }
 
     fn needs_zeroing(&self, seq: u64) -> Result<bool> {
@@ -1043,7 +1114,7 @@ pub(crate) fn write_new_file(
     let tmp = dir.join(format!("{name}.tmp"));
     let path = dir.join(name);
     let file = be
-        .create(&tmp, 0o644)
+        .create(&tmp, 0o600)
         .map_err(io_err(format!("create {}", tmp.display())))?;
     file.write_at(0, data)
         .map_err(io_err(format!("write {}", tmp.display())))?;
@@ -1195,8 +1266,12 @@ impl Batch {
 }
 
 /// Decodes a plain (not redacted) record's payload, which must hold the record's seq.
+///
+/// The payload hash and the id are checked against the stored bytes
+/// ([`Event::from_cbor_verified`]): a record edited with a recomputed CRC is `LOG_CORRUPT`.
 fn decode_record(payload: &[u8], seq: u64, name: &str, offset: u64) -> Result<Event> {
-    let event = Event::from_cbor(payload).map_err(|e| corrupt_at(name, offset, e.message))?;
+    let event =
+        Event::from_cbor_verified(payload).map_err(|e| corrupt_at(name, offset, e.message))?;
     holds_seq(event, seq, name, offset)
 }
 
@@ -1223,6 +1298,7 @@ fn scan_segments(
     seg_seqs: &[u64],
     overlay: &Overlay,
     from_seq: u64,
+    read_only: bool,
     tx: std::sync::mpsc::SyncSender<Batch>,
     done: std::sync::mpsc::Receiver<Batch>,
 ) -> Result<Scanned> {
@@ -1293,7 +1369,7 @@ fn scan_segments(
             }
             Ok(())
         })?;
-        if let Some(torn) = end.torn {
+        if let Some(torn) = end.torn.filter(|_| !read_only) {
             trim(&*file, &path, end.end)?;
             trimmed.push((path.display().to_string(), end.end, torn));
         }

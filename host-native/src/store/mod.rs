@@ -20,6 +20,7 @@ pub mod backend;
 pub mod format;
 pub mod fsck;
 mod group;
+pub mod lock;
 pub mod policy;
 pub mod projection;
 
@@ -67,6 +68,10 @@ pub struct StoreOptions {
     /// Write cadence snapshots on a background thread (archive snapshots are always written
     /// before the receipt is returned).
     pub background_snapshots: bool,
+    /// Open for reading only (`mwp replay`, `snapshot`, `fsck`): no lock is taken and nothing
+    /// is ever written, trimmed, renamed or removed; the log is read to its last complete
+    /// record, which makes it safe beside a live writer. Commands are refused (`STORAGE`).
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -80,6 +85,7 @@ impl Default for StoreOptions {
             limits: Limits::default(),
             authority_key: None,
             background_snapshots: true,
+            read_only: false,
         }
     }
 }
@@ -93,7 +99,7 @@ pub struct OpenReport {
     pub skipped_snapshots: Vec<(String, String)>,
     /// Work a crash had interrupted and the open finished (erasures, final snapshots).
     pub repaired: Vec<String>,
-    /// Group directories that held no complete group (an interrupted creation), removed.
+    /// Interrupted group creations (`groups/.new-*`, docs/format.md), removed.
     pub removed: Vec<String>,
 }
 
@@ -108,11 +114,18 @@ pub(crate) struct Ctx {
     segment_bytes: u64,
     reserve_bytes: u64,
     background_snapshots: bool,
+    read_only: bool,
     sticky: Mutex<Option<Error>>,
 }
 
 impl Ctx {
     fn check_sticky(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::new(
+                Code::Storage,
+                "the store is open read-only; commands go to the server that holds it",
+            ));
+        }
         match &*lock(&self.sticky) {
             None => Ok(()),
             Some(e) => Err(Error::new(
@@ -141,6 +154,9 @@ pub struct FileStore {
     groups: RwLock<BTreeMap<Id, Arc<GroupLog>>>,
     creating: Mutex<()>,
     report: OpenReport,
+    /// The writer lock, held for as long as the store is open (none when read-only or on a
+    /// backend other than the real file system).
+    dir_lock: Option<lock::DirLock>,
 }
 
 impl std::fmt::Debug for FileStore {
@@ -154,6 +170,17 @@ impl std::fmt::Debug for FileStore {
 fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
     move |e| storage(what, e)
 }
+
+/// `fsync` of a directory on the real file system.
+pub(crate) fn sync_dir_path(dir: &Path) -> Result<()> {
+    FsBackend
+        .sync_dir(dir)
+        .map_err(io_err(format!("sync {}", dir.display())))
+}
+
+/// The prefix of a group directory being created (docs/format.md, "Creating a group"): the
+/// directory is renamed to its group's name once its first segment is durable.
+pub const NEW_GROUP_PREFIX: &str = ".new-";
 
 /// A fresh Ed25519 secret key from the operating system's randomness.
 pub fn generate_key() -> Result<SecretKey> {
@@ -257,33 +284,77 @@ pub fn read_key_file(be: &dyn Backend, path: &Path) -> Result<SecretKey> {
 }
 
 impl FileStore {
-    /// Opens (creating if needed) a data directory on the real file system.
+    /// Opens (creating if needed) a data directory on the real file system, taking its
+    /// writer lock (see [`lock`]) before anything is read; a directory another writer holds
+    /// is refused at once with `STORAGE`. With [`StoreOptions::read_only`] no lock is taken
+    /// and nothing is created.
     pub fn open(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<FileStore> {
-        Self::open_with(Arc::new(FsBackend), dir.as_ref(), opts)
+        let dir = dir.as_ref();
+        if opts.read_only {
+            return Self::open_read_only(Arc::new(FsBackend), dir, opts);
+        }
+        if !dir.is_dir() {
+            create_dir(&FsBackend, dir)?;
+        }
+        let dir_lock = lock::DirLock::acquire(dir)?;
+        Self::open_inner(Arc::new(FsBackend), dir, opts, Some(dir_lock))
     }
 
-    /// Opens a data directory on any [`Backend`].
+    /// Opens a data directory on any [`Backend`] (no writer lock: the lock is an OS lock on
+    /// the real file system, taken by [`FileStore::open`]).
     pub fn open_with(
         backend: Arc<dyn Backend>,
         dir: &Path,
         opts: StoreOptions,
     ) -> Result<FileStore> {
-        let be = &*backend;
-        if !be.is_dir(dir) {
-            be.create_dir(dir)
-                .map_err(io_err(format!("create {}", dir.display())))?;
-            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-                be.sync_dir(parent)
-                    .map_err(io_err(format!("sync {}", parent.display())))?;
+        if opts.read_only {
+            return Self::open_read_only(backend, dir, opts);
+        }
+        Self::open_inner(backend, dir, opts, None)
+    }
+
+    /// A read-only open beside a live writer: a record the writer changes while it is read
+    /// (an erasure zeroing a record after the overlay was read) reads as damage once, so a
+    /// `LOG_CORRUPT` open is tried again; damage that is really there stays.
+    fn open_read_only(
+        backend: Arc<dyn Backend>,
+        dir: &Path,
+        opts: StoreOptions,
+    ) -> Result<FileStore> {
+        let mut tries = 0;
+        loop {
+            match Self::open_inner(backend.clone(), dir, opts.clone(), None) {
+                Err(e) if e.code == Code::LogCorrupt && tries < 3 => tries += 1,
+                other => return other,
             }
         }
-        let key = load_or_create_key(be, dir, opts.authority_key.as_ref())?;
+    }
+
+    fn open_inner(
+        backend: Arc<dyn Backend>,
+        dir: &Path,
+        opts: StoreOptions,
+        dir_lock: Option<lock::DirLock>,
+    ) -> Result<FileStore> {
+        let be = &*backend;
+        let read_only = opts.read_only;
+        if !be.is_dir(dir) {
+            if read_only {
+                return Err(Error::new(
+                    Code::Storage,
+                    format!("{} is not a data directory", dir.display()),
+                ));
+            }
+            create_dir(be, dir)?;
+        }
+        let key = if read_only {
+            read_key_file(be, &dir.join(KEY_NAME))?
+        } else {
+            load_or_create_key(be, dir, opts.authority_key.as_ref())?
+        };
         let groups_dir = dir.join(GROUPS_DIR);
-        if !be.is_dir(&groups_dir) {
-            be.create_dir(&groups_dir)
-                .map_err(io_err(format!("create {}", groups_dir.display())))?;
-            be.sync_dir(dir)
-                .map_err(io_err(format!("sync {}", dir.display())))?;
+        if !be.is_dir(&groups_dir) && !read_only {
+            create_dir(be, &groups_dir)?;
         }
         let ctx = Arc::new(Ctx {
             backend: backend.clone(),
@@ -299,32 +370,37 @@ impl FileStore {
             segment_bytes: opts.segment_bytes,
             reserve_bytes: opts.reserve_bytes.min(opts.segment_bytes),
             background_snapshots: opts.background_snapshots,
+            read_only,
             sticky: Mutex::new(None),
         });
         let mut report = OpenReport::default();
         let mut groups = BTreeMap::new();
-        let names = be
-            .list(&groups_dir)
-            .map_err(io_err(format!("list {}", groups_dir.display())))?;
+        let names = if be.is_dir(&groups_dir) {
+            be.list(&groups_dir)
+                .map_err(io_err(format!("list {}", groups_dir.display())))?
+        } else {
+            Vec::new()
+        };
         for name in names {
             let path = groups_dir.join(&name);
+            if name.starts_with(NEW_GROUP_PREFIX) && be.is_dir(&path) {
+                // A creation that never reached its rename: nothing in it was acknowledged.
+                if !read_only {
+                    remove_dir(be, &path)?;
+                    be.sync_dir(&groups_dir)
+                        .map_err(io_err(format!("sync {}", groups_dir.display())))?;
+                    report.removed.push(path.display().to_string());
+                }
+                continue;
+            }
             let Some(id) = group_from_dir_name(&name) else {
                 continue;
             };
             if !be.is_dir(&path) {
                 continue;
             }
-            match GroupLog::open(ctx.clone(), path.clone(), id.clone(), &mut report)? {
-                Some(g) => {
-                    groups.insert(id, g);
-                }
-                None => {
-                    remove_dir(be, &path)?;
-                    be.sync_dir(&groups_dir)
-                        .map_err(io_err(format!("sync {}", groups_dir.display())))?;
-                    report.removed.push(path.display().to_string());
-                }
-            }
+            let g = GroupLog::open(ctx.clone(), path.clone(), id.clone(), &mut report)?;
+            groups.insert(id, g);
         }
         Ok(FileStore {
             root: dir.to_path_buf(),
@@ -333,6 +409,7 @@ impl FileStore {
             groups: RwLock::new(groups),
             creating: Mutex::new(()),
             report,
+            dir_lock,
         })
     }
 
@@ -383,13 +460,18 @@ impl FileStore {
     }
 
     /// Closes the store and opens the directory again, as a restart would.
-    pub fn reopen(self) -> Result<FileStore> {
+    pub fn reopen(mut self) -> Result<FileStore> {
         let backend = self.ctx.backend.clone();
         let root = self.root.clone();
         let mut opts = self.opts.clone();
         opts.authority_key = Some(self.ctx.key.clone());
+        // The writer lock stays held across the restart.
+        let dir_lock = self.dir_lock.take();
         drop(self);
-        FileStore::open_with(backend, &root, opts)
+        if opts.read_only {
+            return FileStore::open_read_only(backend, &root, opts);
+        }
+        FileStore::open_inner(backend, &root, opts, dir_lock)
     }
 
     /// Creates a group from its `open_group` command.
@@ -416,6 +498,17 @@ impl FileStore {
         }
         Ok(decision)
     }
+}
+
+/// Creates a directory (0700) and makes its entry durable.
+fn create_dir(be: &dyn Backend, dir: &Path) -> Result<()> {
+    be.create_dir(dir)
+        .map_err(io_err(format!("create {}", dir.display())))?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        be.sync_dir(parent)
+            .map_err(io_err(format!("sync {}", parent.display())))?;
+    }
+    Ok(())
 }
 
 fn remove_dir(be: &dyn Backend, path: &Path) -> Result<()> {
@@ -516,7 +609,8 @@ impl Host for FileStore {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
-        *self = FileStore::open_with(backend, &self.root.clone(), opts)?;
+        let dir_lock = self.dir_lock.take();
+        *self = FileStore::open_inner(backend, &self.root.clone(), opts, dir_lock)?;
         Ok(())
     }
 

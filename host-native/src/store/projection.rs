@@ -276,7 +276,7 @@ impl FileProjectionStore {
                 .map_err(io_err(format!("remove {}", tmp.display())))?;
         }
         let file = be
-            .create(&tmp, 0o644)
+            .create(&tmp, 0o600)
             .map_err(io_err(format!("create {}", tmp.display())))?;
         file.write_at(0, &data)
             .map_err(io_err(format!("write {}", tmp.display())))?;

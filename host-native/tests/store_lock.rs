@@ -1,0 +1,387 @@
+//! One writer per data directory, and read-only tools beside it: a second `mwp serve` on a
+//! directory exits 3 naming it and the holder's pid; `kill -9` of the holder leaves the
+//! directory openable; an owner record of a live process (what a Node writer leaves) is
+//! honoured and a dead one taken over; `mwp replay`, `snapshot` and `fsck` take no lock,
+//! change nothing and read consistently beside a server taking 64 concurrent clients; data
+//! files are 0600 and directories 0700.
+
+mod e2e_support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use e2e_support::*;
+use mwp_core::{Code, Receipt};
+use mwp_host::server::client::Client;
+use mwp_host::store::format::{FILE_HEADER_LEN, RECORD_HEADER_LEN};
+use mwp_host::store::lock::{Owner, OWNER_NAME};
+use mwp_host::store::{FileStore, StoreOptions};
+
+fn mwp() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mwp"))
+}
+
+/// Starts `mwp serve --data DIR` on a random port; returns the child and its base URL.
+fn serve(data: &Path) -> (Child, String) {
+    let mut child = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
+    let base = loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).expect("reads") > 0,
+            "serve printed its address"
+        );
+        if let Some(rest) = line.split("authority on ").nth(1) {
+            break rest.split_whitespace().next().expect("url").to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in reader.lines() {});
+    (child, base)
+}
+
+fn sigkill(child: &mut Child) {
+    let status = Command::new("kill")
+        .args(["-KILL", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let _ = child.wait();
+}
+
+/// Runs a command to its end, failing the test if it has not ended after a generous bound.
+fn run_bounded(mut cmd: Command) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let out = std::thread::spawn(move || child.wait_with_output().expect("runs"));
+    let start = Instant::now();
+    while !out.is_finished() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the command did not end"
+        );
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+    out.join().expect("joins")
+}
+
+#[test]
+fn a_second_serve_on_one_directory_exits_3_naming_it_and_the_holder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut first, base) = serve(dir.path());
+    let mut second = mwp();
+    second
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(dir.path());
+    let out = run_bounded(second);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&dir.path().display().to_string()),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("process {}", first.id())),
+        "{stderr}"
+    );
+    // The first server still answers.
+    Client::new(base).authority_key().expect("still serving");
+    sigkill(&mut first);
+}
+
+#[test]
+fn kill_9_of_the_holder_leaves_the_directory_openable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut first, base) = serve(dir.path());
+    let client = Client::new(base);
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g1", authority, &["w0".into()]))
+        .expect("opens");
+    sigkill(&mut first);
+    // The owner record of the dead process is still there: it is stale, not a holder.
+    assert!(dir.path().join(OWNER_NAME).exists());
+    let (mut again, base) = serve(dir.path());
+    let client = Client::new(base);
+    assert_eq!(client.events(&id("g1"), 0, 10).expect("events").len(), 1);
+    sigkill(&mut again);
+    // And in this process too.
+    let store = FileStore::open(dir.path(), StoreOptions::default()).expect("opens");
+    drop(store);
+    assert!(
+        !dir.path().join(OWNER_NAME).exists(),
+        "a clean close removes the owner record"
+    );
+}
+
+#[test]
+fn a_second_open_in_one_process_is_refused_until_the_first_closes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = FileStore::open(dir.path(), StoreOptions::default()).expect("opens");
+    let e = FileStore::open(dir.path(), StoreOptions::default()).expect_err("refused");
+    assert_eq!(e.code, Code::Storage);
+    assert!(e.message.contains(&dir.path().display().to_string()), "{e}");
+    // Read-only opens take no lock.
+    let ro = StoreOptions {
+        read_only: true,
+        ..StoreOptions::default()
+    };
+    FileStore::open(dir.path(), ro).expect("a read-only open beside the writer");
+    drop(first);
+    FileStore::open(dir.path(), StoreOptions::default()).expect("opens once the first closed");
+}
+
+/// What a Node writer leaves: an owner record and no flock. A live owner is honoured; once it
+/// is gone the record is stale and taken over.
+#[test]
+fn an_owner_record_of_a_live_process_is_honoured_and_a_dead_one_taken_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut holder = Command::new("sleep").arg("600").spawn().expect("sleep");
+    let owner = Owner {
+        pid: holder.id(),
+        start: None,
+    };
+    std::fs::write(dir.path().join(OWNER_NAME), owner.encode()).expect("writes");
+    let e = FileStore::open(dir.path(), StoreOptions::default()).expect_err("refused");
+    assert_eq!(e.code, Code::Storage, "{e}");
+    assert!(
+        e.message.contains(&format!("process {}", holder.id())),
+        "{e}"
+    );
+    assert_eq!(
+        e.details.get("pid").and_then(|p| p.as_u64()),
+        Some(u64::from(holder.id()))
+    );
+    holder.kill().expect("kills");
+    holder.wait().expect("reaped");
+    let store = FileStore::open(dir.path(), StoreOptions::default()).expect("stale: taken over");
+    let record = std::fs::read_to_string(dir.path().join(OWNER_NAME)).expect("record");
+    assert_eq!(Owner::decode(&record), Some(Owner::me()));
+    drop(store);
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
+}
+
+#[test]
+fn data_files_are_0600_and_directories_0700() {
+    let parent = tempfile::tempdir().expect("tempdir");
+    let data = parent.path().join("data");
+    let (mut server, base) = serve(&data);
+    let client = Client::new(base);
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g1", authority, &["w0".into()]))
+        .expect("opens");
+    client
+        .submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
+        .expect("accepted");
+    sigkill(&mut server);
+    let store = FileStore::open(&data, StoreOptions::default()).expect("opens");
+    store.snapshot_now(&id("g1")).expect("snapshot");
+    drop(store);
+    let mut seen = 0;
+    let mut stack = vec![data.clone()];
+    while let Some(d) = stack.pop() {
+        assert_eq!(mode(&d), 0o700, "{}", d.display());
+        for entry in std::fs::read_dir(&d).expect("lists") {
+            let p = entry.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                assert_eq!(mode(&p), 0o600, "{}", p.display());
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 4, "key, lock, segment and snapshot were checked");
+}
+
+/// Every file of a directory with its bytes and modification time.
+fn listing(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("lists") {
+            let p = entry.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p.clone());
+                out.insert(p, (Vec::new(), SystemTime::UNIX_EPOCH));
+            } else {
+                let m = std::fs::metadata(&p)
+                    .expect("stat")
+                    .modified()
+                    .expect("mtime");
+                out.insert(p.clone(), (std::fs::read(&p).expect("reads"), m));
+            }
+        }
+    }
+    out
+}
+
+fn replay_seqs(data: &Path) -> Vec<u64> {
+    let mut c = mwp();
+    c.args(["replay", "--group", "g1", "--data"]).arg(data);
+    let out = run_bounded(c);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("an event line");
+            v["seq"].as_u64().expect("seq")
+        })
+        .collect()
+}
+
+fn fsck_code(data: &Path) -> (Option<i32>, String) {
+    let mut c = mwp();
+    c.args(["fsck", "--data"]).arg(data);
+    let out = run_bounded(c);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn read_only_tools_change_nothing_and_stop_at_the_last_complete_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut server, base) = serve(dir.path());
+    let client = Client::new(base);
+    let authority = client.authority_key().expect("key");
+    client
+        .submit(&open_group("g1", authority, &["w0".into()]))
+        .expect("opens");
+    for n in 0..5 {
+        client
+            .submit(&cmd(
+                "g1",
+                "w0",
+                &format!("a{n}"),
+                None,
+                create_work(&format!("x{n}"), &[]),
+            ))
+            .expect("accepted");
+    }
+    sigkill(&mut server);
+    // A torn last write: half a record after the last one.
+    let seg = dir.path().join("groups/g1/00000000000000000001.seg");
+    let mut bytes = std::fs::read(&seg).expect("segment");
+    let mut end = FILE_HEADER_LEN;
+    while end + RECORD_HEADER_LEN <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[end..end + 4].try_into().expect("4 bytes")) as usize;
+        if len == 0 {
+            break;
+        }
+        end += RECORD_HEADER_LEN + len;
+    }
+    // A header of seq 7 whose record never got its bytes (nor its CRC).
+    bytes[end..end + 12].copy_from_slice(&[100, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0]);
+    std::fs::write(&seg, &bytes).expect("writes");
+    let before = listing(dir.path());
+    assert_eq!(replay_seqs(dir.path()), (1..=6).collect::<Vec<_>>());
+    let mut snap = mwp();
+    snap.args(["snapshot", "--group", "g1", "--data"])
+        .arg(dir.path());
+    let out = run_bounded(snap);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty(), "a snapshot signed in memory");
+    let (code, report) = fsck_code(dir.path());
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        listing(dir.path()),
+        before,
+        "nothing was written, trimmed or removed"
+    );
+}
+
+#[test]
+fn replay_and_fsck_beside_a_server_taking_64_clients_lose_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut server, base) = serve(dir.path());
+    let client = Client::new(base.clone());
+    let authority = client.authority_key().expect("key");
+    let clients = 64;
+    let names: Vec<String> = (0..clients).map(|i| format!("w{i}")).collect();
+    client
+        .submit(&open_group("g1", authority, &names))
+        .expect("opens");
+    let acked: Arc<Mutex<Vec<Receipt>>> = Arc::default();
+    let threads: Vec<_> = (0..clients)
+        .map(|w| {
+            let (client, acked) = (Client::new(base.clone()), Arc::clone(&acked));
+            std::thread::spawn(move || {
+                for n in 0..25 {
+                    let c = cmd(
+                        "g1",
+                        &format!("w{w}"),
+                        &format!("a{n}"),
+                        None,
+                        create_work(&format!("w{w}-{n}"), &[]),
+                    );
+                    let s = client.submit(&c).expect("accepted");
+                    acked.lock().expect("lock").push(s.receipt);
+                }
+            })
+        })
+        .collect();
+    // Bounded: at most 40 rounds, and at least 3, of a replay and an fsck while the load runs.
+    let mut rounds = 0;
+    while rounds < 40 && (rounds < 3 || threads.iter().any(|t| !t.is_finished())) {
+        let before = acked.lock().expect("lock").iter().map(|r| r.seq).max();
+        let seqs = replay_seqs(dir.path());
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as u64).collect::<Vec<_>>(),
+            "a replay is a prefix of the log"
+        );
+        if let Some(b) = before {
+            assert!(
+                seqs.len() as u64 >= b,
+                "events acknowledged before the replay started are in it"
+            );
+        }
+        let (code, report) = fsck_code(dir.path());
+        assert_eq!(code, Some(0), "fsck beside the server: {report}");
+        rounds += 1;
+    }
+    for t in threads {
+        t.join().expect("client");
+    }
+    let acked = acked.lock().expect("lock").clone();
+    assert_eq!(acked.len(), clients * 25);
+    for r in &acked {
+        let stored = client
+            .receipt(&id("g1"), &r.actor, &r.action)
+            .expect("an acknowledged receipt is there");
+        assert_eq!(&stored, r);
+    }
+    sigkill(&mut server);
+    assert_eq!(replay_seqs(dir.path()).len(), 1 + clients * 25);
+    let (code, report) = fsck_code(dir.path());
+    assert_eq!(code, Some(0), "{report}");
+}

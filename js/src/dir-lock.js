@@ -1,0 +1,148 @@
+// One writer per data directory (docs/format.md, "The writer lock"), as the native store
+// takes it (host-native/src/store/lock.rs):
+//
+// * `LOCK.pid`, the owner record, is created exclusively (O_EXCL) by every writer, native,
+//   Deno or Node, and holds `mwp-lock 1`, `pid N` and `start T` lines. It is stale only when
+//   no process with that pid and start time runs; a stale record is moved aside and the
+//   creation tried again. A clean close removes it.
+// * `LOCK` is what an OS lock (`flock`) is taken on: by the native store and, after the owner
+//   record, by Deno (`FsFile.lock`). Node has no `flock`: it sees a live native writer through
+//   that writer's owner record.
+
+import * as fsp from "node:fs/promises";
+import process from "node:process";
+import { join } from "node:path";
+import { StoreError } from "./errors.js";
+
+export const LOCK_NAME = "LOCK";
+export const OWNER_NAME = "LOCK.pid";
+
+/** Start time of a process (field 22 of `/proc/PID/stat`), where the platform tells it. */
+async function startTime(pid) {
+  try {
+    const stat = await fsp.readFile(`/proc/${pid}/stat`, "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/);
+    const t = rest[19];
+    return /^\d+$/.test(t ?? "") ? t : null;
+  } catch {
+    return null;
+  }
+}
+
+function encodeOwner(o) {
+  return o.start === null ? `mwp-lock 1\npid ${o.pid}\n` : `mwp-lock 1\npid ${o.pid}\nstart ${o.start}\n`;
+}
+
+/** Reads an owner record; `null` if the text is not one. */
+export function decodeOwner(text) {
+  const m = /^mwp-lock 1\npid (\d+)\n(?:start (\d+)\n)?$/.exec(text);
+  return m === null ? null : { pid: Number(m[1]), start: m[2] ?? null };
+}
+
+/** Whether the process an owner record names still runs. */
+export async function isAlive(o) {
+  try {
+    process.kill(o.pid, 0);
+  } catch (e) {
+    if (e?.code !== "EPERM") return false;
+  }
+  if (o.start === null) return true;
+  const now = await startTime(o.pid);
+  return now === null || now === o.start;
+}
+
+function inUse(dir, owner) {
+  const who = owner ? `process ${owner.pid}` : "another process";
+  return new StoreError(
+    "STORAGE",
+    `${dir} is in use by another writer (${who}); stop it first, or open it with { readOnly: true }`,
+    owner ? { dir, pid: owner.pid } : { dir },
+  );
+}
+
+async function readText(path) {
+  try {
+    return await fsp.readFile(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** Moves a stale record aside; puts it back and refuses if another writer took over first. */
+async function takeOver(dir, path, stale) {
+  const aside = `${path}.stale-${process.pid}`;
+  try {
+    await fsp.rename(path, aside);
+  } catch (e) {
+    if (e?.code === "ENOENT") return;
+    throw new StoreError("STORAGE", `rename ${path}: ${e.message}`);
+  }
+  const moved = await readText(aside);
+  if (moved !== stale) {
+    await fsp.link(aside, path).catch(() => {});
+    await fsp.unlink(aside).catch(() => {});
+    throw inUse(dir, decodeOwner(moved));
+  }
+  await fsp.unlink(aside);
+}
+
+async function claimOwner(dir) {
+  const path = join(dir, OWNER_NAME);
+  const me = { pid: process.pid, start: await startTime(process.pid) };
+  for (let round = 0; round < 2; round++) {
+    let h;
+    try {
+      h = await fsp.open(path, "wx", 0o600);
+    } catch (e) {
+      if (e?.code !== "EEXIST") throw new StoreError("STORAGE", `create ${path}: ${e.message}`);
+      const text = await readText(path);
+      const o = decodeOwner(text);
+      if (o !== null && (await isAlive(o))) throw inUse(dir, o);
+      if (o === null) {
+        // Half-written: a writer between creating and filling it, unless it is old (a crash).
+        const st = await fsp.stat(path).catch(() => null);
+        if (st !== null && Date.now() - st.mtimeMs < 10_000) throw inUse(dir, null);
+      }
+      await takeOver(dir, path, text);
+      continue;
+    }
+    try {
+      await h.writeFile(encodeOwner(me));
+      await h.datasync();
+    } finally {
+      await h.close();
+    }
+    return;
+  }
+  throw inUse(dir, decodeOwner(await readText(path)));
+}
+
+/**
+ * Takes the writer lock of `dir` (which must exist), or throws `STORAGE` at once naming the
+ * directory and, where known, the holder's pid. Resolves to `{release}`.
+ */
+export async function acquireDirLock(dir) {
+  await claimOwner(dir);
+  let osLock = null;
+  if (typeof globalThis.Deno?.open === "function") {
+    // Deno: also the OS lock native writers take.
+    try {
+      osLock = await globalThis.Deno.open(join(dir, LOCK_NAME), { read: true, write: true, create: true, mode: 0o600 });
+      await osLock.lock(true);
+    } catch (e) {
+      osLock?.close();
+      await fsp.unlink(join(dir, OWNER_NAME)).catch(() => {});
+      throw new StoreError("STORAGE", `lock ${join(dir, LOCK_NAME)}: ${e.message}`);
+    }
+  }
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      released = true;
+      const o = decodeOwner(await readText(join(dir, OWNER_NAME)));
+      if (o !== null && o.pid === process.pid) await fsp.unlink(join(dir, OWNER_NAME)).catch(() => {});
+      if (osLock !== null) osLock.close();
+    },
+  };
+}
