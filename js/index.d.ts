@@ -403,10 +403,12 @@ export class Client {
     replica: ReplicaLike,
     options?: { trustedKey?: Hex; org?: Id; limit?: number; signal?: AbortSignal; onEvents?: (events: Event[], summary: OfferSummary) => void },
   ): Promise<{ cursor: number; restored: boolean }>;
-  tail(group: Id, options?: { after?: number; signal?: AbortSignal }): AsyncGenerator<Event, void, undefined>;
+  /** `onOpen` is called once the stream is open: every later event arrives through it. */
+  tail(group: Id, options?: { after?: number; signal?: AbortSignal; onOpen?: () => void }): AsyncGenerator<Event, void, undefined>;
+  /** `onEvent` sees each event from the tail; `onLive` is called once the replay is done and the tail is open. */
   follow(
     replica: ReplicaLike,
-    options?: { trustedKey?: Hex; org?: Id; signal?: AbortSignal; onEvent?: (event: Event, summary: OfferSummary) => void },
+    options?: { trustedKey?: Hex; org?: Id; signal?: AbortSignal; onEvent?: (event: Event, summary: OfferSummary) => void; onLive?: () => void },
   ): Promise<void>;
 }
 

@@ -55,16 +55,25 @@ mwp_pg_setup() {
       "${as_user[@]}" "$bin/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C \
         >"$dir.initdb.log" 2>&1 || { cat "$dir.initdb.log" >&2; return 1; }
     fi
-    # The first port from $port on that nothing answers on.
-    local tries=0
-    while "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1 >/dev/null 2>&1 \
-      || (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    # The first port from $port on that nothing answers on; if another process takes it
+    # between the look and the start, the start fails and the next port is tried.
+    local tries=0 started=""
+    while [ "$tries" -lt 20 ]; do
+      if "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -t 1 >/dev/null 2>&1 \
+        || (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        port=$((port + 1)); tries=$((tries + 1)); continue
+      fi
+      if "${as_user[@]}" "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 120 start \
+        -o "-k /tmp -h 127.0.0.1 -p $port -c max_connections=300 -c shared_buffers=128MB" >/dev/null; then
+        started=yes; break
+      fi
+      if ! tail -n 20 "$dir/server.log" 2>/dev/null | grep -qi -e 'could not bind' -e 'address already in use' \
+        -e 'could not create any TCP/IP sockets' -e 'PGSQL.*lock.*already exists'; then
+        tail -n 20 "$dir/server.log" >&2; return 1
+      fi
       port=$((port + 1)); tries=$((tries + 1))
-      [ "$tries" -lt 20 ] || { echo "setup-postgres: no free port" >&2; return 1; }
     done
-    "${as_user[@]}" "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 start \
-      -o "-k /tmp -h 127.0.0.1 -p $port -c max_connections=300 -c shared_buffers=128MB" \
-      >/dev/null || { tail -n 20 "$dir/server.log" >&2; return 1; }
+    [ -n "$started" ] || { echo "setup-postgres: no free port from ${MWP_PG_PORT:-55432} on" >&2; return 1; }
     echo "setup-postgres: started a server for $dir on 127.0.0.1:$port"
   fi
 

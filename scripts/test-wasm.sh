@@ -10,9 +10,20 @@
 # and the dashboard embedded in `mwp` over `mwp demo --exit`'s data, with a screenshot to
 # $CARGO_TARGET_DIR/dashboard.png) and the packaging test; and checks that the embedded
 # dashboard (host-native/dashboard/) matches its sources. Each suite prints its counts.
+# The end-to-end and browser steps are scripts/test-e2e.sh, run last.
 # Usage: scripts/test-wasm.sh
+#        scripts/test-wasm.sh --repeat-e2e N   sets up and builds, then runs only the
+#                                               end-to-end and browser steps N times in a row
 #        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png
 set -euo pipefail
+repeat=""
+case "${1:-}" in
+  --repeat-e2e)
+    repeat=${2:-}
+    [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 --repeat-e2e N (N ≥ 1)" >&2; exit 2; } ;;
+  "") ;;
+  *) echo "usage: $0 [--repeat-e2e N]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 root=$PWD
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
@@ -44,13 +55,37 @@ echo "node $(node --version), $("$deno" --version | head -1), $(wasm-bindgen --v
 step "build js/pkg (wasm-release + wasm-bindgen; wasm-opt if MWP_WASM_OPT=1)"
 scripts/build-wasm.sh
 
+if [ -n "$repeat" ]; then
+  step "build what the end-to-end steps run: the mwp binary and the Rust e2e tests"
+  cargo build -p mwp-host --bin mwp
+  cargo test -p mwp-host --test e2e_http --test e2e_restart --test e2e_cli --no-run
+  export MWP_BIN="$root/${CARGO_TARGET_DIR:-target}/debug/mwp"
+  case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esac
+  logs=$(mktemp -d "${TMPDIR:-/tmp}/mwp-e2e-repeat.XXXXXX")
+  passed=0 failed=0
+  for i in $(seq 1 "$repeat"); do
+    t=$(date +%s)
+    if scripts/test-e2e.sh >"$logs/run-$i.log" 2>&1; then
+      passed=$((passed + 1)); rm -f "$logs/run-$i.log"
+      echo "e2e run $i/$repeat: passed in $(( $(date +%s) - t ))s"
+    else
+      failed=$((failed + 1))
+      echo "e2e run $i/$repeat: FAILED in $(( $(date +%s) - t ))s (log: $logs/run-$i.log)"
+      grep -E '^(FAIL|not ok|test .* FAILED|---- )' "$logs/run-$i.log" | head -20 || true
+    fi
+  done
+  echo
+  echo "e2e repeat: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
+
 step "the dashboard embedded in mwp (host-native/dashboard/) matches its sources"
 scripts/build-dashboard.sh --check
 
-step "wasm-bindgen-test: Node (tests/node.rs) and headless Chromium with IndexedDB (tests/browser.rs)"
-CHROMEDRIVER=/usr/bin/chromedriver \
+step "wasm-bindgen-test: Node (tests/node.rs)"
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
-  cargo test -p mwp-wasm --target wasm32-unknown-unknown
+  cargo test -p mwp-wasm --target wasm32-unknown-unknown --test node
 
 step "vectors, natively (tests/tests/vectors.rs)"
 cargo test -p mwp-tests --test vectors
@@ -66,20 +101,8 @@ step "npm package in Node (node --test; the file store against the native one)"
 step "npm package in Deno (the same file store cases)"
 (cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --no-lock test/deno/)
 
-step "npm package in headless Chromium (vectors + IndexedDB through the JS API)"
-node js/test/browser/run.js
-
-step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"
-node js/test/browser/dashboard.js
-
-step "end to end against mwp serve: HTTP client and the dashboard it serves"
-node js/test/e2e/serve.js
-
-step "end to end: mwp demo --exit, then mwp serve with the embedded dashboard, in headless Chromium"
-MWP_BIN="${CARGO_TARGET_DIR:-target}/debug/mwp" node js/test/e2e/dashboard.js
-
-step "packaging: npm pack → install → Node ESM, Deno, plain HTML page"
-node js/packaging/run.js
+step "end-to-end and browser steps (scripts/test-e2e.sh)"
+MWP_E2E_RUST=0 scripts/test-e2e.sh
 
 echo
 echo "wasm/js suites passed in $(( $(date +%s) - start ))s"

@@ -422,7 +422,7 @@ fn tail(base: &str, group: &str, after: u64) -> std::sync::mpsc::Receiver<Option
 }
 
 fn next(rx: &std::sync::mpsc::Receiver<Option<Event>>) -> Option<Event> {
-    rx.recv_timeout(std::time::Duration::from_secs(30))
+    rx.recv_timeout(std::time::Duration::from_secs(120))
         .expect("the stream answers")
 }
 
@@ -478,8 +478,8 @@ fn the_tick_loop_expires_a_lease_signed_by_the_authority() {
         .expect("claimed");
     let rx = tail(&server.base, "g1", 3);
     let expired = rx
-        .recv_timeout(std::time::Duration::from_secs(10))
-        .expect("expired within seconds, not at the next poll")
+        .recv_timeout(std::time::Duration::from_secs(45))
+        .expect("expired well before the next poll, a minute away")
         .expect("an event");
     assert_eq!(expired.actor.as_str(), "@authority");
     let kind = serde_json::to_value(&expired.kind).expect("json");
@@ -602,13 +602,25 @@ fn shutdown_finishes_a_command_in_flight() {
         client.submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
     });
     entered_rx.recv().expect("the command reached the store");
-    // Shut down while the command is being decided; release it from another thread.
+    // Shut down while the command is being decided; release it from another thread once the
+    // server has stopped accepting connections, so the release comes after shutdown began.
+    let addr = server.base.trim_start_matches("http://").to_owned();
     let releaser = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        let refused = (0..600).any(|_| {
+            let gone = std::net::TcpStream::connect(&addr).is_err();
+            if !gone {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            gone
+        });
         release_tx.send(()).expect("release");
+        refused
     });
     server.shutdown();
-    releaser.join().expect("releaser");
+    assert!(
+        releaser.join().expect("releaser"),
+        "the server stopped accepting connections while a command was in flight"
+    );
     let answer = in_flight
         .join()
         .expect("thread")

@@ -27,10 +27,17 @@ const TIMELINE_EVENTS = 200;
 const HISTORY_EVENTS = 400;
 let session = null;
 
-function setStatus(text, kind = "") {
+/**
+ * Shows what the dashboard is doing. `phase` is the stage it names, set on `<body>` as
+ * `data-phase` in the same step as the text, so whoever reads it (a person or a test) sees
+ * the two agree: `cache` (showing the local cache), `fetching`, `live` (replayed and
+ * verified, following the tail) or `error`.
+ */
+function setStatus(text, kind = "", phase = kind || "fetching") {
   const el = $("status");
   el.textContent = text;
   el.className = `status ${kind}`;
+  document.body.dataset.phase = phase;
 }
 
 const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -157,7 +164,8 @@ async function render() {
     ["seq", "at", "actor", "event", "aggregate", "detail"],
     events.slice(-TIMELINE_EVENTS).reverse().map((e) => [e.seq, esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind)]),
   );
-  // Tests wait on this: everything above shows the state at this cursor.
+  // Everything above shows the state at this cursor. Whoever waits for a final view waits for
+  // `data-phase="live"` as well: the status line is written after the last render.
   document.body.dataset.cursor = String(replica.cursor);
 }
 
@@ -221,6 +229,8 @@ function scheduleRender() {
 }
 
 async function open(group, trustedKey) {
+  setStatus(`opening group ${group}…`, "", "fetching");
+  delete document.body.dataset.cursor;
   if (session) {
     session.abort.abort();
     await session.replica.close();
@@ -238,7 +248,7 @@ async function open(group, trustedKey) {
     offerBatch: (events) => replica.offerBatch(events),
     restore: (bytes, o) => replica.restore(bytes, { ...o, org: o.org ?? canonical.decode(bytes).org }),
   };
-  setStatus(`${cached} events from the local cache; fetching new ones…`);
+  setStatus(`${cached} events from the local cache; fetching new ones…`, "", cached > 0 ? "cache" : "fetching");
   if (cached > 0) await render();
   const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal });
   const fetched = replica.cursor - cached;
@@ -271,7 +281,7 @@ async function main() {
   select.innerHTML = groups.map((g) => `<option value="${esc(g.group)}">${esc(g.group)} (${g.head})</option>`).join("");
   const group = params.get("group") ?? groups[0]?.group;
   if (!group) {
-    setStatus("no groups on this server yet");
+    setStatus("no groups on this server yet", "", "empty");
     return;
   }
   select.value = group;

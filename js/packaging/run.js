@@ -97,7 +97,7 @@ window.__result = result; window.__done = true;
   const server = await serveStatic(proj);
   const browser = await launchChromium(tools);
   try {
-    const { result, errors } = await runPage(browser, `${server.url}/index.html`, { timeoutMs: 60_000 });
+    const { result, errors } = await runPage(browser, `${server.url}/index.html`);
     const got = JSON.stringify(result);
     report("Chromium: plain HTML page, import map, no bundler", got === expected("browser") && errors.length === 0, `${got} ${errors.join("; ")}`);
   } finally {

@@ -59,15 +59,19 @@ test("follow replays, then applies the live tail as events are accepted", async 
   const replica = new mwp.Replica("g1");
   const controller = new AbortController();
   const seen = [];
+  let live;
+  const opened = new Promise((resolve) => (live = resolve));
   const done = client.follow(replica, {
     signal: controller.signal,
+    onLive: live,
     onEvent: (event) => {
       seen.push(event.seq);
       if (event.seq === 4) controller.abort();
     },
   });
-  // Submit while following: the events arrive over the stream.
-  while (replica.cursor < 2) await new Promise((r) => setTimeout(r, 5));
+  // Submit once the tail is open: the events can only arrive over the stream.
+  await opened;
+  assert.equal(replica.cursor, 2, "the replay reached the head before the tail opened");
   await client.submit(c.create("w2"));
   await client.submit(c.create("w3"));
   await done;

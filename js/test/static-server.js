@@ -51,9 +51,32 @@ export async function launchChromium(toolsDir) {
   });
 }
 
+/**
+ * How long a browser test waits for a state before it fails: generous, since a loaded
+ * 2-core machine compiles a 3 MB wasm module and replays in a debug build. A wait ends as
+ * soon as the state is there; this only bounds a wait for a state that never comes.
+ */
+export const WAIT_MS = 180_000;
+
+/** A new page whose every wait (selectors, navigation, functions) is bounded by `WAIT_MS`. */
+export async function newPage(browser, options = {}) {
+  const page = await browser.newPage(options);
+  page.setDefaultTimeout(WAIT_MS);
+  page.setDefaultNavigationTimeout(WAIT_MS);
+  return page;
+}
+
+/**
+ * Waits until the dashboard on `page` shows its final view at `cursor`: every picture drawn
+ * at that cursor (`data-cursor`) and the status line written (`data-phase="live"`).
+ */
+export async function dashboardAt(page, cursor) {
+  await page.waitForSelector(`body[data-phase='live'][data-cursor='${cursor}']`, { timeout: WAIT_MS });
+}
+
 /** Opens `url`, waits for `window.__done`, returns `window.__result`; page errors fail it. */
-export async function runPage(browser, url, { timeoutMs = 120_000 } = {}) {
-  const page = await browser.newPage();
+export async function runPage(browser, url, { timeoutMs = WAIT_MS } = {}) {
+  const page = await newPage(browser);
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => {

@@ -8,7 +8,7 @@ import { homedir, tmpdir } from "node:os";
 import * as mwp from "../../src/node.js";
 import { makeCommands } from "../helpers.js";
 import { startMockServer } from "../mock-server.js";
-import { launchChromium } from "../static-server.js";
+import { dashboardAt, launchChromium, newPage } from "../static-server.js";
 
 const tools = process.env.MWP_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "mwp-wasm-tools");
 const dashboard = fileURLToPath(new URL("../../dashboard/", import.meta.url));
@@ -31,12 +31,12 @@ try {
   await client.submit(c.create("docs", "c-docs", ["fetch"]));
   await client.submit(c.claim("fetch", "b1", 1));
 
-  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const page = await newPage(browser, { viewport: { width: 1280, height: 1000 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   await page.goto(`${server.url}/?group=g1`);
-  await page.waitForSelector("body[data-cursor='6']", { timeout: 60_000 });
+  await dashboardAt(page, 6);
   check("replays and verifies the group", true);
   const nodes = await page.$$eval("#graph svg .node", (ns) => ns.map((n) => `${n.dataset.work}:${n.dataset.state}`).sort());
   check("work graph shows every item with its state", nodes.join() === "build:queued,docs:queued,fetch:leased,test:queued", nodes.join());
@@ -47,14 +47,14 @@ try {
 
   // Live: new events arrive over the tail without a reload.
   await client.submit(c.create("ship", "c-ship", ["test", "docs"]));
-  await page.waitForSelector("body[data-cursor='7']", { timeout: 30_000 });
+  await dashboardAt(page, 7);
   check("live tail applies new events", (await page.$$("#graph svg .node")).length === 5);
 
   // Reload: the cache answers for seq 1..7; only events after 7 are requested.
   await client.submit(c.create("announce", "c-announce", ["ship"]));
   server.state.requests.length = 0;
   await page.reload();
-  await page.waitForSelector("body[data-cursor='8']", { timeout: 60_000 });
+  await dashboardAt(page, 8);
   const eventReads = server.state.requests.filter((r) => r.startsWith("GET /v1/groups/g1/events?"));
   check("a reload fetches only new events", eventReads.length > 0 && eventReads.every((r) => /after=(7|8)\b/.test(r)), eventReads.join(" "));
   const shot = process.env.MWP_SCREENSHOT ?? join(tmpdir(), "mwp-dashboard.png");

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import { homedir, tmpdir } from "node:os";
-import { launchChromium } from "../static-server.js";
+import { WAIT_MS, dashboardAt, launchChromium, newPage } from "../static-server.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
@@ -37,7 +37,7 @@ if (!summary) process.exit(1);
 const server = spawn(bin, ["serve", "--data", data, "--addr", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
 const url = await new Promise((resolve, reject) => {
   let err = "";
-  const timer = setTimeout(() => reject(new Error(`mwp serve did not start: ${err}`)), 30_000);
+  const timer = setTimeout(() => reject(new Error(`mwp serve did not start: ${err}`)), WAIT_MS);
   server.stderr.on("data", (chunk) => {
     err += chunk;
     const m = /authority on (http:\/\/[0-9.]+:[0-9]+)\s/.exec(err);
@@ -58,12 +58,12 @@ try {
     wasm.headers.get("content-type"));
 
   browser = await launchChromium(tools);
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1240 } });
+  const page = await newPage(browser, { viewport: { width: 1400, height: 1240 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   await page.goto(`${url}/?group=${summary.group}`);
-  await page.waitForSelector(`body[data-cursor='${summary.events}'][data-verified]`, { timeout: 60_000 });
+  await dashboardAt(page, summary.events);
   check("replays the whole group in the browser", true);
   const verified = await page.$eval("body", (b) => b.dataset.verified);
   const checks = await page.$$eval("#verification .check", (cs) => cs.map((c) => `${c.dataset.check}:${c.dataset.result}`));
@@ -91,7 +91,7 @@ try {
 
   // A reload replays from the IndexedDB cache: nothing is fetched again.
   await page.reload();
-  await page.waitForSelector(`body[data-cursor='${summary.events}'][data-verified]`, { timeout: 60_000 });
+  await dashboardAt(page, summary.events);
   const status = await page.textContent("#status");
   check("a reload takes every event from the IndexedDB cache", status.includes(`${summary.events} cached, 0 fetched`), status);
   check("no page errors", errors.length === 0, errors.join("; "));

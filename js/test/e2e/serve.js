@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { homedir } from "node:os";
 import * as mwp from "../../src/node.js";
-import { launchChromium } from "../static-server.js";
+import { WAIT_MS, dashboardAt, launchChromium, newPage } from "../static-server.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const bin = process.env.MWP_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug/mwp");
@@ -30,7 +30,7 @@ const server = spawn(bin, ["serve", "--addr", "127.0.0.1:0", "--online-events", 
 });
 const url = await new Promise((resolve, reject) => {
   let err = "";
-  const timer = setTimeout(() => reject(new Error(`mwp serve did not start: ${err}`)), 30_000);
+  const timer = setTimeout(() => reject(new Error(`mwp serve did not start: ${err}`)), WAIT_MS);
   server.stderr.on("data", (chunk) => {
     err += chunk;
     const m = /authority on (http:\/\/[0-9.]+:[0-9]+)\s/.exec(err);
@@ -41,6 +41,17 @@ const url = await new Promise((resolve, reject) => {
   });
   server.on("exit", (code) => reject(new Error(`mwp serve exited with ${code}: ${err}`)));
 });
+
+/** `promise`, or a failure naming `what` if it has not settled within WAIT_MS. */
+async function within(promise, what) {
+  let timer;
+  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no ${what} within ${WAIT_MS} ms`)), WAIT_MS); });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 const key = (actor) => mwp.transcriptSecretKey(actor);
 const pub = (actor) => mwp.publicKeyOf(key(actor));
@@ -79,25 +90,28 @@ try {
 
   const controller = new AbortController();
   const seen = [];
-  const following = client.follow(replica, { trustedKey, org: "acme", signal: controller.signal, onEvent: (e) => {
+  let live;
+  const opened = new Promise((res) => (live = res));
+  const following = client.follow(replica, { trustedKey, org: "acme", signal: controller.signal, onLive: live, onEvent: (e) => {
     seen.push(e.seq);
     if (e.seq === 7) controller.abort();
   } });
-  await new Promise((res) => setTimeout(res, 300));
+  // Submit only once the tail is open, so the new event can only arrive through it.
+  await within(Promise.race([opened, following.then(() => "ended")]), "the tail to open");
   await client.submit(create("ship", ["test", "docs"]));
-  await Promise.race([following, new Promise((_, rej) => setTimeout(() => rej(new Error("no tail event within 20 s")), 20_000))]);
+  await within(following, "the new event over the tail");
   check("tail: a new event arrives over SSE and applies", seen.includes(7) && replica.cursor === 7, seen.join());
 
   browser = await launchChromium(tools);
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await newPage(browser, { viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(`${url}/?group=g1`);
-  await page.waitForSelector("body[data-cursor='7']", { timeout: 60_000 });
+  await dashboardAt(page, 7);
   const nodes = await page.$$eval("#graph svg .node", (ns) => ns.length);
   check("dashboard served by mwp serve replays (from a snapshot) and draws the graph", nodes === 5, nodes);
   await client.submit(cmd("bob", "b3", { type: "start_work", work: "fetch", lease: replica.state().work.fetch.lease.id }));
-  await page.waitForSelector("body[data-cursor='8']", { timeout: 30_000 });
+  await dashboardAt(page, 8);
   const running = await page.$eval("#graph svg .node[data-work='fetch']", (n) => n.dataset.state);
   check("dashboard follows the live tail", running === "running", running);
   check("dashboard: no page errors", errors.length === 0, errors.join("; "));

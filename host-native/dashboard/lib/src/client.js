@@ -171,14 +171,17 @@ export class Client {
   /**
    * The live tail: an async iterator of events (JSON form) after `after`, read from
    * `GET /v1/groups/{group}/events/stream` (Server-Sent Events, one event per message).
-   * Ends when `signal` aborts or the server closes the stream.
+   * Ends when `signal` aborts or the server closes the stream. `onOpen()` is called once the
+   * server has answered and the stream is open: from then on every event after `after` that
+   * the server accepts arrives through this tail.
    */
-  async *tail(group, { after = 0, signal } = {}) {
+  async *tail(group, { after = 0, signal, onOpen } = {}) {
     const r = await this.#request(`/v1/groups/${Client.#group(group)}/events/stream`, {
       query: { after },
       accept: "text/event-stream",
       signal,
     });
+    onOpen?.();
     const decoder = new TextDecoder();
     let buffer = "";
     let data = [];
@@ -215,12 +218,14 @@ export class Client {
 
   /**
    * Replays, then follows the tail, offering every event to `replica` as it arrives.
-   * Resolves when `signal` aborts. `onEvent(event, result)` sees each offered event.
+   * Resolves when `signal` aborts. `onEvent(event, result)` sees each event offered from the
+   * tail (not those the replay applied); `onLive()` is called once, when the replay is done
+   * and the tail is open.
    */
-  async follow(replica, { trustedKey, org, signal, onEvent } = {}) {
+  async follow(replica, { trustedKey, org, signal, onEvent, onLive } = {}) {
     await this.replay(replica, { trustedKey, org, signal });
     try {
-      for await (const event of this.tail(replica.group, { after: replica.cursor, signal })) {
+      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive })) {
         const result = await replica.offerBatch([encodeEvent(event)]);
         onEvent?.(event, result);
       }

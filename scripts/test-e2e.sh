@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The end-to-end and browser steps, once: what `scripts/test --repeat-e2e N` runs N times in a
+# row, and what scripts/test-wasm.sh runs as its last part. Expects what scripts/test-wasm.sh
+# sets up first: the tools in $MWP_TOOLS_DIR, js/pkg built, and the mwp binary at $MWP_BIN.
+#   1. HTTP end to end in Rust (host-native/tests/e2e_{http,restart,cli}.rs), unless
+#      MWP_E2E_RUST=0 (the workspace's `cargo test` has run them already);
+#   2. wasm-bindgen-test in headless Chromium with IndexedDB (wasm/tests/browser.rs);
+#   3. the npm package, the dashboard (stand-in server, `mwp serve`, the embedded dashboard
+#      over `mwp demo --exit`'s data) and the packaging test, in headless Chromium.
+# Every wait in these steps waits for a state and is bounded generously (js/test/static-server.js,
+# WAIT_MS), so a loaded machine is slower, never red.
+# Usage: scripts/test-e2e.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+export MWP_TOOLS_DIR=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
+export MWP_BIN=${MWP_BIN:-$root/${CARGO_TARGET_DIR:-target}/debug/mwp}
+case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esac
+# wasm-bindgen-test-runner gives a browser test 20 s by default: far too little for a debug
+# build on a loaded 2-core machine.
+export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-600}
+start=$(date +%s)
+step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
+
+if [ "${MWP_E2E_RUST:-1}" != 0 ]; then
+  step "HTTP end to end: mwp serve over real HTTP, restarts, the CLI (host-native/tests/e2e_*.rs)"
+  cargo test -p mwp-host --test e2e_http --test e2e_restart --test e2e_cli
+fi
+
+step "wasm-bindgen-test in headless Chromium with IndexedDB (wasm/tests/browser.rs)"
+CHROMEDRIVER=/usr/bin/chromedriver \
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p mwp-wasm --target wasm32-unknown-unknown --test browser
+
+step "npm package in headless Chromium (vectors + IndexedDB through the JS API)"
+node js/test/browser/run.js
+
+step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"
+node js/test/browser/dashboard.js
+
+step "end to end against mwp serve: HTTP client and the dashboard it serves"
+node js/test/e2e/serve.js
+
+step "end to end: mwp demo --exit, then mwp serve with the embedded dashboard, in headless Chromium"
+node js/test/e2e/dashboard.js
+
+step "packaging: npm pack → install → Node ESM, Deno, plain HTML page"
+node js/packaging/run.js
+
+echo
+echo "end-to-end steps passed in $(( $(date +%s) - start ))s"
