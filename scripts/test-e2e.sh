@@ -2,7 +2,9 @@
 # The end-to-end and browser steps, once: what `scripts/test --repeat-e2e N` runs N times in a
 # row, and what scripts/test-wasm.sh runs as its last part. Expects what scripts/test-wasm.sh
 # sets up first: the tools in $MWP_TOOLS_DIR, js/pkg built, and the mwp binary at $MWP_BIN.
-#   1. HTTP end to end in Rust (host-native/tests/e2e_{http,restart,cli}.rs), unless
+#   1. HTTP end to end in Rust (host-native/tests/e2e_*.rs: the HTTP API, its boundary and
+#      access rules, strict signatures, restarts, the CLI; store_lock.rs: two servers on one
+#      directory, read-only tools beside a loaded server), unless
 #      MWP_E2E_RUST=0 (the workspace's `cargo test` has run them already);
 #   2. wasm-bindgen-test in headless Chromium with IndexedDB (wasm/tests/browser.rs);
 #   3. the npm package, the dashboard (stand-in server, `mwp serve`, the embedded dashboard
@@ -20,12 +22,16 @@ case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esa
 # wasm-bindgen-test-runner gives a browser test 20 s by default: far too little for a debug
 # build on a loaded 2-core machine.
 export WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-600}
+# The Rust end-to-end test targets (scripts/test-wasm.sh builds the same list before repeating).
+E2E_RUST_TESTS=${E2E_RUST_TESTS:-$(cd host-native/tests && for f in e2e_*.rs store_lock.rs; do printf -- '--test %s ' "${f%.rs}"; done)}
+export E2E_RUST_TESTS
 start=$(date +%s)
 step() { printf '\n==> [%ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
 
 if [ "${MWP_E2E_RUST:-1}" != 0 ]; then
-  step "HTTP end to end: mwp serve over real HTTP, restarts, the CLI (host-native/tests/e2e_*.rs)"
-  cargo test -p mwp-host --test e2e_http --test e2e_restart --test e2e_cli
+  step "HTTP end to end: mwp serve over real HTTP, restarts, the CLI (host-native/tests/e2e_*.rs, store_lock.rs)"
+  # shellcheck disable=SC2086
+  cargo test --workspace --all-features $E2E_RUST_TESTS
 fi
 
 step "wasm-bindgen-test in headless Chromium with IndexedDB (wasm/tests/browser.rs)"
@@ -41,6 +47,9 @@ node js/test/browser/dashboard.js
 
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
 node js/test/e2e/serve.js
+
+step "end to end: the dashboard against mwp serve --token-file (no credential, a read token, a member's signed reads)"
+node js/test/e2e/access.js
 
 step "end to end: mwp demo --exit, then mwp serve with the embedded dashboard, in headless Chromium"
 node js/test/e2e/dashboard.js

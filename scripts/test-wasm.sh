@@ -57,8 +57,12 @@ scripts/build-wasm.sh
 
 if [ -n "$repeat" ]; then
   step "build what the end-to-end steps run: the mwp binary and the Rust e2e tests"
-  cargo build -p mwp-host --bin mwp
-  cargo test -p mwp-host --test e2e_http --test e2e_restart --test e2e_cli --no-run
+  cargo build --workspace --all-features --bin mwp
+  E2E_RUST_TESTS=$(cd host-native/tests && for f in e2e_*.rs store_lock.rs; do printf -- '--test %s ' "${f%.rs}"; done)
+  export E2E_RUST_TESTS
+  # shellcheck disable=SC2086
+  cargo test --workspace --all-features $E2E_RUST_TESTS --no-run
+  cargo test -p mwp-wasm --target wasm32-unknown-unknown --test browser --no-run
   export MWP_BIN="$root/${CARGO_TARGET_DIR:-target}/debug/mwp"
   case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esac
   logs=$(mktemp -d "${TMPDIR:-/tmp}/mwp-e2e-repeat.XXXXXX")
@@ -88,10 +92,10 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p mwp-wasm --target wasm32-unknown-unknown --test node
 
 step "vectors, natively (tests/tests/vectors.rs)"
-cargo test -p mwp-tests --test vectors
+cargo test --workspace --all-features --test vectors
 
 step "native mwp binary (the file store tests compare against it)"
-cargo build -p mwp-host --bin mwp
+cargo build --workspace --all-features --bin mwp
 export MWP_BIN="$root/${CARGO_TARGET_DIR:-target}/debug/mwp"
 case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esac
 

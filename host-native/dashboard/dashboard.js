@@ -21,7 +21,19 @@ if (params.has("token")) {
   history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
 }
 const token = sessionStorage.getItem(tokenKey) || undefined;
-const client = new Client(server, { token });
+// Or a member's own key: the dashboard then signs each read as that member (docs/http.md,
+// "Access"), which reads that member's group only. `?member=ACTOR&key=HEX` is moved into
+// sessionStorage the same way; the key never leaves this tab.
+const signerKey = `mwp.signer ${server}`;
+if (params.has("member") && params.has("key")) {
+  sessionStorage.setItem(signerKey, JSON.stringify({ actor: params.get("member"), key: params.get("key") }));
+  params.delete("member");
+  params.delete("key");
+  const rest = params.toString();
+  history.replaceState(null, "", `${location.pathname}${rest ? `?${rest}` : ""}${location.hash}`);
+}
+const signer = token ? undefined : JSON.parse(sessionStorage.getItem(signerKey) ?? "null") ?? undefined;
+const client = new Client(server, { token, signer });
 const $ = (id) => document.getElementById(id);
 const TIMELINE_EVENTS = 200;
 const HISTORY_EVENTS = 400;
@@ -276,7 +288,10 @@ async function main() {
     return;
   }
   localStorage.setItem(`mwp:authority-key:${server}`, trustedKey);
-  const { groups } = await client.groups();
+  // A member may read only its own group, and may not list groups: it names the group.
+  const { groups } = signer && params.get("group")
+    ? { groups: [{ group: params.get("group"), head: "member " + signer.actor }] }
+    : await client.groups();
   const select = $("group");
   select.innerHTML = groups.map((g) => `<option value="${esc(g.group)}">${esc(g.group)} (${g.head})</option>`).join("");
   const group = params.get("group") ?? groups[0]?.group;
@@ -294,12 +309,16 @@ if (tokenField) {
   tokenField.value = token ?? "";
   tokenField.onchange = () => {
     if (tokenField.value) sessionStorage.setItem(tokenKey, tokenField.value);
-    else sessionStorage.removeItem(tokenKey);
+    else {
+      sessionStorage.removeItem(tokenKey);
+      sessionStorage.removeItem(signerKey);
+    }
     location.reload();
   };
 }
 
 main().catch((e) => {
-  const hint = e.code === "UNAUTHORIZED" || e.code === "FORBIDDEN" ? " (enter an operator token)" : "";
+  const hint = e.code === "UNAUTHORIZED" || e.code === "FORBIDDEN"
+    ? " (enter an operator token, or open ?group=G&member=ACTOR&key=HEX as a member of G)" : "";
   setStatus(`${e.code ?? e.name}: ${e.message}${hint}`, "error");
 });

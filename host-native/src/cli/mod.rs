@@ -331,6 +331,7 @@ fn serve(args: ServeArgs) -> Outcome {
             online_events: args.online_events,
             create: true,
             authority_key,
+            read_only: false,
         },
     )?;
     if !args.allow_test_key {
