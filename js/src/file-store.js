@@ -169,63 +169,77 @@ async function scan(file, len, spec, visit) {
     bufStart = at;
     return true;
   };
-  let damage;
-  for (;;) {
-    if (pos === len) return { end: pos, lastSeq, torn: null, reserved: 0 };
-    if (!(await fill(pos, RECORD_HEADER_LEN))) {
-      damage = "incomplete record header";
-      break;
-    }
-    const h = parseRecordHeader(buf, pos - bufStart);
-    if (h.len > MAX_RECORD_LEN) {
-      damage = `record length ${h.len} exceeds ${MAX_RECORD_LEN}`;
-      break;
-    }
-    const total = RECORD_HEADER_LEN + h.len;
-    if (!(await fill(pos, total))) {
-      damage = "record extends past the end of the file";
-      break;
-    }
-    const rb = pos - bufStart;
-    const rec = buf.subarray(rb, rb + total);
-    const payload = rec.subarray(RECORD_HEADER_LEN);
-    const crcOk = recordCrc(rec, payload) === h.crc;
-    const seqOk = spec.contiguous ? h.seq === expected : h.seq >= 1;
-    const erased = seqOk ? spec.erased(h.seq) : undefined;
-    let erasure = "none";
-    if (erased !== undefined) {
-      if (erased.len !== h.len) {
-        damage = `redacted record seq ${h.seq} has length ${h.len}, the overlay says ${erased.len}`;
+  // A reader beside a live writer (a read-only open) may hold bytes read before the writer
+  // finished them while the bytes after were written later: damage followed by a later batch
+  // is read again from the file (up to MAX_REREADS times) before it is called damage, as the
+  // native scan does (host-native/src/store/format.rs).
+  for (let rereads = 0; ; rereads++) {
+    let damage;
+    for (;;) {
+      if (pos === len) return { end: pos, lastSeq, torn: null, reserved: 0 };
+      if (!(await fill(pos, RECORD_HEADER_LEN))) {
+        damage = "incomplete record header";
         break;
       }
-      // Zeroed with a matching CRC: done. Otherwise the original bytes, or an erasure a crash
-      // interrupted: the overlay holds the record, so the erasure is redone.
-      erasure = crcOk && payload.every((b) => b === 0) ? "done" : "pending";
+      const h = parseRecordHeader(buf, pos - bufStart);
+      if (h.len > MAX_RECORD_LEN) {
+        damage = `record length ${h.len} exceeds ${MAX_RECORD_LEN}`;
+        break;
+      }
+      const total = RECORD_HEADER_LEN + h.len;
+      if (!(await fill(pos, total))) {
+        damage = "record extends past the end of the file";
+        break;
+      }
+      const rb = pos - bufStart;
+      const rec = buf.subarray(rb, rb + total);
+      const payload = rec.subarray(RECORD_HEADER_LEN);
+      const crcOk = recordCrc(rec, payload) === h.crc;
+      const seqOk = spec.contiguous ? h.seq === expected : h.seq >= 1;
+      const erased = seqOk ? spec.erased(h.seq) : undefined;
+      let erasure = "none";
+      if (erased !== undefined) {
+        if (erased.len !== h.len) {
+          damage = `redacted record seq ${h.seq} has length ${h.len}, the overlay says ${erased.len}`;
+          break;
+        }
+        // Zeroed with a matching CRC: done. Otherwise the original bytes, or an erasure a crash
+        // interrupted: the overlay holds the record, so the erasure is redone.
+        erasure = crcOk && payload.every((b) => b === 0) ? "done" : "pending";
+      }
+      if (erasure === "none" && !crcOk) {
+        damage = `record checksum mismatch (seq field ${h.seq})`;
+        break;
+      }
+      if (!seqOk) {
+        // A whole, checksummed record with the wrong seq is not a torn write.
+        if (crcOk) throw corruptAt(spec.name, pos, `record has seq ${h.seq}, expected ${expected}`);
+        damage = `record has seq ${h.seq}, expected ${expected}`;
+        break;
+      }
+      if (crcOk && h.batch > h.seq) throw corruptAt(spec.name, pos, `record seq ${h.seq} names batch ${h.batch} after it`);
+      await visit({ offset: pos, header: h, payload, erasure });
+      lastSeq = h.seq;
+      expected = h.seq + 1;
+      pos += total;
     }
-    if (erasure === "none" && !crcOk) {
-      damage = `record checksum mismatch (seq field ${h.seq})`;
-      break;
+    if (spec.reserve && (await allZero(file, pos, len))) return { end: pos, lastSeq, torn: null, reserved: len - pos };
+    if (!spec.mayBeTorn) throw corruptAt(spec.name, pos, damage);
+    const later = await laterBatch(file, len, pos, expected, spec.contiguous);
+    if (later !== null) {
+      if (rereads < MAX_REREADS) {
+        buf = new Uint8Array(0);
+        bufStart = pos;
+        continue;
+      }
+      throw corruptAt(spec.name, pos, `${damage}, but a later write batch starts at offset ${later}: acknowledged data is damaged`);
     }
-    if (!seqOk) {
-      // A whole, checksummed record with the wrong seq is not a torn write.
-      if (crcOk) throw corruptAt(spec.name, pos, `record has seq ${h.seq}, expected ${expected}`);
-      damage = `record has seq ${h.seq}, expected ${expected}`;
-      break;
-    }
-    if (crcOk && h.batch > h.seq) throw corruptAt(spec.name, pos, `record seq ${h.seq} names batch ${h.batch} after it`);
-    await visit({ offset: pos, header: h, payload, erasure });
-    lastSeq = h.seq;
-    expected = h.seq + 1;
-    pos += total;
+    return { end: pos, lastSeq, torn: len - pos, reserved: 0 };
   }
-  if (spec.reserve && (await allZero(file, pos, len))) return { end: pos, lastSeq, torn: null, reserved: len - pos };
-  if (!spec.mayBeTorn) throw corruptAt(spec.name, pos, damage);
-  const later = await laterBatch(file, len, pos, expected, spec.contiguous);
-  if (later !== null) {
-    throw corruptAt(spec.name, pos, `${damage}, but a later write batch starts at offset ${later}: acknowledged data is damaged`);
-  }
-  return { end: pos, lastSeq, torn: len - pos, reserved: 0 };
 }
+
+/** How often a scan reads damage followed by a later batch again before it reports it. */
+const MAX_REREADS = 3;
 
 /** Whether every byte of `file` in `[from, len)` is zero, read a chunk at a time. */
 async function allZero(file, from, len) {

@@ -390,119 +390,137 @@ pub fn scan(
         *buf_start = at;
         Ok(true)
     };
-    let damage: (u64, String) = loop {
-        if pos == len {
-            return Ok(ScanEnd {
-                end: pos,
-                last_seq,
-                torn: None,
-                reserved: 0,
-            });
-        }
-        if !fill(&mut buf, &mut buf_start, pos, RECORD_HEADER_LEN)? {
-            break (pos, "incomplete record header".into());
-        }
-        let hb = (pos - buf_start) as usize;
-        let h = RecordHeader::parse(&buf[hb..hb + RECORD_HEADER_LEN]);
-        if h.len > MAX_RECORD_LEN {
-            break (
-                pos,
-                format!("record length {} exceeds {MAX_RECORD_LEN}", h.len),
-            );
-        }
-        let total = RECORD_HEADER_LEN + h.len as usize;
-        if !fill(&mut buf, &mut buf_start, pos, total)? {
-            break (pos, "record extends past the end of the file".into());
-        }
-        let rb = (pos - buf_start) as usize;
-        let rec = &buf[rb..rb + total];
-        let payload = &rec[RECORD_HEADER_LEN..];
-        let crc_ok = record_crc(rec, payload) == h.crc;
-        let seq_ok = if spec.contiguous {
-            h.seq == expected
-        } else {
-            h.seq >= 1
-        };
-        let erased = if seq_ok { (spec.erased)(h.seq) } else { None };
-        let erasure = match erased {
-            None => Erasure::None,
-            Some(e) if e.len != h.len => {
+    // A reader beside a live writer (a read-only open) may hold bytes read before the writer
+    // finished them while the bytes after were written later: damage followed by a later
+    // batch is read again from the file before it is called damage. A writer completes each
+    // batch before it starts the next, so a fresh read shows the earlier batch whole; on a
+    // file nobody writes, the same bytes come back and the damage stands.
+    let mut rereads = 0;
+    'scan: loop {
+        let damage: (u64, String) = loop {
+            if pos == len {
+                return Ok(ScanEnd {
+                    end: pos,
+                    last_seq,
+                    torn: None,
+                    reserved: 0,
+                });
+            }
+            if !fill(&mut buf, &mut buf_start, pos, RECORD_HEADER_LEN)? {
+                break (pos, "incomplete record header".into());
+            }
+            let hb = (pos - buf_start) as usize;
+            let h = RecordHeader::parse(&buf[hb..hb + RECORD_HEADER_LEN]);
+            if h.len > MAX_RECORD_LEN {
                 break (
                     pos,
-                    format!(
-                        "redacted record seq {} has length {}, the overlay says {}",
-                        h.seq, h.len, e.len
-                    ),
+                    format!("record length {} exceeds {MAX_RECORD_LEN}", h.len),
                 );
             }
-            Some(_) if crc_ok && payload.iter().all(|&b| b == 0) => Erasure::Done,
-            // The original bytes, or an erasure a crash interrupted: the overlay holds the
-            // record (checked against its length above), so redo the erasure.
-            Some(_) => Erasure::Pending,
-        };
-        if erasure == Erasure::None && !crc_ok {
-            break (
-                pos,
-                format!("record checksum mismatch (seq field {})", h.seq),
-            );
-        }
-        if !seq_ok {
-            if crc_ok {
-                // A whole, checksummed record with the wrong seq is not a torn write.
+            let total = RECORD_HEADER_LEN + h.len as usize;
+            if !fill(&mut buf, &mut buf_start, pos, total)? {
+                break (pos, "record extends past the end of the file".into());
+            }
+            let rb = (pos - buf_start) as usize;
+            let rec = &buf[rb..rb + total];
+            let payload = &rec[RECORD_HEADER_LEN..];
+            let crc_ok = record_crc(rec, payload) == h.crc;
+            let seq_ok = if spec.contiguous {
+                h.seq == expected
+            } else {
+                h.seq >= 1
+            };
+            let erased = if seq_ok { (spec.erased)(h.seq) } else { None };
+            let erasure = match erased {
+                None => Erasure::None,
+                Some(e) if e.len != h.len => {
+                    break (
+                        pos,
+                        format!(
+                            "redacted record seq {} has length {}, the overlay says {}",
+                            h.seq, h.len, e.len
+                        ),
+                    );
+                }
+                Some(_) if crc_ok && payload.iter().all(|&b| b == 0) => Erasure::Done,
+                // The original bytes, or an erasure a crash interrupted: the overlay holds the
+                // record (checked against its length above), so redo the erasure.
+                Some(_) => Erasure::Pending,
+            };
+            if erasure == Erasure::None && !crc_ok {
+                break (
+                    pos,
+                    format!("record checksum mismatch (seq field {})", h.seq),
+                );
+            }
+            if !seq_ok {
+                if crc_ok {
+                    // A whole, checksummed record with the wrong seq is not a torn write.
+                    return Err(corrupt_at(
+                        spec.name,
+                        pos,
+                        format!("record has seq {}, expected {expected}", h.seq),
+                    ));
+                }
+                break (
+                    pos,
+                    format!("record has seq {}, expected {expected}", h.seq),
+                );
+            }
+            if crc_ok && h.batch > h.seq {
                 return Err(corrupt_at(
                     spec.name,
                     pos,
-                    format!("record has seq {}, expected {expected}", h.seq),
+                    format!("record seq {} names batch {} after it", h.seq, h.batch),
                 ));
             }
-            break (
-                pos,
-                format!("record has seq {}, expected {expected}", h.seq),
-            );
+            visit(Record {
+                offset: pos,
+                header: h,
+                payload,
+                erasure,
+            })?;
+            last_seq = h.seq;
+            expected = h.seq + 1;
+            pos += total as u64;
+        };
+        let (at, reason) = damage;
+        if spec.reserve && all_zero(file, spec.name, at, len)? {
+            return Ok(ScanEnd {
+                end: at,
+                last_seq,
+                torn: None,
+                reserved: len - at,
+            });
         }
-        if crc_ok && h.batch > h.seq {
+        if !spec.may_be_torn {
+            return Err(corrupt_at(spec.name, at, reason));
+        }
+        if let Some(later) = later_batch(file, len, at, expected, spec.contiguous)? {
+            if rereads < MAX_REREADS {
+                rereads += 1;
+                buf.clear();
+                buf_start = at;
+                pos = at;
+                continue 'scan;
+            }
             return Err(corrupt_at(
-                spec.name,
-                pos,
-                format!("record seq {} names batch {} after it", h.seq, h.batch),
-            ));
-        }
-        visit(Record {
-            offset: pos,
-            header: h,
-            payload,
-            erasure,
-        })?;
-        last_seq = h.seq;
-        expected = h.seq + 1;
-        pos += total as u64;
-    };
-    let (at, reason) = damage;
-    if spec.reserve && all_zero(file, spec.name, at, len)? {
-        return Ok(ScanEnd {
-            end: at,
-            last_seq,
-            torn: None,
-            reserved: len - at,
-        });
-    }
-    if !spec.may_be_torn {
-        return Err(corrupt_at(spec.name, at, reason));
-    }
-    if let Some(later) = later_batch(file, len, at, expected, spec.contiguous)? {
-        return Err(corrupt_at(
             spec.name,
             at,
             format!("{reason}, but a later write batch starts at offset {later}: acknowledged data is damaged"),
         ));
+        }
+        return Ok(ScanEnd {
+            end: at,
+            last_seq,
+            torn: Some(len - at),
+            reserved: 0,
+        });
     }
-    Ok(ScanEnd {
-        end: at,
-        last_seq,
-        torn: Some(len - at),
-        reserved: 0,
-    })
 }
+
+/// How often [`scan`] reads damage followed by a later batch again before it reports it.
+const MAX_REREADS: u32 = 3;
 
 /// Whether every byte of `file` in `[from, len)` is zero, read a chunk at a time.
 fn all_zero(file: &dyn StorageFile, name: &str, from: u64, len: u64) -> Result<bool> {
