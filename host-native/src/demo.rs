@@ -1055,8 +1055,12 @@ pub fn run(args: DemoArgs) -> Outcome {
             args.data.display()
         );
     } else {
+        let signal = rt.block_on(async { crate::server::ShutdownSignal::install() });
         eprintln!("mwp demo: serving the dashboard at {base}/ until Ctrl-C");
-        rt.block_on(server.run_until_signal());
+        match signal {
+            Ok(signal) => rt.block_on(server.run_until(signal)),
+            Err(_) => rt.block_on(server.run_until_signal()),
+        }
     }
     Ok(code)
 }

@@ -285,3 +285,35 @@ fn every_shared_transcript_prints_what_the_reference_runner_prints() {
         assert_eq!(lines(&run.stdout), reference, "{}", file.display());
     }
 }
+
+#[test]
+fn serve_exits_0_on_sigint_sent_the_moment_it_says_it_is_up() {
+    // The line announcing the address is the signal to start using the server, and to stop
+    // it: Ctrl-C is listened for before the line is printed.
+    for _ in 0..5 {
+        let mut child = mwp()
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starts");
+        let mut reader = BufReader::new(child.stderr.take().expect("piped"));
+        loop {
+            let mut line = String::new();
+            assert!(
+                reader.read_line(&mut line).expect("reads") > 0,
+                "serve printed its address"
+            );
+            if line.contains("authority on ") {
+                break;
+            }
+        }
+        let killed = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        let status = child.wait().expect("exits");
+        assert_eq!(status.code(), Some(0), "a graceful shutdown exits 0");
+    }
+}

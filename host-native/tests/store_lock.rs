@@ -102,6 +102,27 @@ fn a_second_serve_on_one_directory_exits_3_naming_it_and_the_holder() {
     sigkill(&mut first);
 }
 
+/// Opens `dir` for writing once no one holds its lock, waiting a bounded time. The tests of
+/// this file run in threads of one process, and some spawn processes: a child forked while
+/// this process holds (or has just tried) the lock shares that file description, and so the
+/// `flock`, until it execs (every descriptor is close-on-exec). A reopen right after a close
+/// may meet such a child for a moment; only that is waited out.
+fn open_writer(dir: &Path) -> mwp_core::Result<FileStore> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match FileStore::open(dir, StoreOptions::default()) {
+            Err(e)
+                if e.code == Code::Storage
+                    && e.message.contains("another process")
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 #[test]
 fn kill_9_of_the_holder_leaves_the_directory_openable() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -119,7 +140,7 @@ fn kill_9_of_the_holder_leaves_the_directory_openable() {
     assert_eq!(client.events(&id("g1"), 0, 10).expect("events").len(), 1);
     sigkill(&mut again);
     // And in this process too.
-    let store = FileStore::open(dir.path(), StoreOptions::default()).expect("opens");
+    let store = open_writer(dir.path()).expect("opens");
     drop(store);
     assert!(
         !dir.path().join(OWNER_NAME).exists(),
@@ -141,7 +162,7 @@ fn a_second_open_in_one_process_is_refused_until_the_first_closes() {
     };
     FileStore::open(dir.path(), ro).expect("a read-only open beside the writer");
     drop(first);
-    FileStore::open(dir.path(), StoreOptions::default()).expect("opens once the first closed");
+    open_writer(dir.path()).expect("opens once the first closed");
 }
 
 /// What a Node writer leaves: an owner record and no flock. A live owner is honoured; once it
@@ -167,7 +188,7 @@ fn an_owner_record_of_a_live_process_is_honoured_and_a_dead_one_taken_over() {
     );
     holder.kill().expect("kills");
     holder.wait().expect("reaped");
-    let store = FileStore::open(dir.path(), StoreOptions::default()).expect("stale: taken over");
+    let store = open_writer(dir.path()).expect("stale: taken over");
     let record = std::fs::read_to_string(dir.path().join(OWNER_NAME)).expect("record");
     assert_eq!(Owner::decode(&record), Some(Owner::me()));
     drop(store);
@@ -191,7 +212,7 @@ fn data_files_are_0600_and_directories_0700() {
         .submit(&cmd("g1", "w0", "a1", None, create_work("x", &[])))
         .expect("accepted");
     sigkill(&mut server);
-    let store = FileStore::open(&data, StoreOptions::default()).expect("opens");
+    let store = open_writer(&data).expect("opens");
     store.snapshot_now(&id("g1")).expect("snapshot");
     drop(store);
     let mut seen = 0;

@@ -379,11 +379,16 @@ fn serve(args: ServeArgs) -> Outcome {
                     format!("cannot listen on {}: {e}", args.addr),
                 )
             })?;
+        // Listen for Ctrl-C before saying the server is up: whoever reads the line may stop
+        // it at once.
+        let signal = crate::server::ShutdownSignal::install().map_err(|e| {
+            Failure::new(EXIT_UNAVAILABLE, format!("cannot listen for signals: {e}"))
+        })?;
         eprintln!(
             "mwp: authority on http://{} (store {url}); {access}; Ctrl-C stops it",
             server.addr()
         );
-        server.run_until_signal().await;
+        server.run_until(signal).await;
         Ok(EXIT_OK)
     })
 }

@@ -223,34 +223,81 @@ impl Server {
         tracing::info!("stopped");
     }
 
-    /// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully.
+    /// Serves until Ctrl-C (or SIGTERM), then shuts down gracefully. The signals are listened
+    /// for from this call on; a caller that announces the server first (prints its address)
+    /// installs them before that with [`ShutdownSignal::install`] and calls
+    /// [`Server::run_until`].
     pub async fn run_until_signal(self) {
-        shutdown_signal().await;
+        match ShutdownSignal::install() {
+            Ok(signal) => self.run_until(signal).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for Ctrl-C or SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Serves until `signal` arrives, then shuts down gracefully.
+    pub async fn run_until(self, signal: ShutdownSignal) {
+        signal.recv().await;
         tracing::info!("shutting down: finishing requests in flight");
         self.shutdown().await;
     }
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// Ctrl-C (SIGINT) and, on Unix, SIGTERM, listened for from the moment it is installed: a
+/// signal that arrives earlier has its default effect (the process ends), so a server
+/// installs this before it says it is ready.
+pub struct ShutdownSignal {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignal {
+    /// Starts listening; must be called inside a Tokio runtime.
+    pub fn install() -> std::io::Result<ShutdownSignal> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(ShutdownSignal {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        #[cfg(not(unix))]
+        {
+            Ok(ShutdownSignal {})
+        }
+    }
+
+    /// Resolves when one of the signals arrives.
+    pub async fn recv(self) {
+        #[cfg(unix)]
+        {
+            let ShutdownSignal {
+                mut interrupt,
+                mut terminate,
+            } = self;
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM (listening from the first poll).
+pub async fn shutdown_signal() {
+    match ShutdownSignal::install() {
+        Ok(signal) => signal.recv().await,
+        Err(_) => std::future::pending::<()>().await,
     }
 }
