@@ -51,6 +51,8 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
     if (!a) return send(res, 404, { code: "NOT_FOUND", message: `group ${g} does not exist` });
     if (parts[3] === "events" && parts[4] === "stream") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
+      // As `mwp serve` does: the stream is open once its headers arrive, before any event.
+      res.flushHeaders();
       const after = Number(url.searchParams.get("after") ?? 0);
       for (const e of a.events(after)) res.write(`data: ${JSON.stringify(e)}\n\n`);
       const s = { group: g, res };
