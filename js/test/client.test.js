@@ -94,7 +94,7 @@ async function serveNative(args) {
     let text = "";
     child.stderr.on("data", (chunk) => {
       text += chunk;
-      const m = /authority on (http:\/\/\S+)/.exec(text);
+      const m = /authority on (http:\/\/[0-9.]+:[0-9]+)\s/.exec(text);
       if (m) resolve(m[1]);
     });
     child.on("exit", (code) => reject(new Error(`mwp serve exited with ${code}: ${text}`)));
