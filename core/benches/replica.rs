@@ -17,7 +17,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use mwp_core::memory::MemoryGroup;
 use mwp_core::replica::{Offer, Replica};
 use mwp_core::snapshot::Snapshot;
-use mwp_core::{Body, Command, Decision, Event, GroupState, Id, Limits, SecretKey};
+use mwp_core::{Body, Command, Decision, Event, GroupState, Id, SecretKey};
 use serde_json::json;
 
 fn id(s: &str) -> Id {
@@ -27,7 +27,6 @@ fn id(s: &str) -> Id {
 /// A group with `n` events: work items created, claimed, started, charged with a
 /// checkpoint and submitted by four workers (five events each).
 fn group(n: usize) -> MemoryGroup {
-    let limits = Limits::default();
     let mut g = MemoryGroup::default();
     let keys: Vec<(Id, SecretKey)> = ["alice", "w0", "w1", "w2", "w3"]
         .iter()
@@ -54,9 +53,10 @@ fn group(n: usize) -> MemoryGroup {
             key,
         )
         .expect("signs");
-        match g.submit(&cmd, now, &limits).expect("accepted") {
+        match g.submit(&cmd, now).expect("accepted") {
             Decision::Accepted(e) => *e,
             Decision::Duplicate(_) => unreachable!("fresh action IDs"),
+            Decision::Rejected(r) => panic!("rejected: {r}"),
         }
     };
     let members: Vec<_> = keys

@@ -2,7 +2,7 @@
 //! same state. Run with `cargo run -p mwp-core --example embed`.
 use mwp_core::command::{Body, ClaimWork, Contract, CreateWork, MemberSpec, OpenGroup, Risk, Role};
 use mwp_core::memory::MemoryGroup;
-use mwp_core::{Command, Decision, Id, Limits, SecretKey};
+use mwp_core::{Command, Decision, Id, SecretKey};
 
 fn id(s: &str) -> Id {
     Id::new(s).expect("a valid identifier")
@@ -11,7 +11,6 @@ fn id(s: &str) -> Id {
 fn main() -> mwp_core::Result<()> {
     let alice = SecretKey::for_transcript("alice");
     let authority = SecretKey::for_transcript("@authority");
-    let limits = Limits::default();
     let mut group = MemoryGroup::default();
     let send = |group: &mut MemoryGroup, action: &str, expect, body, now| {
         let cmd = Command::signed(
@@ -24,7 +23,7 @@ fn main() -> mwp_core::Result<()> {
             body,
             &alice,
         )?;
-        group.submit(&cmd, now, &limits)
+        group.submit(&cmd, now)
     };
 
     send(

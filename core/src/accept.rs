@@ -18,7 +18,7 @@
 use crate::canonical;
 use crate::command::{Body, Command, EffectMode, Risk, Role};
 use crate::crypto::{Hash, PublicKey};
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Error, Rejection, Result};
 use crate::event::{
     EffectIntended, EffectReconciled, EffectSettled, Event, EventKind, EvidenceOf,
     EvidenceRecorded, GroupOpened, LeaseRenewed, LeasesExpired, MemberRemoved, Revocation,
@@ -31,23 +31,55 @@ use crate::receipt::Receipt;
 use crate::state::{ApprovalState, GroupState, Member};
 use crate::work::{EffectStatus, WorkItem, WorkState};
 
-/// What the authority answers to a command that is not rejected.
+/// What the authority answers to a command.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     /// A new event; its receipt is [`Event::receipt`]. Not yet durable.
     Accepted(Box<Event>),
     /// The command was already accepted: the original receipt, byte for byte.
     Duplicate(Receipt),
+    /// The command was refused by a check of SPEC §3; nothing changed.
+    Rejected(Rejection),
+}
+
+impl Decision {
+    /// The rejection, if the command was refused.
+    pub fn rejection(&self) -> Option<&Rejection> {
+        match self {
+            Decision::Rejected(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The decision with a rejection turned into its [`Error`]: for callers that answer a
+    /// refused command the way they answer a failure (a CLI exit, an HTTP error body).
+    pub fn into_result(self) -> Result<Decision> {
+        match self {
+            Decision::Rejected(r) => Err(r.into_error()),
+            d => Ok(d),
+        }
+    }
 }
 
 /// Decides `cmd` against `state` (`None` before `open_group`) at `now_ms`.
+///
+/// A refused command is `Ok(Decision::Rejected(_))`; `Err` is kept for what is not a
+/// decision: a state that does not encode (a bug or corruption).
 pub fn accept(
     state: Option<&GroupState>,
     cmd: &Command,
     now_ms: u64,
     limits: &Limits,
 ) -> Result<Decision> {
-    decide_command(state, cmd, now_ms, limits, None)
+    as_decision(decide_command(state, cmd, now_ms, limits, None))
+}
+
+/// Rejections (the codes of the checks) become values; anything else stays an error.
+fn as_decision(decided: Result<Decision>) -> Result<Decision> {
+    match decided {
+        Ok(d) => Ok(d),
+        Err(e) => e.into_rejection().map(Decision::Rejected),
+    }
 }
 
 /// [`accept`] for a host that checked the signature before taking its lock, so that
@@ -62,7 +94,13 @@ pub fn accept_preverified(
     limits: &Limits,
     verified_key: &PublicKey,
 ) -> Result<Decision> {
-    decide_command(state, cmd, now_ms, limits, Some(verified_key))
+    as_decision(decide_command(
+        state,
+        cmd,
+        now_ms,
+        limits,
+        Some(verified_key),
+    ))
 }
 
 fn decide_command(

@@ -172,3 +172,84 @@ impl From<crate::canonical::CanonError> for Error {
 
 /// Shorthand for results carrying an [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Code {
+    /// Whether the code is one of the acceptance checks' answers (SPEC §3): a Command that
+    /// was decided and refused, with nothing changed. The others (`CURSOR_TOO_OLD`,
+    /// `SNAPSHOT_INVALID`, `LOG_CORRUPT`, `STORAGE`, `UNAUTHORIZED`, `FORBIDDEN`) are about
+    /// a read, a stored byte or a request, never a decision.
+    pub fn is_rejection(self) -> bool {
+        !matches!(
+            self,
+            Code::CursorTooOld
+                | Code::SnapshotInvalid
+                | Code::LogCorrupt
+                | Code::Storage
+                | Code::Unauthorized
+                | Code::Forbidden
+        )
+    }
+}
+
+/// A Command the authority decided and refused (SPEC §3): an expected answer, carried as a
+/// value in [`crate::Decision::Rejected`], distinct from an [`Error`] (storage, corruption,
+/// a bug). It shows as an error on every surface, `{"code": …, "message": …, …details}`, and
+/// hosts map it by [`Rejection::code`] alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// The stable code: one for which [`Code::is_rejection`] holds.
+    pub code: Code,
+    /// What was wrong and what would be right.
+    pub message: String,
+    /// Extra fields, e.g. `current` for `REVISION_MISMATCH`.
+    #[serde(flatten)]
+    pub details: BTreeMap<String, serde_json::Value>,
+}
+
+impl Rejection {
+    /// A rejection with a code and a message.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Rejection {
+            code,
+            message: message.into(),
+            details: BTreeMap::new(),
+        }
+    }
+
+    /// The rejection as the error every surface shows.
+    pub fn into_error(self) -> Error {
+        Error {
+            code: self.code,
+            message: self.message,
+            details: self.details,
+        }
+    }
+}
+
+impl From<Rejection> for Error {
+    fn from(r: Rejection) -> Self {
+        r.into_error()
+    }
+}
+
+impl Error {
+    /// Splits an error of a decision: `Ok(rejection)` when its code is an acceptance
+    /// check's ([`Code::is_rejection`]), `Err(self)` when it is storage, corruption or a bug.
+    pub fn into_rejection(self) -> std::result::Result<Rejection, Error> {
+        if self.code.is_rejection() {
+            Ok(Rejection {
+                code: self.code,
+                message: self.message,
+                details: self.details,
+            })
+        } else {
+            Err(self)
+        }
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}

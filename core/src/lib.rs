@@ -4,31 +4,43 @@
 //! randomness**: time enters only as an argument (`now_ms`), and the same bytes in give the
 //! same bytes out on every target. Hosts (files, IndexedDB, PostgreSQL) store what it decides.
 //!
-//! The authority's loop, written out:
+//! The authority's loop, written out: a host holds one [`authority::Authority`] driver per
+//! Group, hands it each Command with the time, and persists what it is told to.
 //!
 //! ```
-//! use mwp_core::{accept, Decision, GroupState, Limits};
-//! # fn run(state: &mut Option<GroupState>, cmd: &mwp_core::Command, now_ms: u64) -> mwp_core::Result<()> {
-//! match accept(state.as_ref(), cmd, now_ms, &Limits::default())? {
-//!     Decision::Accepted(event) => {
-//!         // 1. make `event.to_cbor()?` durable (append to the log, sync);
-//!         // 2. apply it, exactly as replay and every replica will:
-//!         GroupState::apply_to(state, &event)?;
+//! use mwp_core::authority::{Authority, Step};
+//! # fn run(driver: &mut Authority, cmd: &mwp_core::Command, now_ms: u64) -> mwp_core::Result<()> {
+//! match driver.handle_command(cmd, now_ms)? {
+//!     Step::Accepted(commit) => {
+//!         // 1. make `commit.bytes` durable (append to the log, sync); if that fails, drop
+//!         //    the driver and rebuild it from storage;
+//!         // 2. erase `commit.erase`, store `commit.snapshot` (signed with `sign()`);
 //!         // 3. hand out the receipt.
-//!         let _receipt = event.receipt();
+//!         let _receipt = commit.receipt();
 //!     }
-//!     Decision::Duplicate(_original_receipt) => {}
+//!     Step::Duplicate(_original_receipt) => {}
+//!     Step::Rejected(rejection) => {
+//!         // An expected answer, mapped by `rejection.code` alone.
+//!         let _ = rejection.code;
+//!     }
+//! }
+//! // By itself: the tick that expires due leases, named once, in the driver.
+//! if let Some(tick) = driver.poll_tick(now_ms)? {
+//!     let _ = driver.handle_command(&tick, now_ms)?;
 //! }
 //! # Ok(()) }
 //! ```
 //!
 //! Where to look: [`accept()`] decides a Command (check order of SPEC §3, rules of §5);
+//! [`authority`] is what an authority does around it (ticks, snapshot cadence, the online
+//! window);
 //! [`GroupState::apply`] is the one place an event changes state; [`canonical`] is the one
 //! encoding everything hashed or signed goes through.
 #![forbid(unsafe_code)]
 
 pub mod accept;
 pub mod agent;
+pub mod authority;
 pub mod canonical;
 pub mod command;
 pub mod crypto;
@@ -52,7 +64,7 @@ pub mod work;
 pub use accept::{accept, Decision};
 pub use command::{Body, Command};
 pub use crypto::{Hash, KeyFault, PreparedKey, PublicKey, SecretKey, Signature};
-pub use error::{Code, Error, Result};
+pub use error::{Code, Error, Rejection, Result};
 pub use event::{Event, EventKind};
 pub use id::Id;
 pub use limits::Limits;

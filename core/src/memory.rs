@@ -1,28 +1,66 @@
 //! The memory host: an in-memory authority that keeps each Group's log as encoded events and
-//! rebuilds every index from it. It is the reference host, not a mock: the transcript runner,
-//! the property tests and the simulation run on it.
+//! its latest signed snapshot, and rebuilds every index from the log. It is the reference
+//! host, not a mock: the transcript runner, the property tests and the simulation run on it.
+//! Every decision is the [`Authority`] driver's; this module only keeps what it is told to.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use crate::accept::{accept, Decision};
+use crate::authority::{Authority, Commit, Config, Policy, Replay, Step};
 use crate::command::Command;
+use crate::crypto::{Hash, SecretKey};
 use crate::error::{Code, Error, Result};
-use crate::event::{Event, EventKind};
-use crate::id::Id;
+use crate::event::Event;
+use crate::id::{Id, AUTHORITY_ACTOR};
 use crate::limits::Limits;
 use crate::state::GroupState;
+use crate::Decision;
 
-/// One Group: its log (canonical CBOR per event) and the state built from it.
-#[derive(Debug, Clone, Default)]
+/// A signed snapshot kept for a group: its seq, state hash and canonical CBOR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSnapshot {
+    /// The seq it is at.
+    pub seq: u64,
+    /// The hash of the state it holds.
+    pub state_hash: Hash,
+    /// Its canonical CBOR.
+    pub bytes: Vec<u8>,
+}
+
+/// One Group: its log (canonical CBOR per event), its latest snapshot and its driver.
+#[derive(Debug, Clone)]
 pub struct MemoryGroup {
+    driver: Authority,
     log: Vec<Vec<u8>>,
-    state: Option<GroupState>,
+    snapshot: Option<StoredSnapshot>,
+}
+
+impl Default for MemoryGroup {
+    /// A group under [`MemoryAuthority::new`]'s key and policy: the transcript key of
+    /// `@authority` (SPEC §12), default limits.
+    fn default() -> Self {
+        MemoryGroup::new(Arc::clone(MemoryAuthority::new().config()))
+    }
 }
 
 impl MemoryGroup {
+    /// A group that is not open yet, under `config`.
+    pub fn new(config: Arc<Config>) -> Self {
+        MemoryGroup {
+            driver: Authority::new(config),
+            log: Vec::new(),
+            snapshot: None,
+        }
+    }
+
     /// The state, once the group is open.
     pub fn state(&self) -> Option<&GroupState> {
-        self.state.as_ref()
+        self.driver.state()
+    }
+
+    /// The driver (what it would do next: [`Authority::next_wake`], …).
+    pub fn driver(&self) -> &Authority {
+        &self.driver
     }
 
     /// The encoded events, seq 1 first.
@@ -30,23 +68,60 @@ impl MemoryGroup {
         &self.log
     }
 
-    /// Decides and, if accepted, appends and applies one command.
-    pub fn submit(&mut self, cmd: &Command, now_ms: u64, limits: &Limits) -> Result<Decision> {
-        let decision = accept(self.state.as_ref(), cmd, now_ms, limits)?;
-        if let Decision::Accepted(event) = &decision {
-            self.append(event)?;
-        }
-        Ok(decision)
+    /// The latest signed snapshot kept, if any.
+    pub fn latest_snapshot(&self) -> Option<&StoredSnapshot> {
+        self.snapshot.as_ref()
     }
 
-    /// Appends an accepted event: the log first, then the state, then redaction of the
-    /// target's stored values.
+    /// Decides one command and keeps what an accepted one commits.
+    pub fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        let step = self.driver.handle_command(cmd, now_ms)?;
+        self.persist(step)
+    }
+
+    /// Sends the authority's own `tick` if one is due at `now_ms`
+    /// ([`Authority::poll_tick`]): the tick and its decision, or `None`.
+    pub fn tick(&mut self, now_ms: u64) -> Result<Option<(Command, Decision)>> {
+        let Some(tick) = self.driver.poll_tick(now_ms)? else {
+            return Ok(None);
+        };
+        let decision = self.submit(&tick, now_ms)?;
+        Ok(Some((tick, decision)))
+    }
+
+    fn persist(&mut self, step: Step) -> Result<Decision> {
+        let Step::Accepted(commit) = step else {
+            return Ok(step.into_decision());
+        };
+        let Commit {
+            event,
+            bytes,
+            erase,
+            snapshot,
+        } = commit;
+        self.log.push(bytes);
+        if let Some(seq) = erase {
+            self.erase(seq)?;
+        }
+        if let Some(due) = snapshot {
+            let (bytes, state_hash) = due.sign_stored()?;
+            self.snapshot = Some(StoredSnapshot {
+                seq: due.seq(),
+                state_hash,
+                bytes,
+            });
+        }
+        Ok(Decision::Accepted(event))
+    }
+
+    /// Appends an event decided elsewhere (a host that wrote it itself): the log, the state,
+    /// then the redaction of the target's stored values.
     pub fn append(&mut self, event: &Event) -> Result<()> {
         let bytes = event.to_cbor()?;
         // `apply` checks before it changes anything: on error the state is untouched.
-        GroupState::apply_to(&mut self.state, event)?;
+        self.driver.handle_logged(event)?;
         self.log.push(bytes);
-        if let EventKind::EventRedacted(r) = &event.kind {
+        if let crate::event::EventKind::EventRedacted(r) = &event.kind {
             self.erase(r.seq)?;
         }
         Ok(())
@@ -63,8 +138,24 @@ impl MemoryGroup {
         Ok(())
     }
 
-    /// Events after `after`, at most `limit`, decoded and verified.
-    pub fn events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
+    /// Events after `after`, at most `limit`, decoded and verified; `CURSOR_TOO_OLD` past
+    /// the online window ([`Authority::check_replay`]).
+    pub fn events(&mut self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        loop {
+            let latest = self.snapshot.as_ref().map(|s| (s.seq, s.state_hash));
+            match self.driver.check_replay(after, latest) {
+                Replay::Serve => break,
+                Replay::NeedSnapshot => {
+                    self.take_snapshot()?;
+                }
+                Replay::TooOld(e) => return Err(e),
+            }
+        }
+        self.logged(after, limit)
+    }
+
+    /// The stored events after `after`, at most `limit`, decoded, whatever the window.
+    pub fn logged(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
             .min(self.log.len());
@@ -75,51 +166,102 @@ impl MemoryGroup {
             .collect()
     }
 
-    /// Drops the state and rebuilds it from the log, verifying every event.
+    /// Signs a snapshot of the state now and keeps it as the latest.
+    pub fn take_snapshot(&mut self) -> Result<&StoredSnapshot> {
+        let (bytes, state_hash) = self.driver.snapshot_stored()?;
+        let seq = self.driver.head();
+        Ok(self.snapshot.insert(StoredSnapshot {
+            seq,
+            state_hash,
+            bytes,
+        }))
+    }
+
+    /// Drops the state and rebuilds it from the log (the kept snapshot is storage: it stays),
+    /// verifying every event.
     pub fn rebuild(&mut self) -> Result<()> {
-        let mut state = None;
+        let mut driver = Authority::new(Arc::clone(self.driver.config()));
         for bytes in &self.log {
             let event = Event::from_cbor_verified(bytes)?;
-            GroupState::apply_to(&mut state, &event)?;
+            driver.handle_logged(&event)?;
         }
-        self.state = state;
+        self.driver = driver;
         Ok(())
     }
 }
 
 /// An authority over any number of Groups, in memory.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MemoryAuthority {
     groups: BTreeMap<Id, MemoryGroup>,
-    limits: Limits,
+    config: Arc<Config>,
+}
+
+impl Default for MemoryAuthority {
+    fn default() -> Self {
+        MemoryAuthority::new()
+    }
 }
 
 impl MemoryAuthority {
-    /// An empty authority with default limits.
+    /// An empty authority with default limits, signing with the transcript key of
+    /// `@authority` (SPEC §12): the key a transcript's `open_group` names.
     pub fn new() -> Self {
-        Self::default()
+        MemoryAuthority::with_limits(Limits::default())
     }
 
-    /// An empty authority with the given limits.
+    /// [`MemoryAuthority::new`] with the given limits.
     pub fn with_limits(limits: Limits) -> Self {
+        MemoryAuthority::with_config(Config::new(
+            SecretKey::for_transcript(AUTHORITY_ACTOR),
+            Policy {
+                limits,
+                ..Policy::default()
+            },
+        ))
+    }
+
+    /// An empty authority with the given key and policy.
+    pub fn with_config(config: Arc<Config>) -> Self {
         MemoryAuthority {
             groups: BTreeMap::new(),
-            limits,
+            config,
         }
+    }
+
+    /// The key and policy.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
     }
 
     /// Decides one command for the group it names.
     pub fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        let limits = self.limits.clone();
         match self.groups.get_mut(&cmd.group) {
-            Some(g) => g.submit(cmd, now_ms, &limits),
+            Some(g) => g.submit(cmd, now_ms),
             None => {
-                let mut g = MemoryGroup::default();
-                let d = g.submit(cmd, now_ms, &limits)?;
-                self.groups.insert(cmd.group.clone(), g);
+                let mut g = MemoryGroup::new(Arc::clone(&self.config));
+                let d = g.submit(cmd, now_ms)?;
+                if g.state().is_some() {
+                    self.groups.insert(cmd.group.clone(), g);
+                }
                 Ok(d)
             }
         }
+    }
+
+    /// Whatever the authority does by itself in `group` at `now_ms`: every `tick` that is
+    /// due, in order, with its decision.
+    pub fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        let g = self.group_mut(group)?;
+        let mut done = Vec::new();
+        while let Some((_, decision)) = g.tick(now_ms)? {
+            let accepted = matches!(decision, Decision::Accepted(_));
+            done.push(decision);
+            if !accepted {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     /// A group.
@@ -127,16 +269,41 @@ impl MemoryAuthority {
         self.groups.get(group)
     }
 
+    /// A group, to change; `NOT_FOUND` if it does not exist.
+    pub fn group_mut(&mut self, group: &Id) -> Result<&mut MemoryGroup> {
+        self.groups.get_mut(group).ok_or_else(|| not_found(group))
+    }
+
+    /// The groups, in ID order.
+    pub fn groups(&self) -> impl Iterator<Item = (&Id, &MemoryGroup)> {
+        self.groups.iter()
+    }
+
     /// Rebuilds every group's state from its log.
     pub fn restart(&mut self) -> Result<()> {
         self.groups.values_mut().try_for_each(MemoryGroup::rebuild)
     }
 
-    /// Events of a group after `after`.
-    pub fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
-        self.groups
-            .get(group)
-            .ok_or_else(|| Error::new(Code::NotFound, format!("group {group} does not exist")))?
-            .events(after, limit)
+    /// Events of a group after `after` (see [`MemoryGroup::events`]).
+    pub fn events(&mut self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
+        self.group_mut(group)?.events(after, limit)
     }
+
+    /// The earliest time any group's authority has something to do by itself, among groups
+    /// not in `skip`: (group, time).
+    pub fn next_wake(&self, skip: &[Id]) -> Option<(Id, u64)> {
+        self.groups
+            .iter()
+            .filter(|(g, _)| !skip.contains(g))
+            .filter_map(|(g, m)| Some((g.clone(), m.driver.next_wake()?)))
+            .min_by_key(|(_, at)| *at)
+    }
+}
+
+/// `NOT_FOUND` for a group this authority does not hold.
+pub fn not_found(group: &Id) -> Error {
+    Error::new(
+        Code::NotFound,
+        format!("group {group} does not exist here; open it with an open_group command first"),
+    )
 }

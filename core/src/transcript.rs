@@ -35,6 +35,16 @@ pub trait Host {
     fn state(&self, group: &Id) -> Option<GroupState>;
     /// A work item's state, without copying the group state.
     fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState>;
+    /// Carries out what the host's authority driver does by itself in `group` at `now_ms`
+    /// (the `advance` op): every tick it sends ([`crate::authority::Authority::poll_tick`]),
+    /// in order, with its decision. The default is for a host without a driver.
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        let _ = (group, now_ms);
+        Err(Error::new(
+            crate::Code::NotPermitted,
+            "this host has no authority driver: it cannot advance on its own",
+        ))
+    }
 }
 
 impl Host for MemoryAuthority {
@@ -49,6 +59,9 @@ impl Host for MemoryAuthority {
     }
     fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
         Some(self.group(group)?.state()?.work.get(work)?.state)
+    }
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        MemoryAuthority::advance(self, group, now_ms)
     }
 }
 
@@ -102,13 +115,14 @@ impl<'h> Runner<'h> {
 
     /// Runs every line of a transcript; returns the output lines.
     pub fn run_all(&mut self, text: &str) -> Vec<Value> {
-        text.lines().filter_map(|l| self.run_line(l)).collect()
+        text.lines().flat_map(|l| self.run_line(l)).collect()
     }
 
-    /// Runs one line; blank lines give `None`.
-    pub fn run_line(&mut self, line: &str) -> Option<Value> {
+    /// Runs one line and gives its output lines: none for a blank line, one for a command
+    /// or an op, one per action for an `advance` that made the authority act (SPEC §12).
+    pub fn run_line(&mut self, line: &str) -> Vec<Value> {
         if line.trim().is_empty() {
-            return None;
+            return Vec::new();
         }
         self.step += 1;
         let step = self.step;
@@ -117,16 +131,16 @@ impl<'h> Runner<'h> {
             Ok(_) => Err(format!("step {step} is not a JSON object")),
             Err(e) => Err(format!("step {step} is not valid JSON: {e}")),
         };
-        Some(match out {
+        match out {
             Ok(v) => v,
             Err(problem) => {
                 self.failed = true;
-                json!({"step": step, "outcome": "invalid", "problem": problem})
+                vec![json!({"step": step, "outcome": "invalid", "problem": problem})]
             }
-        })
+        }
     }
 
-    fn run_step(&mut self, mut map: Map<String, Value>) -> std::result::Result<Value, String> {
+    fn run_step(&mut self, mut map: Map<String, Value>) -> std::result::Result<Vec<Value>, String> {
         if let Some(k) = map.keys().find(|k| !STEP_FIELDS.contains(&k.as_str())) {
             return Err(format!(
                 "unknown step field {k:?}; a step has {}",
@@ -154,17 +168,55 @@ impl<'h> Runner<'h> {
             self.org = Some(o.to_owned());
         }
         let mut out = match map.get("op").cloned() {
-            Some(op) => self.run_op(op.as_str().ok_or("`op` must be a string")?)?,
-            None => self.run_command(&map)?,
+            Some(op) => match op.as_str().ok_or("`op` must be a string")? {
+                "advance" => self.advance(map.contains_key("at"))?,
+                op => vec![self.run_op(op)?],
+            },
+            None => vec![self.run_command(&map)?],
         };
-        if let Some(Value::Object(e)) = expect {
-            let mismatches = check_expect(&e, &out);
+        // An `expect` is checked against the step's last line.
+        if let (Some(Value::Object(e)), Some(last)) = (expect, out.last_mut()) {
+            let mismatches = check_expect(&e, last);
             if !mismatches.is_empty() {
                 self.failed = true;
-                out["mismatch"] = Value::Array(mismatches);
+                last["mismatch"] = Value::Array(mismatches);
             }
         }
         Ok(out)
+    }
+
+    /// `{"op": "advance", "at": T}`: what the authority does by itself at T, one line per
+    /// action (a tick prints like a command, with `"source": "authority"`), or one `idle`
+    /// line when it has nothing to do.
+    fn advance(&mut self, has_at: bool) -> std::result::Result<Vec<Value>, String> {
+        if !has_at {
+            return Err("an advance step needs `at`: the time the authority advances to".into());
+        }
+        let step = self.step;
+        let group = self.current_group()?;
+        let at = self.at;
+        let done = match self.host.advance(&group, at) {
+            Ok(done) => done,
+            Err(e) => {
+                return Ok(vec![
+                    json!({"step": step, "op": "advance", "source": "authority", "outcome": "rejected", "error": e}),
+                ])
+            }
+        };
+        if done.is_empty() {
+            return Ok(vec![
+                json!({"step": step, "op": "advance", "source": "authority", "at": at, "outcome": "idle"}),
+            ]);
+        }
+        Ok(done
+            .into_iter()
+            .map(|decision| {
+                let mut line = decision_line(step, decision);
+                line["op"] = json!("advance");
+                line["source"] = json!("authority");
+                line
+            })
+            .collect())
     }
 
     fn current_group(&self) -> std::result::Result<Id, String> {
@@ -183,7 +235,7 @@ impl<'h> Runner<'h> {
             "snapshot" => self.snapshot(&group),
             other => {
                 return Err(format!(
-                    "unknown op {other:?}; ops are restart and snapshot"
+                    "unknown op {other:?}; ops are restart, snapshot and advance"
                 ))
             }
         };
@@ -275,15 +327,14 @@ impl<'h> Runner<'h> {
                 Ok((cmd, d))
             });
         let mut out = match decided {
-            Ok((_, Decision::Accepted(event))) => {
-                if let crate::event::EventKind::SessionReplaced(s) = &event.kind {
-                    self.sessions
-                        .insert((group.clone(), actor.clone()), s.session);
+            Ok((_, decision)) => {
+                if let Decision::Accepted(event) = &decision {
+                    if let crate::event::EventKind::SessionReplaced(s) = &event.kind {
+                        self.sessions
+                            .insert((group.clone(), actor.clone()), s.session);
+                    }
                 }
-                json!({"step": step, "outcome": "accepted", "receipt": event.receipt(), "event": event})
-            }
-            Ok((_, Decision::Duplicate(receipt))) => {
-                json!({"step": step, "outcome": "duplicate", "receipt": receipt})
+                decision_line(step, decision)
             }
             Err(e) => json!({"step": step, "outcome": "rejected", "error": e}),
         };
@@ -293,6 +344,19 @@ impl<'h> Runner<'h> {
             }
         }
         Ok(out)
+    }
+}
+
+/// The output line of a decided command.
+fn decision_line(step: u64, decision: Decision) -> Value {
+    match decision {
+        Decision::Accepted(event) => {
+            json!({"step": step, "outcome": "accepted", "receipt": event.receipt(), "event": event})
+        }
+        Decision::Duplicate(receipt) => {
+            json!({"step": step, "outcome": "duplicate", "receipt": receipt})
+        }
+        Decision::Rejected(r) => json!({"step": step, "outcome": "rejected", "error": r}),
     }
 }
 

@@ -78,7 +78,7 @@ fn accept_seeds_reach_the_domain_rules() {
         }
         match accept(Some(state), &cmd, targets::BASE_MS, &limits) {
             Ok(Decision::Accepted(_)) => accepted += 1,
-            Err(e) if e.code > mwp_core::Code::WrongSession => domain += 1,
+            Ok(Decision::Rejected(r)) if r.code > mwp_core::Code::WrongSession => domain += 1,
             _ => {}
         }
     }

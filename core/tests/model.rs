@@ -21,7 +21,7 @@ use mwp_core::command::{
 use mwp_core::crypto::Hash;
 use mwp_core::lease::LeaseId;
 use mwp_core::memory::MemoryGroup;
-use mwp_core::{Body, Code, Command, Decision, Id, Limits, SecretKey, WorkState};
+use mwp_core::{Body, Code, Command, Decision, Id, SecretKey, WorkState};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
@@ -711,7 +711,6 @@ struct Harness {
     group: MemoryGroup,
     model: Model,
     keys: Vec<SecretKey>,
-    limits: Limits,
     /// Every command made so far, with its model form.
     sent: Vec<(MCmd, Command)>,
     /// Canonical receipt bytes by (actor, action), as first returned.
@@ -823,14 +822,12 @@ impl Harness {
         )
         .expect("signs");
         let mut group = MemoryGroup::default();
-        let limits = Limits::default();
-        let d = group.submit(&open, 0, &limits).expect("genesis");
+        let d = group.submit(&open, 0).expect("genesis");
         assert!(matches!(d, Decision::Accepted(_)));
         Harness {
             group,
             model: Model::new(),
             keys,
-            limits,
             sent: Vec::new(),
             receipts: BTreeMap::new(),
             next_action: 0,
@@ -1066,17 +1063,19 @@ impl Harness {
         let content = cmd.content_bytes().map_err(|e| e.to_string())?;
         let before = self.group.state().expect("open").clone();
         let predicted = self.model.step(&m, &content);
-        let decided = self.group.submit(&cmd, self.model.now, &self.limits);
+        // Rejections are values; an `Err` is not a decision at all.
+        let decided = self
+            .group
+            .submit(&cmd, self.model.now)
+            .map_err(|e| format!("{m:?}: not a decision: {e}"))?;
         let after = self.group.state().expect("open");
         let got = match &decided {
-            Ok(Decision::Accepted(e))
-                if e.receipt().disposition == mwp_core::Disposition::Evidence =>
-            {
+            Decision::Accepted(e) if e.receipt().disposition == mwp_core::Disposition::Evidence => {
                 Class::Evidence
             }
-            Ok(Decision::Accepted(_)) => Class::Applied,
-            Ok(Decision::Duplicate(_)) => Class::Duplicate,
-            Err(e) => Class::Rejected(e.code),
+            Decision::Accepted(_) => Class::Applied,
+            Decision::Duplicate(_) => Class::Duplicate,
+            Decision::Rejected(r) => Class::Rejected(r.code),
         };
         if got != predicted {
             return Err(format!(
@@ -1086,7 +1085,7 @@ impl Harness {
         }
         let key = (actor_name(m.actor).to_owned(), m.action.clone());
         match &decided {
-            Ok(Decision::Accepted(event)) => {
+            Decision::Accepted(event) => {
                 if event.seq != before.seq + 1 || event.prev != before.head {
                     return Err(format!(
                         "event seq {} does not follow {}",
@@ -1097,13 +1096,13 @@ impl Harness {
                 self.receipts.insert(key, bytes);
                 self.sent.push((m.clone(), cmd.clone()));
             }
-            Ok(Decision::Duplicate(r)) => {
+            Decision::Duplicate(r) => {
                 let bytes = canonical::to_vec(r).map_err(|e| e.to_string())?;
                 if self.receipts.get(&key) != Some(&bytes) {
                     return Err(format!("duplicate of {key:?} is not byte-identical"));
                 }
             }
-            Err(_) => {
+            Decision::Rejected(_) => {
                 let hash_before = before.hash().map_err(|e| e.to_string())?;
                 let hash_after = after.hash().map_err(|e| e.to_string())?;
                 if hash_after != hash_before

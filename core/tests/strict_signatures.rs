@@ -172,7 +172,7 @@ fn real(actor: &str) -> PublicKey {
 }
 
 fn malformed(result: mwp_core::Result<Decision>) -> Error {
-    let e = result.expect_err("refused");
+    let e = result.and_then(Decision::into_result).expect_err("refused");
     assert_eq!(e.code, Code::Malformed, "{e:?}");
     e
 }
@@ -324,7 +324,9 @@ fn a_weak_key_already_in_a_log_signs_nothing() {
         .expect("listed")
         .prepared_key()
         .is_none());
-    let e = accept(Some(&state), &forged, 2000, &Limits::default()).expect_err("refused");
+    let e = accept(Some(&state), &forged, 2000, &Limits::default())
+        .and_then(Decision::into_result)
+        .expect_err("refused");
     assert_eq!(e.code, Code::BadSignature, "{e:?}");
 }
 
@@ -368,7 +370,9 @@ fn a_small_order_r_is_refused_though_the_equation_holds() {
         "the lenient check accepts it"
     );
     assert!(!real("bob").verify(&content, &sig));
-    let e = accept(Some(&state), &cmd, 2000, &Limits::default()).expect_err("refused");
+    let e = accept(Some(&state), &cmd, 2000, &Limits::default())
+        .and_then(Decision::into_result)
+        .expect_err("refused");
     assert_eq!(e.code, Code::BadSignature, "{e:?}");
     // The same command, signed as usual, is accepted.
     let good = create_work("bob", SecretKey::for_transcript("bob").sign(&content));
@@ -408,6 +412,7 @@ fn a_non_canonical_s_is_refused() {
         2000,
         &Limits::default(),
     )
+    .and_then(Decision::into_result)
     .expect_err("refused");
     assert_eq!(e.code, Code::BadSignature, "{e:?}");
 }

@@ -74,6 +74,7 @@ fn accepted(store: &PostgresAuthority, cmd: &Command) {
     match store.submit(cmd, 1000).expect("submit") {
         Decision::Accepted(_) => {}
         Decision::Duplicate(_) => panic!("a fresh command was a duplicate"),
+        Decision::Rejected(r) => panic!("rejected: {r}"),
     }
 }
 

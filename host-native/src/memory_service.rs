@@ -1,18 +1,17 @@
-//! An [`AuthorityService`] kept in memory: [`MemoryAuthority`] behind a mutex, with the
-//! authority's secret key, an optional online window and signed snapshots.
+//! An [`AuthorityService`] kept in memory: the core's [`MemoryAuthority`] (which keeps each
+//! group's log and latest signed snapshot, and whose driver decides ticks, the snapshot
+//! cadence and the online window) behind a mutex.
 //!
 //! It is what `mwp serve --store memory:` and `mwp transcript` run on. Nothing survives the
 //! process; "durable" here means "applied before the receipt is returned".
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
-use mwp_core::command::Tick;
-use mwp_core::memory::MemoryAuthority;
-use mwp_core::snapshot::{Snapshot, SnapshotRef};
+use mwp_core::authority::{Config, Policy};
+use mwp_core::memory::{not_found, MemoryAuthority};
 use mwp_core::{
-    Body, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits,
-    PublicKey, Receipt, Result, SecretKey,
+    Code, Command, Decision, Error, Event, GroupState, Id, Limits, PublicKey, Receipt, Result,
+    SecretKey,
 };
 
 use crate::service::AuthorityService;
@@ -29,44 +28,36 @@ pub fn random_key() -> Result<SecretKey> {
     Ok(SecretKey::from_bytes(&seed))
 }
 
-/// A snapshot kept for a group: its reference data and its canonical CBOR.
-#[derive(Debug, Clone)]
-struct StoredSnapshot {
-    seq: u64,
-    state_hash: Hash,
-    bytes: Vec<u8>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    authority: MemoryAuthority,
-    groups: BTreeSet<Id>,
-    snapshots: BTreeMap<Id, StoredSnapshot>,
-}
-
-/// The in-memory authority service.
+/// The in-memory authority service: the core's [`MemoryAuthority`] behind a mutex.
 #[derive(Debug)]
 pub struct MemoryService {
-    inner: Mutex<Inner>,
-    key: SecretKey,
-    online_events: Option<u64>,
+    inner: Mutex<MemoryAuthority>,
+    key: PublicKey,
 }
 
 impl MemoryService {
     /// A service signing with `key`, serving every event online.
     pub fn new(key: SecretKey) -> Self {
-        MemoryService::with_limits(key, Limits::default())
+        MemoryService::with_policy(key, Policy::default())
     }
 
     /// A service with the given limits.
     pub fn with_limits(key: SecretKey, limits: Limits) -> Self {
-        MemoryService {
-            inner: Mutex::new(Inner {
-                authority: MemoryAuthority::with_limits(limits),
-                ..Inner::default()
-            }),
+        MemoryService::with_policy(
             key,
-            online_events: None,
+            Policy {
+                limits,
+                ..Policy::default()
+            },
+        )
+    }
+
+    /// A service deciding under `policy`.
+    pub fn with_policy(key: SecretKey, policy: Policy) -> Self {
+        let public = key.public();
+        MemoryService {
+            inner: Mutex::new(MemoryAuthority::with_config(Config::new(key, policy))),
+            key: public,
         }
     }
 
@@ -82,13 +73,19 @@ impl MemoryService {
     }
 
     /// Serves only the latest `n` events of each group; older cursors get `CURSOR_TOO_OLD`
-    /// with a reference to a signed snapshot. `None` serves everything.
-    pub fn with_online_events(mut self, n: Option<u64>) -> Self {
-        self.online_events = n;
-        self
+    /// with a reference to a signed snapshot. `None` serves everything. Set before use: the
+    /// groups held so far are dropped.
+    pub fn with_online_events(self, n: Option<u64>) -> Self {
+        let inner = self.inner.into_inner().unwrap_or_else(|p| p.into_inner());
+        let config = inner.config();
+        let policy = Policy {
+            online_events: n,
+            ..config.policy().clone()
+        };
+        MemoryService::with_policy(config.secret_key().clone(), policy)
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, Inner>> {
+    fn lock(&self) -> Result<MutexGuard<'_, MemoryAuthority>> {
         self.inner.lock().map_err(|_| {
             Error::new(
                 Code::Storage,
@@ -99,92 +96,27 @@ impl MemoryService {
 
     /// Drops every group's state and rebuilds it from its log (the memory host's restart).
     pub fn restart(&self) -> Result<()> {
-        let mut inner = self.lock()?;
-        inner.snapshots.clear();
-        inner.authority.restart()
+        self.lock()?.restart()
     }
 
     /// A copy of a group's state.
     pub fn state(&self, group: &Id) -> Result<Option<GroupState>> {
-        Ok(self
-            .lock()?
-            .authority
-            .group(group)
-            .and_then(|g| g.state())
-            .cloned())
+        Ok(self.lock()?.group(group).and_then(|g| g.state()).cloned())
     }
-
-    /// The snapshot of `group` at its head, built and signed if the kept one is older.
-    fn snapshot_at_head(&self, inner: &mut Inner, group: &Id) -> Result<StoredSnapshot> {
-        let state = inner
-            .authority
-            .group(group)
-            .and_then(|g| g.state())
-            .ok_or_else(|| not_found(group))?;
-        if let Some(s) = inner.snapshots.get(group).filter(|s| s.seq == state.seq) {
-            return Ok(s.clone());
-        }
-        let snap = Snapshot::build(state, &self.key)?;
-        let stored = StoredSnapshot {
-            seq: snap.seq,
-            state_hash: snap.state_hash,
-            bytes: snap.to_cbor()?,
-        };
-        inner.snapshots.insert(group.clone(), stored.clone());
-        Ok(stored)
-    }
-}
-
-fn not_found(group: &Id) -> Error {
-    Error::new(
-        Code::NotFound,
-        format!("group {group} does not exist here; open it with an open_group command first"),
-    )
 }
 
 impl AuthorityService for MemoryService {
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        let mut inner = self.lock()?;
-        let decision = inner.authority.submit(cmd, now_ms)?;
-        if let Decision::Accepted(event) = &decision {
-            if matches!(event.kind, EventKind::GroupOpened(_)) {
-                inner.groups.insert(event.group.clone());
-            }
-            if matches!(event.kind, EventKind::GroupArchived(_)) {
-                // The signed final snapshot (SPEC §5, archive).
-                self.snapshot_at_head(&mut inner, &event.group)?;
-            }
-        }
-        Ok(decision)
+        self.lock()?.submit(cmd, now_ms)
     }
 
     fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
-        let mut inner = self.lock()?;
-        let head = inner
-            .authority
-            .group(group)
-            .and_then(|g| g.state())
-            .map(|s| s.seq)
-            .ok_or_else(|| not_found(group))?;
-        if let Some(window) = self.online_events {
-            let oldest = head.saturating_sub(window);
-            if after < oldest {
-                let snap = self.snapshot_at_head(&mut inner, group)?;
-                let reference = SnapshotRef {
-                    seq: snap.seq,
-                    hash: snap.state_hash,
-                    location: format!("memory:{group}/snapshots/latest"),
-                };
-                return Err(reference.cursor_too_old(after, oldest));
-            }
-        }
-        inner.authority.events(group, after, limit)
+        self.lock()?.events(group, after, limit)
     }
 
     fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
         let inner = self.lock()?;
         let state = inner
-            .authority
             .group(group)
             .and_then(|g| g.state())
             .ok_or_else(|| not_found(group))?;
@@ -194,7 +126,6 @@ impl AuthorityService for MemoryService {
     fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
         let inner = self.lock()?;
         Ok(inner
-            .authority
             .group(group)
             .and_then(|g| g.state())
             .and_then(|s| s.members.get(actor).cloned()))
@@ -202,20 +133,19 @@ impl AuthorityService for MemoryService {
 
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
         let mut inner = self.lock()?;
-        Ok(self.snapshot_at_head(&mut inner, group)?.bytes)
+        let g = inner.group_mut(group)?;
+        match g.latest_snapshot() {
+            Some(s) => Ok(s.bytes.clone()),
+            None => Ok(g.take_snapshot()?.bytes.clone()),
+        }
     }
 
     fn groups(&self) -> Result<Vec<Id>> {
-        Ok(self.lock()?.groups.iter().cloned().collect())
+        Ok(self.lock()?.groups().map(|(g, _)| g.clone()).collect())
     }
 
     fn head_seq(&self, group: &Id) -> Result<u64> {
-        let inner = self.lock()?;
-        Ok(inner
-            .authority
-            .group(group)
-            .and_then(|g| g.state())
-            .map_or(0, |s| s.seq))
+        Ok(self.lock()?.group(group).map_or(0, |g| g.driver().head()))
     }
 
     fn next_deadline(&self) -> Result<Option<(Id, u64)>> {
@@ -223,50 +153,16 @@ impl AuthorityService for MemoryService {
     }
 
     fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
-        let inner = self.lock()?;
-        Ok(inner
-            .groups
-            .iter()
-            .filter(|g| !skip.contains(g))
-            .filter_map(|g| {
-                let state = inner.authority.group(g)?.state()?;
-                if state.archived {
-                    return None;
-                }
-                Some((g.clone(), state.next_deadline()?))
-            })
-            .min_by_key(|(_, at)| *at))
+        Ok(self.lock()?.next_wake(skip))
     }
 
     fn authority_key(&self) -> PublicKey {
-        self.key.public()
+        self.key
     }
 
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
         let mut inner = self.lock()?;
-        let Some(state) = inner.authority.group(group).and_then(|g| g.state()) else {
-            return Err(not_found(group));
-        };
-        if state.archived {
-            return Ok(None);
-        }
-        let action = Id::new(format!("tick-{}-{now_ms}", state.seq))
-            .map_err(|e| Error::malformed(format!("tick action: {e}")))?;
-        let cmd = Command::signed(
-            state.org.clone(),
-            group.clone(),
-            Id::authority(),
-            action,
-            1,
-            None,
-            Body::Tick(Tick {}),
-            &self.key,
-        )?;
-        match inner.authority.submit(&cmd, now_ms) {
-            Ok(d) => Ok(Some(d)),
-            Err(e) if e.code == Code::NotYet => Ok(None),
-            Err(e) => Err(e),
-        }
+        Ok(inner.group_mut(group)?.tick(now_ms)?.map(|(_, d)| d))
     }
 }
 
@@ -275,6 +171,7 @@ mod tests {
     use super::*;
     use mwp_core::command::{Body, MemberSpec, OpenGroup, Role};
     use mwp_core::replica::Replica;
+    use mwp_core::snapshot::Snapshot;
     use serde_json::json;
 
     fn id(s: &str) -> Id {

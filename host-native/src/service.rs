@@ -66,3 +66,22 @@ pub trait AuthorityService: Send + Sync {
         ))
     }
 }
+
+/// What `service`'s authority does by itself in `group` at `now_ms`: each tick its driver
+/// sends ([`AuthorityService::tick`]) until none is due, with its decision. The transcript
+/// `advance` op runs this on every host.
+pub fn advance(
+    service: &(impl AuthorityService + ?Sized),
+    group: &Id,
+    now_ms: u64,
+) -> Result<Vec<Decision>> {
+    let mut done = Vec::new();
+    while let Some(decision) = service.tick(group, now_ms)? {
+        let accepted = matches!(decision, Decision::Accepted(_));
+        done.push(decision);
+        if !accepted {
+            break;
+        }
+    }
+    Ok(done)
+}

@@ -57,7 +57,7 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
         .iter()
         .filter_map(|d| match d {
             Decision::Accepted(e) => Some(e.receipt()),
-            Decision::Duplicate(_) => None,
+            Decision::Duplicate(_) | Decision::Rejected(_) => None,
         })
         .collect();
     assert_eq!(
@@ -95,6 +95,7 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
                         match other.submit(&cmd, 2001).expect("retry answered") {
                             Decision::Duplicate(r) => assert_eq!(r, receipt),
                             Decision::Accepted(_) => panic!("a retry was appended twice"),
+                            Decision::Rejected(r) => panic!("a retry was rejected: {r}"),
                         }
                         receipts.push(receipt);
                     }
@@ -351,6 +352,7 @@ fn without_the_shared_lock_the_head_guard_still_prevents_forks() {
                             Ok(Decision::Duplicate(r)) => {
                                 panic!("a fresh command was a duplicate: {r:?}")
                             }
+                            Ok(Decision::Rejected(r)) => panic!("rejected: {r}"),
                             Err(e) => {
                                 assert_eq!(e.code, Code::Storage, "{e}");
                                 failed += 1;

@@ -381,6 +381,7 @@ fn replay_receipts_and_heads() {
     // Same action, different content: a collision, and nothing is written.
     let clash = pg
         .submit(&create_work("g1", "alice", "c4", "other"), 5000)
+        .and_then(Decision::into_result)
         .expect_err("collision");
     assert_eq!(clash.code, Code::ActionIdCollision);
     assert_eq!(pg.head_seq(&g).expect("head"), 10);
@@ -413,13 +414,19 @@ fn rejections_write_nothing() {
         "lease_ms": 1000, "start_within_ms": 1000}),
     );
     assert_eq!(
-        pg.submit(&bad, 2000).expect_err("no expect").code,
+        pg.submit(&bad, 2000)
+            .and_then(Decision::into_result)
+            .expect_err("no expect")
+            .code,
         Code::CasRequired
     );
     let mut tampered = create_work("g1", "alice", "y", "w9");
     tampered.sig.0[0] ^= 1;
     assert_eq!(
-        pg.submit(&tampered, 2000).expect_err("bad sig").code,
+        pg.submit(&tampered, 2000)
+            .and_then(Decision::into_result)
+            .expect_err("bad sig")
+            .code,
         Code::BadSignature
     );
     assert_eq!(

@@ -25,6 +25,16 @@ fn count(schema: &Schema, group: &str) -> i64 {
         .get(0)
 }
 
+/// A router signing with the key the shared test commands name (the transcript key of
+/// `@authority`): an `open_group` must name its authority's key.
+fn connect_keyed(list: &str) -> mwp_core::Result<PostgresRouter> {
+    PostgresRouter::connect_with(
+        list,
+        None,
+        Some(mwp_core::SecretKey::for_transcript("@authority")),
+    )
+}
+
 #[test]
 fn each_group_lives_on_the_server_its_id_picks() {
     let server = require_server!();
@@ -33,7 +43,7 @@ fn each_group_lives_on_the_server_its_id_picks() {
         Schema::new(&server, "shard_b"),
     );
     let list = format!("{},{}", a.url("shard=a"), b.url("shard=b"));
-    let router = PostgresRouter::connect(&list).expect("open both");
+    let router = connect_keyed(&list).expect("open both");
     assert_eq!(router.shards().len(), 2);
     // One authority key over both servers.
     assert_eq!(
@@ -68,7 +78,7 @@ fn each_group_lives_on_the_server_its_id_picks() {
     assert_eq!(all, want);
     // Another process with the same list, in another order, routes the same way.
     let list2 = format!("{},{}", b.url("shard=b"), a.url("shard=a"));
-    let again = PostgresRouter::connect(&list2).expect("reopen");
+    let again = connect_keyed(&list2).expect("reopen");
     for g in &groups {
         assert_eq!(
             again.shard_for(&id(g)).label(),
@@ -85,14 +95,13 @@ fn a_changed_server_list_refuses_groups_it_would_fork() {
         Schema::new(&server, "move_a"),
         Schema::new(&server, "move_b"),
     );
-    let one = PostgresRouter::connect(&a.url("shard=a")).expect("one server");
+    let one = connect_keyed(&a.url("shard=a")).expect("one server");
     for i in 0..8 {
         one.submit(&open_group(&format!("g{i}"), 1), 1000)
             .expect("open");
     }
     // Adding server b moves some groups there on paper; their data is still on a.
-    let two = PostgresRouter::connect(&format!("{},{}", a.url("shard=a"), b.url("shard=b")))
-        .expect("two");
+    let two = connect_keyed(&format!("{},{}", a.url("shard=a"), b.url("shard=b"))).expect("two");
     let moved: Vec<String> = (0..8)
         .map(|i| format!("g{i}"))
         .filter(|g| two.shard_for(&id(g)).label() == "b")

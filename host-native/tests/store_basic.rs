@@ -259,7 +259,9 @@ fn preverified_accept_still_rejects_a_wrong_key() {
     cmd.action = id("other");
     // Signature now wrong; a caller claiming it verified under another key is not trusted.
     let wrong = mwp_core::SecretKey::for_transcript("mallory").public();
-    let e = accept_preverified(Some(&state), &cmd, 0, &Default::default(), &wrong).unwrap_err();
+    let e = accept_preverified(Some(&state), &cmd, 0, &Default::default(), &wrong)
+        .and_then(Decision::into_result)
+        .unwrap_err();
     assert_eq!(e.code, Code::BadSignature);
 }
 

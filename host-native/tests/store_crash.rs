@@ -154,7 +154,7 @@ fn power_loss_during_group_commit_of_concurrent_submitters() {
                         match store.submit(c, 5000) {
                             Ok(Decision::Accepted(e)) => acked.lock().unwrap().push(e.receipt()),
                             Ok(Decision::Duplicate(r)) => acked.lock().unwrap().push(r),
-                            Err(_) => break,
+                            Ok(Decision::Rejected(_)) | Err(_) => break,
                         }
                     }
                 });

@@ -144,8 +144,10 @@ impl Scenario {
     /// The log as stored (redacted values erased).
     pub fn events(&self) -> Vec<Event> {
         self.auth
-            .events(&self.group, 0, usize::MAX)
+            .group(&self.group)
             .expect("the group exists")
+            .logged(0, usize::MAX)
+            .expect("the log decodes")
     }
 
     /// Hash of the state after each seq: `hashes[n]` is the hash at seq `n` (0: nothing).

@@ -248,7 +248,11 @@ impl World {
                     .and_then(|w| w.lease.clone());
                 (session, lease)
             });
-        let d = self.auth.submit(cmd, self.now);
+        // The simulation sees a rejection as the error the agent is answered with.
+        let d = self
+            .auth
+            .submit(cmd, self.now)
+            .and_then(Decision::into_result);
         self.log(format!(
             "auth {} {} {} -> {}",
             cmd.actor,
@@ -257,6 +261,7 @@ impl World {
             match &d {
                 Ok(Decision::Accepted(e)) => format!("accepted {}", e.seq),
                 Ok(Decision::Duplicate(r)) => format!("duplicate {}", r.seq),
+                Ok(Decision::Rejected(r)) => r.code.to_string(),
                 Err(e) => e.code.to_string(),
             }
         ));
@@ -675,6 +680,7 @@ impl World {
                 let answer = match self.decide(&cmd)? {
                     Ok(Decision::Accepted(e)) => Ok(e.receipt()),
                     Ok(Decision::Duplicate(r)) => Ok(r),
+                    Ok(Decision::Rejected(r)) => Err(r.into_error()),
                     Err(e) => Err(e),
                 };
                 self.send(Msg::ToAgent(i, Reply::Answer(action, Box::new(answer))));

@@ -102,6 +102,7 @@ impl Rig {
                 let answer = match self.s.submit(&cmd) {
                     Ok(Decision::Accepted(e)) => Ok(e.receipt()),
                     Ok(Decision::Duplicate(r)) => Ok(r),
+                    Ok(Decision::Rejected(r)) => Err(r.into_error()),
                     Err(e) => Err(e),
                 };
                 if self.events_first {

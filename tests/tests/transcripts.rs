@@ -245,7 +245,11 @@ impl Host for Checked {
         self.commands += 1;
         let (before, log_before) = self.snapshot(&cmd.group);
         let hash_before = before.as_ref().map(|s| s.hash().expect("state hashes"));
-        let result = self.inner.submit(cmd, now_ms);
+        // A rejection is checked as the error every surface shows for it.
+        let result = self
+            .inner
+            .submit(cmd, now_ms)
+            .and_then(Decision::into_result);
         let (after, log_after) = self.snapshot(&cmd.group);
         let hash_after = after.as_ref().map(|s| s.hash().expect("state hashes"));
         let unchanged = hash_before == hash_after && log_before == log_after;
@@ -256,6 +260,7 @@ impl Host for Checked {
                 }
                 self.check_rejected(cmd, now_ms, e, &before);
             }
+            Ok(Decision::Rejected(_)) => unreachable!("turned into an error above"),
             Ok(Decision::Duplicate(r)) => {
                 if !unchanged {
                     self.problem("a duplicate changed the group".into());
@@ -276,6 +281,10 @@ impl Host for Checked {
 
     fn restart(&mut self) -> Result<()> {
         self.inner.restart()
+    }
+
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        self.inner.advance(group, now_ms)
     }
 
     fn state(&self, group: &Id) -> Option<GroupState> {
@@ -434,7 +443,13 @@ fn redaction_erases_values_and_keeps_the_chain() {
     let run = run(&file("redaction_archive.jsonl"));
     assert!(!run.failed);
     let g = Id::new("g1").expect("id");
-    let events = run.host.inner.events(&g, 0, usize::MAX).expect("events");
+    let events = run
+        .host
+        .inner
+        .group(&g)
+        .expect("the group exists")
+        .logged(0, usize::MAX)
+        .expect("events");
     let redacted: Vec<u64> = events
         .iter()
         .filter_map(|e| match &e.kind {

@@ -2,7 +2,7 @@
 //! [`mwp_core::memory::MemoryGroup`]. Hosts that persist elsewhere (IndexedDB, files) use
 //! `decide` and `append` with their own write in between, or the stores of [`crate::idb_store`].
 
-use mwp_core::memory::MemoryGroup;
+use mwp_core::memory::{MemoryAuthority, MemoryGroup};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{accept, Decision, Error, Event, GroupState, Limits};
 use serde_json::json;
@@ -27,6 +27,7 @@ pub fn decision_to_js(decision: &Decision) -> Result<JsValue, Error> {
             Ok(obj)
         }
         Decision::Duplicate(receipt) => to_js(&json!({"outcome": "duplicate", "receipt": receipt})),
+        Decision::Rejected(r) => to_js(&json!({"outcome": "rejected", "error": r})),
     }
 }
 
@@ -73,7 +74,7 @@ impl Authority {
     #[wasm_bindgen(constructor)]
     pub fn new() -> Authority {
         Authority {
-            group: MemoryGroup::default(),
+            group: MemoryGroup::new(MemoryAuthority::new().config().clone()),
             limits: Limits::default(),
         }
     }
@@ -97,7 +98,8 @@ impl Authority {
         let cmd = command_from_js(command, &self.limits)?;
         let decision = self
             .group
-            .submit(&cmd, uint(now_ms, "nowMs")?, &self.limits)?;
+            .submit(&cmd, uint(now_ms, "nowMs")?)?
+            .into_result()?;
         Ok(decision_to_js(&decision)?)
     }
 
@@ -114,8 +116,8 @@ impl Authority {
         let results = js_sys::Array::new();
         let mut batch = Vec::new();
         for command in commands {
-            let decided = command_from_js(command, &self.limits)
-                .and_then(|cmd| self.group.submit(&cmd, now, &self.limits));
+            let decided =
+                command_from_js(command, &self.limits).and_then(|cmd| self.group.submit(&cmd, now));
             let result = match decided {
                 Ok(decision) => {
                     if let Decision::Accepted(event) = &decision {
@@ -146,7 +148,8 @@ impl Authority {
             &cmd,
             uint(now_ms, "nowMs")?,
             &self.limits,
-        )?;
+        )?
+        .into_result()?;
         Ok(decision_to_js(&decision)?)
     }
 

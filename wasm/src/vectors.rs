@@ -47,6 +47,7 @@ impl Host for Recording {
                 shared.receipt = Some(canonical::to_vec(&event.receipt())?);
             }
             Decision::Duplicate(receipt) => shared.receipt = Some(canonical::to_vec(receipt)?),
+            Decision::Rejected(_) => {}
         }
         Ok(decision)
     }
@@ -82,7 +83,7 @@ pub fn vector_lines(text: &str) -> Result<Vec<String>> {
     let mut runner = Runner::new(&mut host);
     let mut lines = Vec::new();
     for line in text.lines() {
-        let Some(out) = runner.run_line(line) else {
+        let Some(out) = runner.run_line(line).pop() else {
             continue;
         };
         let mut s = shared.borrow_mut();
@@ -178,6 +179,7 @@ pub fn bench_log(items: u32) -> Result<Vec<u8>> {
         match authority.submit(&cmd, now)? {
             Decision::Accepted(_) => Ok(()),
             Decision::Duplicate(_) => Err(Error::malformed("bench log: unexpected duplicate")),
+            Decision::Rejected(r) => Err(r.into_error()),
         }
     };
     submit(

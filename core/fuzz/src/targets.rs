@@ -112,6 +112,10 @@ pub fn accept_bytes(data: &[u8]) {
     let state = fixed_state();
     match accept(Some(state), &cmd, now, &limits) {
         Err(e) => assert!(!e.message.is_empty(), "every error says what was wrong"),
+        Ok(Decision::Rejected(r)) => {
+            assert!(!r.message.is_empty(), "every rejection says what was wrong");
+            assert!(r.code.is_rejection(), "a rejection carries a check's code");
+        }
         Ok(Decision::Duplicate(r)) => {
             let stored = state
                 .receipt(r.actor.as_str(), r.action.as_str())

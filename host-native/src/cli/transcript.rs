@@ -126,6 +126,13 @@ impl Host for ServiceHost {
     fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
         Some(self.replicas.get(group)?.state()?.work.get(work)?.state)
     }
+
+    /// The service's own ticks at `now_ms`, as its tick loop would send them.
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        let done = crate::service::advance(&**self.service()?, group, now_ms)?;
+        self.follow(group)?;
+        Ok(done)
+    }
 }
 
 /// Runs the transcript in `file` on a fresh authority of the kind `url` names.
@@ -181,7 +188,7 @@ pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
 pub fn run_text(host: &mut dyn Host, text: &str, out: &mut dyn Write) -> std::io::Result<bool> {
     let mut runner = Runner::new(host);
     for line in text.lines() {
-        if let Some(v) = runner.run_line(line) {
+        for v in runner.run_line(line) {
             writeln!(out, "{v}")?;
         }
     }

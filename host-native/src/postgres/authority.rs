@@ -6,13 +6,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use postgres::error::SqlState;
 use postgres::{GenericClient, Transaction};
 
+use mwp_core::authority::{self, Authority, Commit, Step};
 use mwp_core::canonical::{self, Strictness};
-use mwp_core::command::{Body, Tick};
-use mwp_core::snapshot::{Snapshot, SnapshotRef};
+use mwp_core::snapshot::Snapshot;
 use mwp_core::transcript::Host;
 use mwp_core::{
-    accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits,
-    PublicKey, Receipt, Result, SecretKey, WorkState,
+    Code, Command, Decision, Error, Event, GroupState, Hash, Id, PublicKey, Receipt, Result,
+    SecretKey, WorkState,
 };
 
 use super::config::{KeySource, PostgresConfig};
@@ -112,11 +112,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// an async runtime thread (the sync driver runs its own small runtime per connection).
 pub struct PostgresAuthority {
     pool: Pool,
-    key: SecretKey,
+    /// The key and the policy (limits, snapshot cadence, online window) every group's
+    /// driver decides with.
+    authority: Arc<authority::Config>,
     public: PublicKey,
-    limits: Limits,
-    snapshot_every: u64,
-    online_window: Option<u64>,
     cache_groups: usize,
     lock_salt: String,
     label: String,
@@ -165,10 +164,14 @@ impl PostgresAuthority {
         let authority = PostgresAuthority {
             pool,
             public: key.public(),
-            key,
-            limits: config.limits,
-            snapshot_every: config.snapshot_every,
-            online_window: config.online_window,
+            authority: authority::Config::new(
+                key,
+                authority::Policy {
+                    limits: config.limits,
+                    snapshot_every: Some(config.snapshot_every).filter(|n| *n > 0),
+                    online_events: config.online_window,
+                },
+            ),
             cache_groups: config.cache_groups.max(1),
             lock_salt: config.schema.unwrap_or_default(),
             label,
@@ -189,7 +192,7 @@ impl PostgresAuthority {
 
     /// The authority's secret key (the router hands it to the other servers).
     pub(crate) fn secret_key(&self) -> &SecretKey {
-        &self.key
+        self.authority.secret_key()
     }
 
     /// The name routing gives this server (`shard=` or `host:port/dbname`).
@@ -448,8 +451,8 @@ impl PostgresAuthority {
         Ok(out)
     }
 
-    /// Decides `cmd` against the slot's state (at the database's head, group locked) and
-    /// writes an accepted event in the open transaction.
+    /// Decides `cmd` with the group's driver over the slot's state (at the database's head,
+    /// group locked) and writes what an accepted command commits in the open transaction.
     fn decide(
         &self,
         tx: &mut Transaction<'_>,
@@ -458,29 +461,34 @@ impl PostgresAuthority {
         cmd: &Command,
         now_ms: u64,
     ) -> Result<Result<Decision>, Failure> {
-        let event = match accept(slot.state.as_ref(), cmd, now_ms, &self.limits) {
-            Ok(Decision::Accepted(event)) => event,
-            other => return Ok(other),
+        // The driver applies an accepted event to the state it is given; if the write below
+        // fails, `locked` marks the slot stale and it is reloaded from the database.
+        let mut driver = Authority::restore(self.authority.clone(), slot.state.take());
+        let step = driver.handle_command(cmd, now_ms);
+        slot.state = driver.into_state();
+        let commit = match step {
+            Ok(Step::Accepted(commit)) => commit,
+            Ok(other) => return Ok(Ok(other.into_decision())),
+            Err(e) => return Ok(Err(e)),
         };
-        if let Err(e) = GroupState::apply_to(&mut slot.state, &event) {
-            return Ok(Err(e));
-        }
         let state = slot
             .state
             .as_ref()
             .expect("a state exists once an event applied");
-        self.write(tx, sql, &event, state)?;
-        Ok(Ok(Decision::Accepted(event)))
+        self.write(tx, sql, &commit, state)?;
+        Ok(Ok(commit.into_decision()))
     }
 
-    /// Writes an accepted event, applied to `state` already, in the open transaction.
+    /// Writes what an accepted command commits (its event applied to `state` already) in
+    /// the open transaction: the event, the redaction's erasure, the snapshot that is due.
     fn write(
         &self,
         tx: &mut Transaction<'_>,
         sql: &Statements,
-        event: &Event,
+        commit: &Commit,
         state: &GroupState,
     ) -> Result<(), Failure> {
+        let event = &*commit.event;
         let group = event.group.as_str();
         let seq = to_i64(event.seq, "seq")?;
         let deadline = match state.archived {
@@ -505,7 +513,7 @@ impl PostgresAuthority {
                     &deadline,
                     &state.archived,
                     &kind,
-                    &event.to_cbor()?,
+                    &commit.bytes,
                     &event.actor.as_str(),
                     &event.action.as_str(),
                     &receipt,
@@ -523,25 +531,26 @@ impl PostgresAuthority {
                 retry: true,
             });
         }
-        if let EventKind::EventRedacted(r) = &event.kind {
-            let target = to_i64(r.seq, "seq")?;
+        if let Some(target) = commit.erase {
             let row = tx
-                .query_opt(&sql.event_for_update, &[&group, &target])
+                .query_opt(&sql.event_for_update, &[&group, &to_i64(target, "seq")?])
                 .map_err(db("reading the event to redact"))?
                 .ok_or_else(|| {
                     corrupt(
                         &event.group,
-                        format!("event seq {} to redact is not in the log", r.seq),
+                        format!("event seq {target} to redact is not in the log"),
                     )
                 })?;
             let mut old = Event::from_cbor(row.get(0))?;
             old.redact()?;
-            tx.execute(&sql.rewrite_event, &[&group, &target, &old.to_cbor()?])
-                .map_err(db("erasing the redacted values"))?;
+            tx.execute(
+                &sql.rewrite_event,
+                &[&group, &to_i64(target, "seq")?, &old.to_cbor()?],
+            )
+            .map_err(db("erasing the redacted values"))?;
         }
-        let archived = matches!(event.kind, EventKind::GroupArchived(_));
-        if archived || (self.snapshot_every > 0 && event.seq % self.snapshot_every == 0) {
-            self.store_snapshot(tx, sql, state)?;
+        if let Some(due) = &commit.snapshot {
+            self.store_snapshot(tx, sql, due.state())?;
         }
         Ok(())
     }
@@ -552,7 +561,7 @@ impl PostgresAuthority {
         sql: &Statements,
         state: &GroupState,
     ) -> Result<(u64, Hash, Vec<u8>), Failure> {
-        let snap = Snapshot::build(state, &self.key)?;
+        let snap = Snapshot::build(state, self.authority.secret_key())?;
         let bytes = snap.to_cbor()?;
         tx.execute(
             &sql.insert_snapshot,
@@ -581,9 +590,30 @@ impl PostgresAuthority {
         })
     }
 
-    /// `CURSOR_TOO_OLD` for a replay after `after` when only events after `oldest` are
-    /// served, naming a snapshot at or past `oldest` (taking one if there is none).
-    fn cursor_too_old(&self, group: &Id, after: u64, oldest: u64) -> Result<Error> {
+    /// The online window ([`authority::Policy::check_replay`]): `CURSOR_TOO_OLD` naming
+    /// the latest snapshot when `after` is older than the window, taking one if there is
+    /// none.
+    fn check_replay(&self, group: &Id, after: u64, head: u64) -> Result<()> {
+        let policy = self.authority.policy();
+        let mut latest = None;
+        for _ in 0..2 {
+            match policy.check_replay(group, after, head, latest) {
+                authority::Replay::Serve => return Ok(()),
+                authority::Replay::TooOld(e) => return Err(e),
+                authority::Replay::NeedSnapshot if latest.is_none() => {
+                    latest = Some(self.latest_snapshot_ref(group)?);
+                }
+                authority::Replay::NeedSnapshot => break,
+            }
+        }
+        Err(Error::new(
+            Code::Storage,
+            format!("group {group}: no snapshot could be read or taken for an old cursor"),
+        ))
+    }
+
+    /// The (seq, state hash) of the latest stored snapshot, taking one if there is none.
+    fn latest_snapshot_ref(&self, group: &Id) -> Result<(u64, Hash)> {
         let latest = {
             let mut conn = self.pool.get()?;
             let (client, sql) = conn.parts();
@@ -591,24 +621,17 @@ impl PostgresAuthority {
                 .query_opt(&sql.latest_snapshot, &[&group.as_str()])
                 .map_err(|e| storage("reading the latest snapshot", &e))?
         };
-        let (seq, hash) = match latest {
-            Some(row) if to_u64(row.get(0), group, "seq")? >= oldest => {
+        match latest {
+            Some(row) => {
                 let hash = Hash::from_hex(row.get::<_, &str>(1))
                     .map_err(|e| corrupt(group, format!("snapshot hash: {e}")))?;
-                (to_u64(row.get(0), group, "seq")?, hash)
+                Ok((to_u64(row.get(0), group, "seq")?, hash))
             }
-            _ => {
+            None => {
                 let (seq, hash, _) = self.snapshot_now(group)?;
-                (seq, hash)
+                Ok((seq, hash))
             }
-        };
-        let location = format!("/v1/groups/{group}/snapshots/latest");
-        Ok(SnapshotRef {
-            seq,
-            hash,
-            location,
         }
-        .cursor_too_old(after, oldest))
     }
 
     fn head(&self, group: &Id) -> Result<Option<u64>> {
@@ -714,12 +737,7 @@ impl AuthorityService for PostgresAuthority {
 
     fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
         let head = self.head(group)?.ok_or_else(|| not_found(group))?;
-        if let Some(window) = self.online_window {
-            let oldest = head.saturating_sub(window);
-            if after < oldest {
-                return Err(self.cursor_too_old(group, after, oldest)?);
-            }
-        }
+        self.check_replay(group, after, head)?;
         if limit == 0 || after >= head {
             return Ok(Vec::new());
         }
@@ -817,37 +835,20 @@ impl AuthorityService for PostgresAuthority {
 
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
         self.locked(group, |this, tx, sql, slot| {
-            let Some(state) = slot.state.as_ref() else {
+            if slot.state.is_none() {
                 return Ok(Err(not_found(group)));
-            };
-            if state.archived {
-                return Ok(Ok(None));
             }
-            // Named after the head it was decided at: a tick another server sent first moves
-            // the head, so this one is a new command, not a collision.
-            let cmd = Id::new(format!("tick-{}-{now_ms}", state.seq))
-                .map_err(|e| Error::malformed(format!("tick action: {e}")))
-                .and_then(|action| {
-                    Command::signed(
-                        state.org.clone(),
-                        group.clone(),
-                        Id::authority(),
-                        action,
-                        1,
-                        None,
-                        Body::Tick(Tick {}),
-                        &this.key,
-                    )
-                });
-            let cmd = match cmd {
-                Ok(cmd) => cmd,
+            // The driver names the tick after the head it is decided at (under the group's
+            // lock): a tick another server sent first moved the head already.
+            let driver = Authority::restore(this.authority.clone(), slot.state.take());
+            let tick = driver.poll_tick(now_ms);
+            slot.state = driver.into_state();
+            let cmd = match tick {
+                Ok(Some(cmd)) => cmd,
+                Ok(None) => return Ok(Ok(None)),
                 Err(e) => return Ok(Err(e)),
             };
-            Ok(match this.decide(tx, sql, slot, &cmd, now_ms)? {
-                Ok(d) => Ok(Some(d)),
-                Err(e) if e.code == Code::NotYet => Ok(None),
-                Err(e) => Err(e),
-            })
+            Ok(this.decide(tx, sql, slot, &cmd, now_ms)?.map(Some))
         })
     }
 }
@@ -868,5 +869,8 @@ impl Host for PostgresAuthority {
         self.read_state(group, |s| Some(s?.work.get(work)?.state))
             .ok()
             .flatten()
+    }
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        crate::service::advance(self, group, now_ms)
     }
 }

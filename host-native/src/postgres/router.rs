@@ -224,6 +224,9 @@ impl Host for PostgresRouter {
     fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
         Host::work_state(self.shard_for(group), group, work)
     }
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        crate::service::advance(self, group, now_ms)
+    }
 }
 
 #[cfg(test)]

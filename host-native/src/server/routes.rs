@@ -206,8 +206,13 @@ async fn post_command(
                 .insert("mwp-duplicate", HeaderValue::from_static("true"));
             resp
         }
+        // Mapped to a status by its code alone (`wire::status`).
+        Ok((_, Decision::Rejected(r))) => {
+            tracing::debug!(code = %r.code, message = %r.message, "rejected");
+            wire::error(format, &r.into_error())
+        }
         Err(e) => {
-            tracing::debug!(code = %e.code, message = %e.message, "rejected");
+            tracing::debug!(code = %e.code, message = %e.message, "failed");
             wire::error(format, &e)
         }
     }
@@ -277,21 +282,6 @@ fn decode_command(
                 cmd.group, cmd.group
             ),
         ));
-    }
-    if let Body::OpenGroup(open) = &cmd.body {
-        let own = app.service.authority_key();
-        if open.authority_key != own {
-            // The checks of SPEC §3 that come first (signature, role, session) answer first.
-            mwp_core::accept(None, &cmd, 0, &limits)?;
-            return Err(Error::new(
-                Code::NotPermitted,
-                format!(
-                    "open_group names authority_key {} but this server signs with {own}; name {own} (GET /v1/authority)",
-                    open.authority_key
-                ),
-            )
-            .with("authority_key", own.to_hex()));
-        }
     }
     Ok(cmd)
 }

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use mwp_core::accept::accept_preverified;
+use mwp_core::authority::{self, Authority, Commit, Step};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{
-    accept, Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, PreparedKey,
-    PublicKey, Receipt, Result,
+    Code, Command, Decision, Error, Event, EventKind, GroupState, Hash, Id, PreparedKey, PublicKey,
+    Receipt, Result,
 };
 
 use super::backend::StorageFile;
@@ -28,7 +28,6 @@ use super::format::{
     storage, Erased, Erasure, FileHeader, RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN,
     OVERLAY_MAGIC, OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC,
 };
-use super::policy;
 use super::{Ctx, OpenReport};
 
 /// Largest number of record bytes one `events` call reads.
@@ -55,8 +54,18 @@ struct Staged {
 }
 
 struct Core {
-    state: GroupState,
+    /// The group's authority driver; its state may be ahead of durability by `pending`.
+    driver: Authority,
     pending: Vec<Staged>,
+}
+
+impl Core {
+    /// The state: a created or opened group always has one (genesis is applied first).
+    fn state(&self) -> &GroupState {
+        self.driver
+            .state()
+            .expect("a group on disk holds at least its genesis event")
+    }
 }
 
 struct SyncState {
@@ -160,7 +169,15 @@ impl GroupLog {
     /// group's name only once the segment is durable (docs/format.md, "Creating a group"): a
     /// group directory therefore always holds a segment, and only a `.new-` directory is an
     /// interrupted creation.
-    pub(crate) fn create(ctx: Arc<Ctx>, dir: PathBuf, genesis: &Event) -> Result<Arc<GroupLog>> {
+    pub(crate) fn create(
+        ctx: Arc<Ctx>,
+        dir: PathBuf,
+        driver: Authority,
+        genesis: &Commit,
+    ) -> Result<Arc<GroupLog>> {
+        let bytes = &genesis.bytes;
+        let genesis_snapshot = &genesis.snapshot;
+        let genesis = &*genesis.event;
         let be = &ctx.backend;
         let parent = dir.parent().unwrap_or(Path::new("")).to_path_buf();
         let dir_name = dir
@@ -182,7 +199,6 @@ impl GroupLog {
             be.create_dir(&building)
                 .map_err(io_err(format!("create {}", building.display())))?;
         }
-        let bytes = genesis.to_cbor()?;
         let mut data = FileHeader {
             magic: SEGMENT_MAGIC,
             first_seq: 1,
@@ -191,23 +207,20 @@ impl GroupLog {
         }
         .encode()
         .to_vec();
-        encode_record(&mut data, 1, 1, &bytes);
+        encode_record(&mut data, 1, 1, bytes);
         let name = segment_name(1);
         let file = write_new_file(&ctx, &building, &name, &data)?;
         be.rename(&building, &dir)
             .map_err(io_err(format!("rename {}", building.display())))?;
         be.sync_dir(&parent)
             .map_err(io_err(format!("sync {}", parent.display())))?;
-        let mut state = None;
-        GroupState::apply_to(&mut state, genesis)?;
-        let state = state.ok_or_else(|| Error::corrupt("genesis produced no state"))?;
-        let head = state.head;
+        let head = genesis.id;
         let group = GroupLog {
             id: genesis.group.clone(),
             dir,
             ctx,
             core: Mutex::new(Core {
-                state,
+                driver,
                 pending: Vec::new(),
             }),
             sync: Mutex::new(SyncState {
@@ -235,9 +248,8 @@ impl GroupLog {
             snaps: Mutex::new(None),
         };
         let group = Arc::new(group);
-        if group.ctx.cadence.due(genesis) {
-            let state = lock(&group.core).state.clone();
-            group.write_snapshot(&state)?;
+        if let Some(due) = &genesis_snapshot {
+            group.write_snapshot(due.state())?;
         }
         Ok(group)
     }
@@ -255,14 +267,14 @@ impl GroupLog {
     /// A copy of the state as of the last durable event (the in-memory state may be ahead by
     /// staged events; this waits until they are durable, or fails if storage failed).
     pub(crate) fn state(&self) -> Result<GroupState> {
-        let state = lock(&self.core).state.clone();
+        let state = lock(&self.core).state().clone();
         self.wait_durable(state.seq)?;
         Ok(state)
     }
 
     /// Runs `f` on the state (possibly ahead of durability by staged events).
     pub(crate) fn with_state<T>(&self, f: impl FnOnce(&GroupState) -> T) -> T {
-        f(&lock(&self.core).state)
+        f(lock(&self.core).state())
     }
 
     /// Decides a command; an accepted event is durable when this returns.
@@ -289,37 +301,44 @@ impl GroupLog {
             let mut core = lock(&self.core);
             self.ctx.check_sticky()?;
             let decided = match &verified {
-                Some(k) => accept_preverified(Some(&core.state), cmd, now_ms, &self.ctx.limits, k),
-                None => accept(Some(&core.state), cmd, now_ms, &self.ctx.limits),
+                Some(k) => core.driver.handle_command_preverified(cmd, now_ms, k),
+                None => core.driver.handle_command(cmd, now_ms),
             };
             match decided {
-                Err(e) => (Err(e), core.state.seq, None),
-                Ok(Decision::Duplicate(r)) => {
+                Err(e) => (Err(e), core.state().seq, None),
+                Ok(Step::Rejected(r)) => (Ok(Decision::Rejected(r)), core.state().seq, None),
+                Ok(Step::Duplicate(r)) => {
                     let seq = r.seq;
                     (Ok(Decision::Duplicate(r)), seq, None)
                 }
-                Ok(Decision::Accepted(event)) => {
-                    let bytes = event.to_cbor()?;
-                    if bytes.len() > MAX_RECORD_LEN as usize {
-                        return Err(Error::malformed(format!(
-                            "event is {} bytes; the store's record limit is {MAX_RECORD_LEN}",
-                            bytes.len()
-                        )));
+                Ok(Step::Accepted(commit)) => {
+                    // The driver applied the event; it must reach the log or the store
+                    // refuses writes (a failed flush is sticky), so the state never
+                    // outlives what is durable.
+                    if commit.bytes.len() > MAX_RECORD_LEN as usize {
+                        let e = Error::new(
+                            Code::Storage,
+                            format!(
+                                "event is {} bytes; the store's record limit is {MAX_RECORD_LEN}",
+                                commit.bytes.len()
+                            ),
+                        );
+                        self.ctx.set_sticky(e.clone());
+                        return Err(e);
                     }
-                    // apply checks before it changes anything: on error nothing is staged.
-                    core.state.apply(&event)?;
+                    let Commit {
+                        event,
+                        bytes,
+                        snapshot,
+                        ..
+                    } = commit;
                     core.pending.push(Staged {
                         seq: event.seq,
                         id: event.id,
                         bytes,
                     });
-                    let snap = self
-                        .ctx
-                        .cadence
-                        .due(&event)
-                        .then(|| Box::new(core.state.clone()));
                     let seq = event.seq;
-                    (Ok(Decision::Accepted(event)), seq, snap)
+                    (Ok(Decision::Accepted(event)), seq, snapshot)
                 }
             }
         };
@@ -328,16 +347,16 @@ impl GroupLog {
             if let EventKind::EventRedacted(r) = &event.kind {
                 self.fail_sticky(self.erase(r.seq))?;
             }
-            if let Some(state) = snapshot {
+            if let Some(due) = snapshot {
                 let archived = matches!(event.kind, EventKind::GroupArchived(_));
                 if self.ctx.background_snapshots && !archived {
                     let me = Arc::clone(self);
                     std::thread::spawn(move || {
                         // A failure is recorded as the sticky storage error.
-                        let _ = me.fail_sticky(me.write_snapshot(&state));
+                        let _ = me.fail_sticky(me.write_snapshot(due.state()));
                     });
                 } else {
-                    self.fail_sticky(self.write_snapshot(&state))?;
+                    self.fail_sticky(self.write_snapshot(due.state()))?;
                 }
             }
         }
@@ -505,28 +524,32 @@ impl GroupLog {
         (r.seq <= self.durable()).then_some(r)
     }
 
-    /// The next lease deadline, unless archived.
+    /// When the group's authority next acts by itself ([`Authority::next_wake`]).
     pub(crate) fn next_deadline(&self) -> Option<u64> {
-        self.with_state(|s| if s.archived { None } else { s.next_deadline() })
+        lock(&self.core).driver.next_wake()
     }
 
-    /// Submits a `tick` signed with the authority key; `None` when nothing is due.
-    pub(crate) fn tick(self: &Arc<Self>, now_ms: u64) -> Result<Option<Decision>> {
-        let cmd = self.with_state(|s| policy::tick_command(s, &self.ctx.key))?;
-        match self.submit(&cmd, now_ms) {
-            Err(e) if e.code == Code::NotYet || e.code == Code::GroupArchived => Ok(None),
-            other => other.map(Some),
-        }
+    /// Submits the `tick` the driver sends at `now_ms` ([`Authority::poll_tick`]); `None`
+    /// when nothing is due.
+    pub(crate) fn tick(self: &Arc<Self>, now_ms: u64) -> Result<Option<(Command, Decision)>> {
+        let Some(cmd) = lock(&self.core).driver.poll_tick(now_ms)? else {
+            return Ok(None);
+        };
+        let decision = self.submit(&cmd, now_ms)?;
+        Ok(Some((cmd, decision)))
     }
 
     /// Events with seq > `after`, at most `limit`, durable ones only.
     pub(crate) fn events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
         let head = self.durable();
-        if let Some(w) = self.ctx.window.online_events {
-            if after < head.saturating_sub(w) {
-                let info = self.latest_snapshot_info()?;
-                let r = policy::snapshot_ref(&self.id, info.seq, info.state_hash);
-                self.ctx.window.check(after, head, &r)?;
+        let policy = self.ctx.authority.policy();
+        let mut latest = lock(&self.snaps).clone();
+        loop {
+            let known = latest.as_ref().map(|i| (i.seq, i.state_hash));
+            match policy.check_replay(&self.id, after, head, known) {
+                authority::Replay::Serve => break,
+                authority::Replay::NeedSnapshot => latest = Some(self.latest_snapshot_info()?),
+                authority::Replay::TooOld(e) => return Err(e),
             }
         }
         if after >= head || limit == 0 {
@@ -720,7 +743,7 @@ impl GroupLog {
         }
         let state = self.state()?;
         if self.ctx.read_only {
-            let (_, state_hash) = Snapshot::build_stored(&state, &self.ctx.key)?;
+            let (_, state_hash) = Snapshot::build_stored(&state, self.ctx.authority.secret_key())?;
             return Ok(SnapInfo {
                 seq: state.seq,
                 state_hash,
@@ -734,7 +757,7 @@ impl GroupLog {
     pub(crate) fn latest_snapshot(&self) -> Result<Vec<u8>> {
         if self.ctx.read_only && lock(&self.snaps).is_none() {
             let state = self.state()?;
-            return Ok(Snapshot::build_stored(&state, &self.ctx.key)?.0);
+            return Ok(Snapshot::build_stored(&state, self.ctx.authority.secret_key())?.0);
         }
         let info = self.latest_snapshot_info()?;
         let bytes = read_snapshot_file(&self.ctx, &self.path(&snapshot_name(info.seq)))?;
@@ -754,7 +777,7 @@ impl GroupLog {
             return Ok(l.clone());
         }
         self.ctx.check_sticky()?;
-        let (payload, state_hash) = Snapshot::build_stored(state, &self.ctx.key)?;
+        let (payload, state_hash) = Snapshot::build_stored(state, self.ctx.authority.secret_key())?;
         let data = format::encode_snapshot_file(state.seq, &payload);
         drop(payload);
         write_new_file(&self.ctx, &self.dir, &snapshot_name(state.seq), &data)?;
@@ -1022,12 +1045,13 @@ impl GroupLog {
         };
         let archived = state.archived;
         let redacted: Vec<u64> = state.redacted.iter().copied().collect();
+        let driver = Authority::restore(ctx.authority.clone(), Some(state));
         let group = Arc::new(GroupLog {
             id,
             dir,
             ctx,
             core: Mutex::new(Core {
-                state,
+                driver,
                 pending: Vec::new(),
             }),
             sync: Mutex::new(SyncState {
@@ -1056,7 +1080,7 @@ impl GroupLog {
             }
         }
         if archived && lock(&group.snaps).as_ref().map(|s| s.seq) != Some(head) {
-            let state = lock(&group.core).state.clone();
+            let state = lock(&group.core).state().clone();
             group.write_snapshot(&state)?;
             report
                 .repaired
@@ -1175,7 +1199,7 @@ fn load_snapshot(ctx: &Ctx, path: &Path, seq: u64, group: &Id) -> Result<Snapsho
     let bytes = read_snapshot_file(ctx, path)?;
     let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
     let (frame_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
-    let snap = Snapshot::verify_stored(payload, &ctx.key.public(), group)?;
+    let snap = Snapshot::verify_stored(payload, &ctx.authority.public_key(), group)?;
     drop(bytes);
     if frame_seq != seq || snap.seq != seq {
         return Err(invalid(format!(

@@ -21,24 +21,23 @@ pub mod format;
 pub mod fsck;
 mod group;
 pub mod lock;
-pub mod policy;
 pub mod projection;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use mwp_core::authority::{self, Authority, Step};
 use mwp_core::transcript::Host;
 use mwp_core::{
-    accept, Code, Command, Decision, Error, GroupState, Hash, Id, Limits, PublicKey, Receipt,
-    Result, SecretKey, WorkState,
+    Code, Command, Decision, Error, GroupState, Hash, Id, Limits, PublicKey, Receipt, Result,
+    SecretKey, WorkState,
 };
 
 use crate::service::AuthorityService;
 use backend::{Backend, FsBackend};
 use format::{group_dir_name, group_from_dir_name, storage, GROUPS_DIR, KEY_NAME};
 use group::{lock, GroupLog};
-use policy::{OnlineWindow, SnapshotCadence};
 
 pub use fsck::{fsck, fsck_with, FsckReport};
 
@@ -78,7 +77,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             online_events: None,
-            snapshot_every: SnapshotCadence::default().every,
+            snapshot_every: Some(authority::DEFAULT_SNAPSHOT_EVERY),
             snapshots_kept: 2,
             segment_bytes: 64 << 20,
             reserve_bytes: 4 << 20,
@@ -106,10 +105,9 @@ pub struct OpenReport {
 /// What every group of a store shares.
 pub(crate) struct Ctx {
     backend: Arc<dyn Backend>,
-    key: SecretKey,
-    limits: Limits,
-    cadence: SnapshotCadence,
-    window: OnlineWindow,
+    /// The authority's key and policy (limits, snapshot cadence, online window): what the
+    /// driver of every group decides with.
+    authority: Arc<authority::Config>,
     snapshots_kept: usize,
     segment_bytes: u64,
     reserve_bytes: u64,
@@ -358,14 +356,14 @@ impl FileStore {
         }
         let ctx = Arc::new(Ctx {
             backend: backend.clone(),
-            key,
-            limits: opts.limits.clone(),
-            cadence: SnapshotCadence {
-                every: opts.snapshot_every,
-            },
-            window: OnlineWindow {
-                online_events: opts.online_events,
-            },
+            authority: authority::Config::new(
+                key,
+                authority::Policy {
+                    limits: opts.limits.clone(),
+                    snapshot_every: opts.snapshot_every,
+                    online_events: opts.online_events,
+                },
+            ),
             snapshots_kept: opts.snapshots_kept,
             segment_bytes: opts.segment_bytes,
             reserve_bytes: opts.reserve_bytes.min(opts.segment_bytes),
@@ -464,7 +462,7 @@ impl FileStore {
         let backend = self.ctx.backend.clone();
         let root = self.root.clone();
         let mut opts = self.opts.clone();
-        opts.authority_key = Some(self.ctx.key.clone());
+        opts.authority_key = Some(self.ctx.authority.secret_key().clone());
         // The writer lock stays held across the restart.
         let dir_lock = self.dir_lock.take();
         drop(self);
@@ -481,22 +479,23 @@ impl FileStore {
             return g.submit(cmd, now_ms);
         }
         self.ctx.check_sticky()?;
-        let decision = accept(None, cmd, now_ms, &self.ctx.limits)?;
-        // Only an accepted open_group reaches here: accept(None, …) accepts nothing else.
-        if let Decision::Accepted(event) = &decision {
-            policy::check_open_group(cmd, &self.ctx.key.public())?;
-            let dir = self.root.join(GROUPS_DIR).join(group_dir_name(&cmd.group));
-            let g = GroupLog::create(self.ctx.clone(), dir, event).inspect_err(|e| {
-                if e.code == Code::Storage {
-                    self.ctx.set_sticky(e.clone());
-                }
-            })?;
-            self.groups
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(g.id().clone(), g);
-        }
-        Ok(decision)
+        let mut driver = Authority::new(self.ctx.authority.clone());
+        // Only an open_group naming this authority's key is accepted before genesis.
+        let commit = match driver.handle_command(cmd, now_ms)? {
+            Step::Accepted(commit) => commit,
+            other => return Ok(other.into_decision()),
+        };
+        let dir = self.root.join(GROUPS_DIR).join(group_dir_name(&cmd.group));
+        let g = GroupLog::create(self.ctx.clone(), dir, driver, &commit).inspect_err(|e| {
+            if e.code == Code::Storage {
+                self.ctx.set_sticky(e.clone());
+            }
+        })?;
+        self.groups
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(g.id().clone(), g);
+        Ok(commit.into_decision())
     }
 }
 
@@ -577,19 +576,18 @@ impl AuthorityService for FileStore {
             .filter(|g| !skip.contains(g.id()))
             .cloned()
             .collect();
-        let deadlines: Vec<(Id, Option<u64>)> = groups
+        Ok(groups
             .iter()
-            .map(|g| (g.id().clone(), g.next_deadline()))
-            .collect();
-        Ok(policy::earliest(deadlines.iter().map(|(g, d)| (g, *d))))
+            .filter_map(|g| Some((g.id().clone(), g.next_deadline()?)))
+            .min_by_key(|(_, at)| *at))
     }
 
     fn authority_key(&self) -> PublicKey {
-        self.ctx.key.public()
+        self.ctx.authority.public_key()
     }
 
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
-        self.known(group)?.tick(now_ms)
+        Ok(self.known(group)?.tick(now_ms)?.map(|(_, d)| d))
     }
 }
 
@@ -603,7 +601,7 @@ impl Host for FileStore {
     fn restart(&mut self) -> Result<()> {
         let backend = self.ctx.backend.clone();
         let mut opts = self.opts.clone();
-        opts.authority_key = Some(self.ctx.key.clone());
+        opts.authority_key = Some(self.ctx.authority.secret_key().clone());
         // Drop every in-memory group before reading the directory again.
         self.groups
             .write()
@@ -621,5 +619,8 @@ impl Host for FileStore {
     fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
         let g = self.group(group)?;
         g.with_state(|s| s.work.get(work).map(|w| w.state))
+    }
+    fn advance(&mut self, group: &Id, now_ms: u64) -> Result<Vec<Decision>> {
+        crate::service::advance(self, group, now_ms)
     }
 }

@@ -108,6 +108,7 @@ impl Host for Recorder {
         match &d {
             Ok(Decision::Accepted(e)) => self.acked.push(e.receipt()),
             Ok(Decision::Duplicate(r)) => self.acked.push(r.clone()),
+            Ok(Decision::Rejected(r)) => self.errors.push(r.clone().into_error()),
             Err(e) => self.errors.push(e.clone()),
         }
         d

@@ -1,0 +1,450 @@
+//! The authority driver: what an authority does around [`accept`], decided once for every
+//! host (memory, files, PostgreSQL, IndexedDB, the Node/Deno file store).
+//!
+//! A host holds one [`Authority`] per Group and does only IO around it, in the style of a
+//! sans-IO protocol driver (`handle_*` takes input, `poll_*` gives what to do next; `now_ms`
+//! is passed in):
+//!
+//! 1. [`Authority::handle_command`] decides a Command and, when it is accepted, applies it
+//!    and returns the [`Commit`]: exactly what the host must persist (the event's bytes, the
+//!    seq whose stored values a redaction erases, the snapshot that is due). The host makes
+//!    the event durable before it hands out [`Commit::receipt`]; if it cannot, it drops this
+//!    driver and rebuilds it from storage, since the state already includes the event.
+//! 2. [`Authority::poll_tick`] gives the one `tick` Command the authority sends by itself
+//!    when a lease deadline has passed; [`Authority::next_wake`] says when to ask again.
+//! 3. [`Authority::check_replay`] says whether a replay cursor is served or answered
+//!    `CURSOR_TOO_OLD` (the online window, SPEC §9).
+//!
+//! The host hands in the authority's key; the driver does no IO, reads no clock and draws no
+//! randomness. Tick names, the snapshot cadence and the online window are decided here and
+//! nowhere else.
+
+use std::sync::Arc;
+
+use crate::accept::{accept, accept_preverified, Decision};
+use crate::command::{Body, Command, Tick};
+use crate::crypto::{PublicKey, SecretKey};
+use crate::error::{Code, Error, Rejection, Result};
+use crate::event::{Event, EventKind};
+use crate::id::Id;
+use crate::limits::Limits;
+use crate::receipt::Receipt;
+use crate::snapshot::{Snapshot, SnapshotRef};
+use crate::state::GroupState;
+
+/// Events between two cadence snapshots when a host sets none.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// What an authority decides besides [`accept`]: limits, the snapshot cadence and the online
+/// replay window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// The limits commands are checked against.
+    pub limits: Limits,
+    /// A signed snapshot after every this many events (`None`: only after `group_archived`
+    /// and on request).
+    pub snapshot_every: Option<u64>,
+    /// How many of the latest events a replay always serves (`None`: the whole log).
+    pub online_events: Option<u64>,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            limits: Limits::default(),
+            snapshot_every: Some(DEFAULT_SNAPSHOT_EVERY),
+            online_events: None,
+        }
+    }
+}
+
+impl Policy {
+    /// Whether the state right after `event` must be snapshotted: every `snapshot_every`
+    /// events, and always after `group_archived` (the signed final snapshot, SPEC §5).
+    pub fn snapshot_due(&self, event: &Event) -> bool {
+        matches!(event.kind, EventKind::GroupArchived(_))
+            || self
+                .snapshot_every
+                .is_some_and(|n| n > 0 && event.seq % n == 0)
+    }
+
+    /// [`Authority::check_replay`] for a host that knows only the head and the latest
+    /// snapshot (a read that does not hold the group's driver).
+    pub fn check_replay(
+        &self,
+        group: &Id,
+        after: u64,
+        head: u64,
+        latest: Option<(u64, crate::Hash)>,
+    ) -> Replay {
+        let Some(window) = self.online_events else {
+            return Replay::Serve;
+        };
+        let online_from = head.saturating_sub(window);
+        if after >= online_from {
+            return Replay::Serve;
+        }
+        // Events after the latest snapshot are always served, so that a client that
+        // restores it can always resume.
+        match latest {
+            None => Replay::NeedSnapshot,
+            Some((seq, _)) if after >= seq => Replay::Serve,
+            Some((seq, hash)) => {
+                let reference = snapshot_ref(group, seq, hash);
+                let oldest = online_from.min(seq);
+                Replay::TooOld(reference.cursor_too_old(after, oldest))
+            }
+        }
+    }
+}
+
+/// The answer to a replay request (SPEC §9).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replay {
+    /// Serve the events after the cursor from the log.
+    Serve,
+    /// The cursor is older than the online window and there is no snapshot yet: take one
+    /// (at the head, [`Authority::snapshot`]), store it and ask again.
+    NeedSnapshot,
+    /// `CURSOR_TOO_OLD`, with a reference to the latest signed snapshot.
+    TooOld(Error),
+}
+
+/// The reference a `CURSOR_TOO_OLD` answer carries for the snapshot of `group` at `seq`:
+/// `location` is where `mwp serve` serves the latest snapshot.
+pub fn snapshot_ref(group: &Id, seq: u64, hash: crate::Hash) -> SnapshotRef {
+    SnapshotRef {
+        seq,
+        hash,
+        location: format!("/v1/groups/{group}/snapshots/latest"),
+    }
+}
+
+/// An authority's key and policy, shared by the drivers of its Groups.
+#[derive(Debug)]
+pub struct Config {
+    key: SecretKey,
+    public: PublicKey,
+    policy: Policy,
+}
+
+impl Config {
+    /// The authority signing ticks and snapshots with `key`, deciding under `policy`.
+    pub fn new(key: SecretKey, policy: Policy) -> Arc<Config> {
+        let public = key.public();
+        Arc::new(Config {
+            key,
+            public,
+            policy,
+        })
+    }
+
+    /// The authority's public key: what an `open_group` must name as `authority_key`.
+    pub fn public_key(&self) -> PublicKey {
+        self.public
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The secret key, for a host that signs something the driver does not (none today
+    /// but the tests).
+    pub fn secret_key(&self) -> &SecretKey {
+        &self.key
+    }
+}
+
+/// What a host must persist for an accepted Command, in this order: the event (durably,
+/// before the receipt is handed out), then the erasure, then the snapshot.
+#[derive(Debug)]
+pub struct Commit {
+    /// The accepted event, applied to the driver's state already.
+    pub event: Box<Event>,
+    /// Its canonical CBOR: the bytes the log holds.
+    pub bytes: Vec<u8>,
+    /// A redaction's target: the seq whose stored values are erased once the event is
+    /// durable (SPEC §5).
+    pub erase: Option<u64>,
+    /// The signed snapshot that is due after this event, to be signed and stored once the
+    /// event is durable (in the background if the host likes, except after an archive).
+    pub snapshot: Option<SnapshotDue>,
+}
+
+impl Commit {
+    /// The receipt to hand out once the event is durable.
+    pub fn receipt(&self) -> Receipt {
+        self.event.receipt()
+    }
+
+    /// The decision the surfaces show.
+    pub fn into_decision(self) -> Decision {
+        Decision::Accepted(self.event)
+    }
+}
+
+/// A snapshot the cadence made due: the state right after the event, not yet signed.
+#[derive(Debug)]
+pub struct SnapshotDue {
+    state: Box<GroupState>,
+    config: Arc<Config>,
+}
+
+impl SnapshotDue {
+    /// The seq the snapshot is at.
+    pub fn seq(&self) -> u64 {
+        self.state.seq
+    }
+
+    /// The state it snapshots.
+    pub fn state(&self) -> &GroupState {
+        &self.state
+    }
+
+    /// Signs it with the authority key.
+    pub fn sign(&self) -> Result<Snapshot> {
+        Snapshot::build(&self.state, &self.config.key)
+    }
+
+    /// Signs and encodes it: the stored bytes and the state hash.
+    pub fn sign_stored(&self) -> Result<(Vec<u8>, crate::Hash)> {
+        Snapshot::build_stored(&self.state, &self.config.key)
+    }
+}
+
+/// What [`Authority::handle_command`] decided.
+#[derive(Debug)]
+pub enum Step {
+    /// Accepted: persist the commit, then acknowledge with its receipt.
+    Accepted(Commit),
+    /// Already accepted: the original receipt, byte for byte. Nothing to persist.
+    Duplicate(Receipt),
+    /// Refused by a check; nothing changed.
+    Rejected(Rejection),
+}
+
+impl Step {
+    /// The decision the surfaces show (the commit's bytes dropped).
+    pub fn into_decision(self) -> Decision {
+        match self {
+            Step::Accepted(c) => c.into_decision(),
+            Step::Duplicate(r) => Decision::Duplicate(r),
+            Step::Rejected(r) => Decision::Rejected(r),
+        }
+    }
+}
+
+/// One Group's authority: its state and the rules around [`accept`]. See the module doc.
+#[derive(Debug, Clone)]
+pub struct Authority {
+    config: Arc<Config>,
+    state: Option<GroupState>,
+}
+
+impl Authority {
+    /// A driver for a Group that does not exist yet: it accepts only an `open_group`.
+    pub fn new(config: Arc<Config>) -> Self {
+        Authority {
+            config,
+            state: None,
+        }
+    }
+
+    /// A driver over a state rebuilt from storage.
+    pub fn restore(config: Arc<Config>, state: Option<GroupState>) -> Self {
+        Authority { config, state }
+    }
+
+    /// The state, once the Group is open.
+    pub fn state(&self) -> Option<&GroupState> {
+        self.state.as_ref()
+    }
+
+    /// The state, taken out (the driver is gone).
+    pub fn into_state(self) -> Option<GroupState> {
+        self.state
+    }
+
+    /// The key and policy.
+    pub fn config(&self) -> &Arc<Config> {
+        &self.config
+    }
+
+    /// The seq of the last accepted event (0 before genesis).
+    pub fn head(&self) -> u64 {
+        self.state.as_ref().map_or(0, |s| s.seq)
+    }
+
+    /// Decides `cmd` at `now_ms`; an accepted command is applied and returned as the
+    /// [`Commit`] to persist. `Err` only for what is not a decision (a bug, corruption).
+    pub fn handle_command(&mut self, cmd: &Command, now_ms: u64) -> Result<Step> {
+        self.decide(cmd, now_ms, None)
+    }
+
+    /// [`Authority::handle_command`] for a host that verified `cmd`'s signature under
+    /// `verified_key` before taking its lock ([`accept_preverified`]).
+    pub fn handle_command_preverified(
+        &mut self,
+        cmd: &Command,
+        now_ms: u64,
+        verified_key: &PublicKey,
+    ) -> Result<Step> {
+        self.decide(cmd, now_ms, Some(verified_key))
+    }
+
+    fn decide(
+        &mut self,
+        cmd: &Command,
+        now_ms: u64,
+        verified_key: Option<&PublicKey>,
+    ) -> Result<Step> {
+        let limits = &self.config.policy.limits;
+        let decision = match verified_key {
+            Some(k) => accept_preverified(self.state.as_ref(), cmd, now_ms, limits, k)?,
+            None => accept(self.state.as_ref(), cmd, now_ms, limits)?,
+        };
+        let event = match decision {
+            Decision::Accepted(event) => event,
+            Decision::Duplicate(r) => return Ok(Step::Duplicate(r)),
+            Decision::Rejected(r) => return Ok(Step::Rejected(r)),
+        };
+        // Checked once the command is otherwise acceptable, so that a bad signature is
+        // answered as such before the key is looked at.
+        if self.state.is_none() {
+            if let Some(r) = self.check_open_group(cmd) {
+                return Ok(Step::Rejected(r));
+            }
+        }
+        let bytes = event.to_cbor()?;
+        // `apply` checks before it changes anything: on error the state is untouched.
+        GroupState::apply_to(&mut self.state, &event)?;
+        let erase = match &event.kind {
+            EventKind::EventRedacted(r) => Some(r.seq),
+            _ => None,
+        };
+        let snapshot = self
+            .config
+            .policy
+            .snapshot_due(&event)
+            .then(|| SnapshotDue {
+                state: Box::new(
+                    self.state
+                        .clone()
+                        .expect("a state exists once an event applied"),
+                ),
+                config: Arc::clone(&self.config),
+            });
+        Ok(Step::Accepted(Commit {
+            event,
+            bytes,
+            erase,
+            snapshot,
+        }))
+    }
+
+    /// An `open_group` must name this authority's key as `authority_key`, since this
+    /// authority signs the group's ticks and snapshots (SPEC §11).
+    fn check_open_group(&self, cmd: &Command) -> Option<Rejection> {
+        let Body::OpenGroup(g) = &cmd.body else {
+            return None;
+        };
+        let key = self.config.public;
+        (g.authority_key != key).then(|| {
+            let mut r = Rejection::new(
+                Code::NotPermitted,
+                format!(
+                    "open_group names authority_key {}, but this authority signs with {key}; name {key}",
+                    g.authority_key
+                ),
+            );
+            r.details
+                .insert("authority_key".to_owned(), key.to_hex().into());
+            r
+        })
+    }
+
+    /// Applies an event already in the log (written by this authority earlier, or by
+    /// another process sharing the store): what recovery and catch-up call. The event must
+    /// follow the head.
+    pub fn handle_logged(&mut self, event: &Event) -> Result<()> {
+        GroupState::apply_to(&mut self.state, event)
+    }
+
+    /// When the authority next has something to do by itself: the earliest lease deadline
+    /// (`None` before genesis, once archived, or with no lease held).
+    pub fn next_wake(&self) -> Option<u64> {
+        let state = self.state.as_ref()?;
+        if state.archived {
+            return None;
+        }
+        state.next_deadline()
+    }
+
+    /// The `tick` the authority sends at `now_ms`, if a lease deadline has passed: actor
+    /// `@authority`, session 1, action `tick.<the seq it will have>`, signed with the
+    /// authority key. Feed it to [`Authority::handle_command`]. Its action is unique, since
+    /// each accepted tick moves the head; a tick decided twice at one head (two processes
+    /// sharing a store) is a duplicate, never a second event.
+    pub fn poll_tick(&self, now_ms: u64) -> Result<Option<Command>> {
+        match self.next_wake() {
+            Some(at) if at <= now_ms => {}
+            _ => return Ok(None),
+        }
+        let state = self
+            .state
+            .as_ref()
+            .expect("next_wake is None before genesis");
+        tick_command(state, &self.config.key).map(Some)
+    }
+
+    /// Whether a replay of the events after `after` is served, given the latest stored
+    /// snapshot's (seq, state hash). See [`Policy::check_replay`].
+    pub fn check_replay(&self, after: u64, latest: Option<(u64, crate::Hash)>) -> Replay {
+        match &self.state {
+            Some(s) => self
+                .config
+                .policy
+                .check_replay(&s.group, after, s.seq, latest),
+            None => Replay::Serve,
+        }
+    }
+
+    /// A signed snapshot of the state now (on request, or for [`Replay::NeedSnapshot`]).
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let state = self.state.as_ref().ok_or_else(|| {
+            Error::new(
+                Code::NotFound,
+                "the group is not open: there is nothing to snapshot",
+            )
+        })?;
+        Snapshot::build(state, &self.config.key)
+    }
+
+    /// [`Authority::snapshot`], encoded: the stored bytes and the state hash.
+    pub fn snapshot_stored(&self) -> Result<(Vec<u8>, crate::Hash)> {
+        let state = self.state.as_ref().ok_or_else(|| {
+            Error::new(
+                Code::NotFound,
+                "the group is not open: there is nothing to snapshot",
+            )
+        })?;
+        Snapshot::build_stored(state, &self.config.key)
+    }
+}
+
+/// The one place a tick is named: see [`Authority::poll_tick`].
+fn tick_command(state: &GroupState, key: &SecretKey) -> Result<Command> {
+    let action = Id::new(format!("tick.{}", state.seq + 1))
+        .map_err(|e| Error::malformed(format!("tick action id: {e}")))?;
+    Command::signed(
+        state.org.clone(),
+        state.group.clone(),
+        Id::authority(),
+        action,
+        1,
+        None,
+        Body::Tick(Tick {}),
+        key,
+    )
+}
