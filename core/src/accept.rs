@@ -43,14 +43,6 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// The rejection, if the command was refused.
-    pub fn rejection(&self) -> Option<&Rejection> {
-        match self {
-            Decision::Rejected(r) => Some(r),
-            _ => None,
-        }
-    }
-
     /// The decision with a rejection turned into its [`Error`]: for callers that answer a
     /// refused command the way they answer a failure (a CLI exit, an HTTP error body).
     pub fn into_result(self) -> Result<Decision> {

@@ -149,8 +149,8 @@ impl Config {
         &self.policy
     }
 
-    /// The secret key, for a host that signs something the driver does not (none today
-    /// but the tests).
+    /// The secret key: what a host signs its stored snapshots with (a cadence snapshot
+    /// written once the event is durable, a read-only store's snapshot in memory).
     pub fn secret_key(&self) -> &SecretKey {
         &self.key
     }
@@ -374,11 +374,7 @@ impl Authority {
     /// When the authority next has something to do by itself: the earliest lease deadline
     /// (`None` before genesis, once archived, or with no lease held).
     pub fn next_wake(&self) -> Option<u64> {
-        let state = self.state.as_ref()?;
-        if state.archived {
-            return None;
-        }
-        state.next_deadline()
+        next_wake(self.state.as_ref()?)
     }
 
     /// The `tick` the authority sends at `now_ms`, if a lease deadline has passed: actor
@@ -387,15 +383,10 @@ impl Authority {
     /// each accepted tick moves the head; a tick decided twice at one head (two processes
     /// sharing a store) is a duplicate, never a second event.
     pub fn poll_tick(&self, now_ms: u64) -> Result<Option<Command>> {
-        match self.next_wake() {
-            Some(at) if at <= now_ms => {}
-            _ => return Ok(None),
+        match &self.state {
+            Some(state) => due_tick(state, &self.config.key, now_ms),
+            None => Ok(None),
         }
-        let state = self
-            .state
-            .as_ref()
-            .expect("next_wake is None before genesis");
-        tick_command(state, &self.config.key).map(Some)
     }
 
     /// Whether a replay of the events after `after` is served, given the latest stored
@@ -412,28 +403,43 @@ impl Authority {
 
     /// A signed snapshot of the state now (on request, or for [`Replay::NeedSnapshot`]).
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let state = self.state.as_ref().ok_or_else(|| {
-            Error::new(
-                Code::NotFound,
-                "the group is not open: there is nothing to snapshot",
-            )
-        })?;
-        Snapshot::build(state, &self.config.key)
+        Snapshot::build(self.open_state()?, &self.config.key)
     }
 
     /// [`Authority::snapshot`], encoded: the stored bytes and the state hash.
     pub fn snapshot_stored(&self) -> Result<(Vec<u8>, crate::Hash)> {
-        let state = self.state.as_ref().ok_or_else(|| {
+        Snapshot::build_stored(self.open_state()?, &self.config.key)
+    }
+
+    fn open_state(&self) -> Result<&GroupState> {
+        self.state.as_ref().ok_or_else(|| {
             Error::new(
                 Code::NotFound,
                 "the group is not open: there is nothing to snapshot",
             )
-        })?;
-        Snapshot::build_stored(state, &self.config.key)
+        })
     }
 }
 
-/// The one place a tick is named: see [`Authority::poll_tick`].
+/// When the authority of a group in `state` next acts by itself: its earliest lease
+/// deadline, unless it is archived. What [`Authority::next_wake`] answers.
+pub fn next_wake(state: &GroupState) -> Option<u64> {
+    if state.archived {
+        return None;
+    }
+    state.next_deadline()
+}
+
+/// The `tick` the authority of a group in `state` sends at `now_ms`, if one is due: what
+/// [`Authority::poll_tick`] answers, for a host that keeps the state without a driver (the
+/// Node/Deno file store through the wasm `StoreGroup`). The one place a tick is named.
+pub fn due_tick(state: &GroupState, key: &SecretKey, now_ms: u64) -> Result<Option<Command>> {
+    match next_wake(state) {
+        Some(at) if at <= now_ms => tick_command(state, key).map(Some),
+        _ => Ok(None),
+    }
+}
+
 fn tick_command(state: &GroupState, key: &SecretKey) -> Result<Command> {
     let action = Id::new(format!("tick.{}", state.seq + 1))
         .map_err(|e| Error::malformed(format!("tick action id: {e}")))?;
@@ -447,4 +453,170 @@ fn tick_command(state: &GroupState, key: &SecretKey) -> Result<Command> {
         Body::Tick(Tick {}),
         key,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{MemberSpec, OpenGroup, Role};
+    use crate::event::EventKind;
+
+    fn id(s: &str) -> Id {
+        Id::new(s).expect("valid id")
+    }
+
+    fn signed(actor: &str, action: &str, body: Body, expect: Option<u64>) -> Command {
+        let key = SecretKey::for_transcript(actor);
+        Command::signed(
+            id("acme"),
+            id("g"),
+            id(actor),
+            id(action),
+            1,
+            expect,
+            body,
+            &key,
+        )
+        .expect("signs")
+    }
+
+    fn open(authority_key: PublicKey) -> Command {
+        let body = Body::OpenGroup(OpenGroup {
+            mission: id("m"),
+            title: serde_json::json!("t"),
+            members: vec![
+                MemberSpec {
+                    actor: id("alice"),
+                    role: Role::Owner,
+                    key: SecretKey::for_transcript("alice").public(),
+                },
+                MemberSpec {
+                    actor: id("bob"),
+                    role: Role::Worker,
+                    key: SecretKey::for_transcript("bob").public(),
+                },
+            ],
+            authority_key,
+        });
+        signed("alice", "open", body, None)
+    }
+
+    fn body(json: serde_json::Value) -> Body {
+        serde_json::from_value(json).expect("a body")
+    }
+
+    fn config(policy: Policy) -> Arc<Config> {
+        Config::new(SecretKey::for_transcript("@authority"), policy)
+    }
+
+    /// A group with w1 claimed by bob at 1000: its start deadline is 3000.
+    fn leased(policy: Policy) -> Authority {
+        let mut a = Authority::new(config(policy));
+        let key = a.config().public_key();
+        let accepted = |step: Step| assert!(matches!(step, Step::Accepted(_)), "{step:?}");
+        accepted(a.handle_command(&open(key), 1000).expect("decides"));
+        let create = body(serde_json::json!({"type": "create_work", "work": "w1",
+            "contract": {"max_attempts": 3, "backoff_base_ms": 100, "backoff_max_ms": 1000,
+                         "cost_budget": 10, "risk": "low"}, "after": [], "spec": {}}));
+        accepted(
+            a.handle_command(&signed("alice", "c1", create, None), 1000)
+                .expect("decides"),
+        );
+        let claim = body(serde_json::json!({"type": "claim_work", "work": "w1",
+            "lease_ms": 10000, "start_within_ms": 2000}));
+        accepted(
+            a.handle_command(&signed("bob", "b1", claim, Some(1)), 1000)
+                .expect("decides"),
+        );
+        a
+    }
+
+    #[test]
+    fn the_tick_is_due_at_the_deadline_and_named_after_the_seq_it_will_have() {
+        let mut a = leased(Policy::default());
+        assert_eq!(a.next_wake(), Some(3000));
+        assert!(a.poll_tick(2999).expect("polls").is_none());
+        let tick = a.poll_tick(3000).expect("polls").expect("due");
+        assert_eq!(tick.action.as_str(), "tick.4");
+        assert_eq!(tick.actor.as_str(), "@authority");
+        assert_eq!(tick.session, 1);
+        assert!(tick.verify(&a.config().public_key()).expect("encodes"));
+        let Step::Accepted(commit) = a.handle_command(&tick, 3000).expect("decides") else {
+            panic!("the due tick is accepted");
+        };
+        assert!(matches!(commit.event.kind, EventKind::LeasesExpired(_)));
+        assert_eq!(commit.event.seq, 4);
+        assert_eq!(a.next_wake(), None, "nothing is leased any more");
+        // The same tick decided again (another process, one head) is a duplicate.
+        assert!(matches!(
+            a.handle_command(&tick, 3000).expect("decides"),
+            Step::Duplicate(_)
+        ));
+    }
+
+    #[test]
+    fn open_group_must_name_the_authoritys_key_after_the_other_checks() {
+        let mut a = Authority::new(config(Policy::default()));
+        let other = SecretKey::for_transcript("elsewhere").public();
+        let Step::Rejected(r) = a.handle_command(&open(other), 1).expect("decides") else {
+            panic!("another authority key is refused");
+        };
+        assert_eq!(r.code, Code::NotPermitted);
+        assert_eq!(r.details["authority_key"], a.config().public_key().to_hex());
+        assert!(a.state().is_none(), "nothing applied");
+        let mut tampered = open(other);
+        tampered.sig.0[0] ^= 1;
+        let Step::Rejected(r) = a.handle_command(&tampered, 1).expect("decides") else {
+            panic!("a bad signature is refused");
+        };
+        assert_eq!(r.code, Code::BadSignature, "the signature answers first");
+    }
+
+    #[test]
+    fn the_cadence_makes_a_snapshot_due_every_n_events() {
+        let a = leased(Policy {
+            snapshot_every: Some(2),
+            ..Policy::default()
+        });
+        let mut a = a;
+        // seq 4: the tick, a multiple of 2.
+        let tick = a.poll_tick(3000).expect("polls").expect("due");
+        let Step::Accepted(commit) = a.handle_command(&tick, 3000).expect("decides") else {
+            panic!("accepted");
+        };
+        let due = commit.snapshot.expect("due at seq 4");
+        assert_eq!(due.seq(), 4);
+        let snap = due.sign().expect("signs");
+        snap.verify(&a.config().public_key(), &id("acme"), &id("g"), 0)
+            .expect("verifies");
+    }
+
+    #[test]
+    fn replay_serves_the_window_and_everything_after_the_latest_snapshot() {
+        let policy = Policy {
+            online_events: Some(5),
+            ..Policy::default()
+        };
+        let g = id("g");
+        let h = crate::Hash::ZERO;
+        assert_eq!(policy.check_replay(&g, 15, 20, None), Replay::Serve);
+        assert_eq!(policy.check_replay(&g, 14, 20, None), Replay::NeedSnapshot);
+        assert_eq!(
+            policy.check_replay(&g, 12, 20, Some((12, h))),
+            Replay::Serve
+        );
+        let Replay::TooOld(e) = policy.check_replay(&g, 3, 20, Some((12, h))) else {
+            panic!("too old");
+        };
+        assert_eq!(e.code, Code::CursorTooOld);
+        assert_eq!(e.details["snapshot"]["seq"], 12);
+        assert_eq!(
+            e.details["snapshot"]["location"],
+            "/v1/groups/g/snapshots/latest"
+        );
+        assert_eq!(
+            Policy::default().check_replay(&g, 0, 20, None),
+            Replay::Serve
+        );
+    }
 }

@@ -415,14 +415,14 @@ export class FileGroup {
   }
 
   /**
-   * Sends the `tick` that expires due leases, signed with the authority key (action
-   * `tick.<next seq>`, as the native store signs it). Resolves to the accepted decision, or to
-   * `undefined` when no lease is due (`NOT_YET`) or the group is archived.
+   * Sends the `tick` that expires due leases, as the core's authority driver names and signs
+   * it (`StoreGroup.dueTick`). Resolves to the accepted decision, or to `undefined` when no
+   * lease is due or the group is archived.
    */
   async tick(nowMs) {
     const at = now(nowMs);
-    const cmd = this.#call(() => w.signCommand({ org: this.#sg.org, group: this.id, actor: "@authority",
-      action: `tick.${this.#sg.seq + 1}`, session: 1, body: { type: "tick" } }, this.#store._secretKey));
+    const cmd = this.#call(() => this.#sg.dueTick(this.#store._secretKey, at));
+    if (cmd === undefined) return undefined;
     const [r] = await this.submit([cmd], at);
     if (r.outcome !== "rejected") return r;
     if (r.error.code === "NOT_YET" || r.error.code === "GROUP_ARCHIVED") return undefined;

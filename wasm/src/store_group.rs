@@ -104,7 +104,8 @@ impl StoreGroup {
             &cmd,
             uint(now_ms, "nowMs")?,
             &self.limits,
-        )?;
+        )?
+        .into_result()?;
         if let Decision::Accepted(event) = &decision {
             // apply checks before it changes anything: on error the state is untouched.
             GroupState::apply_to(&mut self.state, event)?;
@@ -186,8 +187,24 @@ impl StoreGroup {
     /// The earliest time a `tick` would expire a lease, or `undefined` (also once archived).
     #[wasm_bindgen(js_name = nextDeadline)]
     pub fn next_deadline(&self) -> Option<f64> {
-        let s = self.state.as_ref().filter(|s| !s.archived)?;
-        s.next_deadline().map(num)
+        mwp_core::authority::next_wake(self.state.as_ref()?).map(num)
+    }
+
+    /// The `tick` the authority sends at `nowMs`, signed with its secret key seed (hex), as
+    /// the core's authority driver names it (`tick.<the seq it will have>`); `undefined`
+    /// when no lease deadline has passed, the group is archived or not open yet.
+    #[wasm_bindgen(js_name = dueTick)]
+    pub fn due_tick(&self, secret_key_hex: &str, now_ms: f64) -> Result<JsValue, StoreError> {
+        let key = parse_secret_key(secret_key_hex)?;
+        let now = uint(now_ms, "nowMs")?;
+        let tick = match &self.state {
+            Some(s) => mwp_core::authority::due_tick(s, &key, now)?,
+            None => None,
+        };
+        Ok(match tick {
+            Some(cmd) => to_js(&cmd)?,
+            None => JsValue::UNDEFINED,
+        })
     }
 
     /// A signed snapshot (canonical CBOR) of the current state with the authority's secret

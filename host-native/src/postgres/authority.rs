@@ -595,21 +595,17 @@ impl PostgresAuthority {
     /// none.
     fn check_replay(&self, group: &Id, after: u64, head: u64) -> Result<()> {
         let policy = self.authority.policy();
-        let mut latest = None;
-        for _ in 0..2 {
-            match policy.check_replay(group, after, head, latest) {
-                authority::Replay::Serve => return Ok(()),
-                authority::Replay::TooOld(e) => return Err(e),
-                authority::Replay::NeedSnapshot if latest.is_none() => {
-                    latest = Some(self.latest_snapshot_ref(group)?);
-                }
-                authority::Replay::NeedSnapshot => break,
-            }
+        // The latest snapshot is read only for a cursor older than the window.
+        let latest = match policy.check_replay(group, after, head, None) {
+            authority::Replay::Serve => return Ok(()),
+            authority::Replay::TooOld(e) => return Err(e),
+            authority::Replay::NeedSnapshot => self.latest_snapshot_ref(group)?,
+        };
+        match policy.check_replay(group, after, head, Some(latest)) {
+            authority::Replay::TooOld(e) => Err(e),
+            // With a snapshot known, the answer is to serve or to refuse.
+            authority::Replay::Serve | authority::Replay::NeedSnapshot => Ok(()),
         }
-        Err(Error::new(
-            Code::Storage,
-            format!("group {group}: no snapshot could be read or taken for an old cursor"),
-        ))
     }
 
     /// The (seq, state hash) of the latest stored snapshot, taking one if there is none.

@@ -1730,6 +1730,24 @@ export class StoreGroup {
         return ret !== 0;
     }
     /**
+     * The `tick` the authority sends at `nowMs`, signed with its secret key seed (hex), as
+     * the core's authority driver names it (`tick.<the seq it will have>`); `undefined`
+     * when no lease deadline has passed, the group is archived or not open yet.
+     * @param {string} secret_key_hex
+     * @param {number} now_ms
+     * @returns {any}
+     */
+    dueTick(secret_key_hex, now_ms) {
+        const val2 = +now_ms;
+        const ptr0 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.storegroup_dueTick(this.__wbg_ptr, ptr0, len0, val2);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * A group resumed from a signed snapshot (canonical CBOR) that verifies under
      * `trustedKey` (hex) and belongs to `group`. Throws `SNAPSHOT_INVALID` with the reason.
      * @param {Uint8Array | number[]} bytes
