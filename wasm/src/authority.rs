@@ -66,6 +66,18 @@ impl Authority {
     pub fn group_state(&self) -> Option<&GroupState> {
         self.group.state()
     }
+
+    /// Decides with [`accept`] and appends an accepted event. This authority holds no key of
+    /// its own (its callers name any `authority_key` and sign snapshots with the key they
+    /// pass), so it does not run the core's authority driver, whose `open_group` check
+    /// needs one.
+    fn submit_one(&mut self, cmd: &mwp_core::Command, now_ms: u64) -> Result<Decision, Error> {
+        let decision = accept(self.group.state(), cmd, now_ms, &self.limits)?;
+        if let Decision::Accepted(event) = &decision {
+            self.group.append(event)?;
+        }
+        Ok(decision)
+    }
 }
 
 #[wasm_bindgen]
@@ -97,8 +109,7 @@ impl Authority {
     pub fn submit(&mut self, command: JsValue, now_ms: f64) -> Result<JsValue, AcceptError> {
         let cmd = command_from_js(command, &self.limits)?;
         let decision = self
-            .group
-            .submit(&cmd, uint(now_ms, "nowMs")?)?
+            .submit_one(&cmd, uint(now_ms, "nowMs")?)?
             .into_result()?;
         Ok(decision_to_js(&decision)?)
     }
@@ -117,7 +128,7 @@ impl Authority {
         let mut batch = Vec::new();
         for command in commands {
             let decided =
-                command_from_js(command, &self.limits).and_then(|cmd| self.group.submit(&cmd, now));
+                command_from_js(command, &self.limits).and_then(|cmd| self.submit_one(&cmd, now));
             let result = match decided {
                 Ok(decision) => {
                     if let Decision::Accepted(event) = &decision {
