@@ -592,7 +592,7 @@ mod agent_store {
     use mwp_core::agent::{Agent, AgentImage as CoreImage, Config, Transmit};
     use mwp_core::memory::MemoryGroup;
     use mwp_core::replica::WriteSet;
-    use mwp_core::{canonical, Body, Command, Decision, Id, Limits, SecretKey};
+    use mwp_core::{canonical, Body, Command, Decision, Id, SecretKey};
     use mwp_wasm::idb_agent::IdbAgentStore;
     use mwp_wasm::AgentImage;
     use serde_json::json;
@@ -643,7 +643,7 @@ mod agent_store {
                             {"actor": "bob", "role": "worker", "key": key("bob")}]}),
         );
         for c in [open, create("w1")] {
-            g.submit(&c, NOW, &Limits::default()).expect("accepted");
+            g.submit(&c, NOW).expect("accepted");
         }
         g
     }
@@ -684,9 +684,10 @@ mod agent_store {
             if let Some(t) = agent.poll_transmit() {
                 match t {
                     Transmit::Command(c) => {
-                        let answer = match g.submit(&c, NOW, &Limits::default()) {
+                        let answer = match g.submit(&c, NOW) {
                             Ok(Decision::Accepted(e)) => Ok(e.receipt()),
                             Ok(Decision::Duplicate(r)) => Ok(r),
+                            Ok(Decision::Rejected(r)) => Err(r.into_error()),
                             Err(e) => Err(e),
                         };
                         let events = g.events(agent.replica().cursor(), usize::MAX);
@@ -749,8 +750,7 @@ mod agent_store {
         assert_eq!(restarted.replica().cursor(), reference.replica.cursor);
 
         // An aborted commit: nothing of it is visible, and the handle refuses further writes.
-        g.submit(&create("w2"), NOW, &Limits::default())
-            .expect("accepted");
+        g.submit(&create("w2"), NOW).expect("accepted");
         bob.handle_events(NOW, g.events(bob.replica().cursor(), 10).expect("events"));
         let next = bob
             .poll_write_set()
