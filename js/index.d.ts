@@ -144,8 +144,9 @@ export type Events = Uint8Array | Uint8Array[];
 
 /** One Group's authority, in memory. */
 export class Authority {
-  constructor();
-  static fromLog(events: Events): Authority;
+  /** With `secretKey` it signs its own ticks and snapshots; without, it holds no key. */
+  constructor(options?: { secretKey?: Hex });
+  static fromLog(events: Events, options?: { secretKey?: Hex }): Authority;
   submit(command: Command | Uint8Array, nowMs?: number): Decision;
   submitBatch(commands: (Command | Uint8Array)[], nowMs?: number): { results: BatchResult[]; events: Uint8Array };
   decide(command: Command | Uint8Array, nowMs?: number): Decision;
@@ -160,7 +161,10 @@ export class Authority {
   receipt(actor: Id, action: Id): Receipt | undefined;
   frontier(nowMs?: number): Id[];
   nextDeadline(): number | undefined;
-  snapshot(secretKey: Hex): Uint8Array;
+  snapshot(secretKey?: Hex): Uint8Array;
+  /** The authority's own tick when a lease deadline has passed (only with a key). */
+  tick(nowMs?: number): Decision | undefined;
+  latestSnapshot(): Uint8Array | undefined;
   free(): void;
 }
 
@@ -414,8 +418,9 @@ export class Client {
 
 /** Browsers only: an authority whose log lives in IndexedDB. */
 export class IdbAuthority {
-  static open(name: string, group: Id, options?: { checkpointEvery?: number }): Promise<IdbAuthority>;
+  static open(name: string, group: Id, options?: { checkpointEvery?: number; secretKey?: Hex }): Promise<IdbAuthority>;
   submit(commands: Command | (Command | Uint8Array)[], nowMs?: number): Promise<BatchResult[]>;
+  tick(nowMs?: number): Promise<BatchResult | undefined>;
   events(after?: number, limit?: number): Promise<Event[]>;
   eventFrames(after?: number, limit?: number): Promise<Uint8Array>;
   readonly seq: number;

@@ -188,7 +188,7 @@ impl Commit {
 #[derive(Debug)]
 pub struct SnapshotDue {
     state: Box<GroupState>,
-    config: Arc<Config>,
+    keys: Keys,
 }
 
 impl SnapshotDue {
@@ -202,14 +202,53 @@ impl SnapshotDue {
         &self.state
     }
 
+    /// Whether the driver holds the key to sign it ([`Authority::keyless`] does not: its
+    /// host keeps the state unsigned, as a checkpoint, or signs with a key of its own).
+    pub fn signable(&self) -> bool {
+        self.keys.config().is_some()
+    }
+
     /// Signs it with the authority key.
     pub fn sign(&self) -> Result<Snapshot> {
-        Snapshot::build(&self.state, &self.config.key)
+        Snapshot::build(&self.state, self.keys.secret_key()?)
     }
 
     /// Signs and encodes it: the stored bytes and the state hash.
     pub fn sign_stored(&self) -> Result<(Vec<u8>, crate::Hash)> {
-        Snapshot::build_stored(&self.state, &self.config.key)
+        Snapshot::build_stored(&self.state, self.keys.secret_key()?)
+    }
+}
+
+/// The key an authority signs with and its policy, or the policy alone (a keyless
+/// authority).
+#[derive(Debug, Clone)]
+enum Keys {
+    Signing(Arc<Config>),
+    Keyless(Arc<Policy>),
+}
+
+impl Keys {
+    fn policy(&self) -> &Policy {
+        match self {
+            Keys::Signing(c) => &c.policy,
+            Keys::Keyless(p) => p,
+        }
+    }
+
+    fn config(&self) -> Option<&Arc<Config>> {
+        match self {
+            Keys::Signing(c) => Some(c),
+            Keys::Keyless(_) => None,
+        }
+    }
+
+    fn secret_key(&self) -> Result<&SecretKey> {
+        self.config().map(|c| &c.key).ok_or_else(|| {
+            Error::new(
+                Code::NotPermitted,
+                "this authority holds no key: it cannot sign a snapshot or a tick",
+            )
+        })
     }
 }
 
@@ -238,22 +277,43 @@ impl Step {
 /// One Group's authority: its state and the rules around [`accept`]. See the module doc.
 #[derive(Debug, Clone)]
 pub struct Authority {
-    config: Arc<Config>,
+    keys: Keys,
     state: Option<GroupState>,
 }
 
 impl Authority {
     /// A driver for a Group that does not exist yet: it accepts only an `open_group`.
     pub fn new(config: Arc<Config>) -> Self {
-        Authority {
-            config,
-            state: None,
-        }
+        Authority::restore(config, None)
     }
 
     /// A driver over a state rebuilt from storage.
     pub fn restore(config: Arc<Config>, state: Option<GroupState>) -> Self {
-        Authority { config, state }
+        Authority {
+            keys: Keys::Signing(config),
+            state,
+        }
+    }
+
+    /// A driver that holds no key, over `state` (`None`: not open yet). It decides as any
+    /// other, but accepts an `open_group` naming any `authority_key`, sends no ticks
+    /// ([`Authority::poll_tick`] is always `None`) and signs nothing: a due snapshot comes
+    /// unsigned ([`SnapshotDue::signable`]). For hosts whose callers hold the key (the
+    /// in-memory wasm `Authority` built without one, IndexedDB).
+    pub fn keyless(policy: Policy, state: Option<GroupState>) -> Self {
+        Authority {
+            keys: Keys::Keyless(Arc::new(policy)),
+            state,
+        }
+    }
+
+    /// The same key and policy over another state: what a host rebuilding from storage
+    /// starts from.
+    pub fn with_state(&self, state: Option<GroupState>) -> Self {
+        Authority {
+            keys: self.keys.clone(),
+            state,
+        }
     }
 
     /// The state, once the Group is open.
@@ -266,9 +326,14 @@ impl Authority {
         self.state
     }
 
-    /// The key and policy.
-    pub fn config(&self) -> &Arc<Config> {
-        &self.config
+    /// The key and policy (`None` for a [`Authority::keyless`] driver).
+    pub fn config(&self) -> Option<&Arc<Config>> {
+        self.keys.config()
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        self.keys.policy()
     }
 
     /// The seq of the last accepted event (0 before genesis).
@@ -293,29 +358,45 @@ impl Authority {
         self.decide(cmd, now_ms, Some(verified_key))
     }
 
+    /// Decides `cmd` at `now_ms` without applying it: the decision
+    /// [`Authority::handle_command`] would make. For a host that makes the event durable
+    /// first and then hands it to [`Authority::handle_logged`].
+    pub fn check(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        self.check_with(cmd, now_ms, None)
+    }
+
+    fn check_with(
+        &self,
+        cmd: &Command,
+        now_ms: u64,
+        verified_key: Option<&PublicKey>,
+    ) -> Result<Decision> {
+        let limits = &self.policy().limits;
+        let decision = match verified_key {
+            Some(k) => accept_preverified(self.state.as_ref(), cmd, now_ms, limits, k)?,
+            None => accept(self.state.as_ref(), cmd, now_ms, limits)?,
+        };
+        // Checked once the command is otherwise acceptable, so that a bad signature is
+        // answered as such before the key is looked at.
+        if matches!(decision, Decision::Accepted(_)) && self.state.is_none() {
+            if let Some(r) = self.check_open_group(cmd) {
+                return Ok(Decision::Rejected(r));
+            }
+        }
+        Ok(decision)
+    }
+
     fn decide(
         &mut self,
         cmd: &Command,
         now_ms: u64,
         verified_key: Option<&PublicKey>,
     ) -> Result<Step> {
-        let limits = &self.config.policy.limits;
-        let decision = match verified_key {
-            Some(k) => accept_preverified(self.state.as_ref(), cmd, now_ms, limits, k)?,
-            None => accept(self.state.as_ref(), cmd, now_ms, limits)?,
-        };
-        let event = match decision {
+        let event = match self.check_with(cmd, now_ms, verified_key)? {
             Decision::Accepted(event) => event,
             Decision::Duplicate(r) => return Ok(Step::Duplicate(r)),
             Decision::Rejected(r) => return Ok(Step::Rejected(r)),
         };
-        // Checked once the command is otherwise acceptable, so that a bad signature is
-        // answered as such before the key is looked at.
-        if self.state.is_none() {
-            if let Some(r) = self.check_open_group(cmd) {
-                return Ok(Step::Rejected(r));
-            }
-        }
         let bytes = event.to_cbor()?;
         // `apply` checks before it changes anything: on error the state is untouched.
         GroupState::apply_to(&mut self.state, &event)?;
@@ -323,18 +404,13 @@ impl Authority {
             EventKind::EventRedacted(r) => Some(r.seq),
             _ => None,
         };
-        let snapshot = self
-            .config
-            .policy
-            .snapshot_due(&event)
-            .then(|| SnapshotDue {
-                state: Box::new(
-                    self.state
-                        .clone()
-                        .expect("a state exists once an event applied"),
-                ),
-                config: Arc::clone(&self.config),
-            });
+        let snapshot = match &self.state {
+            Some(state) if self.policy().snapshot_due(&event) => Some(SnapshotDue {
+                state: Box::new(state.clone()),
+                keys: self.keys.clone(),
+            }),
+            _ => None,
+        };
         Ok(Step::Accepted(Commit {
             event,
             bytes,
@@ -349,7 +425,7 @@ impl Authority {
         let Body::OpenGroup(g) = &cmd.body else {
             return None;
         };
-        let key = self.config.public;
+        let key = self.config()?.public;
         (g.authority_key != key).then(|| {
             let mut r = Rejection::new(
                 Code::NotPermitted,
@@ -383,9 +459,9 @@ impl Authority {
     /// each accepted tick moves the head; a tick decided twice at one head (two processes
     /// sharing a store) is a duplicate, never a second event.
     pub fn poll_tick(&self, now_ms: u64) -> Result<Option<Command>> {
-        match &self.state {
-            Some(state) => due_tick(state, &self.config.key, now_ms),
-            None => Ok(None),
+        match (&self.state, self.config()) {
+            (Some(state), Some(config)) => due_tick(state, &config.key, now_ms),
+            _ => Ok(None),
         }
     }
 
@@ -393,22 +469,19 @@ impl Authority {
     /// snapshot's (seq, state hash). See [`Policy::check_replay`].
     pub fn check_replay(&self, after: u64, latest: Option<(u64, crate::Hash)>) -> Replay {
         match &self.state {
-            Some(s) => self
-                .config
-                .policy
-                .check_replay(&s.group, after, s.seq, latest),
+            Some(s) => self.policy().check_replay(&s.group, after, s.seq, latest),
             None => Replay::Serve,
         }
     }
 
     /// A signed snapshot of the state now (on request, or for [`Replay::NeedSnapshot`]).
     pub fn snapshot(&self) -> Result<Snapshot> {
-        Snapshot::build(self.open_state()?, &self.config.key)
+        Snapshot::build(self.open_state()?, self.keys.secret_key()?)
     }
 
     /// [`Authority::snapshot`], encoded: the stored bytes and the state hash.
     pub fn snapshot_stored(&self) -> Result<(Vec<u8>, crate::Hash)> {
-        Snapshot::build_stored(self.open_state()?, &self.config.key)
+        Snapshot::build_stored(self.open_state()?, self.keys.secret_key()?)
     }
 
     fn open_state(&self) -> Result<&GroupState> {
@@ -512,7 +585,7 @@ mod tests {
     /// A group with w1 claimed by bob at 1000: its start deadline is 3000.
     fn leased(policy: Policy) -> Authority {
         let mut a = Authority::new(config(policy));
-        let key = a.config().public_key();
+        let key = a.config().expect("keyed").public_key();
         let accepted = |step: Step| assert!(matches!(step, Step::Accepted(_)), "{step:?}");
         accepted(a.handle_command(&open(key), 1000).expect("decides"));
         let create = body(serde_json::json!({"type": "create_work", "work": "w1",
@@ -540,7 +613,9 @@ mod tests {
         assert_eq!(tick.action.as_str(), "tick.4");
         assert_eq!(tick.actor.as_str(), "@authority");
         assert_eq!(tick.session, 1);
-        assert!(tick.verify(&a.config().public_key()).expect("encodes"));
+        assert!(tick
+            .verify(&a.config().expect("keyed").public_key())
+            .expect("encodes"));
         let Step::Accepted(commit) = a.handle_command(&tick, 3000).expect("decides") else {
             panic!("the due tick is accepted");
         };
@@ -562,7 +637,10 @@ mod tests {
             panic!("another authority key is refused");
         };
         assert_eq!(r.code, Code::NotPermitted);
-        assert_eq!(r.details["authority_key"], a.config().public_key().to_hex());
+        assert_eq!(
+            r.details["authority_key"],
+            a.config().expect("keyed").public_key().to_hex()
+        );
         assert!(a.state().is_none(), "nothing applied");
         let mut tampered = open(other);
         tampered.sig.0[0] ^= 1;
@@ -587,8 +665,13 @@ mod tests {
         let due = commit.snapshot.expect("due at seq 4");
         assert_eq!(due.seq(), 4);
         let snap = due.sign().expect("signs");
-        snap.verify(&a.config().public_key(), &id("acme"), &id("g"), 0)
-            .expect("verifies");
+        snap.verify(
+            &a.config().expect("keyed").public_key(),
+            &id("acme"),
+            &id("g"),
+            0,
+        )
+        .expect("verifies");
     }
 
     #[test]
@@ -618,5 +701,41 @@ mod tests {
             Policy::default().check_replay(&g, 0, 20, None),
             Replay::Serve
         );
+    }
+
+    #[test]
+    fn a_keyless_driver_decides_alike_but_signs_nothing() {
+        let policy = Policy {
+            snapshot_every: Some(1),
+            ..Policy::default()
+        };
+        let mut a = Authority::keyless(policy, None);
+        assert!(a.config().is_none());
+        // Any authority key is accepted: its callers hold the key.
+        let other = SecretKey::for_transcript("elsewhere").public();
+        let Step::Accepted(commit) = a.handle_command(&open(other), 1).expect("decides") else {
+            panic!("a keyless authority accepts any authority_key");
+        };
+        let due = commit.snapshot.expect("due at seq 1");
+        assert!(!due.signable());
+        assert_eq!(due.sign().expect_err("no key").code, Code::NotPermitted);
+        assert_eq!(a.snapshot().expect_err("no key").code, Code::NotPermitted);
+        assert!(a.poll_tick(u64::MAX).expect("polls").is_none());
+    }
+
+    #[test]
+    fn check_decides_as_handle_command_without_applying() {
+        let a = Authority::new(config(Policy::default()));
+        let other = SecretKey::for_transcript("elsewhere").public();
+        let Decision::Rejected(r) = a.check(&open(other), 1).expect("decides") else {
+            panic!("check runs the open_group key check too");
+        };
+        assert_eq!(r.code, Code::NotPermitted);
+        let key = a.config().expect("keyed").public_key();
+        assert!(matches!(
+            a.check(&open(key), 1).expect("decides"),
+            Decision::Accepted(_)
+        ));
+        assert!(a.state().is_none(), "nothing applied");
     }
 }

@@ -43,6 +43,18 @@ impl Default for MemoryGroup {
     }
 }
 
+impl From<Authority> for MemoryGroup {
+    /// A group not open yet, kept in memory under `driver`'s key and policy (keyed or
+    /// [`Authority::keyless`]); the driver's state is dropped, since the log starts empty.
+    fn from(driver: Authority) -> Self {
+        MemoryGroup {
+            driver: driver.with_state(None),
+            log: Vec::new(),
+            snapshot: None,
+        }
+    }
+}
+
 impl MemoryGroup {
     /// A group that is not open yet, under `config`.
     pub fn new(config: Arc<Config>) -> Self {
@@ -103,7 +115,8 @@ impl MemoryGroup {
         if let Some(seq) = erase {
             self.erase(seq)?;
         }
-        if let Some(due) = snapshot {
+        // A keyless driver's due snapshot stays unsigned: its callers sign with their key.
+        if let Some(due) = snapshot.filter(|d| d.signable()) {
             let (bytes, state_hash) = due.sign_stored()?;
             self.snapshot = Some(StoredSnapshot {
                 seq: due.seq(),
@@ -180,7 +193,7 @@ impl MemoryGroup {
     /// Drops the state and rebuilds it from the log (the kept snapshot is storage: it stays),
     /// verifying every event.
     pub fn rebuild(&mut self) -> Result<()> {
-        let mut driver = Authority::new(Arc::clone(self.driver.config()));
+        let mut driver = self.driver.with_state(None);
         for bytes in &self.log {
             let event = Event::from_cbor_verified(bytes)?;
             driver.handle_logged(&event)?;

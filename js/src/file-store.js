@@ -390,24 +390,23 @@ export class FileGroup {
     const after = [];
     let snapshot = null;
     for (const command of list) {
-      let d;
+      // The core's authority driver decides, and says what to persist after the event.
+      let step;
       try {
-        d = this.#sg.submit(command, at);
+        step = this.#sg.submit(command, at);
       } catch (e) {
         results.push({ outcome: "rejected", error: errorBody(e) });
         continue;
       }
+      const d = step.decision;
       if (d.outcome === "accepted") {
         // Events are bounded far below the record limit by the command limits.
         this.#pending.push({ seq: d.event.seq, id: d.event.id, bytes: d.eventCbor });
-        const kind = d.event.kind.type;
-        if (kind === "event_redacted") after.push(d.event.kind.seq);
-        const every = this.#store.options.snapshotEvery;
-        if (kind === "group_archived" || (every && d.event.seq % every === 0)) snapshot = true;
+        if (step.erase !== undefined) after.push(step.erase);
+        if (step.snapshot !== undefined) snapshot = step.snapshot;
       }
       results.push(d);
     }
-    if (snapshot) snapshot = this.#call(() => this.#sg.snapshot(this.#store._secretKey));
     await this.#waitDurable(this.#sg.seq);
     for (const seq of after) await this.#sticky(() => this.#erase(seq));
     if (snapshot) await this.#sticky(() => this.#writeSnapshot(snapshot));
@@ -416,12 +415,12 @@ export class FileGroup {
 
   /**
    * Sends the `tick` that expires due leases, as the core's authority driver names and signs
-   * it (`StoreGroup.dueTick`). Resolves to the accepted decision, or to `undefined` when no
+   * it (`StoreGroup.pollTick`). Resolves to the accepted decision, or to `undefined` when no
    * lease is due or the group is archived.
    */
   async tick(nowMs) {
     const at = now(nowMs);
-    const cmd = this.#call(() => this.#sg.dueTick(this.#store._secretKey, at));
+    const cmd = this.#call(() => this.#sg.pollTick(at));
     if (cmd === undefined) return undefined;
     const [r] = await this.submit([cmd], at);
     if (r.outcome !== "rejected") return r;
@@ -672,7 +671,7 @@ export class FileGroup {
   /** Takes a signed snapshot of the durable state now; resolves to its seq. */
   async snapshotNow() {
     await this.#waitDurable(this.#sg.seq);
-    const snap = this.#call(() => this.#sg.snapshot(this.#store._secretKey));
+    const snap = this.#call(() => this.#sg.snapshot());
     await this.#sticky(() => this.#writeSnapshot(snap));
     return snap.seq;
   }
@@ -694,7 +693,7 @@ export class FileGroup {
 
   async _writeSnapshotIfMissing(report) {
     if (this.#sg.archived && this.#snap?.seq !== this.#sg.seq) {
-      await this.#writeSnapshot(this.#call(() => this.#sg.snapshot(this.#store._secretKey)));
+      await this.#writeSnapshot(this.#call(() => this.#sg.snapshot()));
       report.repaired.push(`wrote the final snapshot of ${this.id} at seq ${this.#sg.seq}`);
     }
   }
@@ -738,6 +737,11 @@ export class FileStore {
   /** @internal */
   get _secretKey() {
     return this.#secret;
+  }
+
+  /** @internal A group not open yet, under the core's authority driver with this store's key and cadence. */
+  _newStoreGroup() {
+    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined);
   }
 
   /** @internal */
@@ -852,24 +856,14 @@ export class FileStore {
       const existing = await this.openGroup(id);
       if (existing !== undefined) return { result: (await existing.submit([command], at))[0], group: existing };
       this._checkSticky();
-      const sg = new w.StoreGroup();
+      const sg = this._newStoreGroup();
       let d;
       try {
-        d = sg.submit(command, at);
+        // The core's driver accepts only an open_group naming this authority's key here.
+        d = sg.submit(command, at).decision;
       } catch (e) {
         sg.free();
         return { result: { outcome: "rejected", error: errorBody(e) }, group: undefined };
-      }
-      // accept(None, …) accepts only an open_group.
-      if (d.event.kind.authority_key !== this.authorityKey) {
-        sg.free();
-        const key = this.authorityKey;
-        const error = {
-          code: "NOT_PERMITTED",
-          message: `open_group names authority_key ${d.event.kind.authority_key}, but this authority signs with ${key}; name ${key}`,
-          authority_key: key,
-        };
-        return { result: { outcome: "rejected", error }, group: undefined };
       }
       try {
         const g = await createGroupDir(this, id, sg, d);
@@ -1057,7 +1051,7 @@ async function openGroupDir(store, id, dir, report) {
       try {
         const bytes = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
         const { seq: frameSeq, payload } = decodeSnapshotFile(bytes);
-        const candidate = w.StoreGroup.fromSnapshot(payload, store.authorityKey, id);
+        const candidate = w.StoreGroup.fromSnapshot(payload, store._secretKey, id, store.options.snapshotEvery ?? undefined);
         if (frameSeq !== seq || candidate.seq !== seq) {
           candidate.free();
           throw new Error(`holds seq ${candidate.seq}, its name says ${seq}`);
@@ -1071,7 +1065,7 @@ async function openGroupDir(store, id, dir, report) {
     }
     const baseSeq = snap?.seq ?? 0;
     const chainHead = sg?.head;
-    if (sg === null) sg = new w.StoreGroup();
+    if (sg === null) sg = store._newStoreGroup();
 
     const segments = [];
     const pendingZero = [];

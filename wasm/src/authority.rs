@@ -1,10 +1,12 @@
 //! `Authority`: one Group's authority in memory — decide, append, replay — over
-//! [`mwp_core::memory::MemoryGroup`]. Hosts that persist elsewhere (IndexedDB, files) use
-//! `decide` and `append` with their own write in between, or the stores of [`crate::idb_store`].
+//! [`mwp_core::memory::MemoryGroup`] and so over the core's authority driver. Hosts that
+//! persist elsewhere (IndexedDB, files) use `decide` and `append` with their own write in
+//! between, or the stores of [`crate::idb_store`].
 
-use mwp_core::memory::{MemoryAuthority, MemoryGroup};
+use mwp_core::authority::{self, Config, Policy};
+use mwp_core::memory::MemoryGroup;
 use mwp_core::snapshot::Snapshot;
-use mwp_core::{accept, Decision, Error, Event, GroupState, Limits};
+use mwp_core::{Decision, Error, Event, GroupState, Limits};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -52,12 +54,13 @@ pub fn frontier_of(state: Option<&GroupState>, now_ms: u64) -> Vec<String> {
 #[wasm_bindgen]
 pub struct Authority {
     group: MemoryGroup,
-    limits: Limits,
 }
 
 impl Default for Authority {
     fn default() -> Self {
-        Authority::new()
+        Authority {
+            group: MemoryGroup::from(authority::Authority::keyless(Policy::default(), None)),
+        }
     }
 }
 
@@ -67,35 +70,42 @@ impl Authority {
         self.group.state()
     }
 
-    /// Decides with [`accept`] and appends an accepted event. This authority holds no key of
-    /// its own (its callers name any `authority_key` and sign snapshots with the key they
-    /// pass), so it does not run the core's authority driver, whose `open_group` check
-    /// needs one.
+    fn limits(&self) -> &Limits {
+        &self.group.driver().policy().limits
+    }
+
+    /// Decides with the core's authority driver and keeps what an accepted command commits.
     fn submit_one(&mut self, cmd: &mwp_core::Command, now_ms: u64) -> Result<Decision, Error> {
-        let decision = accept(self.group.state(), cmd, now_ms, &self.limits)?;
-        if let Decision::Accepted(event) = &decision {
-            self.group.append(event)?;
-        }
-        Ok(decision)
+        self.group.submit(cmd, now_ms)
     }
 }
 
 #[wasm_bindgen]
 impl Authority {
     /// An authority with no group yet: the first accepted command must be `open_group`.
+    /// With `secretKey` (a hex seed) it signs its own ticks (`tick`) and snapshots, keeps a
+    /// signed snapshot at the core's cadence, and accepts only an `open_group` naming that
+    /// key's public half; without one it holds no key: it accepts an `open_group` naming any
+    /// `authority_key`, sends no ticks, and signs snapshots with the key `snapshot` is given.
     #[wasm_bindgen(constructor)]
-    pub fn new() -> Authority {
-        Authority {
-            group: MemoryGroup::new(MemoryAuthority::new().config().clone()),
-            limits: Limits::default(),
-        }
+    pub fn new(secret_key: Option<String>) -> Result<Authority, AcceptError> {
+        let Some(hex) = secret_key else {
+            return Ok(Authority::default());
+        };
+        let config = Config::new(parse_secret_key(&hex)?, Policy::default());
+        Ok(Authority {
+            group: MemoryGroup::new(config),
+        })
     }
 
     /// Rebuilds an authority from a frame batch of stored events (seq 1 first), verifying
-    /// every event and the chain.
+    /// every event and the chain. `secretKey` as for the constructor.
     #[wasm_bindgen(js_name = fromLog)]
-    pub fn from_log(frames_batch: &[u8]) -> Result<Authority, AcceptError> {
-        let mut authority = Authority::new();
+    pub fn from_log(
+        frames_batch: &[u8],
+        secret_key: Option<String>,
+    ) -> Result<Authority, AcceptError> {
+        let mut authority = Authority::new(secret_key)?;
         for bytes in frames::split(frames_batch)? {
             let event = Event::from_cbor_verified(bytes)?;
             authority.group.append(&event)?;
@@ -107,7 +117,7 @@ impl Authority {
     /// appends and applies its event. Returns `{outcome: "accepted"|"duplicate", receipt,
     /// event?, eventCbor?}`; a rejection throws an `AcceptError` with the spec's code.
     pub fn submit(&mut self, command: JsValue, now_ms: f64) -> Result<JsValue, AcceptError> {
-        let cmd = command_from_js(command, &self.limits)?;
+        let cmd = command_from_js(command, self.limits())?;
         let decision = self
             .submit_one(&cmd, uint(now_ms, "nowMs")?)?
             .into_result()?;
@@ -128,7 +138,7 @@ impl Authority {
         let mut batch = Vec::new();
         for command in commands {
             let decided =
-                command_from_js(command, &self.limits).and_then(|cmd| self.submit_one(&cmd, now));
+                command_from_js(command, self.limits()).and_then(|cmd| self.submit_one(&cmd, now));
             let result = match decided {
                 Ok(decision) => {
                     if let Decision::Accepted(event) = &decision {
@@ -153,14 +163,12 @@ impl Authority {
     /// Decides a command without appending anything: for hosts that make the event durable
     /// first and then call `append`.
     pub fn decide(&self, command: JsValue, now_ms: f64) -> Result<JsValue, AcceptError> {
-        let cmd = command_from_js(command, &self.limits)?;
-        let decision = accept(
-            self.group.state(),
-            &cmd,
-            uint(now_ms, "nowMs")?,
-            &self.limits,
-        )?
-        .into_result()?;
+        let cmd = command_from_js(command, self.limits())?;
+        let decision = self
+            .group
+            .driver()
+            .check(&cmd, uint(now_ms, "nowMs")?)?
+            .into_result()?;
         Ok(decision_to_js(&decision)?)
     }
 
@@ -233,20 +241,43 @@ impl Authority {
         Ok(frontier_of(self.group.state(), uint(now_ms, "nowMs")?))
     }
 
-    /// The earliest time a `tick` would expire a lease, or `undefined`.
+    /// The earliest time a `tick` would expire a lease, or `undefined` (also once archived):
+    /// the driver's next wake.
     #[wasm_bindgen(js_name = nextDeadline)]
     pub fn next_deadline(&self) -> Option<f64> {
-        self.group.state()?.next_deadline().map(num)
+        self.group.driver().next_wake().map(num)
     }
 
-    /// A signed snapshot of the current state (canonical CBOR), signed with the authority's
-    /// secret key seed (hex).
-    pub fn snapshot(&self, secret_key_hex: &str) -> Result<Vec<u8>, AcceptError> {
-        let key = parse_secret_key(secret_key_hex)?;
-        let state = self
-            .group
-            .state()
-            .ok_or_else(|| Error::new(mwp_core::Code::NotFound, "the group is not open yet"))?;
-        Ok(Snapshot::build(state, &key)?.to_cbor()?)
+    /// Sends the authority's own `tick` if a lease deadline has passed at `nowMs` (the core
+    /// names and signs it): its decision object, or `undefined` when none is due or this
+    /// authority holds no key.
+    pub fn tick(&mut self, now_ms: f64) -> Result<JsValue, AcceptError> {
+        match self.group.tick(uint(now_ms, "nowMs")?)? {
+            Some((_, decision)) => Ok(decision_to_js(&decision.into_result()?)?),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// A signed snapshot of the current state (canonical CBOR), signed with `secretKey` (a
+    /// hex seed) or, without it, with this authority's own key.
+    pub fn snapshot(&self, secret_key: Option<String>) -> Result<Vec<u8>, AcceptError> {
+        let snapshot = match secret_key {
+            Some(hex) => {
+                let key = parse_secret_key(&hex)?;
+                let state = self.group.state().ok_or_else(|| {
+                    Error::new(mwp_core::Code::NotFound, "the group is not open yet")
+                })?;
+                Snapshot::build(state, &key)?
+            }
+            None => self.group.driver().snapshot()?,
+        };
+        Ok(snapshot.to_cbor()?)
+    }
+
+    /// The latest signed snapshot this authority kept at the core's cadence (after every
+    /// 100,000 events and after `group_archived`; only with a key), or `undefined`.
+    #[wasm_bindgen(js_name = latestSnapshot)]
+    pub fn latest_snapshot(&self) -> Option<Vec<u8>> {
+        self.group.latest_snapshot().map(|s| s.bytes.clone())
     }
 }

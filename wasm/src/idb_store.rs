@@ -29,14 +29,15 @@
 //! checkpoint.
 
 use idb::{CursorDirection, Database, KeyRange, ObjectStore, Query, TransactionMode};
+use mwp_core::authority::{Authority, Config, Policy, Step};
 use mwp_core::replica::Replica as CoreReplica;
-use mwp_core::{accept, Code, Decision, Error, Event, EventKind, GroupState, Hash, Id, Limits};
+use mwp_core::{Code, Error, Event, EventKind, GroupState, Hash, Id};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::authority::{decision_to_js, frontier_of, state_hash_of};
-use crate::codec::{command_from_js, num, to_js, uint};
+use crate::codec::{command_from_js, num, parse_secret_key, to_js, uint};
 use crate::error::{storage, StoreError};
 use crate::frames;
 use crate::replica::{offer_frames, restore_snapshot, state_from_cbor, Pending};
@@ -656,15 +657,13 @@ pub async fn delete_idb_store(name: String) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// An authority whose log lives in IndexedDB. Each `submit` call is one transition: one
-/// `readwrite` transaction for the whole batch.
+/// An authority whose log lives in IndexedDB, over the core's authority driver. Each
+/// `submit` call is one transition: one `readwrite` transaction for the whole batch. The
+/// driver's snapshot cadence decides when the state is checkpointed.
 #[wasm_bindgen]
 pub struct IdbAuthority {
     store: Store,
-    state: Option<GroupState>,
-    limits: Limits,
-    checkpoint_every: u64,
-    last_checkpoint: u64,
+    driver: Authority,
     poisoned: Option<Error>,
 }
 
@@ -683,8 +682,10 @@ impl IdbAuthority {
         let now = uint(now_ms, "nowMs")?;
         let mut decided = Vec::with_capacity(commands.len());
         let mut events = Vec::new();
+        let mut due = false;
         for command in commands {
-            let result = command_from_js(command, &self.limits).and_then(|cmd| {
+            let limits = &self.driver.policy().limits;
+            let result = command_from_js(command, limits).and_then(|cmd| {
                 if cmd.group != self.store.group {
                     return Err(Error::new(
                         Code::WrongGroup,
@@ -694,26 +695,24 @@ impl IdbAuthority {
                         ),
                     ));
                 }
-                let decision = accept(self.state.as_ref(), &cmd, now, &self.limits)?;
-                if let Decision::Accepted(event) = &decision {
-                    let bytes = event.to_cbor()?;
-                    GroupState::apply_to(&mut self.state, event)?;
-                    events.push(((**event).clone(), bytes));
-                }
-                Ok(decision)
+                Ok(match self.driver.handle_command(&cmd, now)? {
+                    Step::Accepted(commit) => {
+                        // The stored values a redaction erases are found by `erasures`
+                        // below, from the events themselves.
+                        due |= commit.snapshot.is_some();
+                        events.push(((*commit.event).clone(), commit.bytes.clone()));
+                        commit.into_decision()
+                    }
+                    step => step.into_decision(),
+                })
             });
             decided.push(result);
         }
-        let seq = self.state.as_ref().map_or(0, |s| s.seq);
-        let checkpoint = match &self.state {
-            Some(s)
-                if seq >= self.last_checkpoint + self.checkpoint_every && !events.is_empty() =>
-            {
-                Some(Checkpoint::of(s)?)
-            }
+        // The state after the batch stands for the snapshot the driver made due in it.
+        let checkpoint = match self.driver.state() {
+            Some(s) if due => Some(Checkpoint::of(s)?),
             _ => None,
         };
-        let checkpointed = checkpoint.is_some();
         let write = async {
             let rewritten = self.store.erasures(&mut events).await?;
             self.store
@@ -730,9 +729,6 @@ impl IdbAuthority {
             self.poisoned = Some(e.clone());
             return Err(e);
         }
-        if checkpointed {
-            self.last_checkpoint = seq;
-        }
         let results = js_sys::Array::new();
         for result in decided {
             let value = match result {
@@ -748,28 +744,54 @@ impl IdbAuthority {
 #[wasm_bindgen]
 impl IdbAuthority {
     /// Opens (creating if needed) the store `name` for `group` and rebuilds the state from
-    /// its last checkpoint and the events after it. `checkpointEvery` (default 1000) is how
-    /// many events may pass between two state checkpoints.
+    /// its last checkpoint and the events after it. `checkpointEvery` (default 1000) is the
+    /// driver's snapshot cadence: the state is checkpointed in the transaction of every
+    /// batch holding a seq that is a multiple of it, and of a `group_archived`. With
+    /// `secretKey` (hex seed) the authority signs its own ticks (`tick`) and accepts only an
+    /// `open_group` naming that key; without one it holds no key (any `authority_key`, no
+    /// ticks).
     pub async fn open(
         name: String,
         group: String,
         checkpoint_every: Option<f64>,
+        secret_key: Option<String>,
     ) -> Result<IdbAuthority, StoreError> {
         let group = group_id(&group)?;
         let checkpoint_every = match checkpoint_every {
             Some(n) => uint(n, "checkpointEvery")?.max(1),
             None => DEFAULT_CHECKPOINT_EVERY,
         };
+        let policy = Policy {
+            snapshot_every: Some(checkpoint_every),
+            ..Policy::default()
+        };
+        let key = secret_key.as_deref().map(parse_secret_key).transpose()?;
         let store = Store::open(&name, group).await?;
-        let (state, last_checkpoint) = store.load().await?;
+        let (state, _) = store.load().await?;
+        let driver = match key {
+            Some(key) => Authority::restore(Config::new(key, policy), state),
+            None => Authority::keyless(policy, state),
+        };
         Ok(IdbAuthority {
             store,
-            state,
-            limits: Limits::default(),
-            checkpoint_every,
-            last_checkpoint,
+            driver,
             poisoned: None,
         })
+    }
+
+    /// Sends the authority's own `tick` if a lease deadline has passed at `nowMs` (the core
+    /// names and signs it) and writes it as `submit` does: its result, or `undefined` when
+    /// none is due or this authority holds no key.
+    pub async fn tick(&mut self, now_ms: f64) -> Result<JsValue, StoreError> {
+        self.check()?;
+        let now = uint(now_ms, "nowMs")?;
+        let Some(tick) = self.driver.poll_tick(now)? else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let results = self
+            .submit_inner(vec![to_js(&tick)?], now_ms, false)
+            .await?;
+        Ok(js_sys::Array::from(&results).get(0))
     }
 
     /// Decides commands in order (each sees the ones before) and writes every accepted event
@@ -805,36 +827,36 @@ impl IdbAuthority {
     /// Seq of the last event (0 before genesis).
     #[wasm_bindgen(getter)]
     pub fn seq(&self) -> f64 {
-        num(self.state.as_ref().map_or(0, |s| s.seq))
+        num(self.driver.state().map_or(0, |s| s.seq))
     }
 
     /// Id (hex) of the last event.
     #[wasm_bindgen(getter)]
     pub fn head(&self) -> String {
-        self.state.as_ref().map_or(Hash::ZERO, |s| s.head).to_hex()
+        self.driver.state().map_or(Hash::ZERO, |s| s.head).to_hex()
     }
 
     /// Hash (hex) of the canonical state.
     #[wasm_bindgen(js_name = stateHash)]
     pub fn state_hash(&self) -> Result<String, StoreError> {
-        Ok(state_hash_of(self.state.as_ref())?)
+        Ok(state_hash_of(self.driver.state())?)
     }
 
     /// The state as a JS object (`null` before genesis).
     pub fn state(&self) -> Result<JsValue, StoreError> {
-        Ok(to_js(&self.state)?)
+        Ok(to_js(&self.driver.state())?)
     }
 
     /// Canonical CBOR of the state (`undefined` before genesis).
     #[wasm_bindgen(js_name = stateCbor)]
     pub fn state_cbor(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.state.as_ref().map(GroupState::to_cbor).transpose()?)
+        Ok(self.driver.state().map(GroupState::to_cbor).transpose()?)
     }
 
     /// The original receipt of (actor, action), or `undefined`.
     pub fn receipt(&self, actor: &str, action: &str) -> Result<JsValue, StoreError> {
         Ok(
-            match self.state.as_ref().and_then(|s| s.receipt(actor, action)) {
+            match self.driver.state().and_then(|s| s.receipt(actor, action)) {
                 Some(r) => to_js(&r)?,
                 None => JsValue::UNDEFINED,
             },
@@ -843,13 +865,13 @@ impl IdbAuthority {
 
     /// IDs of the work items a worker may claim at `nowMs`.
     pub fn frontier(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
-        Ok(frontier_of(self.state.as_ref(), uint(now_ms, "nowMs")?))
+        Ok(frontier_of(self.driver.state(), uint(now_ms, "nowMs")?))
     }
 
     /// The earliest time a `tick` would expire a lease, or `undefined`.
     #[wasm_bindgen(js_name = nextDeadline)]
     pub fn next_deadline(&self) -> Option<f64> {
-        self.state.as_ref()?.next_deadline().map(num)
+        self.driver.next_wake().map(num)
     }
 
     /// Closes the connection (after pending transactions finish).

@@ -1,57 +1,81 @@
-//! `StoreGroup`: one Group's state, without its log, for hosts that keep the log in their own
-//! files (the Node/Deno file store of `js/src/file-store.js`). The host streams stored events
-//! in (`applyStored`), decides commands (`submit`: accept and apply; the host then writes the
-//! event and syncs before it answers), and asks for the redacted form of an event it must
-//! erase (`redactEvent` in [`crate::codec`]). Memory holds the state, never the log.
+//! `StoreGroup`: one Group's authority driver, without its log, for hosts that keep the log
+//! in their own files (the Node/Deno file store of `js/src/file-store.js`). The host streams
+//! stored events in (`applyStored`), decides commands (`submit`: the core's authority driver
+//! decides and applies, and says what to persist: the event, the seq a redaction erases, the
+//! signed snapshot that is due; the host writes and syncs before it answers), asks for the
+//! authority's own tick (`pollTick`), and for the redacted form of an event it must erase
+//! (`redactEvent` in [`crate::codec`]). Memory holds the state, never the log.
 
+use std::sync::Arc;
+
+use mwp_core::authority::{Authority, Config, Policy, Step};
 use mwp_core::snapshot::Snapshot;
-use mwp_core::{accept, Decision, Error, Event, GroupState, Id, Limits};
+use mwp_core::{Error, Event, GroupState, Id, Limits};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
 use crate::authority::{decision_to_js, frontier_of, state_hash_of};
-use crate::codec::{command_from_js, num, parse_public_key, parse_secret_key, to_js, uint};
+use crate::codec::{command_from_js, num, parse_secret_key, to_js, uint};
 use crate::error::StoreError;
 use crate::frames;
 
-/// One Group's state, for a host that stores the log itself.
+/// One Group's authority driver, for a host that stores the log itself.
 #[wasm_bindgen]
 pub struct StoreGroup {
-    state: Option<GroupState>,
-    limits: Limits,
+    driver: Authority,
 }
 
-impl Default for StoreGroup {
-    fn default() -> Self {
-        StoreGroup::new()
+/// The driver's key and policy: signing with `secret_key` (hex seed), a signed snapshot after
+/// every `snapshot_every` events (`None`: only after `group_archived`).
+fn config(secret_key: &str, snapshot_every: Option<f64>) -> Result<Arc<Config>, Error> {
+    let snapshot_every = match snapshot_every {
+        Some(n) => Some(uint(n, "snapshotEvery")?),
+        None => None,
+    };
+    let policy = Policy {
+        snapshot_every,
+        ..Policy::default()
+    };
+    Ok(Config::new(parse_secret_key(secret_key)?, policy))
+}
+
+impl StoreGroup {
+    fn state_ref(&self) -> Option<&GroupState> {
+        self.driver.state()
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.driver.policy().limits
     }
 }
 
 #[wasm_bindgen]
 impl StoreGroup {
-    /// A group with no events yet: the first accepted command must be `open_group`.
+    /// A group with no events yet, under the authority signing with `secretKey` (hex seed)
+    /// and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
+    /// accepted command must be an `open_group` naming that key.
     #[wasm_bindgen(constructor)]
-    pub fn new() -> StoreGroup {
-        StoreGroup {
-            state: None,
-            limits: Limits::default(),
-        }
+    pub fn new(secret_key: &str, snapshot_every: Option<f64>) -> Result<StoreGroup, StoreError> {
+        Ok(StoreGroup {
+            driver: Authority::new(config(secret_key, snapshot_every)?),
+        })
     }
 
-    /// A group resumed from a signed snapshot (canonical CBOR) that verifies under
-    /// `trustedKey` (hex) and belongs to `group`. Throws `SNAPSHOT_INVALID` with the reason.
+    /// A group resumed from a signed snapshot (canonical CBOR) that verifies under the
+    /// public half of `secretKey` and belongs to `group`; `snapshotEvery` as for the
+    /// constructor. Throws `SNAPSHOT_INVALID` with the reason.
     #[wasm_bindgen(js_name = fromSnapshot)]
     pub fn from_snapshot(
         bytes: &[u8],
-        trusted_key: &str,
+        secret_key: &str,
         group: &str,
+        snapshot_every: Option<f64>,
     ) -> Result<StoreGroup, StoreError> {
-        let key = parse_public_key(trusted_key)?;
+        let config = config(secret_key, snapshot_every)?;
         let group = Id::new(group).map_err(|e| StoreError::malformed(format!("group: {e}")))?;
-        let snap = Snapshot::verify_stored(bytes, &key, &group)?;
+        let snap = Snapshot::verify_stored(bytes, &config.public_key(), &group)?;
         Ok(StoreGroup {
-            state: Some(snap.state),
-            limits: Limits::default(),
+            driver: Authority::restore(config, Some(snap.state)),
         })
     }
 
@@ -70,7 +94,7 @@ impl StoreGroup {
             ))
             .into());
         }
-        GroupState::apply_to(&mut self.state, &event)?;
+        self.driver.handle_logged(&event)?;
         Ok(event.id.to_hex())
     }
 
@@ -93,49 +117,63 @@ impl StoreGroup {
         Ok(last)
     }
 
-    /// Decides a command (JSON-form object or CBOR bytes) at `nowMs`; an accepted event is
-    /// applied to the state at once (the host must make it durable before answering).
-    /// Returns `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`; a rejection
-    /// throws a `StoreError` with the spec's code and leaves the state unchanged.
+    /// Decides a command (JSON-form object or CBOR bytes) at `nowMs` with the core's
+    /// authority driver; an accepted event is applied to the state at once (the host must
+    /// make it durable before answering). Returns `{decision, erase?, snapshot?}`: the
+    /// decision `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`, the seq
+    /// whose stored values a redaction erases once the event is durable, and the signed
+    /// snapshot that is due after it (`{bytes, seq, state_hash}`, to store once the event is
+    /// durable). A rejection throws a `StoreError` with the spec's code and changes nothing.
     pub fn submit(&mut self, command: JsValue, now_ms: f64) -> Result<JsValue, StoreError> {
-        let cmd = command_from_js(command, &self.limits)?;
-        let decision = accept(
-            self.state.as_ref(),
-            &cmd,
-            uint(now_ms, "nowMs")?,
-            &self.limits,
-        )?
-        .into_result()?;
-        if let Decision::Accepted(event) = &decision {
-            // apply checks before it changes anything: on error the state is untouched.
-            GroupState::apply_to(&mut self.state, event)?;
+        let cmd = command_from_js(command, self.limits())?;
+        let out = js_sys::Object::new();
+        let commit = match self.driver.handle_command(&cmd, uint(now_ms, "nowMs")?)? {
+            Step::Accepted(commit) => commit,
+            step => {
+                let decision = decision_to_js(&step.into_decision().into_result()?)?;
+                // Setting a property on a fresh plain object cannot fail.
+                let _ = js_sys::Reflect::set(&out, &"decision".into(), &decision);
+                return Ok(out.into());
+            }
+        };
+        let snapshot = match &commit.snapshot {
+            Some(due) => Some(snapshot_to_js(&due.sign()?)?),
+            None => None,
+        };
+        let erase = commit.erase;
+        let decision = decision_to_js(&commit.into_decision())?;
+        let _ = js_sys::Reflect::set(&out, &"decision".into(), &decision);
+        if let Some(seq) = erase {
+            let _ = js_sys::Reflect::set(&out, &"erase".into(), &num(seq).into());
         }
-        Ok(decision_to_js(&decision)?)
+        if let Some(snapshot) = snapshot {
+            let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snapshot);
+        }
+        Ok(out.into())
     }
 
     /// The group's ID (`undefined` before genesis).
     #[wasm_bindgen(getter)]
     pub fn group(&self) -> Option<String> {
-        self.state.as_ref().map(|s| s.group.to_string())
+        self.state_ref().map(|s| s.group.to_string())
     }
 
     /// The group's org (`undefined` before genesis).
     #[wasm_bindgen(getter)]
     pub fn org(&self) -> Option<String> {
-        self.state.as_ref().map(|s| s.org.to_string())
+        self.state_ref().map(|s| s.org.to_string())
     }
 
     /// Seq of the last event (0 before genesis).
     #[wasm_bindgen(getter)]
     pub fn seq(&self) -> f64 {
-        num(self.state.as_ref().map_or(0, |s| s.seq))
+        num(self.state_ref().map_or(0, |s| s.seq))
     }
 
     /// Id (hex) of the last event (all zeros before genesis).
     #[wasm_bindgen(getter)]
     pub fn head(&self) -> String {
-        self.state
-            .as_ref()
+        self.state_ref()
             .map_or(mwp_core::Hash::ZERO, |s| s.head)
             .to_hex()
     }
@@ -143,37 +181,36 @@ impl StoreGroup {
     /// Whether the group is archived.
     #[wasm_bindgen(getter)]
     pub fn archived(&self) -> bool {
-        self.state.as_ref().is_some_and(|s| s.archived)
+        self.state_ref().is_some_and(|s| s.archived)
     }
 
     /// Seqs of the redacted events, ascending.
     #[wasm_bindgen(getter)]
     pub fn redacted(&self) -> Vec<f64> {
-        self.state
-            .as_ref()
+        self.state_ref()
             .map_or_else(Vec::new, |s| s.redacted.iter().map(|&n| num(n)).collect())
     }
 
     /// Hash (hex) of the canonical state.
     #[wasm_bindgen(js_name = stateHash)]
     pub fn state_hash(&self) -> Result<String, StoreError> {
-        Ok(state_hash_of(self.state.as_ref())?)
+        Ok(state_hash_of(self.state_ref())?)
     }
 
     /// The state as a JS object (`null` before genesis).
     pub fn state(&self) -> Result<JsValue, StoreError> {
-        Ok(to_js(&self.state)?)
+        Ok(to_js(&self.state_ref())?)
     }
 
     /// Canonical CBOR of the state (`undefined` before genesis).
     #[wasm_bindgen(js_name = stateCbor)]
     pub fn state_cbor(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.state.as_ref().map(GroupState::to_cbor).transpose()?)
+        Ok(self.state_ref().map(GroupState::to_cbor).transpose()?)
     }
 
     /// The original receipt of (actor, action), or `undefined`.
     pub fn receipt(&self, actor: &str, action: &str) -> Result<JsValue, StoreError> {
-        match self.state.as_ref().and_then(|s| s.receipt(actor, action)) {
+        match self.state_ref().and_then(|s| s.receipt(actor, action)) {
             Some(r) => Ok(to_js(&r)?),
             None => Ok(JsValue::UNDEFINED),
         }
@@ -181,45 +218,39 @@ impl StoreGroup {
 
     /// IDs of the work items a worker may claim at `nowMs`.
     pub fn frontier(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
-        Ok(frontier_of(self.state.as_ref(), uint(now_ms, "nowMs")?))
+        Ok(frontier_of(self.state_ref(), uint(now_ms, "nowMs")?))
     }
 
-    /// The earliest time a `tick` would expire a lease, or `undefined` (also once archived).
+    /// The earliest time a `tick` would expire a lease, or `undefined` (also once archived):
+    /// the driver's next wake.
     #[wasm_bindgen(js_name = nextDeadline)]
     pub fn next_deadline(&self) -> Option<f64> {
-        mwp_core::authority::next_wake(self.state.as_ref()?).map(num)
+        self.driver.next_wake().map(num)
     }
 
-    /// The `tick` the authority sends at `nowMs`, signed with its secret key seed (hex), as
-    /// the core's authority driver names it (`tick.<the seq it will have>`); `undefined`
-    /// when no lease deadline has passed, the group is archived or not open yet.
-    #[wasm_bindgen(js_name = dueTick)]
-    pub fn due_tick(&self, secret_key_hex: &str, now_ms: f64) -> Result<JsValue, StoreError> {
-        let key = parse_secret_key(secret_key_hex)?;
-        let now = uint(now_ms, "nowMs")?;
-        let tick = match &self.state {
-            Some(s) => mwp_core::authority::due_tick(s, &key, now)?,
-            None => None,
-        };
-        Ok(match tick {
+    /// The `tick` the authority sends at `nowMs`, as the core's authority driver names and
+    /// signs it (`tick.<the seq it will have>`); `undefined` when no lease deadline has
+    /// passed, the group is archived or not open yet. Submit it like any command.
+    #[wasm_bindgen(js_name = pollTick)]
+    pub fn poll_tick(&self, now_ms: f64) -> Result<JsValue, StoreError> {
+        Ok(match self.driver.poll_tick(uint(now_ms, "nowMs")?)? {
             Some(cmd) => to_js(&cmd)?,
             None => JsValue::UNDEFINED,
         })
     }
 
-    /// A signed snapshot (canonical CBOR) of the current state with the authority's secret
-    /// key seed (hex), and its header fields: `{bytes, seq, state_hash}`.
-    pub fn snapshot(&self, secret_key_hex: &str) -> Result<JsValue, StoreError> {
-        let key = parse_secret_key(secret_key_hex)?;
-        let state = self
-            .state
-            .as_ref()
-            .ok_or_else(|| Error::new(mwp_core::Code::NotFound, "the group is not open yet"))?;
-        let snap = Snapshot::build(state, &key)?;
-        let out = to_js(&json!({"seq": snap.seq, "state_hash": snap.state_hash}))?;
-        let bytes = js_sys::Uint8Array::from(snap.to_cbor()?.as_slice());
-        // Setting a property on a fresh plain object cannot fail.
-        let _ = js_sys::Reflect::set(&out, &"bytes".into(), &bytes);
-        Ok(out)
+    /// A signed snapshot (canonical CBOR) of the current state with the authority's key, and
+    /// its header fields: `{bytes, seq, state_hash}`.
+    pub fn snapshot(&self) -> Result<JsValue, StoreError> {
+        Ok(snapshot_to_js(&self.driver.snapshot()?)?)
     }
+}
+
+/// `{bytes, seq, state_hash}` of a signed snapshot.
+fn snapshot_to_js(snap: &Snapshot) -> Result<JsValue, Error> {
+    let out = to_js(&json!({"seq": snap.seq, "state_hash": snap.state_hash}))?;
+    let bytes = js_sys::Uint8Array::from(snap.to_cbor()?.as_slice());
+    // Setting a property on a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(&out, &"bytes".into(), &bytes);
+    Ok(out)
 }

@@ -32,7 +32,7 @@ fn outcomes(results: &JsValue) -> Vec<String> {
 async fn authority_batches_survive_a_reopen_with_the_same_state_hash() {
     let name = "t-authority-reopen";
     fresh(name).await;
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), Some(2.0))
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), Some(2.0), None)
         .await
         .map_err(JsValue::from)
         .expect("open");
@@ -59,7 +59,7 @@ async fn authority_batches_survive_a_reopen_with_the_same_state_hash() {
     assert_eq!(a.seq(), 3.0);
     a.close();
     // A reload: a new connection rebuilds from the checkpoint and the events after it.
-    let b = IdbAuthority::open(name.into(), "g1".into(), Some(2.0))
+    let b = IdbAuthority::open(name.into(), "g1".into(), Some(2.0), None)
         .await
         .map_err(JsValue::from)
         .expect("reopen");
@@ -70,7 +70,7 @@ async fn authority_batches_survive_a_reopen_with_the_same_state_hash() {
         .await
         .map_err(JsValue::from)
         .expect("events");
-    let rebuilt = Authority::from_log(&batch)
+    let rebuilt = Authority::from_log(&batch, None)
         .map_err(JsValue::from)
         .expect("log verifies");
     assert_eq!(
@@ -89,7 +89,7 @@ async fn authority_batches_survive_a_reopen_with_the_same_state_hash() {
 async fn an_aborted_transaction_leaves_nothing_and_poisons_the_handle() {
     let name = "t-authority-abort";
     fresh(name).await;
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open");
@@ -118,7 +118,7 @@ async fn an_aborted_transaction_leaves_nothing_and_poisons_the_handle() {
     );
     assert_eq!(code_of(&err), "STORAGE");
     a.close();
-    let mut b = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut b = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("reopen");
@@ -149,7 +149,7 @@ async fn an_aborted_transaction_leaves_nothing_and_poisons_the_handle() {
 async fn a_store_refuses_commands_for_another_group() {
     let name = "t-authority-group";
     fresh(name).await;
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open");
@@ -171,7 +171,7 @@ fn log_of(a: &Authority) -> Vec<u8> {
 
 #[wasm_bindgen_test]
 async fn replica_store_applies_batches_reopens_and_ignores_aborted_ones() {
-    let mut auth = Authority::new();
+    let mut auth = Authority::default();
     for cmd in [
         open("g1"),
         create("g1", "w1", "c1"),
@@ -254,7 +254,7 @@ async fn replica_store_applies_batches_reopens_and_ignores_aborted_ones() {
 
 #[wasm_bindgen_test]
 async fn replica_store_restores_a_snapshot_durably_and_refuses_a_bad_one() {
-    let mut auth = Authority::new();
+    let mut auth = Authority::default();
     for cmd in [
         open("g1"),
         create("g1", "w1", "c1"),
@@ -265,7 +265,7 @@ async fn replica_store_restores_a_snapshot_durably_and_refuses_a_bad_one() {
             .expect("accepted");
     }
     let snap = auth
-        .snapshot(&key("@authority"))
+        .snapshot(Some(key("@authority")))
         .map_err(JsValue::from)
         .expect("snapshot");
     let name = "t-replica-restore";
@@ -310,7 +310,7 @@ async fn replica_store_restores_a_snapshot_durably_and_refuses_a_bad_one() {
 async fn redaction_erases_the_stored_values_in_the_same_transaction() {
     let name = "t-authority-redact";
     fresh(name).await;
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open");
@@ -331,7 +331,7 @@ async fn redaction_erases_the_stored_values_in_the_same_transaction() {
         .expect("redact");
     let hash = a.state_hash().map_err(JsValue::from).expect("hash");
     a.close();
-    let b = IdbAuthority::open(name.into(), "g1".into(), None)
+    let b = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("reopen");
@@ -359,7 +359,7 @@ async fn redaction_erases_the_stored_values_in_the_same_transaction() {
 async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
     let name = "t-authority-two-tabs";
     fresh(name).await;
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open a");
@@ -367,7 +367,7 @@ async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
         .await
         .map_err(JsValue::from)
         .expect("genesis");
-    let mut b = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut b = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open b");
@@ -384,7 +384,7 @@ async fn a_second_connection_cannot_overwrite_what_the_first_appended() {
     assert_eq!(code_of(&err), "STORAGE");
     a.close();
     b.close();
-    let c = IdbAuthority::open(name.into(), "g1".into(), None)
+    let c = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("reopen");
@@ -415,11 +415,11 @@ fn frames_of(batch: &[u8], from: usize, to: usize) -> Vec<u8> {
 async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_batch() {
     let name = "t-authority-records";
     fresh(name).await;
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open");
-    let mut mem = Authority::new();
+    let mut mem = Authority::default();
     let redact = command(
         "g1",
         "alice",
@@ -453,7 +453,7 @@ async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_ba
     }
     assert_eq!(a.seq(), 8.0);
     a.close();
-    let a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("reopen");
@@ -488,7 +488,7 @@ async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_ba
 async fn a_version_1_store_is_regrouped_into_batch_records_on_open() {
     let name = "t-authority-v1";
     fresh(name).await;
-    let mut mem = Authority::new();
+    let mut mem = Authority::default();
     for cmd in [
         open("g1"),
         create("g1", "w1", "c1"),
@@ -532,7 +532,7 @@ async fn a_version_1_store_is_regrouped_into_batch_records_on_open() {
         tx.commit().expect("commit").await.expect("committed");
         db.close();
     }
-    let mut a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let mut a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("open regroups");
@@ -578,7 +578,7 @@ async fn a_version_1_store_is_regrouped_into_batch_records_on_open() {
         "one regrouped, one appended"
     );
     db.close();
-    let a = IdbAuthority::open(name.into(), "g1".into(), None)
+    let a = IdbAuthority::open(name.into(), "g1".into(), None, None)
         .await
         .map_err(JsValue::from)
         .expect("reopen");

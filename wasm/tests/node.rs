@@ -14,7 +14,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
 fn authority_with_work() -> (Authority, Vec<Vec<u8>>) {
-    let mut a = Authority::new();
+    let mut a = Authority::default();
     let mut log = Vec::new();
     for cmd in [
         open("g1"),
@@ -76,7 +76,7 @@ fn a_rejection_is_a_js_error_named_for_the_export_with_the_spec_code() {
 
 #[wasm_bindgen_test]
 fn batch_results_are_values_and_events_one_frame_batch() {
-    let mut a = Authority::new();
+    let mut a = Authority::default();
     let cmds = vec![
         open("g1"),
         create("g1", "w1", "c1"),
@@ -95,7 +95,7 @@ fn batch_results_are_values_and_events_one_frame_batch() {
     );
     let batch = js_sys::Uint8Array::from(prop(&out, "events")).to_vec();
     assert_eq!(frames::split(&batch).expect("frames").len(), 2);
-    let rebuilt = Authority::from_log(&batch)
+    let rebuilt = Authority::from_log(&batch, None)
         .map_err(JsValue::from)
         .expect("rebuild");
     assert_eq!(rebuilt.state_hash().ok(), a.state_hash().ok());
@@ -156,7 +156,7 @@ fn replica_rejects_a_tampered_event_as_a_value() {
 fn snapshots_build_verify_and_restore_and_refuse_tampering() {
     let (a, _) = authority_with_work();
     let snap = a
-        .snapshot(&key("@authority"))
+        .snapshot(Some(key("@authority")))
         .map_err(JsValue::from)
         .expect("snapshot");
     let header = verify_snapshot(&snap, &public("@authority"), "acme", "g1", 3.0)
