@@ -1,20 +1,40 @@
-//! Embeds the dashboard bundle (`host-native/dashboard/`, assembled by
-//! `scripts/build-dashboard.sh` and committed) into the `mwp` binary: writes
-//! `$OUT_DIR/dashboard.rs`, a list of `include_bytes!` entries with an ETag per file.
+//! Embeds the dashboard into the `mwp` binary, from where its files live: the page itself
+//! (`js/dashboard/`: HTML, JS, CSS, SVG) at `/`, the npm package's browser modules (`js/src/`,
+//! less the Node and Deno entries and the Node/Deno file store) at `/lib/src/`, and the
+//! optimised wasm module with its glue (`host-native/dashboard/pkg/`, the one generated part,
+//! built by `scripts/build-dashboard.sh` and committed so that a machine without wasm tools
+//! gets the real dashboard) at `/lib/pkg/`. Writes `$OUT_DIR/dashboard.rs`, a list of
+//! `include_bytes!` entries with an ETag per file.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            files(&path, out)?;
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(())
+/// Modules of `js/src` that are not for browsers: the Node and Deno entries and the
+/// Node/Deno file store with its writer lock.
+const NOT_FOR_BROWSERS: &[&str] = &[
+    "node.js",
+    "deno.js",
+    "file-store.js",
+    "file-format.js",
+    "dir-lock.js",
+];
+
+/// The files of `dir` (not recursive) whose extension is one of `exts`, sorted.
+fn files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| {
+        panic!("cannot read {}: {e}", dir.display());
+    });
+    let mut out: Vec<PathBuf> = entries
+        .map(|e| e.expect("a directory entry is readable").path())
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            p.extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| exts.contains(&x))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// FNV-1a, 64 bits: enough to tell versions of a file apart for HTTP revalidation.
@@ -27,28 +47,39 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 fn main() {
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    let dir = Path::new(&manifest).join("dashboard");
-    println!("cargo:rerun-if-changed=dashboard");
-    let mut list = Vec::new();
-    if let Err(e) = files(&dir, &mut list) {
-        panic!(
-            "cannot read the dashboard bundle {}: {e}; run scripts/build-dashboard.sh",
-            dir.display()
-        );
+    let manifest = Path::new(&manifest);
+    let page = manifest.join("../js/dashboard");
+    let modules = manifest.join("../js/src");
+    let pkg = manifest.join("dashboard/pkg");
+    for dir in [&page, &modules, &pkg] {
+        println!("cargo:rerun-if-changed={}", dir.display());
     }
-    list.sort();
+    let mut list: Vec<(String, PathBuf)> = Vec::new();
+    for path in files(&page, &["html", "js", "css", "svg"]) {
+        list.push((url("/", &path), path));
+    }
+    for path in files(&modules, &["js"]) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !NOT_FOR_BROWSERS.contains(&name) {
+            list.push((url("/lib/src/", &path), path));
+        }
+    }
+    let wasm = files(&pkg, &["js", "wasm"]);
+    assert!(
+        wasm.len() == 2,
+        "{} must hold mwp_wasm.js and mwp_wasm_bg.wasm: run scripts/build-dashboard.sh",
+        pkg.display()
+    );
+    for path in wasm {
+        list.push((url("/lib/pkg/", &path), path));
+    }
     let mut code = String::from("&[\n");
-    for path in &list {
-        let relative = path.strip_prefix(&dir).expect("listed below the bundle");
-        let url: Vec<String> = relative
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
+    for (url, path) in &list {
         let bytes = std::fs::read(path).expect("a file just listed is readable");
+        let path = path.canonicalize().expect("a file just listed has a path");
         writeln!(
             code,
-            "    EmbeddedFile {{ path: {:?}, etag: \"\\\"{:016x}\\\"\", bytes: include_bytes!({:?}) }},",
-            format!("/{}", url.join("/")),
+            "    EmbeddedFile {{ path: {url:?}, etag: \"\\\"{:016x}\\\"\", bytes: include_bytes!({:?}) }},",
             fnv1a(&bytes),
             path.display().to_string(),
         )
@@ -56,4 +87,10 @@ fn main() {
     }
     code.push(']');
     std::fs::write(Path::new(&out_dir).join("dashboard.rs"), code).expect("OUT_DIR is writable");
+}
+
+/// The URL path of `path` under `prefix`.
+fn url(prefix: &str, path: &Path) -> String {
+    let name = path.file_name().and_then(|n| n.to_str()).expect("UTF-8 file names");
+    format!("{prefix}{name}")
 }

@@ -145,7 +145,7 @@ export type Events = Uint8Array | Uint8Array[];
 /** One Group's authority, in memory. */
 export class Authority {
   /** With `secretKey` it signs its own ticks and snapshots; without, it holds no key. */
-  constructor(options?: { secretKey?: Hex });
+  constructor(options?: { secretKey?: Hex; snapshotEvery?: number });
   static fromLog(events: Events, options?: { secretKey?: Hex }): Authority;
   submit(command: Command | Uint8Array, nowMs?: number): Decision;
   submitBatch(commands: (Command | Uint8Array)[], nowMs?: number): { results: BatchResult[]; events: Uint8Array };
@@ -431,10 +431,11 @@ export class IdbAuthority {
   receipt(actor: Id, action: Id): Receipt | undefined;
   frontier(nowMs?: number): Id[];
   nextDeadline(): number | undefined;
+  /** The latest signed snapshot the cadence made due since the store was opened (with `secretKey`). */
+  latestSnapshot(): Uint8Array | undefined;
   close(): Promise<void>;
 }
 
-/** Browsers only: a replica whose projection lives in IndexedDB. */
 /** An agent's committed write sets in IndexedDB (browsers only). */
 export class IdbAgentStore {
   static open(name: string): Promise<IdbAgentStore>;
@@ -444,6 +445,7 @@ export class IdbAgentStore {
   close(): Promise<void>;
 }
 
+/** Browsers only: a replica whose projection lives in IndexedDB. */
 export class IdbReplica implements ReplicaLike {
   static open(name: string, group: Id, options?: { checkpointEvery?: number }): Promise<IdbReplica>;
   offerBatch(events: Events): Promise<OfferSummary>;

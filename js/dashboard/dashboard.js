@@ -4,7 +4,7 @@
 // first use); the latest signed snapshot is verified too and compared with the replay. The
 // projection is cached in IndexedDB, so a reload fetches only new events. Then it follows
 // the live tail. Pictures (views.js): the work graph, the history of leases and epochs,
-// the effects' settlement. `mwp serve` embeds this folder (scripts/build-dashboard.sh).
+// the effects' settlement. `mwp serve` embeds this folder (host-native/build.rs).
 import { Client, IdbReplica, canonical, encodeEvent, verifySnapshot } from "mwp";
 import { effectsSvg, historySvg, legendHtml } from "./views.js";
 

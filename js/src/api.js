@@ -21,10 +21,11 @@ export class Authority {
    * An authority with no group yet; the first accepted command must be `open_group`. With
    * `{secretKey}` (hex seed) it signs its own ticks (`tick`) and snapshots and accepts only an
    * `open_group` naming that key; without one it holds no key: any `authority_key`, no ticks,
-   * and `snapshot` takes the key to sign with.
+   * and `snapshot` takes the key to sign with. `snapshotEvery`: the cadence of the snapshot it
+   * keeps (`latestSnapshot`; default 100,000 events).
    */
   constructor(options) {
-    this.#inner = options instanceof w.Authority ? options : guard(() => new w.Authority(options?.secretKey));
+    this.#inner = options instanceof w.Authority ? options : guard(() => new w.Authority(options?.secretKey, options?.snapshotEvery));
   }
 
   /** Rebuilds an authority from stored events (a frame batch or an array of CBOR events). */

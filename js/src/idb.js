@@ -67,6 +67,11 @@ export class IdbAuthority {
   receipt(actor, action) { return guard(() => this.#inner.receipt(actor, action)); }
   frontier(nowMs) { return guard(() => this.#inner.frontier(now(nowMs))); }
   nextDeadline() { return this.#inner.nextDeadline(); }
+  /**
+   * The latest signed snapshot (canonical CBOR) the cadence made due since the store was
+   * opened, or `undefined` (only with `secretKey`).
+   */
+  latestSnapshot() { return this.#inner.latestSnapshot(); }
 
   /** Closes the database connection once pending writes finish. */
   close() {

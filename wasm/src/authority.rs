@@ -87,12 +87,20 @@ impl Authority {
     /// signed snapshot at the core's cadence, and accepts only an `open_group` naming that
     /// key's public half; without one it holds no key: it accepts an `open_group` naming any
     /// `authority_key`, sends no ticks, and signs snapshots with the key `snapshot` is given.
+    /// `snapshotEvery` is the cadence of the kept snapshot (default 100,000 events).
     #[wasm_bindgen(constructor)]
-    pub fn new(secret_key: Option<String>) -> Result<Authority, AcceptError> {
+    pub fn new(
+        secret_key: Option<String>,
+        snapshot_every: Option<f64>,
+    ) -> Result<Authority, AcceptError> {
         let Some(hex) = secret_key else {
             return Ok(Authority::default());
         };
-        let config = Config::new(parse_secret_key(&hex)?, Policy::default());
+        let mut policy = Policy::default();
+        if let Some(n) = snapshot_every {
+            policy.snapshot_every = Some(uint(n, "snapshotEvery")?);
+        }
+        let config = Config::new(parse_secret_key(&hex)?, policy);
         Ok(Authority {
             group: MemoryGroup::new(config),
         })
@@ -105,7 +113,7 @@ impl Authority {
         frames_batch: &[u8],
         secret_key: Option<String>,
     ) -> Result<Authority, AcceptError> {
-        let mut authority = Authority::new(secret_key)?;
+        let mut authority = Authority::new(secret_key, None)?;
         for bytes in frames::split(frames_batch)? {
             let event = Event::from_cbor_verified(bytes)?;
             authority.group.append(&event)?;

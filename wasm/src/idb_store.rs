@@ -659,12 +659,16 @@ pub async fn delete_idb_store(name: String) -> Result<(), StoreError> {
 
 /// An authority whose log lives in IndexedDB, over the core's authority driver. Each
 /// `submit` call is one transition: one `readwrite` transaction for the whole batch. The
-/// driver's snapshot cadence decides when the state is checkpointed.
+/// driver's snapshot cadence decides when the state is checkpointed. With a key, the driver
+/// also signs each due snapshot once its batch is durable, and the latest is kept in memory
+/// (`latestSnapshot`): IndexedDB persists the unsigned checkpoint, from which it is signed
+/// again on request.
 #[wasm_bindgen]
 pub struct IdbAuthority {
     store: Store,
     driver: Authority,
     poisoned: Option<Error>,
+    latest_snapshot: Option<Vec<u8>>,
 }
 
 impl IdbAuthority {
@@ -683,6 +687,7 @@ impl IdbAuthority {
         let mut decided = Vec::with_capacity(commands.len());
         let mut events = Vec::new();
         let mut due = false;
+        let mut signed = None;
         for command in commands {
             let limits = &self.driver.policy().limits;
             let result = command_from_js(command, limits).and_then(|cmd| {
@@ -700,6 +705,9 @@ impl IdbAuthority {
                         // The stored values a redaction erases are found by `erasures`
                         // below, from the events themselves.
                         due |= commit.snapshot.is_some();
+                        if let Some(snapshot) = commit.snapshot.as_ref().filter(|d| d.signable()) {
+                            signed = Some(snapshot.sign_stored()?.0);
+                        }
                         events.push(((*commit.event).clone(), commit.bytes.clone()));
                         commit.into_decision()
                     }
@@ -728,6 +736,9 @@ impl IdbAuthority {
         if let Err(e) = write.await {
             self.poisoned = Some(e.clone());
             return Err(e);
+        }
+        if signed.is_some() {
+            self.latest_snapshot = signed;
         }
         let results = js_sys::Array::new();
         for result in decided {
@@ -776,6 +787,7 @@ impl IdbAuthority {
             store,
             driver,
             poisoned: None,
+            latest_snapshot: None,
         })
     }
 
@@ -872,6 +884,13 @@ impl IdbAuthority {
     #[wasm_bindgen(js_name = nextDeadline)]
     pub fn next_deadline(&self) -> Option<f64> {
         self.driver.next_wake().map(num)
+    }
+
+    /// The canonical CBOR of the latest signed snapshot the driver's cadence made due since
+    /// this store was opened (only with `secretKey`), or `undefined`.
+    #[wasm_bindgen(js_name = latestSnapshot)]
+    pub fn latest_snapshot(&self) -> Option<Vec<u8>> {
+        self.latest_snapshot.clone()
     }
 
     /// Closes the connection (after pending transactions finish).

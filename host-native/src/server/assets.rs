@@ -1,6 +1,6 @@
-//! The dashboard's static files. The built dashboard (`host-native/dashboard/`, assembled by
-//! `scripts/build-dashboard.sh` from `js/dashboard`, the npm package's browser modules and
-//! the optimised wasm module) is compiled into the binary by `build.rs`; `mwp serve
+//! The dashboard's static files. The dashboard (`js/dashboard/`, the npm package's browser
+//! modules from `js/src/` and the optimised wasm module of `host-native/dashboard/pkg/`) is
+//! compiled into the binary by `build.rs`; `mwp serve
 //! --dashboard DIR` serves a directory instead while the dashboard is being developed.
 
 use std::borrow::Cow;

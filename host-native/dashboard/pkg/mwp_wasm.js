@@ -712,14 +712,24 @@ export class Authority {
     }
     /**
      * Rebuilds an authority from a frame batch of stored events (seq 1 first), verifying
-     * every event and the chain.
+     * every event and the chain. `secretKey` as for the constructor.
      * @param {Uint8Array | number[]} frames_batch
+     * @param {string | null} [secret_key]
      * @returns {Authority}
      */
-    static fromLog(frames_batch) {
-        const ptr0 = passArray8ToWasm0(frames_batch, wasm.__wbindgen_malloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.authority_fromLog(ptr0, len0);
+    static fromLog(frames_batch, secret_key) {
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passArray8ToWasm0(frames_batch, wasm.__wbindgen_malloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = isLikeNone(secret_key) ? 0 : passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.authority_fromLog(ptr0, len0, ptr1, len1);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -756,16 +766,44 @@ export class Authority {
         }
     }
     /**
-     * An authority with no group yet: the first accepted command must be `open_group`.
+     * The latest signed snapshot this authority kept at the core's cadence (after every
+     * 100,000 events and after `group_archived`; only with a key), or `undefined`.
+     * @returns {Uint8Array | undefined}
      */
-    constructor() {
-        const ret = wasm.authority_new();
-        this.__wbg_ptr = ret;
+    latestSnapshot() {
+        const ret = wasm.authority_latestSnapshot(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * An authority with no group yet: the first accepted command must be `open_group`.
+     * With `secretKey` (a hex seed) it signs its own ticks (`tick`) and snapshots, keeps a
+     * signed snapshot at the core's cadence, and accepts only an `open_group` naming that
+     * key's public half; without one it holds no key: it accepts an `open_group` naming any
+     * `authority_key`, sends no ticks, and signs snapshots with the key `snapshot` is given.
+     * `snapshotEvery` is the cadence of the kept snapshot (default 100,000 events).
+     * @param {string | null} [secret_key]
+     * @param {number | null} [snapshot_every]
+     */
+    constructor(secret_key, snapshot_every) {
+        const val2 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
+        var ptr0 = isLikeNone(secret_key) ? 0 : passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        var len0 = WASM_VECTOR_LEN;
+        const ret = wasm.authority_new(ptr0, len0, !isLikeNone(snapshot_every), val2);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
         AuthorityFinalization.register(this, this.__wbg_ptr, this);
         return this;
     }
     /**
-     * The earliest time a `tick` would expire a lease, or `undefined`.
+     * The earliest time a `tick` would expire a lease, or `undefined` (also once archived):
+     * the driver's next wake.
      * @returns {number | undefined}
      */
     nextDeadline() {
@@ -805,14 +843,14 @@ export class Authority {
         return ret;
     }
     /**
-     * A signed snapshot of the current state (canonical CBOR), signed with the authority's
-     * secret key seed (hex).
-     * @param {string} secret_key_hex
+     * A signed snapshot of the current state (canonical CBOR), signed with `secretKey` (a
+     * hex seed) or, without it, with this authority's own key.
+     * @param {string | null} [secret_key]
      * @returns {Uint8Array}
      */
-    snapshot(secret_key_hex) {
-        const ptr0 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
+    snapshot(secret_key) {
+        var ptr0 = isLikeNone(secret_key) ? 0 : passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        var len0 = WASM_VECTOR_LEN;
         const ret = wasm.authority_snapshot(this.__wbg_ptr, ptr0, len0);
         if (ret[3]) {
             throw takeFromExternrefTable0(ret[2]);
@@ -898,6 +936,20 @@ export class Authority {
      */
     submit(command, now_ms) {
         const ret = wasm.authority_submit(this.__wbg_ptr, command, now_ms);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Sends the authority's own `tick` if a lease deadline has passed at `nowMs` (the core
+     * names and signs it): its decision object, or `undefined` when none is due or this
+     * authority holds no key.
+     * @param {number} now_ms
+     * @returns {any}
+     */
+    tick(now_ms) {
+        const ret = wasm.authority_tick(this.__wbg_ptr, now_ms);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -993,8 +1045,12 @@ export class IdbAgentStore {
 if (Symbol.dispose) IdbAgentStore.prototype[Symbol.dispose] = IdbAgentStore.prototype.free;
 
 /**
- * An authority whose log lives in IndexedDB. Each `submit` call is one transition: one
- * `readwrite` transaction for the whole batch.
+ * An authority whose log lives in IndexedDB, over the core's authority driver. Each
+ * `submit` call is one transition: one `readwrite` transaction for the whole batch. The
+ * driver's snapshot cadence decides when the state is checkpointed. With a key, the driver
+ * also signs each due snapshot once its batch is durable, and the latest is kept in memory
+ * (`latestSnapshot`): IndexedDB persists the unsigned checkpoint, from which it is signed
+ * again on request.
  */
 export class IdbAuthority {
     static __wrap(ptr) {
@@ -1060,6 +1116,20 @@ export class IdbAuthority {
         }
     }
     /**
+     * The canonical CBOR of the latest signed snapshot the driver's cadence made due since
+     * this store was opened (only with `secretKey`), or `undefined`.
+     * @returns {Uint8Array | undefined}
+     */
+    latestSnapshot() {
+        const ret = wasm.idbauthority_latestSnapshot(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
      * The earliest time a `tick` would expire a lease, or `undefined`.
      * @returns {number | undefined}
      */
@@ -1069,27 +1139,35 @@ export class IdbAuthority {
     }
     /**
      * Opens (creating if needed) the store `name` for `group` and rebuilds the state from
-     * its last checkpoint and the events after it. `checkpointEvery` (default 1000) is how
-     * many events may pass between two state checkpoints.
+     * its last checkpoint and the events after it. `checkpointEvery` (default 1000) is the
+     * driver's snapshot cadence: the state is checkpointed in the transaction of every
+     * batch holding a seq that is a multiple of it, and of a `group_archived`. With
+     * `secretKey` (hex seed) the authority signs its own ticks (`tick`) and accepts only an
+     * `open_group` naming that key; without one it holds no key (any `authority_key`, no
+     * ticks).
      * @param {string} name
      * @param {string} group
      * @param {number | null} [checkpoint_every]
+     * @param {string | null} [secret_key]
      * @returns {Promise<IdbAuthority>}
      */
-    static open(name, group, checkpoint_every) {
-        const val3 = +(isLikeNone(checkpoint_every) ? 0 : checkpoint_every);
-        let ptr0, len0, ptr1, len1;
+    static open(name, group, checkpoint_every, secret_key) {
+        const val4 = +(isLikeNone(checkpoint_every) ? 0 : checkpoint_every);
+        let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
             ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
             ptr1 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
+            ptr2 = isLikeNone(secret_key) ? 0 : passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len2 = WASM_VECTOR_LEN;
         } catch (e) {
+            if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.idbauthority_open(ptr0, len0, ptr1, len1, !isLikeNone(checkpoint_every), val3);
+        const ret = wasm.idbauthority_open(ptr0, len0, ptr1, len1, !isLikeNone(checkpoint_every), val4, ptr2, len2);
         return ret;
     }
     /**
@@ -1201,6 +1279,17 @@ export class IdbAuthority {
         const ptr0 = passArrayJsValueToWasm0(commands, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.idbauthority_submit(this.__wbg_ptr, ptr0, len0, val2);
+        return ret;
+    }
+    /**
+     * Sends the authority's own `tick` if a lease deadline has passed at `nowMs` (the core
+     * names and signs it) and writes it as `submit` does: its result, or `undefined` when
+     * none is due or this authority holds no key.
+     * @param {number} now_ms
+     * @returns {Promise<any>}
+     */
+    tick(now_ms) {
+        const ret = wasm.idbauthority_tick(this.__wbg_ptr, now_ms);
         return ret;
     }
 }
@@ -1643,7 +1732,7 @@ export class Replica {
 if (Symbol.dispose) Replica.prototype[Symbol.dispose] = Replica.prototype.free;
 
 /**
- * One Group's state, for a host that stores the log itself.
+ * One Group's authority driver, for a host that stores the log itself.
  */
 export class StoreGroup {
     static __wrap(ptr) {
@@ -1730,37 +1819,22 @@ export class StoreGroup {
         return ret !== 0;
     }
     /**
-     * The `tick` the authority sends at `nowMs`, signed with its secret key seed (hex), as
-     * the core's authority driver names it (`tick.<the seq it will have>`); `undefined`
-     * when no lease deadline has passed, the group is archived or not open yet.
-     * @param {string} secret_key_hex
-     * @param {number} now_ms
-     * @returns {any}
-     */
-    dueTick(secret_key_hex, now_ms) {
-        const val2 = +now_ms;
-        const ptr0 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.storegroup_dueTick(this.__wbg_ptr, ptr0, len0, val2);
-        if (ret[2]) {
-            throw takeFromExternrefTable0(ret[1]);
-        }
-        return takeFromExternrefTable0(ret[0]);
-    }
-    /**
-     * A group resumed from a signed snapshot (canonical CBOR) that verifies under
-     * `trustedKey` (hex) and belongs to `group`. Throws `SNAPSHOT_INVALID` with the reason.
+     * A group resumed from a signed snapshot (canonical CBOR) that verifies under the
+     * public half of `secretKey` and belongs to `group`; `snapshotEvery` as for the
+     * constructor. Throws `SNAPSHOT_INVALID` with the reason.
      * @param {Uint8Array | number[]} bytes
-     * @param {string} trusted_key
+     * @param {string} secret_key
      * @param {string} group
+     * @param {number | null} [snapshot_every]
      * @returns {StoreGroup}
      */
-    static fromSnapshot(bytes, trusted_key, group) {
+    static fromSnapshot(bytes, secret_key, group, snapshot_every) {
+        const val4 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
         let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
             ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passStringToWasm0(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr1 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
             ptr2 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
@@ -1770,7 +1844,7 @@ export class StoreGroup {
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.storegroup_fromSnapshot(ptr0, len0, ptr1, len1, ptr2, len2);
+        const ret = wasm.storegroup_fromSnapshot(ptr0, len0, ptr1, len1, ptr2, len2, !isLikeNone(snapshot_every), val4);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -1820,16 +1894,27 @@ export class StoreGroup {
         }
     }
     /**
-     * A group with no events yet: the first accepted command must be `open_group`.
+     * A group with no events yet, under the authority signing with `secretKey` (hex seed)
+     * and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
+     * accepted command must be an `open_group` naming that key.
+     * @param {string} secret_key
+     * @param {number | null} [snapshot_every]
      */
-    constructor() {
-        const ret = wasm.storegroup_new();
-        this.__wbg_ptr = ret;
+    constructor(secret_key, snapshot_every) {
+        const val2 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
+        const ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val2);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
         StoreGroupFinalization.register(this, this.__wbg_ptr, this);
         return this;
     }
     /**
-     * The earliest time a `tick` would expire a lease, or `undefined` (also once archived).
+     * The earliest time a `tick` would expire a lease, or `undefined` (also once archived):
+     * the driver's next wake.
      * @returns {number | undefined}
      */
     nextDeadline() {
@@ -1848,6 +1933,20 @@ export class StoreGroup {
             wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
         }
         return v1;
+    }
+    /**
+     * The `tick` the authority sends at `nowMs`, as the core's authority driver names and
+     * signs it (`tick.<the seq it will have>`); `undefined` when no lease deadline has
+     * passed, the group is archived or not open yet. Submit it like any command.
+     * @param {number} now_ms
+     * @returns {any}
+     */
+    pollTick(now_ms) {
+        const ret = wasm.storegroup_pollTick(this.__wbg_ptr, now_ms);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
     }
     /**
      * The original receipt of (actor, action), or `undefined`.
@@ -1892,15 +1991,12 @@ export class StoreGroup {
         return ret;
     }
     /**
-     * A signed snapshot (canonical CBOR) of the current state with the authority's secret
-     * key seed (hex), and its header fields: `{bytes, seq, state_hash}`.
-     * @param {string} secret_key_hex
+     * A signed snapshot (canonical CBOR) of the current state with the authority's key, and
+     * its header fields: `{bytes, seq, state_hash}`.
      * @returns {any}
      */
-    snapshot(secret_key_hex) {
-        const ptr0 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.storegroup_snapshot(this.__wbg_ptr, ptr0, len0);
+    snapshot() {
+        const ret = wasm.storegroup_snapshot(this.__wbg_ptr);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -1956,10 +2052,13 @@ export class StoreGroup {
         return takeFromExternrefTable0(ret[0]);
     }
     /**
-     * Decides a command (JSON-form object or CBOR bytes) at `nowMs`; an accepted event is
-     * applied to the state at once (the host must make it durable before answering).
-     * Returns `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`; a rejection
-     * throws a `StoreError` with the spec's code and leaves the state unchanged.
+     * Decides a command (JSON-form object or CBOR bytes) at `nowMs` with the core's
+     * authority driver; an accepted event is applied to the state at once (the host must
+     * make it durable before answering). Returns `{decision, erase?, snapshot?}`: the
+     * decision `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`, the seq
+     * whose stored values a redaction erases once the event is durable, and the signed
+     * snapshot that is due after it (`{bytes, seq, state_hash}`, to store once the event is
+     * durable). A rejection throws a `StoreError` with the spec's code and changes nothing.
      * @param {any} command
      * @param {number} now_ms
      * @returns {any}
@@ -2645,6 +2744,10 @@ function __wbg_get_imports() {
             const ret = arg0.error;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
         }, arguments); },
+        __wbg_from_eac91875c8a5ffa4: function(arg0) {
+            const ret = Array.from(arg0);
+            return ret;
+        },
         __wbg_getAllKeys_08212b8e3f30bcdf: function() { return handleError(function (arg0, arg1) {
             const ret = arg0.getAllKeys(arg1);
             return ret;
@@ -3073,12 +3176,12 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 363, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 368, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 324, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 329, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
             return ret;
         },
