@@ -91,6 +91,9 @@ fn main() {
 
 /// The URL path of `path` under `prefix`.
 fn url(prefix: &str, path: &Path) -> String {
-    let name = path.file_name().and_then(|n| n.to_str()).expect("UTF-8 file names");
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("UTF-8 file names");
     format!("{prefix}{name}")
 }

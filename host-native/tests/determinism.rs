@@ -122,7 +122,11 @@ fn run<H: Host>(host: H, latest: fn(&H, &Id) -> Option<Vec<u8>>) -> (Outcome, H)
         .filter(|l| l["outcome"] == "accepted")
         .map(|l| json!([l["receipt"]["seq"], l["receipt"]["event_id"]]))
         .collect::<Vec<_>>();
-    assert_eq!(events.len() as u64, state.seq, "one accepted line per event");
+    assert_eq!(
+        events.len() as u64,
+        state.seq,
+        "one accepted line per event"
+    );
     let outcome = Outcome {
         stream: rec.stream,
         transcript,
@@ -179,7 +183,10 @@ fn the_checked_in_stream_is_the_memory_hosts_run() {
         .iter()
         .filter(|l| l["source"] == "authority" && l["outcome"] == "accepted")
         .count();
-    assert_eq!(ticks, 3, "the authority expired leases by itself three times");
+    assert_eq!(
+        ticks, 3,
+        "the authority expired leases by itself three times"
+    );
     let seqs: Vec<_> = o.snapshots.iter().map(|s| s["seq"].clone()).collect();
     assert_eq!(seqs, [json!(4), json!(8), json!(12)], "past the cadence");
 }
@@ -228,7 +235,9 @@ fn postgresql_makes_the_same_bytes() {
     let server = require_server!();
     let schema = postgres_common::Schema::new(&server, "determinism");
     let authority = schema.open(&format!("snapshot_every={SNAPSHOT_EVERY}"));
-    let (pg, _) = run(authority, |a, g| AuthorityService::latest_snapshot(a, g).ok());
+    let (pg, _) = run(authority, |a, g| {
+        AuthorityService::latest_snapshot(a, g).ok()
+    });
     assert_eq!(pg, memory());
 }
 
