@@ -4,7 +4,6 @@
 
 pub mod agent_host;
 pub mod cli;
-pub mod demo;
 pub mod memory_service;
 pub mod redact;
 pub mod server;

@@ -9,6 +9,7 @@
 //! * 3 — the store or the server is unavailable (cannot open, cannot bind, storage failed).
 
 pub mod bench;
+pub mod demo;
 pub mod replay;
 pub mod replica;
 pub mod snapshot;
@@ -202,7 +203,7 @@ pub enum Command {
     /// Run a whole mission: an authority, several agents over HTTP, dependencies, retries,
     /// a checkpoint, a crash, a lease expiry and an unknown-outcome effect. Prints a summary
     /// and the dashboard URL, then serves until Ctrl-C.
-    Demo(crate::demo::DemoArgs),
+    Demo(demo::DemoArgs),
     /// Measure accepted commands per second over HTTP with many concurrent clients.
     Bench(bench::BenchArgs),
 }
@@ -417,7 +418,7 @@ pub fn run(cli: Cli) -> Outcome {
             min_seq,
         } => snapshot::verify(&file, &key, &org, &group, min_seq),
         Command::Fsck { store } => store::fsck(&store.required()?),
-        Command::Demo(args) => crate::demo::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
     }
 }
