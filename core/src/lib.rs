@@ -1,8 +1,11 @@
-//! mwp-core: the deterministic core of mwp.
+//! mwp-core, the deterministic core of mwp: it does **no IO, reads no clock, draws no
+//! randomness and spawns no threads** by default; the `parallel` feature lets a host opt into
+//! hashing large snapshots on a second thread.
 //!
-//! This crate holds every rule of mwp and does **no IO, reads no clock and uses no
-//! randomness**: time enters only as an argument (`now_ms`), and the same bytes in give the
-//! same bytes out on every target. Hosts (files, IndexedDB, PostgreSQL) store what it decides.
+//! This crate holds every rule of mwp. Time enters only as an argument (`now_ms`), every call
+//! runs on the caller's thread (unless the host turns `parallel` on, as the native host does;
+//! it has no effect on WebAssembly), and the same bytes in give the same bytes out on every
+//! target. Hosts (files, IndexedDB, PostgreSQL) store what it decides.
 //!
 //! The authority's loop, written out: a host holds one [`authority::Authority`] driver per
 //! Group, hands it each Command with the time, and persists what it is told to.
@@ -34,8 +37,9 @@
 //! Where to look: [`accept()`] decides a Command (check order of SPEC §3, rules of §5);
 //! [`authority`] is what an authority does around it (ticks, snapshot cadence, the online
 //! window);
-//! [`GroupState::apply`] is the one place an event changes state; [`canonical`] is the one
-//! encoding everything hashed or signed goes through.
+//! [`GroupState::apply`] is the one place an event changes state; [`effect`] names effects
+//! and says how an unsettled one ends; [`canonical`] is the one encoding everything hashed or
+//! signed goes through.
 #![forbid(unsafe_code)]
 
 pub mod accept;
@@ -44,6 +48,7 @@ pub mod authority;
 pub mod canonical;
 pub mod command;
 pub mod crypto;
+pub mod effect;
 pub mod error;
 pub mod event;
 pub mod id;

@@ -410,7 +410,7 @@ const PARALLEL_DIGESTS_FROM: usize = 1 << 20;
 
 /// Decodes stored snapshot bytes and computes their two digests.
 ///
-/// With the `parallel` feature (on by default; never on WebAssembly), a snapshot of a MiB or
+/// With the `parallel` feature (off by default; never on WebAssembly), a snapshot of a MiB or
 /// more is hashed on a second thread while this one decodes it: the two SHA-256 passes over
 /// the state cost about half as much as decoding it. The hashing thread finds `sig` and
 /// `state` by walking heads only; its digests are used only if the decode, which checks

@@ -622,10 +622,7 @@ impl GroupState {
                 let epoch = w.epoch;
                 for e in w.effects.values_mut() {
                     if e.epoch == epoch && e.status == EffectStatus::Intended {
-                        e.status = match e.mode {
-                            crate::command::EffectMode::Undeclared => EffectStatus::Unknown,
-                            _ => EffectStatus::Abandoned,
-                        };
+                        e.status = crate::effect::status_at_lease_end(e.mode);
                     }
                 }
             }

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use mwp_core::accept::effect_key;
 use mwp_core::crypto::Hash;
+use mwp_core::effect::effect_key;
 use mwp_core::lease::LeaseId;
 use mwp_core::memory::MemoryAuthority;
 use mwp_core::{Body, Command, Decision, Event, GroupState, Id, Result, SecretKey};
