@@ -246,6 +246,8 @@ pub(super) fn contract(max_attempts: u32) -> Contract {
         risk: Risk::Low,
     }
 }
+
+/// The roster: name, role, key.
 pub(super) struct Roster {
     pub(super) keys: BTreeMap<&'static str, SecretKey>,
 }

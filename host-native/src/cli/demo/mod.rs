@@ -197,8 +197,6 @@ impl Summary {
     }
 }
 
-/// The roster: name, role, key.
-
 /// Creates a directory and its missing parents, mode 0700 (the demo's data is a file store).
 fn private_dirs(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
