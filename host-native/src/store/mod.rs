@@ -14,14 +14,15 @@
 //! concurrent commands share syncs (group commit); a storage error is sticky. Reopening
 //! streams the log from the latest snapshot, trims a torn tail, and stops with
 //! `LOG_CORRUPT` naming file and offset on any other damage. [`fsck`] checks a data
-//! directory without changing it. [`projection`] is the agent side's store.
+//! directory without changing it. [`agent_journal`] is the agent side's store, on the same
+//! [`backend`] and with the same record framing.
 
+pub mod agent_journal;
 pub mod backend;
 pub mod format;
 pub mod fsck;
 mod group;
 pub mod lock;
-pub mod projection;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

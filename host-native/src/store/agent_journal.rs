@@ -1,0 +1,528 @@
+//! The agent side's store: an append-only journal of the write sets an agent driver
+//! ([`mwp_core::agent::Agent`]) hands out, replayed into an [`AgentImage`] on open.
+//!
+//! It runs on the file store's [`Backend`] (so the crash harness reaches it through
+//! [`MemBackend`](super::backend::MemBackend)) and is framed as the authority's log: a file
+//! header ([`FileHeader`], magic [`JOURNAL_MAGIC`]) and checksummed records
+//! ([`encode_record`], read back by [`scan`], which applies the tail rule). docs/format.md,
+//! "Agent journal", is the normative description.
+//!
+//! One write set is one *batch* of records: its canonical CBOR, cut into pieces of at most
+//! [`MAX_RECORD_LEN`] − 1 bytes, each piece preceded by a flag byte ([`PIECE_MORE`] or
+//! [`PIECE_LAST`]). This is where the journal's records differ from a segment's, whose
+//! payload is one whole event: an event is bounded by the command limits, a write set is not
+//! (a snapshot restore carries every projection row of the group), so a write set may need
+//! more than one record, and the flag says where it ends even when a crash cut the batch at
+//! a record boundary.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mwp_core::agent::AgentImage;
+use mwp_core::canonical::{self, Strictness};
+use mwp_core::replica::WriteSet;
+use mwp_core::{Code, Error, Hash, Id, Result};
+
+use super::backend::{Backend, FsBackend, StorageFile};
+use super::format::{
+    corrupt_at, encode_record, scan, storage, FileHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN,
+};
+
+/// Magic of an agent journal.
+pub const JOURNAL_MAGIC: [u8; 8] = *b"MWPAGJ\r\n";
+/// Flag byte of a record whose piece is not the last of its write set.
+pub const PIECE_MORE: u8 = 1;
+/// Flag byte of the record holding the last (often the only) piece of a write set.
+pub const PIECE_LAST: u8 = 0;
+
+/// An append-only file of an agent's committed write sets (see the module doc).
+///
+/// * **Creation.** The file does not exist until the first write set is appended: the
+///   header and that write set are written as `NAME.tmp` (mode 0600), synced, renamed to
+///   `NAME` and the directory is synced, as the file store creates its files. So `NAME`,
+///   when it exists, starts with a whole header.
+/// * **Appends.** Each later write set is one positional write after the last record, then
+///   `fdatasync`; [`Journal::append`] returns only then, and only then does the write set
+///   count as committed.
+/// * **Open.** A torn last write set (a crash mid-append: a damaged last record, or a batch
+///   whose last piece never arrived) was never committed and is cut off. Damage anywhere
+///   before it is `LOG_CORRUPT` naming the file and offset, never a silent truncation.
+/// * **Failures are sticky.** After a failed write, sync, create or rename the journal
+///   refuses further appends (`STORAGE`) until it is reopened.
+pub struct Journal {
+    backend: Arc<dyn Backend>,
+    path: PathBuf,
+    /// `None` until the file exists.
+    file: Option<Arc<dyn StorageFile>>,
+    /// The group named in the header.
+    group: Option<Id>,
+    /// Offset just past the last committed record.
+    end: u64,
+    /// Seq of the next record.
+    next_seq: u64,
+    /// Largest piece of a write set per record.
+    piece: usize,
+    failed: bool,
+}
+
+impl fmt::Debug for Journal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Journal")
+            .field("path", &self.path)
+            .field("group", &self.group)
+            .field("end", &self.end)
+            .field("next_seq", &self.next_seq)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+fn io_err(what: impl fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| storage(what, e)
+}
+
+/// `NAME.tmp` beside `NAME`.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// The directory holding `path`.
+fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+impl Journal {
+    /// Opens the journal at `path` on the real file system (see [`Journal::open_with`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<(Journal, AgentImage)> {
+        Self::open_with(Arc::new(FsBackend), path.as_ref())
+    }
+
+    /// Opens the journal at `path` on any backend and replays it into an image: the default
+    /// image if there is no file yet. A `NAME.tmp` left by a creation that never completed
+    /// (nothing in it was committed) is removed, a torn last write set is cut off.
+    pub fn open_with(backend: Arc<dyn Backend>, path: &Path) -> Result<(Journal, AgentImage)> {
+        let mut journal = Journal {
+            backend,
+            path: path.to_path_buf(),
+            file: None,
+            group: None,
+            end: 0,
+            next_seq: 1,
+            piece: MAX_RECORD_LEN as usize - 1,
+            failed: false,
+        };
+        let be = &*journal.backend;
+        let tmp = tmp_path(path);
+        if be.is_file(&tmp) {
+            be.remove(&tmp)
+                .map_err(io_err(format!("remove {}", tmp.display())))?;
+        }
+        if !be.is_file(path) {
+            return Ok((journal, AgentImage::default()));
+        }
+        let name = format!("agent journal {}", path.display());
+        let file = be
+            .open(path)
+            .map_err(io_err(format!("open {}", path.display())))?;
+        let len = file
+            .len()
+            .map_err(io_err(format!("size of {}", path.display())))?;
+        if len < FILE_HEADER_LEN as u64 {
+            return Err(corrupt_at(&name, 0, "the file is shorter than its header"));
+        }
+        let mut hb = [0u8; FILE_HEADER_LEN];
+        file.read_at(0, &mut hb)
+            .map_err(io_err(format!("read {}", path.display())))?;
+        let header = FileHeader::decode(&hb, JOURNAL_MAGIC).map_err(|e| corrupt_at(&name, 0, e))?;
+        if header.first_seq != 1 {
+            return Err(corrupt_at(
+                &name,
+                12,
+                format!("first_seq is {}, expected 1", header.first_seq),
+            ));
+        }
+        let mut image = AgentImage::default();
+        // The write set being read: its batch (first seq), offset and pieces so far.
+        let mut open: Option<(u64, u64)> = None;
+        let mut pieces: Vec<u8> = Vec::new();
+        let spec = ScanSpec {
+            name: &name,
+            first_seq: 1,
+            contiguous: true,
+            may_be_torn: true,
+            reserve: false,
+            erased: &|_| None,
+        };
+        let end = scan(&*file, &spec, &mut |r| {
+            let h = r.header;
+            let bad = |what: String| corrupt_at(&name, r.offset, what);
+            let reading = open;
+            match reading {
+                None if h.batch == h.seq => open = Some((h.batch, r.offset)),
+                Some((batch, _)) if h.batch == batch => {}
+                None => {
+                    return Err(bad(format!(
+                        "record seq {} continues write set batch {}, which is not being read",
+                        h.seq, h.batch
+                    )))
+                }
+                Some((batch, _)) => {
+                    return Err(bad(format!(
+                        "record seq {} starts a write set before the one of batch {batch} ended",
+                        h.seq
+                    )))
+                }
+            }
+            let Some((&flag, piece)) = r.payload.split_first() else {
+                return Err(bad("a record without its piece flag".into()));
+            };
+            pieces.extend_from_slice(piece);
+            match flag {
+                PIECE_MORE => return Ok(()),
+                PIECE_LAST => {}
+                other => return Err(bad(format!("piece flag {other} is neither 0 nor 1"))),
+            }
+            let Some((_, at)) = open.take() else {
+                return Err(bad("no write set is being read".into()));
+            };
+            let bad = |what: String| corrupt_at(&name, at, what);
+            let ws: WriteSet = canonical::from_slice(&pieces, Strictness::Canonical)
+                .map_err(|e| bad(format!("a write set does not decode: {e}")))?;
+            pieces.clear();
+            if ws.group.as_ref() != Some(&header.group) {
+                return Err(bad(format!(
+                    "a write set of group {:?} in the journal of group {}",
+                    ws.group.as_ref().map(Id::as_str),
+                    header.group
+                )));
+            }
+            image.commit(&ws).map_err(|e| bad(e.message))
+        })?;
+        // A write set whose last piece is missing was cut at a record boundary: torn too.
+        let (keep, next_seq) = match open {
+            Some((batch, at)) => (at, batch),
+            None => (end.end, end.last_seq + 1),
+        };
+        if keep < len {
+            file.set_len(keep)
+                .map_err(io_err(format!("trim {}", path.display())))?;
+            file.sync_data()
+                .map_err(io_err(format!("sync {}", path.display())))?;
+        }
+        journal.file = Some(file);
+        journal.group = Some(header.group);
+        journal.end = keep;
+        journal.next_seq = next_seq;
+        Ok((journal, image))
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a write set and makes it durable; it is committed once this returns `Ok`.
+    /// A write set without a group, or of another group than the journal's, is refused
+    /// (`MALFORMED`, nothing written); a storage failure is `STORAGE` and sticky.
+    pub fn append(&mut self, ws: &WriteSet) -> Result<()> {
+        if self.failed {
+            return Err(Error::new(
+                Code::Storage,
+                format!(
+                    "agent journal {}: an earlier append failed; reopen the journal",
+                    self.path.display()
+                ),
+            ));
+        }
+        let Some(group) = ws.group.as_ref() else {
+            return Err(Error::malformed(format!(
+                "agent journal {}: a write set without a group",
+                self.path.display()
+            )));
+        };
+        if let Some(mine) = self.group.as_ref().filter(|g| *g != group) {
+            return Err(Error::malformed(format!(
+                "agent journal {} belongs to group {mine}, the write set to {group}",
+                self.path.display()
+            )));
+        }
+        let body = canonical::to_vec(ws).map_err(|e| Error::malformed(e.to_string()))?;
+        let mut bytes = Vec::with_capacity(FILE_HEADER_LEN + body.len() + 32);
+        if self.file.is_none() {
+            let header = FileHeader {
+                magic: JOURNAL_MAGIC,
+                first_seq: 1,
+                prev: Hash::ZERO,
+                group: group.clone(),
+            };
+            bytes.extend_from_slice(&header.encode());
+        }
+        let batch = self.next_seq;
+        let mut seq = batch;
+        let mut rest: &[u8] = &body;
+        let mut payload = Vec::with_capacity(body.len().min(self.piece) + 1);
+        loop {
+            let (piece, after) = rest.split_at(rest.len().min(self.piece));
+            rest = after;
+            payload.clear();
+            payload.push(if rest.is_empty() {
+                PIECE_LAST
+            } else {
+                PIECE_MORE
+            });
+            payload.extend_from_slice(piece);
+            encode_record(&mut bytes, seq, batch, &payload);
+            seq += 1;
+            if rest.is_empty() {
+                break;
+            }
+        }
+        let written = match &self.file {
+            Some(file) => file
+                .write_at(self.end, &bytes)
+                .and_then(|()| file.sync_data())
+                .map(|()| file.clone())
+                .map_err(io_err(format!("append to {}", self.path.display()))),
+            None => self.create(&bytes),
+        };
+        let file = written.inspect_err(|_| self.failed = true)?;
+        self.file = Some(file);
+        self.group = Some(group.clone());
+        self.end += bytes.len() as u64;
+        self.next_seq = seq;
+        Ok(())
+    }
+
+    /// Writes a new journal holding `bytes` (header and first write set) durably in place.
+    fn create(&self, bytes: &[u8]) -> Result<Arc<dyn StorageFile>> {
+        let be = &*self.backend;
+        let tmp = tmp_path(&self.path);
+        if be.is_file(&tmp) {
+            be.remove(&tmp)
+                .map_err(io_err(format!("remove {}", tmp.display())))?;
+        }
+        let file = be
+            .create(&tmp, 0o600)
+            .map_err(io_err(format!("create {}", tmp.display())))?;
+        file.write_at(0, bytes)
+            .map_err(io_err(format!("write {}", tmp.display())))?;
+        file.sync_data()
+            .map_err(io_err(format!("sync {}", tmp.display())))?;
+        be.rename(&tmp, &self.path)
+            .map_err(io_err(format!("rename {}", tmp.display())))?;
+        let dir = dir_of(&self.path);
+        be.sync_dir(&dir)
+            .map_err(io_err(format!("sync {}", dir.display())))?;
+        Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::backend::{Fault, MemBackend, PowerLoss};
+    use crate::store::format::RECORD_HEADER_LEN;
+    use mwp_core::agent::{AgentMeta, OutboxChange, OutboxEntry};
+    use mwp_core::command::{Body, ReplaceSession};
+    use mwp_core::{Command, SecretKey};
+
+    fn id(s: &str) -> Id {
+        Id::new(s).expect("a literal identifier")
+    }
+
+    fn write_set(serial: u64, action: &str, key: &SecretKey) -> WriteSet {
+        let command = Command::signed(
+            id("acme"),
+            id("g"),
+            id("ada"),
+            id(action),
+            1,
+            None,
+            Body::ReplaceSession(ReplaceSession {}),
+            key,
+        )
+        .expect("a well-formed command");
+        WriteSet {
+            group: Some(id("g")),
+            serial,
+            outbox: vec![OutboxChange::Put(OutboxEntry {
+                base: id(action),
+                rebases: 0,
+                command,
+                binding: Default::default(),
+                made_at: serial,
+                offline: false,
+            })],
+            meta: Some(AgentMeta {
+                session: 1,
+                next_action: serial + 1,
+            }),
+            ..WriteSet::default()
+        }
+    }
+
+    fn key() -> SecretKey {
+        SecretKey::for_transcript("ada")
+    }
+
+    const PATH: &str = "/ada.journal";
+
+    fn open(be: &MemBackend) -> Result<(Journal, AgentImage)> {
+        Journal::open_with(Arc::new(be.clone()), Path::new(PATH))
+    }
+
+    #[test]
+    fn a_reopened_journal_has_every_committed_write_set_and_drops_a_torn_tail() {
+        let be = MemBackend::new();
+        let path = Path::new(PATH);
+        let (mut journal, image) = open(&be).expect("a new journal");
+        assert_eq!(image, AgentImage::default());
+        assert!(
+            !be.is_file(path),
+            "nothing is created before the first append"
+        );
+        let mut expected = AgentImage::default();
+        for (serial, action) in [(1, "a-1"), (2, "a-2")] {
+            let ws = write_set(serial, action, &key());
+            journal.append(&ws).expect("an append");
+            expected.commit(&ws).expect("consecutive serials");
+        }
+        assert_eq!(be.mode(path).expect("mode"), Some(0o600));
+        drop(journal);
+        let committed = be.read_file(path).expect("the journal");
+
+        // A crash mid-append: half a record.
+        let body = canonical::to_vec(&write_set(3, "a-3", &key())).expect("encodes");
+        let mut torn = committed.clone();
+        let mut payload = vec![PIECE_LAST];
+        payload.extend_from_slice(&body);
+        encode_record(&mut torn, 3, 3, &payload);
+        torn.truncate(committed.len() + payload.len() / 2);
+        be.write_file(path, &torn).expect("a torn write");
+        let (mut journal, image) = open(&be).expect("reopens");
+        assert_eq!(image, expected);
+        assert_eq!(image.serial, 2);
+        assert_eq!(be.read_file(path).expect("the journal"), committed);
+        // The next append follows the last committed one.
+        journal
+            .append(&write_set(3, "a-3", &key()))
+            .expect("an append");
+        let (_, image) = open(&be).expect("reopens");
+        assert_eq!(image.serial, 3);
+
+        // A full-length last record whose bytes did not all reach the disk: torn, trimmed.
+        let mut bytes = be.read_file(path).expect("the journal");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x40;
+        be.write_file(path, &bytes).expect("damage");
+        let (_, image) = open(&be).expect("reopens");
+        assert_eq!(image, expected);
+        assert_eq!(be.read_file(path).expect("the journal"), committed);
+
+        // Damage before the last record is refused, naming the file and offset; nothing is cut.
+        let mut bytes = committed.clone();
+        bytes[FILE_HEADER_LEN + RECORD_HEADER_LEN + 2] ^= 0x01;
+        be.write_file(path, &bytes).expect("damage");
+        let err = open(&be).expect_err("damage mid-file");
+        assert_eq!(err.code, Code::LogCorrupt);
+        assert_eq!(
+            err.details.get("offset"),
+            Some(&serde_json::json!(FILE_HEADER_LEN))
+        );
+        assert!(err.message.contains(PATH), "{}", err.message);
+        assert_eq!(be.read_file(path).expect("the journal"), bytes);
+
+        // A file that is not a journal is refused, not trimmed.
+        be.write_file(path, b"not a journal").expect("write");
+        let err = open(&be).expect_err("no header");
+        assert_eq!(err.code, Code::LogCorrupt);
+        assert_eq!(be.read_file(path).expect("the file"), b"not a journal");
+    }
+
+    #[test]
+    fn a_write_set_larger_than_a_record_spans_a_batch_and_a_cut_batch_is_torn() {
+        let be = MemBackend::new();
+        let path = Path::new(PATH);
+        let (mut journal, _) = open(&be).expect("a new journal");
+        journal.piece = 40;
+        let mut expected = AgentImage::default();
+        for serial in 1..=2 {
+            let ws = write_set(serial, &format!("a-{serial}"), &key());
+            journal.append(&ws).expect("an append");
+            expected.commit(&ws).expect("consecutive serials");
+        }
+        let committed = be.read_file(path).expect("the journal");
+        journal
+            .append(&write_set(3, "a-3", &key()))
+            .expect("an append");
+        let whole = be.read_file(path).expect("the journal");
+        let (_, image) = open(&be).expect("reopens");
+        assert_eq!(image.serial, 3);
+        // Cut the last batch at each of its record boundaries: the write set is not there.
+        let mut at = committed.len();
+        let mut cuts = 0;
+        while at < whole.len() {
+            let len = u32::from_le_bytes(whole[at..at + 4].try_into().expect("4 bytes"));
+            at += RECORD_HEADER_LEN + len as usize;
+            if at < whole.len() {
+                be.write_file(path, &whole[..at]).expect("a cut");
+                let (mut journal, image) = open(&be).expect("reopens");
+                assert_eq!(image, expected, "cut at {at}");
+                assert_eq!(be.read_file(path).expect("the journal"), committed);
+                journal.piece = 40;
+                journal
+                    .append(&write_set(3, "a-3", &key()))
+                    .expect("an append");
+                assert_eq!(be.read_file(path).expect("the journal"), whole);
+                cuts += 1;
+            }
+        }
+        assert!(cuts > 2, "the write set spans several records");
+    }
+
+    #[test]
+    fn a_failed_append_is_sticky_and_a_foreign_write_set_is_refused() {
+        let be = MemBackend::new();
+        let (mut journal, _) = open(&be).expect("a new journal");
+        journal
+            .append(&write_set(1, "a-1", &key()))
+            .expect("an append");
+        let mut other = write_set(2, "a-2", &key());
+        other.group = Some(id("h"));
+        let e = journal.append(&other).expect_err("another group");
+        assert_eq!(e.code, Code::Malformed);
+        be.fail_at(be.ops() + 1, Fault::Once);
+        let e = journal
+            .append(&write_set(2, "a-2", &key()))
+            .expect_err("the sync fails");
+        assert_eq!(e.code, Code::Storage);
+        let e = journal
+            .append(&write_set(2, "a-2", &key()))
+            .expect_err("sticky");
+        assert_eq!(e.code, Code::Storage);
+        // The write set whose sync failed was never acknowledged; a power cut drops it.
+        let (_, image) = open(&be.crash_image(PowerLoss::DropAll)).expect("reopens");
+        assert_eq!(image.serial, 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_journal_file_is_private() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("ada.journal");
+        let (mut journal, _) = Journal::open(&path).expect("a new journal");
+        journal
+            .append(&write_set(1, "a-1", &key()))
+            .expect("an append");
+        assert_eq!(FsBackend.mode(&path).expect("mode"), Some(0o600));
+        assert!(!tmp_path(&path).exists());
+        let (_, image) = Journal::open(&path).expect("reopens");
+        assert_eq!(image.serial, 1);
+    }
+}
