@@ -1,0 +1,258 @@
+//! The accept transition and the group commit: commands are decided under the group lock and
+//! staged; a leader writes every staged event as one batch and syncs it before any answer
+//! leaves (transaction boundaries 1 and 2 of the module doc); segments roll here.
+
+use super::*;
+
+impl GroupLog {
+    /// Decides a command; an accepted event is durable when this returns.
+    pub(crate) fn submit(self: &Arc<Self>, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        self.ctx.check_sticky()?;
+        // Step 2 of accept, the signature check, runs here outside the lock so that
+        // concurrent submitters verify in parallel; accept re-checks if the key changed.
+        // A member's key is decoded once, in the state; the authority's only signs ticks.
+        let signer: Option<(PublicKey, Option<PreparedKey>)> = self.with_state(|s| {
+            if cmd.actor.is_authority() {
+                Some((s.authority_key, None))
+            } else {
+                let m = s.members.get(&cmd.actor)?;
+                Some((m.key, m.prepared_key().cloned()))
+            }
+        });
+        let verified = signer.and_then(|(key, prepared)| {
+            let prepared = prepared.or_else(|| key.prepare())?;
+            cmd.verify_prepared(&prepared)
+                .unwrap_or(false)
+                .then_some(key)
+        });
+        let (decision, wait_for, snapshot) = {
+            let mut core = lock(&self.core);
+            self.ctx.check_sticky()?;
+            let decided = match &verified {
+                Some(k) => core.driver.handle_command_preverified(cmd, now_ms, k),
+                None => core.driver.handle_command(cmd, now_ms),
+            };
+            match decided {
+                Err(e) => (Err(e), core.state().seq, None),
+                Ok(Step::Rejected(r)) => (Ok(Decision::Rejected(r)), core.state().seq, None),
+                Ok(Step::Duplicate(r)) => {
+                    let seq = r.seq;
+                    (Ok(Decision::Duplicate(r)), seq, None)
+                }
+                Ok(Step::Accepted(commit)) => {
+                    // The driver applied the event; it must reach the log or the store
+                    // refuses writes (a failed flush is sticky), so the state never
+                    // outlives what is durable.
+                    if commit.bytes.len() > MAX_RECORD_LEN as usize {
+                        let e = Error::new(
+                            Code::Storage,
+                            format!(
+                                "event is {} bytes; the store's record limit is {MAX_RECORD_LEN}",
+                                commit.bytes.len()
+                            ),
+                        );
+                        self.ctx.set_sticky(e.clone());
+                        return Err(e);
+                    }
+                    let Commit {
+                        event,
+                        bytes,
+                        snapshot,
+                        ..
+                    } = commit;
+                    core.pending.push(Staged {
+                        seq: event.seq,
+                        id: event.id,
+                        bytes,
+                    });
+                    let seq = event.seq;
+                    (Ok(Decision::Accepted(event)), seq, snapshot)
+                }
+            }
+        };
+        self.wait_durable(wait_for)?;
+        if let Ok(Decision::Accepted(event)) = &decision {
+            if let EventKind::EventRedacted(r) = &event.kind {
+                self.fail_sticky(self.erase(r.seq))?;
+            }
+            if let Some(due) = snapshot {
+                let archived = matches!(event.kind, EventKind::GroupArchived(_));
+                if self.ctx.background_snapshots && !archived {
+                    let me = Arc::clone(self);
+                    std::thread::spawn(move || {
+                        // A failure is recorded as the sticky storage error.
+                        let _ = me.fail_sticky(me.write_snapshot(due.state()));
+                    });
+                } else {
+                    self.fail_sticky(self.write_snapshot(due.state()))?;
+                }
+            }
+        }
+        decision
+    }
+
+    /// Makes a storage failure sticky.
+    pub(super) fn fail_sticky<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if e.code == Code::Storage {
+                self.ctx.set_sticky(e.clone());
+            }
+        }
+        r
+    }
+
+    /// Waits until every event up to `seq` is durable, flushing as the leader if nobody is.
+    ///
+    /// A submitter that finds a flush running parks. The leader, when its sync is done,
+    /// unparks the submitters whose events it made durable (all of them if it failed) and
+    /// one more, still waiting, to lead the next flush of what was staged meanwhile.
+    pub(crate) fn wait_durable(&self, seq: u64) -> Result<()> {
+        let me = std::thread::current();
+        let mut s = lock(&self.sync);
+        loop {
+            if s.durable >= seq {
+                return Ok(());
+            }
+            if let Err(e) = self.ctx.check_sticky() {
+                // Nothing will be flushed any more: nobody may stay parked.
+                for (_, t) in s.waiters.drain(..) {
+                    t.unpark();
+                }
+                return Err(e);
+            }
+            if !s.flushing {
+                s.flushing = true;
+                drop(s);
+                let flushed = self.flush();
+                s = lock(&self.sync);
+                s.flushing = false;
+                let failed = match flushed {
+                    Ok(d) => {
+                        s.durable = s.durable.max(d);
+                        false
+                    }
+                    Err(e) => {
+                        self.ctx.set_sticky(e);
+                        true
+                    }
+                };
+                let durable = s.durable;
+                let mut leader = false;
+                s.waiters.retain(|(w, t)| {
+                    if failed || *w <= durable {
+                        t.unpark();
+                        false
+                    } else {
+                        if !leader {
+                            leader = true;
+                            t.unpark();
+                        }
+                        true
+                    }
+                });
+                continue;
+            }
+            s.waiters.push((seq, me.clone()));
+            drop(s);
+            // A wake-up that came before this park is not lost (the thread's token).
+            std::thread::park();
+            s = lock(&self.sync);
+            s.waiters.retain(|(_, t)| t.id() != me.id());
+        }
+    }
+
+    /// Writes every staged event as one batch and syncs it. Returns the last durable seq.
+    pub(super) fn flush(&self) -> Result<u64> {
+        let mut w = lock(&self.io);
+        let pending = std::mem::take(&mut lock(&self.core).pending);
+        let (Some(first), Some(last)) = (pending.first(), pending.last()) else {
+            return Ok(w.last_seq);
+        };
+        let (first_seq, last_seq, last_id) = (first.seq, last.seq, last.id);
+        if w.end >= self.ctx.segment_bytes && w.end > FILE_HEADER_LEN as u64 {
+            self.roll(&mut w, first_seq)?;
+        }
+        let size: usize = pending
+            .iter()
+            .map(|p| RECORD_HEADER_LEN + p.bytes.len())
+            .sum();
+        let mut buf = Vec::with_capacity(size);
+        let mut offsets = Vec::with_capacity(pending.len());
+        for p in &pending {
+            offsets.push(w.end + buf.len() as u64);
+            encode_record(&mut buf, p.seq, first_seq, &p.bytes);
+        }
+        let records = buf.len() as u64;
+        if w.end + records > w.alloc && self.ctx.reserve_bytes > 0 {
+            // Past the reserved space: reserve more in the same write and the same sync.
+            // A crash leaves zeros after the last record, which the open takes as the end.
+            let zeros = usize::try_from(self.ctx.reserve_bytes).unwrap_or(usize::MAX);
+            buf.resize(buf.len().saturating_add(zeros), 0);
+        }
+        w.file.write_at(w.end, &buf).map_err(io_err(format!(
+            "append to {}",
+            self.path(&w.name).display()
+        )))?;
+        w.file
+            .sync_data()
+            .map_err(io_err(format!("sync {}", self.path(&w.name).display())))?;
+        w.alloc = w.alloc.max(w.end + buf.len() as u64);
+        w.end += records;
+        w.last_seq = last_seq;
+        w.last_id = last_id;
+        let mut index = write(&self.index);
+        if let Some(seg) = index.last_mut() {
+            seg.offsets.extend(offsets);
+            seg.end = w.end;
+        }
+        Ok(last_seq)
+    }
+
+    /// Starts a new segment whose first record will be `first_seq`.
+    ///
+    /// The segment being closed is first cut to its last record and synced: only the last
+    /// segment may end in reserved zeros.
+    pub(super) fn roll(&self, w: &mut Writer, first_seq: u64) -> Result<()> {
+        if w.alloc > w.end {
+            let path = self.path(&w.name);
+            w.file
+                .set_len(w.end)
+                .map_err(io_err(format!("cut {} to its last record", path.display())))?;
+            w.file
+                .sync_data()
+                .map_err(io_err(format!("sync {}", path.display())))?;
+            w.alloc = w.end;
+        }
+        let name = segment_name(first_seq);
+        let header = FileHeader {
+            magic: SEGMENT_MAGIC,
+            first_seq,
+            prev: w.last_id,
+            group: self.id.clone(),
+        }
+        .encode();
+        let file = write_new_file(&self.ctx, &self.dir, &name, &header)?;
+        w.file = file.clone();
+        w.name = name.clone();
+        w.end = FILE_HEADER_LEN as u64;
+        w.alloc = w.end;
+        write(&self.index).push(SegmentIndex {
+            first_seq,
+            name,
+            file,
+            offsets: Vec::new(),
+            end: FILE_HEADER_LEN as u64,
+        });
+        Ok(())
+    }
+
+    /// Submits the `tick` the driver sends at `now_ms` ([`Authority::poll_tick`]); `None`
+    /// when nothing is due.
+    pub(crate) fn tick(self: &Arc<Self>, now_ms: u64) -> Result<Option<(Command, Decision)>> {
+        let Some(cmd) = lock(&self.core).driver.poll_tick(now_ms)? else {
+            return Ok(None);
+        };
+        let decision = self.submit(&cmd, now_ms)?;
+        Ok(Some((cmd, decision)))
+    }
+}
