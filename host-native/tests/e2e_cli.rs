@@ -317,3 +317,48 @@ fn serve_exits_0_on_sigint_sent_the_moment_it_says_it_is_up() {
         assert_eq!(status.code(), Some(0), "a graceful shutdown exits 0");
     }
 }
+
+/// The `advance` transcript (the authority acting on its own, SPEC §12) prints the same bytes
+/// from `mwp transcript` on memory, on the file store (`--data`) and, when a test server is
+/// set up, on PostgreSQL (`--store postgres://…`).
+#[test]
+fn the_advance_transcript_prints_the_same_bytes_on_every_store() {
+    let file = transcripts().join("advance.jsonl");
+    let run = |extra: &[&str]| {
+        let out = mwp()
+            .arg("transcript")
+            .arg(&file)
+            .args(extra)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let memory = run(&[]);
+    assert!(
+        lines(&memory)
+            .iter()
+            .any(|l| l["source"] == "authority" && l["outcome"] == "accepted"),
+        "the authority acts on its own"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    assert_eq!(
+        run(&["--data", data.to_str().expect("utf-8")]),
+        memory,
+        "--data"
+    );
+    let Ok(server) = std::env::var("MWP_TEST_POSTGRES") else {
+        eprintln!("*** SKIPPED (PostgreSQL part): MWP_TEST_POSTGRES is not set");
+        return;
+    };
+    let schema = format!("t_cli_advance_{}", std::process::id());
+    let sep = if server.contains('?') { '&' } else { '?' };
+    let url = format!("{server}{sep}schema={schema}");
+    assert_eq!(run(&["--store", &url]), memory, "--store postgres");
+}
