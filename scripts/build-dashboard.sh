@@ -25,7 +25,7 @@ mode=${1:-build}
 
 # The browser closure of the npm package: everything in js/src but the Node and Deno entries
 # and the Node/Deno file store (with its writer lock).
-browser_modules() { ls js/src/*.js | grep -v -e '/node\.js$' -e '/deno\.js$' -e '/file-store\.js$' -e '/file-format\.js$' -e '/dir-lock\.js$'; }
+browser_modules() { ls js/src/*.js | grep -v -e '/node\.js$' -e '/deno\.js$' -e '/file-store\.js$' -e '/dir-lock\.js$'; }
 
 wasm_opt() {
   if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then

@@ -24,9 +24,10 @@ use mwp_core::{
 
 use super::backend::StorageFile;
 use super::format::{
-    self, corrupt_at, encode_record, parse_numbered, record_crc, scan, segment_name, snapshot_name,
-    storage, Erased, Erasure, FileHeader, RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN,
-    OVERLAY_MAGIC, OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC,
+    self, corrupt_at, decode_overlay_entry, encode_overlay_entry, encode_record, parse_numbered,
+    record_crc, scan, segment_name, snapshot_name, storage, Erased, Erasure, FileHeader,
+    RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME,
+    RECORD_HEADER_LEN, SEGMENT_MAGIC,
 };
 use super::{Ctx, OpenReport};
 
@@ -587,7 +588,9 @@ impl GroupLog {
             bytes_read += buf.len() as u64;
             let mut at = 0usize;
             while at + RECORD_HEADER_LEN <= buf.len() && seq <= last {
-                let h = RecordHeader::parse(&buf[at..at + RECORD_HEADER_LEN]);
+                let Some(h) = RecordHeader::parse(&buf[at..]) else {
+                    break;
+                };
                 let total = RECORD_HEADER_LEN + h.len as usize;
                 if h.seq != seq || at + total > buf.len() {
                     break;
@@ -646,14 +649,14 @@ impl GroupLog {
         seg.file
             .read_at(off, &mut hb)
             .map_err(io_err(format!("read {name}")))?;
-        let h = RecordHeader::parse(&hb);
-        if h.seq != seq || h.len > MAX_RECORD_LEN {
+        let Some(h) = RecordHeader::parse(&hb).filter(|h| h.seq == seq && h.len <= MAX_RECORD_LEN)
+        else {
             return Err(corrupt_at(
                 &seg.name,
                 off,
                 format!("expected record seq {seq}"),
             ));
-        }
+        };
         let mut payload = vec![0u8; h.len as usize];
         seg.file
             .read_at(off + RECORD_HEADER_LEN as u64, &mut payload)
@@ -668,7 +671,7 @@ impl GroupLog {
         let (file, name, off, h, payload) = self.read_record(seq)?;
         let known = read(&self.overlay).entries.get(&seq).copied();
         if known.is_none() {
-            if record_crc(&hb_bytes(&h), &payload) != h.crc {
+            if !h.matches(&payload) {
                 return Err(corrupt_at(
                     &name,
                     off,
@@ -686,10 +689,13 @@ impl GroupLog {
                 Event::from_cbor(&payload).map_err(|e| corrupt_at(&name, off, e.message))?;
             event.redact()?;
             let red = event.to_cbor()?;
-            let mut entry = Vec::with_capacity(8 + red.len());
-            entry.extend_from_slice(&h.len.to_le_bytes());
-            entry.extend_from_slice(&h.crc.to_le_bytes());
-            entry.extend_from_slice(&red);
+            let entry = encode_overlay_entry(
+                Erased {
+                    len: h.len,
+                    crc: h.crc,
+                },
+                &red,
+            );
             let (ofile, oend) = self.overlay_file()?;
             let mut rec = Vec::new();
             encode_record(&mut rec, seq, seq, &entry);
@@ -880,24 +886,19 @@ impl GroupLog {
                 erased: &|_| None,
             };
             let end = scan(&*file, &spec, &mut |r| {
-                if r.payload.len() < 8 {
+                let Some((orig, redacted)) = decode_overlay_entry(r.payload) else {
                     return Err(corrupt_at(
                         OVERLAY_NAME,
                         r.offset,
                         "entry shorter than 8 bytes",
                     ));
-                }
-                let mut a = [0u8; 4];
-                a.copy_from_slice(&r.payload[0..4]);
-                let len = u32::from_le_bytes(a);
-                a.copy_from_slice(&r.payload[4..8]);
-                let crc = u32::from_le_bytes(a);
+                };
                 entries.insert(
                     r.header.seq,
                     OverlayEntry {
                         offset: r.offset + (RECORD_HEADER_LEN + 8) as u64,
-                        len: (r.payload.len() - 8) as u32,
-                        orig: Erased { len, crc },
+                        len: redacted.len() as u32,
+                        orig,
                     },
                 );
                 Ok(())
@@ -1091,7 +1092,7 @@ impl GroupLog {
 
     fn needs_zeroing(&self, seq: u64) -> Result<bool> {
         let (_, _, _, h, payload) = self.read_record(seq)?;
-        Ok(!(payload.iter().all(|&b| b == 0) && record_crc(&hb_bytes(&h), &payload) == h.crc))
+        Ok(!h.is_erased(&payload))
     }
 }
 
@@ -1099,22 +1100,9 @@ impl GroupLog {
 type StoredRecord = (Arc<dyn StorageFile>, String, u64, RecordHeader, Vec<u8>);
 
 /// Header bytes 0..20 of a parsed record header (what the CRC covers before the payload).
-fn hb_bytes(h: &RecordHeader) -> [u8; 20] {
-    let mut b = [0u8; 20];
-    b[0..4].copy_from_slice(&h.len.to_le_bytes());
-    b[4..12].copy_from_slice(&h.seq.to_le_bytes());
-    b[12..20].copy_from_slice(&h.batch.to_le_bytes());
-    b
-}
-
 /// Zeroes a record's payload and rewrites its CRC to match, in one write, then syncs.
 fn zero_record(file: &Arc<dyn StorageFile>, path: &Path, off: u64, h: &RecordHeader) -> Result<()> {
-    let zeros = vec![0u8; h.len as usize];
-    let crc = record_crc(&hb_bytes(h), &zeros);
-    let mut patch = Vec::with_capacity(4 + zeros.len());
-    patch.extend_from_slice(&crc.to_le_bytes());
-    patch.extend_from_slice(&zeros);
-    file.write_at(off + 20, &patch)
+    file.write_at(off + 20, &h.erase_patch())
         .map_err(io_err(format!("erase in {}", path.display())))?;
     file.sync_data()
         .map_err(io_err(format!("sync {}", path.display())))
@@ -1159,26 +1147,13 @@ fn check_header(
     first_seq: Option<u64>,
 ) -> Result<FileHeader> {
     let mut b = [0u8; FILE_HEADER_LEN];
-    file.read_at(0, &mut b)
-        .map_err(|_| corrupt_at(name, 0, "file is shorter than its header"))?;
-    let h = FileHeader::decode(&b, magic).map_err(|e| corrupt_at(name, 0, e))?;
-    if &h.group != id {
-        return Err(corrupt_at(
-            name,
-            52,
-            format!("file belongs to group {}, not {id}", h.group),
-        ));
-    }
-    if let Some(seq) = first_seq {
-        if h.first_seq != seq {
-            return Err(corrupt_at(
-                name,
-                12,
-                format!("header says first seq {}, the name says {seq}", h.first_seq),
-            ));
-        }
-    }
-    Ok(h)
+    // A file shorter than its header reads short: the core's check reports it.
+    let got = if file.read_at(0, &mut b).is_ok() {
+        &b[..]
+    } else {
+        &[][..]
+    };
+    FileHeader::check(got, magic, id, first_seq).map_err(|d| d.into_error(name))
 }
 
 pub(crate) fn read_snapshot_file(ctx: &Ctx, path: &Path) -> Result<Vec<u8>> {

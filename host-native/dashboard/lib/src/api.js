@@ -17,14 +17,19 @@ const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
 export class Authority {
   #inner;
 
-  /** An authority with no group yet; the first accepted command must be `open_group`. */
-  constructor(inner) {
-    this.#inner = inner instanceof w.Authority ? inner : new w.Authority();
+  /**
+   * An authority with no group yet; the first accepted command must be `open_group`. With
+   * `{secretKey}` (hex seed) it signs its own ticks (`tick`) and snapshots and accepts only an
+   * `open_group` naming that key; without one it holds no key: any `authority_key`, no ticks,
+   * and `snapshot` takes the key to sign with.
+   */
+  constructor(options) {
+    this.#inner = options instanceof w.Authority ? options : guard(() => new w.Authority(options?.secretKey));
   }
 
   /** Rebuilds an authority from stored events (a frame batch or an array of CBOR events). */
-  static fromLog(events) {
-    return new Authority(guard(() => w.Authority.fromLog(asBatch(events))));
+  static fromLog(events, { secretKey } = {}) {
+    return new Authority(guard(() => w.Authority.fromLog(asBatch(events), secretKey)));
   }
 
   /**
@@ -105,9 +110,22 @@ export class Authority {
     return this.#inner.nextDeadline();
   }
 
-  /** A signed snapshot (canonical CBOR) of the current state. */
+  /** A signed snapshot (canonical CBOR) of the current state, signed with `secretKey` or the authority's own key. */
   snapshot(secretKey) {
     return guard(() => this.#inner.snapshot(secretKey));
+  }
+
+  /**
+   * Sends the authority's own `tick` if a lease deadline has passed (the core names and signs
+   * it; only with a key). Returns its decision, or `undefined`.
+   */
+  tick(nowMs) {
+    return guard(() => this.#inner.tick(now(nowMs)));
+  }
+
+  /** The latest signed snapshot kept at the core's cadence (only with a key), or `undefined`. */
+  latestSnapshot() {
+    return this.#inner.latestSnapshot();
   }
 
   /** Frees the wasm memory now rather than at garbage collection. */

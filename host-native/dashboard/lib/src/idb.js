@@ -23,8 +23,8 @@ export class IdbAuthority {
    * Opens (creating if needed) the database `name` holding `group`, rebuilding the state
    * from its last checkpoint and the events after it.
    */
-  static async open(name, group, { checkpointEvery } = {}) {
-    return new IdbAuthority(await guardAsync(() => w.IdbAuthority.open(name, group, checkpointEvery)));
+  static async open(name, group, { checkpointEvery, secretKey } = {}) {
+    return new IdbAuthority(await guardAsync(() => w.IdbAuthority.open(name, group, checkpointEvery, secretKey)));
   }
 
   /**
@@ -34,6 +34,14 @@ export class IdbAuthority {
   submit(commands, nowMs) {
     const list = Array.isArray(commands) ? commands : [commands];
     return this.#queue.run(() => guardAsync(() => this.#inner.submit(list, now(nowMs))));
+  }
+
+  /**
+   * Sends the authority's own `tick` if a lease deadline has passed (the core names and
+   * signs it; only with `secretKey`). Resolves to its result, or `undefined`.
+   */
+  tick(nowMs) {
+    return this.#queue.run(() => guardAsync(() => this.#inner.tick(now(nowMs))));
   }
 
   /** Test hook: as `submit`, then aborts the transaction. */
