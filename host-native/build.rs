@@ -11,13 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Modules of `js/src` that are not for browsers: the Node and Deno entries and the
 /// Node/Deno file store with its writer lock.
-const NOT_FOR_BROWSERS: &[&str] = &[
-    "node.js",
-    "deno.js",
-    "file-store.js",
-    "file-format.js",
-    "dir-lock.js",
-];
+const NOT_FOR_BROWSERS: &[&str] = &["node.js", "deno.js", "file-store.js", "dir-lock.js"];
 
 /// The files of `dir` (not recursive) whose extension is one of `exts`, sorted.
 fn files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {

@@ -55,6 +55,7 @@ pub mod id;
 pub mod id_map;
 pub mod lease;
 pub mod limits;
+pub mod log_format;
 pub mod memory;
 pub mod opaque;
 pub mod receipt;

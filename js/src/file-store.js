@@ -7,23 +7,39 @@
 // commit). Opening a group streams its segments record by record through the wasm core
 // (memory: the state plus one read chunk, never the log), trims a torn tail by the rule of
 // docs/format.md and refuses any other damage with `LOG_CORRUPT` naming file and offset.
+//
+// The bytes themselves — CRC32C, headers, records, snapshot files, names and the scan with
+// its tail rule — are the core's (core/src/log_format, through the wasm module): this file
+// only reads, writes, syncs and locks.
 
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
 import { AcceptError, StoreError, toMwpError } from "./errors.js";
-import {
-  recordCrc, encodeFileHeader, decodeFileHeader, encodeRecord, parseRecordHeader, encodeSnapshotFile,
-  decodeSnapshotFile, segmentName, snapshotName, parseNumbered, groupDirName, groupFromDirName, hex, unhex,
-  SEGMENT_MAGIC, OVERLAY_MAGIC, FILE_HEADER_LEN, RECORD_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_NAME, KEY_NAME, GROUPS_DIR,
-} from "./file-format.js";
 import { frameBatch } from "./frames.js";
 import { acquireDirLock } from "./dir-lock.js";
 import { Queue } from "./queue.js";
 
-export { crc32c, groupDirName, groupFromDirName } from "./file-format.js";
+/**
+ * CRC32C of `bytes`, continuing from `crc` (the CRC of the bytes before them; 0 to start):
+ * `crc32c(b, crc32c(a))` is the CRC of `a` followed by `b`.
+ */
+export const crc32c = (bytes, crc = 0) => w.crc32c(bytes, crc);
+/** Directory name of a group: the ID itself when lowercase `[a-z0-9][a-z0-9._-]*`, else `~` and base32 (`G1` → `~i4yq`). */
+export const groupDirName = (group) => w.groupDirName(group);
+/** The group ID a directory name stands for, or `null` if `groupDirName` would not make it. */
+export const groupFromDirName = (name) => w.groupFromDirName(name) ?? null;
 
-const CHUNK = 1 << 20;
+// Sizes and names of the layout (docs/format.md; core/src/log_format defines them).
+const FILE_HEADER_LEN = 192;
+const RECORD_HEADER_LEN = 24;
+const MAX_RECORD_LEN = 16 << 20;
+const OVERLAY_NAME = "redactions.log";
+const KEY_NAME = "authority.key";
+const GROUPS_DIR = "groups";
+const ZERO_ID = "0".repeat(64);
+const ERASURE = ["none", "pending", "done"];
+
 /** Largest number of record bytes one `events` call reads (as the native store). */
 const MAX_READ_BYTES = 8 << 20;
 const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2, readOnly: false };
@@ -150,152 +166,66 @@ async function writeNewFile(dir, name, data, mode = 0o600) {
 }
 
 /**
- * Walks the records of `file` after its header, checking framing, CRCs and seqs (the native
- * `scan`), and awaits `visit(record)` for each good one in order. Returns `{end, lastSeq,
- * torn, reserved}`; damage the tail rule cannot explain throws `LOG_CORRUPT` naming file and
- * offset. Where `spec.reserve` allows it (the last segment), zeros from the end of the
- * records to the end of the file are space reserved for later appends, not damage.
+ * Walks the records of `file` (`len` bytes) after its header with the core's scanner
+ * (`w.LogScanner`), reading what it asks for, and awaits `visit(record)` for each good one in
+ * order (`{offset, header: {len, seq, batch, crc}, payload, erasure}`). Returns `{end,
+ * lastSeq, torn, reserved}`; damage the tail rule cannot explain throws `LOG_CORRUPT` naming
+ * file and offset. `spec`: `{name, firstSeq, contiguous, mayBeTorn, reserve, erased}`, with
+ * `erased` the `[seq, origLen, origCrc]` of each redacted record.
  */
 async function scan(file, len, spec, visit) {
-  let pos = FILE_HEADER_LEN;
-  let buf = new Uint8Array(0);
-  let bufStart = pos;
-  let expected = spec.firstSeq;
-  let lastSeq = Math.max(spec.firstSeq - 1, 0);
-  const fill = async (at, n) => {
-    if (at + n > len) return false;
-    if (at >= bufStart && at + n <= bufStart + buf.length) return true;
-    buf = await file.readAt(at, Math.min(Math.max(n, CHUNK), len - at));
-    bufStart = at;
-    return true;
-  };
-  // A reader beside a live writer (a read-only open) may hold bytes read before the writer
-  // finished them while the bytes after were written later: damage followed by a later batch
-  // is read again from the file (up to MAX_REREADS times) before it is called damage, as the
-  // native scan does (host-native/src/store/format.rs).
-  for (let rereads = 0; ; rereads++) {
-    let damage;
-    for (;;) {
-      if (pos === len) return { end: pos, lastSeq, torn: null, reserved: 0 };
-      if (!(await fill(pos, RECORD_HEADER_LEN))) {
-        damage = "incomplete record header";
-        break;
-      }
-      const h = parseRecordHeader(buf, pos - bufStart);
-      if (h.len > MAX_RECORD_LEN) {
-        damage = `record length ${h.len} exceeds ${MAX_RECORD_LEN}`;
-        break;
-      }
-      const total = RECORD_HEADER_LEN + h.len;
-      if (!(await fill(pos, total))) {
-        damage = "record extends past the end of the file";
-        break;
-      }
-      const rb = pos - bufStart;
-      const rec = buf.subarray(rb, rb + total);
-      const payload = rec.subarray(RECORD_HEADER_LEN);
-      const crcOk = recordCrc(rec, payload) === h.crc;
-      const seqOk = spec.contiguous ? h.seq === expected : h.seq >= 1;
-      const erased = seqOk ? spec.erased(h.seq) : undefined;
-      let erasure = "none";
-      if (erased !== undefined) {
-        if (erased.len !== h.len) {
-          damage = `redacted record seq ${h.seq} has length ${h.len}, the overlay says ${erased.len}`;
-          break;
-        }
-        // Zeroed with a matching CRC: done. Otherwise the original bytes, or an erasure a crash
-        // interrupted: the overlay holds the record, so the erasure is redone.
-        erasure = crcOk && payload.every((b) => b === 0) ? "done" : "pending";
-      }
-      if (erasure === "none" && !crcOk) {
-        damage = `record checksum mismatch (seq field ${h.seq})`;
-        break;
-      }
-      if (!seqOk) {
-        // A whole, checksummed record with the wrong seq is not a torn write.
-        if (crcOk) throw corruptAt(spec.name, pos, `record has seq ${h.seq}, expected ${expected}`);
-        damage = `record has seq ${h.seq}, expected ${expected}`;
-        break;
-      }
-      if (crcOk && h.batch > h.seq) throw corruptAt(spec.name, pos, `record seq ${h.seq} names batch ${h.batch} after it`);
-      await visit({ offset: pos, header: h, payload, erasure });
-      lastSeq = h.seq;
-      expected = h.seq + 1;
-      pos += total;
-    }
-    if (spec.reserve && (await allZero(file, pos, len))) return { end: pos, lastSeq, torn: null, reserved: len - pos };
-    if (!spec.mayBeTorn) throw corruptAt(spec.name, pos, damage);
-    const later = await laterBatch(file, len, pos, expected, spec.contiguous);
-    if (later !== null) {
-      if (rereads < MAX_REREADS) {
-        buf = new Uint8Array(0);
-        bufStart = pos;
-        continue;
-      }
-      throw corruptAt(spec.name, pos, `${damage}, but a later write batch starts at offset ${later}: acknowledged data is damaged`);
-    }
-    return { end: pos, lastSeq, torn: len - pos, reserved: 0 };
-  }
-}
-
-/** How often a scan reads damage followed by a later batch again before it reports it. */
-const MAX_REREADS = 3;
-
-/** Whether every byte of `file` in `[from, len)` is zero, read a chunk at a time. */
-async function allZero(file, from, len) {
-  for (let at = from; at < len; at += CHUNK) {
-    const b = await file.readAt(at, Math.min(CHUNK, len - at));
-    if (!b.every((x) => x === 0)) return false;
-  }
-  return true;
-}
-
-/**
- * Looks for a checksummed record after `from` that belongs to a write batch later than the
- * one that should hold seq `expected`: proof that the damage is not a torn last write.
- */
-async function laterBatch(file, len, from, expected, contiguous) {
-  const rest = await file.readAt(from, len - from);
-  const n = rest.length;
-  for (let i = 1; i + RECORD_HEADER_LEN <= n; i++) {
-    const h = parseRecordHeader(rest, i);
-    if (h.len > MAX_RECORD_LEN || i + RECORD_HEADER_LEN + h.len > n || h.batch > h.seq) continue;
-    // Segments: a batch that starts after the seq the damaged record should hold. The
-    // overlay: any entry, since each is synced before the next is written.
-    if (!(contiguous ? h.batch > expected : h.seq >= 1)) continue;
-    const rec = rest.subarray(i, i + RECORD_HEADER_LEN + h.len);
-    if (recordCrc(rec, rec.subarray(RECORD_HEADER_LEN)) === h.crc) return from + i;
-  }
-  return null;
-}
-
-/** Reads and checks a file header. */
-async function checkHeader(file, name, magic, id, firstSeq) {
-  if ((await file.size()) < FILE_HEADER_LEN) throw corruptAt(name, 0, "file is shorter than its header");
-  const b = await file.readAt(0, FILE_HEADER_LEN);
-  let h;
+  const sc = guardStore(() => new w.LogScanner({ ...spec, fileLen: len }));
   try {
-    h = decodeFileHeader(b, magic);
-  } catch (e) {
-    throw corruptAt(name, 0, e.message);
+    let buf = new Uint8Array(0);
+    let bufStart = 0;
+    for (;;) {
+      const recs = guardStore(() => sc.feed(buf, bufStart));
+      for (let i = 0; i < recs.length; i += 6) {
+        const offset = recs[i];
+        const n = recs[i + 3];
+        const at = offset - bufStart + RECORD_HEADER_LEN;
+        await visit({
+          offset,
+          header: { len: n, seq: recs[i + 1], batch: recs[i + 2], crc: recs[i + 4] },
+          payload: buf.subarray(at, at + n),
+          erasure: ERASURE[recs[i + 5]],
+        });
+      }
+      const end = sc.end();
+      if (end !== undefined) return end;
+      const at = sc.needAt;
+      if (at >= 0) {
+        // Read afresh: a re-read after damage must see what the file holds now.
+        buf = await file.readAt(at, sc.needLen);
+        bufStart = at;
+      }
+    }
+  } finally {
+    sc.free();
   }
-  if (h.group !== id) throw corruptAt(name, 52, `file belongs to group ${h.group}, not ${id}`);
-  if (firstSeq !== null && h.firstSeq !== firstSeq) {
-    throw corruptAt(name, 12, `header says first seq ${h.firstSeq}, the name says ${firstSeq}`);
-  }
-  return h;
 }
 
-/** Header bytes 0..20 of a parsed record header. */
-function headerBytes(h) {
-  const b = new Uint8Array(20);
-  const v = new DataView(b.buffer);
-  v.setUint32(0, h.len, true);
-  v.setUint32(4, h.seq % 2 ** 32, true);
-  v.setUint32(8, Math.floor(h.seq / 2 ** 32), true);
-  v.setUint32(12, h.batch % 2 ** 32, true);
-  v.setUint32(16, Math.floor(h.batch / 2 ** 32), true);
-  return b;
+/** Runs a wasm call, turning its errors into MwpErrors. */
+function guardStore(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    throw toMwpError(e);
+  }
+}
+
+/** Reads and checks a file header (`kind`: "segment" or "overlay"): `{firstSeq, prev (hex), group}`. */
+async function checkHeader(file, name, kind, id, firstSeq) {
+  const size = await file.size();
+  const b = await file.readAt(0, Math.min(size, FILE_HEADER_LEN));
+  return guardStore(() => w.checkFileHeader(b, name, kind, id, firstSeq ?? undefined));
+}
+
+/** Lowercase hex of bytes. */
+function hex(bytes) {
+  let s = "";
+  for (const b of bytes) s += b.toString(16).padStart(2, "0");
+  return s;
 }
 
 /** One Group of a file store: its log on disk and its state in the wasm core. */
@@ -477,21 +407,13 @@ export class FileGroup {
     let seg = this.#segments[this.#segments.length - 1];
     const firstSeq = pending[0].seq;
     if (seg.end >= this.#store.options.segmentBytes && seg.end > FILE_HEADER_LEN) seg = await this.#roll(firstSeq);
-    const chunks = [];
     const offsets = [];
     let size = 0;
     for (const p of pending) {
       offsets.push(seg.end + size);
-      const rec = encodeRecord(p.seq, firstSeq, p.bytes);
-      chunks.push(rec);
-      size += rec.length;
+      size += RECORD_HEADER_LEN + p.bytes.length;
     }
-    const buf = new Uint8Array(size);
-    let at = 0;
-    for (const c of chunks) {
-      buf.set(c, at);
-      at += c.length;
-    }
+    const buf = guardStore(() => w.encodeBatch(firstSeq, frameBatch(pending.map((p) => p.bytes))));
     const reserve = this.#store.options.reserveBytes;
     // Past the reserved space: reserve more zeros in the same write and the same sync
     // (docs/format.md, "Reserved space").
@@ -517,8 +439,8 @@ export class FileGroup {
       await last.file.datasync();
       last.alloc = last.end;
     }
-    const name = segmentName(firstSeq);
-    const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq, prev: unhex(this.#durableId), group: this.id });
+    const name = w.segmentName(firstSeq);
+    const header = guardStore(() => w.encodeFileHeader("segment", firstSeq, this.#durableId, this.id));
     const file = await writeNewFile(this.dir, name, header);
     const seg = { firstSeq, name, file, offsets: [], end: FILE_HEADER_LEN, alloc: FILE_HEADER_LEN };
     this.#segments.push(seg);
@@ -565,18 +487,15 @@ export class FileGroup {
       bytesRead += buf.length;
       let at = 0;
       while (at + RECORD_HEADER_LEN <= buf.length && seq <= last) {
-        const h = parseRecordHeader(buf, at);
+        const h = w.recordAt(buf, at);
+        if (h === undefined || h.seq !== seq) throw corruptAt(join(this.dir, seg.name), start + at, `expected record seq ${seq}`);
         const total = RECORD_HEADER_LEN + h.len;
-        if (h.seq !== seq || at + total > buf.length) throw corruptAt(join(this.dir, seg.name), start + at, `expected record seq ${seq}`);
         const entry = this.#overlay.entries.get(seq);
         if (entry !== undefined) {
           items.push(await this.#overlay.file.readAt(entry.offset, entry.len));
         } else {
-          const rec = buf.subarray(at, at + total);
-          if (recordCrc(rec, rec.subarray(RECORD_HEADER_LEN)) !== h.crc) {
-            throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
-          }
-          items.push(rec.subarray(RECORD_HEADER_LEN));
+          if (!h.crcOk) throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
+          items.push(buf.subarray(at + RECORD_HEADER_LEN, at + total));
         }
         at += total;
         seq += 1;
@@ -598,20 +517,23 @@ export class FileGroup {
     return seg !== undefined && seq - seg.firstSeq < seg.offsets.length ? seg : undefined;
   }
 
-  /** The durable record of `seq`: `{seg, offset, header, payload}`. */
+  /** The durable record of `seq`: `{seg, offset, header, headerBytes, payload}`. */
   async #readRecord(seq) {
     const seg = this.#segmentOf(seq);
     if (seg === undefined) throw new StoreError("LOG_CORRUPT", `seq ${seq} of group ${this.id} is not in the log`);
     const offset = seg.offsets[seq - seg.firstSeq];
-    const h = parseRecordHeader(await seg.file.readAt(offset, RECORD_HEADER_LEN), 0);
-    if (h.seq !== seq || h.len > MAX_RECORD_LEN) throw corruptAt(join(this.dir, seg.name), offset, `expected record seq ${seq}`);
+    const headerBytes = await seg.file.readAt(offset, RECORD_HEADER_LEN);
+    const h = guardStore(() => w.parseRecordHeader(headerBytes, 0));
+    if (h.seq !== seq || h.len > MAX_RECORD_LEN) {
+      throw corruptAt(join(this.dir, seg.name), offset, `expected record seq ${seq}`);
+    }
     const payload = await seg.file.readAt(offset + RECORD_HEADER_LEN, h.len);
-    return { seg, offset, header: h, payload };
+    return { seg, offset, header: h, headerBytes, payload };
   }
 
   async _needsZeroing(seq) {
-    const { header, payload } = await this.#readRecord(seq);
-    return !(payload.every((b) => b === 0) && recordCrc(headerBytes(header), payload) === header.crc);
+    const { headerBytes, payload } = await this.#readRecord(seq);
+    return !w.recordIsErased(headerBytes, payload);
   }
 
   /**
@@ -621,10 +543,10 @@ export class FileGroup {
    */
   async #erase(seq) {
     return this.#erasing.run(async () => {
-      const { seg, offset, header: h, payload } = await this.#readRecord(seq);
+      const { seg, offset, header: h, headerBytes, payload } = await this.#readRecord(seq);
       const path = join(this.dir, seg.name);
       if (!this.#overlay.entries.has(seq)) {
-        if (recordCrc(headerBytes(h), payload) !== h.crc) throw corruptAt(path, offset, `record seq ${seq} checksum mismatch`);
+        if (!w.recordMatches(headerBytes, payload)) throw corruptAt(path, offset, `record seq ${seq} checksum mismatch`);
         if (payload.every((b) => b === 0)) {
           throw corruptAt(path, offset, `record seq ${seq} was erased but ${OVERLAY_NAME} has no entry for it`);
         }
@@ -634,22 +556,14 @@ export class FileGroup {
         } catch (e) {
           throw corruptAt(path, offset, toMwpError(e).message);
         }
-        const entry = new Uint8Array(8 + red.length);
-        const v = new DataView(entry.buffer);
-        v.setUint32(0, h.len, true);
-        v.setUint32(4, h.crc, true);
-        entry.set(red, 8);
         const ov = await this.#overlayFile();
-        const rec = encodeRecord(seq, seq, entry);
+        const rec = guardStore(() => w.encodeOverlayRecord(seq, h.len, h.crc, red));
         await ov.file.writeAt(ov.end, rec);
         await ov.file.datasync();
         this.#overlay.entries.set(seq, { offset: ov.end + RECORD_HEADER_LEN + 8, len: red.length, orig: { len: h.len, crc: h.crc } });
         ov.end += rec.length;
       }
-      const zeros = new Uint8Array(h.len);
-      const patch = new Uint8Array(4 + h.len);
-      new DataView(patch.buffer).setUint32(0, recordCrc(headerBytes(h), zeros), true);
-      await seg.file.writeAt(offset + 20, patch);
+      await seg.file.writeAt(offset + 20, guardStore(() => w.erasePatch(headerBytes)));
       await seg.file.datasync();
     });
   }
@@ -661,7 +575,7 @@ export class FileGroup {
   /** The overlay, created durably if missing. */
   async #overlayFile() {
     if (this.#overlay.file === null) {
-      const header = encodeFileHeader({ magic: OVERLAY_MAGIC, firstSeq: 0, prev: new Uint8Array(32), group: this.id });
+      const header = guardStore(() => w.encodeFileHeader("overlay", 0, ZERO_ID, this.id));
       this.#overlay.file = await writeNewFile(this.dir, OVERLAY_NAME, header);
       this.#overlay.end = FILE_HEADER_LEN;
     }
@@ -680,10 +594,10 @@ export class FileGroup {
   async #writeSnapshot(snap) {
     return this.#snapshots.run(async () => {
       if (this.#snap !== null && this.#snap.seq >= snap.seq) return;
-      const file = await writeNewFile(this.dir, snapshotName(snap.seq), encodeSnapshotFile(snap.seq, snap.bytes));
+      const file = await writeNewFile(this.dir, w.snapshotName(snap.seq), guardStore(() => w.encodeSnapshotFile(snap.seq, snap.bytes)));
       await file.close();
       this.#snap = { seq: snap.seq };
-      const names = (await io(`list ${this.dir}`, () => fsp.readdir(this.dir))).filter((n) => parseNumbered(n, "snap") !== null).sort();
+      const names = (await io(`list ${this.dir}`, () => fsp.readdir(this.dir))).filter((n) => w.parseNumbered(n, "snap") !== undefined).sort();
       const keep = Math.max(1, this.#store.options.snapshotsKept);
       if (names.length <= keep) return;
       for (const n of names.slice(0, names.length - keep)) await io(`remove ${join(this.dir, n)}`, () => fsp.unlink(join(this.dir, n)));
@@ -952,12 +866,12 @@ async function createGroupDir(store, id, sg, decision) {
   const building = join(groups, `${NEW_GROUP_PREFIX}${groupDirName(id)}`);
   await removeDir(building);
   await io(`create ${building}`, () => fsp.mkdir(building, { mode: 0o700 }));
-  const header = encodeFileHeader({ magic: SEGMENT_MAGIC, firstSeq: 1, prev: new Uint8Array(32), group: id });
-  const rec = encodeRecord(1, 1, decision.eventCbor);
+  const header = guardStore(() => w.encodeFileHeader("segment", 1, ZERO_ID, id));
+  const rec = guardStore(() => w.encodeRecord(1, 1, decision.eventCbor));
   const data = new Uint8Array(header.length + rec.length);
   data.set(header, 0);
   data.set(rec, header.length);
-  const file = await writeNewFile(building, segmentName(1), data);
+  const file = await writeNewFile(building, w.segmentName(1), data);
   try {
     await io(`rename ${building}`, () => fsp.rename(building, dir));
     await syncDir(groups);
@@ -965,8 +879,8 @@ async function createGroupDir(store, id, sg, decision) {
     await file.close();
     throw e;
   }
-  file.path = join(dir, segmentName(1));
-  const seg = { firstSeq: 1, name: segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length, alloc: data.length };
+  file.path = join(dir, w.segmentName(1));
+  const seg = { firstSeq: 1, name: w.segmentName(1), file, offsets: [FILE_HEADER_LEN], end: data.length, alloc: data.length };
   return new FileGroup(store, id, dir, sg, [seg], { file: null, end: 0, entries: new Map() }, null);
 }
 
@@ -1006,15 +920,16 @@ async function openGroupDir(store, id, dir, report) {
     if (tmps.length > 0) await syncDir(dir);
   }
   names = names.filter((n) => !n.endsWith(".tmp"));
-  const segSeqs = names.map((n) => parseNumbered(n, "seg")).filter((s) => s !== null).sort((a, b) => a - b);
+  const numbered = (ext) => names.map((n) => w.parseNumbered(n, ext)).filter((s) => s !== undefined).sort((a, b) => a - b);
+  const segSeqs = numbered("seg");
   if (segSeqs.length === 0) {
     // A group directory is renamed into place holding its first segment: events are missing.
-    const what = names.some((n) => parseNumbered(n, "snap") !== null) || names.includes(OVERLAY_NAME)
+    const what = numbered("snap").length > 0 || names.includes(OVERLAY_NAME)
       ? "holds snapshots or redactions but no log segment"
       : "holds no log segment";
     throw new StoreError("LOG_CORRUPT", `${dir}: group ${id} ${what}: its acknowledged events are missing`, { file: dir });
   }
-  const snapSeqs = names.map((n) => parseNumbered(n, "snap")).filter((s) => s !== null).sort((a, b) => a - b);
+  const snapSeqs = numbered("snap");
   const opened = [];
   try {
     // The overlay first: the segment scan needs to know which records are erased.
@@ -1023,16 +938,12 @@ async function openGroupDir(store, id, dir, report) {
       const path = join(dir, OVERLAY_NAME);
       const file = await File.open(path);
       opened.push(file);
-      await checkHeader(file, path, OVERLAY_MAGIC, id, null);
+      await checkHeader(file, path, "overlay", id, null);
       const len = await file.size();
-      const end = await scan(file, len, { name: path, firstSeq: 1, contiguous: false, mayBeTorn: true, erased: () => undefined }, (r) => {
-        if (r.payload.length < 8) throw corruptAt(path, r.offset, "entry shorter than 8 bytes");
-        const v = new DataView(r.payload.buffer, r.payload.byteOffset, 8);
-        overlay.entries.set(r.header.seq, {
-          offset: r.offset + RECORD_HEADER_LEN + 8,
-          len: r.payload.length - 8,
-          orig: { len: v.getUint32(0, true), crc: v.getUint32(4, true) },
-        });
+      const end = await scan(file, len, { name: path, firstSeq: 1, contiguous: false, mayBeTorn: true }, (r) => {
+        const orig = w.decodeOverlayEntry(r.payload);
+        if (orig === undefined) throw corruptAt(path, r.offset, "entry shorter than 8 bytes");
+        overlay.entries.set(r.header.seq, { offset: r.offset + RECORD_HEADER_LEN + 8, len: r.payload.length - 8, orig });
       });
       if (end.torn !== null && !readOnly) {
         await file.truncate(end.end);
@@ -1047,10 +958,10 @@ async function openGroupDir(store, id, dir, report) {
     let sg = null;
     let snap = null;
     for (const seq of [...snapSeqs].reverse()) {
-      const path = join(dir, snapshotName(seq));
+      const path = join(dir, w.snapshotName(seq));
       try {
         const bytes = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
-        const { seq: frameSeq, payload } = decodeSnapshotFile(bytes);
+        const { seq: frameSeq, payload } = w.decodeSnapshotFile(bytes);
         const candidate = w.StoreGroup.fromSnapshot(payload, store._secretKey, id, store.options.snapshotEvery ?? undefined);
         if (frameSeq !== seq || candidate.seq !== seq) {
           candidate.free();
@@ -1069,17 +980,17 @@ async function openGroupDir(store, id, dir, report) {
 
     const segments = [];
     const pendingZero = [];
-    let lastId = "0".repeat(64);
+    let lastId = ZERO_ID;
     let nextSeq = 1;
     for (let i = 0; i < segSeqs.length; i++) {
       const firstSeq = segSeqs[i];
-      const name = segmentName(firstSeq);
+      const name = w.segmentName(firstSeq);
       const path = join(dir, name);
       if (firstSeq !== nextSeq) throw corruptAt(path, 0, `segment starts at seq ${firstSeq}, expected ${nextSeq}`);
       const file = await File.open(path);
       opened.push(file);
-      const header = await checkHeader(file, path, SEGMENT_MAGIC, id, firstSeq);
-      if (firstSeq > baseSeq && hex(header.prev) !== lastId) {
+      const header = await checkHeader(file, path, "segment", id, firstSeq);
+      if (firstSeq > baseSeq && header.prev !== lastId) {
         throw corruptAt(path, 20, "segment header's prev is not the id of the event before it");
       }
       const offsets = [];
@@ -1109,7 +1020,7 @@ async function openGroupDir(store, id, dir, report) {
           contiguous: true,
           mayBeTorn: i + 1 === segSeqs.length,
           reserve: i + 1 === segSeqs.length,
-          erased: (seq) => overlay.entries.get(seq)?.orig,
+          erased: [...overlay.entries].map(([seq, e]) => [seq, e.orig.len, e.orig.crc]),
         },
         async (r) => {
           offsets.push(r.offset);

@@ -4,7 +4,8 @@
 //! JavaScript values and core types, one small error type per export (turned into a JS
 //! `Error` whose `name` says which export failed and whose `code` is the spec's), the agent
 //! driver ([`agent`]), the IndexedDB stores for browsers ([`idb_store`], [`idb_agent`]), and
-//! the state-only group the Node/Deno file store drives ([`store_group`]).
+//! the state-only group the Node/Deno file store drives ([`store_group`]) and the file store's
+//! byte layout it frames and scans its files with ([`log_format`]).
 //!
 //! What crosses the boundary, and how:
 //! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
@@ -23,6 +24,7 @@ pub mod error;
 pub mod frames;
 pub mod idb_agent;
 pub mod idb_store;
+pub mod log_format;
 pub mod replica;
 pub mod snapshot;
 pub mod store_group;

@@ -28,9 +28,10 @@ use mwp_core::{
 
 use super::backend::StorageFile;
 use super::format::{
-    self, corrupt_at, encode_record, parse_numbered, record_crc, scan, segment_name, snapshot_name,
-    storage, Erased, Erasure, FileHeader, RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN,
-    OVERLAY_MAGIC, OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC,
+    self, corrupt_at, decode_overlay_entry, encode_overlay_entry, encode_record, parse_numbered,
+    record_crc, scan, segment_name, snapshot_name, storage, Erased, Erasure, FileHeader,
+    RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME,
+    RECORD_HEADER_LEN, SEGMENT_MAGIC,
 };
 use super::{Ctx, OpenReport};
 
@@ -330,7 +331,9 @@ impl GroupLog {
             bytes_read += buf.len() as u64;
             let mut at = 0usize;
             while at + RECORD_HEADER_LEN <= buf.len() && seq <= last {
-                let h = RecordHeader::parse(&buf[at..at + RECORD_HEADER_LEN]);
+                let Some(h) = RecordHeader::parse(&buf[at..]) else {
+                    break;
+                };
                 let total = RECORD_HEADER_LEN + h.len as usize;
                 if h.seq != seq || at + total > buf.len() {
                     break;
@@ -389,14 +392,14 @@ impl GroupLog {
         seg.file
             .read_at(off, &mut hb)
             .map_err(io_err(format!("read {name}")))?;
-        let h = RecordHeader::parse(&hb);
-        if h.seq != seq || h.len > MAX_RECORD_LEN {
+        let Some(h) = RecordHeader::parse(&hb).filter(|h| h.seq == seq && h.len <= MAX_RECORD_LEN)
+        else {
             return Err(corrupt_at(
                 &seg.name,
                 off,
                 format!("expected record seq {seq}"),
             ));
-        }
+        };
         let mut payload = vec![0u8; h.len as usize];
         seg.file
             .read_at(off + RECORD_HEADER_LEN as u64, &mut payload)

@@ -31,7 +31,7 @@ impl GroupLog {
         let (file, name, off, h, payload) = self.read_record(seq)?;
         let known = read(&self.overlay).entries.get(&seq).copied();
         if known.is_none() {
-            if record_crc(&hb_bytes(&h), &payload) != h.crc {
+            if !h.matches(&payload) {
                 return Err(corrupt_at(
                     &name,
                     off,
@@ -49,10 +49,13 @@ impl GroupLog {
                 Event::from_cbor(&payload).map_err(|e| corrupt_at(&name, off, e.message))?;
             event.redact()?;
             let red = event.to_cbor()?;
-            let mut entry = Vec::with_capacity(8 + red.len());
-            entry.extend_from_slice(&h.len.to_le_bytes());
-            entry.extend_from_slice(&h.crc.to_le_bytes());
-            entry.extend_from_slice(&red);
+            let entry = encode_overlay_entry(
+                Erased {
+                    len: h.len,
+                    crc: h.crc,
+                },
+                &red,
+            );
             let (ofile, oend) = self.overlay_file()?;
             let mut rec = Vec::new();
             encode_record(&mut rec, seq, seq, &entry);
@@ -102,17 +105,8 @@ impl GroupLog {
 
     pub(super) fn needs_zeroing(&self, seq: u64) -> Result<bool> {
         let (_, _, _, h, payload) = self.read_record(seq)?;
-        Ok(!(payload.iter().all(|&b| b == 0) && record_crc(&hb_bytes(&h), &payload) == h.crc))
+        Ok(!h.is_erased(&payload))
     }
-}
-
-/// Header bytes 0..20 of a parsed record header (what the CRC covers before the payload).
-pub(super) fn hb_bytes(h: &RecordHeader) -> [u8; 20] {
-    let mut b = [0u8; 20];
-    b[0..4].copy_from_slice(&h.len.to_le_bytes());
-    b[4..12].copy_from_slice(&h.seq.to_le_bytes());
-    b[12..20].copy_from_slice(&h.batch.to_le_bytes());
-    b
 }
 
 /// Zeroes a record's payload and rewrites its CRC to match, in one write, then syncs.
@@ -122,12 +116,7 @@ pub(super) fn zero_record(
     off: u64,
     h: &RecordHeader,
 ) -> Result<()> {
-    let zeros = vec![0u8; h.len as usize];
-    let crc = record_crc(&hb_bytes(h), &zeros);
-    let mut patch = Vec::with_capacity(4 + zeros.len());
-    patch.extend_from_slice(&crc.to_le_bytes());
-    patch.extend_from_slice(&zeros);
-    file.write_at(off + 20, &patch)
+    file.write_at(off + 20, &h.erase_patch())
         .map_err(io_err(format!("erase in {}", path.display())))?;
     file.sync_data()
         .map_err(io_err(format!("sync {}", path.display())))
