@@ -1501,6 +1501,105 @@ export class IdbReplica {
 if (Symbol.dispose) IdbReplica.prototype[Symbol.dispose] = IdbReplica.prototype.free;
 
 /**
+ * The records of one log file, checked, and where the good ones end (the core's
+ * `Scanner`): the host reads the bytes it asks for and feeds them in.
+ *
+ * ```js
+ * const sc = new LogScanner({ name, fileLen, firstSeq, contiguous, mayBeTorn, reserve, erased });
+ * let buf = new Uint8Array(0), bufStart = 0;
+ * for (;;) {
+ *   const recs = sc.feed(buf, bufStart); // 6 numbers per good record
+ *   // … visit them (payloads are subarrays of buf) …
+ *   const end = sc.end();
+ *   if (end !== undefined) break;
+ *   if (sc.needAt >= 0) { bufStart = sc.needAt; buf = await read(bufStart, sc.needLen); }
+ * }
+ * ```
+ */
+export class LogScanner {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        LogScannerFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_logscanner_free(ptr, 0);
+    }
+    /**
+     * How the scan ended, `{end, lastSeq, torn (bytes or null), reserved}`, or `undefined`
+     * while it goes on.
+     * @returns {any}
+     */
+    end() {
+        const ret = wasm.logscanner_end(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Scans on with `buf`, the file's bytes from offset `bufStart` (what the last `needAt`,
+     * `needLen` asked for, read afresh from the file). Returns the good records found, six
+     * numbers each: offset, seq, batch, payload length, CRC, erasure (0 none, 1 pending, 2
+     * done); the payload of one is `buf.subarray(offset - bufStart + 24)`, its length long.
+     * Then `end()` says how the scan ended, or `needAt` which bytes to read next (−1: call
+     * `feed` again). Damage the tail rule does not explain throws `LOG_CORRUPT` naming the
+     * file and offset, once the records before it were handed out.
+     * @param {Uint8Array | number[]} buf
+     * @param {number} buf_start
+     * @returns {Float64Array}
+     */
+    feed(buf, buf_start) {
+        const val2 = +buf_start;
+        const ptr0 = passArray8ToWasm0(buf, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.logscanner_feed(this.__wbg_ptr, ptr0, len0, val2);
+        if (ret[3]) {
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        var v3 = getArrayF64FromWasm0(ret[0], ret[1]).slice();
+        wasm.__wbindgen_free(ret[0], ret[1] * 8, 8);
+        return v3;
+    }
+    /**
+     * Offset of the bytes to read before the next `feed`, or −1 when none are needed.
+     * @returns {number}
+     */
+    get needAt() {
+        const ret = wasm.logscanner_needAt(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Number of bytes to read at `needAt` (0 when none are needed).
+     * @returns {number}
+     */
+    get needLen() {
+        const ret = wasm.logscanner_needLen(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * A scan of file `name` (for errors) of `fileLen` bytes after its header: records from
+     * seq `firstSeq`, following each other (`contiguous`: segments) or not (the overlay);
+     * `mayBeTorn`: damage at the end may be a torn tail; `reserve`: the file may end in
+     * zeros reserved for appends; `erased`: `[seq, origLen, origCrc]` of each redacted
+     * record (from the overlay); `chunk`: the least number of bytes to ask for (1 MiB).
+     * @param {any} spec
+     */
+    constructor(spec) {
+        const ret = wasm.logscanner_new(spec);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
+        LogScannerFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+}
+if (Symbol.dispose) LogScanner.prototype[Symbol.dispose] = LogScanner.prototype.free;
+
+/**
  * One Group's replica, in memory.
  */
 export class Replica {
@@ -2173,6 +2272,44 @@ export function canonicalHash(value) {
 }
 
 /**
+ * Checks the first bytes of the file `name` (all of them if it is shorter than a header) as
+ * the header of a `kind` (`"segment"` or `"overlay"`) file of `group` and, unless `null`,
+ * first seq `firstSeq`. Returns `{firstSeq, prev (hex), group}`; throws `LOG_CORRUPT`
+ * naming the file and the offset of the bad field.
+ * @param {Uint8Array | number[]} bytes
+ * @param {string} name
+ * @param {string} kind
+ * @param {string} group
+ * @param {number | null} [first_seq]
+ * @returns {any}
+ */
+export function checkFileHeader(bytes, name, kind, group, first_seq) {
+    const val5 = +(isLikeNone(first_seq) ? 0 : first_seq);
+    let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
+    try {
+        ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+        ptr2 = passStringToWasm0(kind, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len2 = WASM_VECTOR_LEN;
+        ptr3 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len3 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
+        if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.checkFileHeader(ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3, !isLikeNone(first_seq), val5);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * Content hash (hex) of a command: SHA-256 of the canonical CBOR of every field but `sig`.
  * @param {any} command
  * @returns {string}
@@ -2197,6 +2334,21 @@ export function commandContentHash(command) {
 }
 
 /**
+ * CRC32C of `bytes`, continuing from `crc` (the CRC of the bytes before them; 0 to start):
+ * `crc32c(b, crc32c(a))` is the CRC of `a` followed by `b`.
+ * @param {Uint8Array | number[]} bytes
+ * @param {number | null} [crc]
+ * @returns {number}
+ */
+export function crc32c(bytes, crc) {
+    const val2 = +(isLikeNone(crc) ? Number.MAX_SAFE_INTEGER : (crc) >>> 0);
+    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.crc32c(ptr0, len0, val2);
+    return ret >>> 0;
+}
+
+/**
  * Decodes a stored event (canonical CBOR) into its JSON form. Does not verify it.
  * @param {Uint8Array | number[]} bytes
  * @returns {any}
@@ -2205,6 +2357,35 @@ export function decodeEvent(bytes) {
     const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.decodeEvent(ptr0, len0);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * The original length and CRC (`{len, crc}`) an overlay entry's payload starts with, or
+ * `undefined` if it is shorter than 8 bytes. The redacted event follows them.
+ * @param {Uint8Array | number[]} payload
+ * @returns {any}
+ */
+export function decodeOverlayEntry(payload) {
+    const ptr0 = passArray8ToWasm0(payload, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.decodeOverlayEntry(ptr0, len0);
+    return ret;
+}
+
+/**
+ * Checks a snapshot file's frame: `{seq, payload}`; throws `LOG_CORRUPT` whose message
+ * says what is wrong.
+ * @param {Uint8Array | number[]} bytes
+ * @returns {any}
+ */
+export function decodeSnapshotFile(bytes) {
+    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.decodeSnapshotFile(ptr0, len0);
     if (ret[2]) {
         throw takeFromExternrefTable0(ret[1]);
     }
@@ -2221,6 +2402,26 @@ export function deleteIdbStore(name) {
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.deleteIdbStore(ptr0, len0);
     return ret;
+}
+
+/**
+ * One write batch: the payloads of a frame batch as records with seqs `firstSeq`,
+ * `firstSeq + 1`, …, each naming `firstSeq` as its batch, one after the other.
+ * @param {number} first_seq
+ * @param {Uint8Array | number[]} frames
+ * @returns {Uint8Array}
+ */
+export function encodeBatch(first_seq, frames) {
+    const val2 = +first_seq;
+    const ptr0 = passArray8ToWasm0(frames, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.encodeBatch(val2, ptr0, len0);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v3 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v3;
 }
 
 /**
@@ -2254,6 +2455,123 @@ export function encodeEvent(event) {
 }
 
 /**
+ * The 192 header bytes of a segment (`kind` `"segment"`, whose first record is `firstSeq`
+ * and whose `prev` is the id, hex, of the event before it) or of the redaction overlay
+ * (`"overlay"`: `firstSeq` 0, `prev` all zeros) of `group`.
+ * @param {string} kind
+ * @param {number} first_seq
+ * @param {string} prev
+ * @param {string} group
+ * @returns {Uint8Array}
+ */
+export function encodeFileHeader(kind, first_seq, prev, group) {
+    const val4 = +first_seq;
+    let ptr0, len0, ptr1, len1, ptr2, len2;
+    try {
+        ptr0 = passStringToWasm0(kind, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(prev, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+        ptr2 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len2 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.encodeFileHeader(ptr0, len0, val4, ptr1, len1, ptr2, len2);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v5 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v5;
+}
+
+/**
+ * The overlay record of redacted event `seq`: its entry holds the erased record's original
+ * length and CRC (`origLen`, `origCrc`) and the redacted event's canonical CBOR.
+ * @param {number} seq
+ * @param {number} orig_len
+ * @param {number} orig_crc
+ * @param {Uint8Array | number[]} redacted
+ * @returns {Uint8Array}
+ */
+export function encodeOverlayRecord(seq, orig_len, orig_crc, redacted) {
+    const val2 = +seq;
+    const val3 = +orig_len;
+    const val4 = +orig_crc;
+    const ptr0 = passArray8ToWasm0(redacted, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.encodeOverlayRecord(val2, val3, val4, ptr0, len0);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v5 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v5;
+}
+
+/**
+ * One record: the 24-byte header (`len`, `seq`, `batch`, CRC32C) and the payload.
+ * @param {number} seq
+ * @param {number} batch
+ * @param {Uint8Array | number[]} payload
+ * @returns {Uint8Array}
+ */
+export function encodeRecord(seq, batch, payload) {
+    const val2 = +seq;
+    const val3 = +batch;
+    const ptr0 = passArray8ToWasm0(payload, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.encodeRecord(val2, val3, ptr0, len0);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v4 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v4;
+}
+
+/**
+ * A snapshot file: the 32-byte header and the snapshot's canonical CBOR.
+ * @param {number} seq
+ * @param {Uint8Array | number[]} payload
+ * @returns {Uint8Array}
+ */
+export function encodeSnapshotFile(seq, payload) {
+    const val2 = +seq;
+    const ptr0 = passArray8ToWasm0(payload, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.encodeSnapshotFile(val2, ptr0, len0);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v3 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v3;
+}
+
+/**
+ * The bytes that erase the record whose 24 header bytes are `header`, to write at record
+ * offset 20: the CRC over the header and zeros, then `len` zeros.
+ * @param {Uint8Array | number[]} header
+ * @returns {Uint8Array}
+ */
+export function erasePatch(header) {
+    const ptr0 = passArray8ToWasm0(header, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.erasePatch(ptr0, len0);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    var v2 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
+    wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    return v2;
+}
+
+/**
  * Joins byte arrays into one frame batch.
  * @param {Uint8Array[]} items
  * @returns {Uint8Array}
@@ -2271,6 +2589,44 @@ export function frameBatch(items) {
 }
 
 /**
+ * Directory name of a group: the ID itself when it is lowercase `[a-z0-9][a-z0-9._-]*`,
+ * otherwise `~` and the lowercase base32 of its bytes (`G1` → `~i4yq`).
+ * @param {string} group
+ * @returns {string}
+ */
+export function groupDirName(group) {
+    let deferred2_0;
+    let deferred2_1;
+    try {
+        const ptr0 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.groupDirName(ptr0, len0);
+        deferred2_0 = ret[0];
+        deferred2_1 = ret[1];
+        return getStringFromWasm0(ret[0], ret[1]);
+    } finally {
+        wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
+    }
+}
+
+/**
+ * The group ID a directory name stands for, or `null` if `groupDirName` would not make it.
+ * @param {string} name
+ * @returns {string | undefined}
+ */
+export function groupFromDirName(name) {
+    const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.groupFromDirName(ptr0, len0);
+    let v2;
+    if (ret[0] !== 0) {
+        v2 = getStringFromWasm0(ret[0], ret[1]);
+        wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    }
+    return v2;
+}
+
+/**
  * Parses a command (JSON-form object or CBOR bytes) and gives back its JSON form:
  * checks the limits and field rules without deciding anything.
  * @param {any} command
@@ -2278,6 +2634,47 @@ export function frameBatch(items) {
  */
 export function parseCommand(command) {
     const ret = wasm.parseCommand(command);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * The number of a `<20 digits>.<ext>` name; `null` for any other name (or a number past
+ * 2^53 − 1).
+ * @param {string} name
+ * @param {string} ext
+ * @returns {number | undefined}
+ */
+export function parseNumbered(name, ext) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(ext, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.parseNumbered(ptr0, len0, ptr1, len1);
+    return ret[0] === 0 ? undefined : ret[1];
+}
+
+/**
+ * The record header at `at` in `bytes`: `{len, seq, batch, crc}`; throws `MALFORMED` if
+ * fewer than 24 bytes are there.
+ * @param {Uint8Array | number[]} bytes
+ * @param {number | null} [at]
+ * @returns {any}
+ */
+export function parseRecordHeader(bytes, at) {
+    const val2 = +(isLikeNone(at) ? 0 : at);
+    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.parseRecordHeader(ptr0, len0, !isLikeNone(at), val2);
     if (ret[2]) {
         throw takeFromExternrefTable0(ret[1]);
     }
@@ -2321,6 +2718,76 @@ export function receiptOf(event) {
         throw takeFromExternrefTable0(ret[1]);
     }
     return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * The whole record at `at` in `bytes`: `{len, seq, batch, crc, crcOk}` (`crcOk`: the CRC
+ * matches the header and payload), or `undefined` when the header or the payload does not
+ * fit in `bytes` or the length is past the largest record.
+ * @param {Uint8Array | number[]} bytes
+ * @param {number} at
+ * @returns {any}
+ */
+export function recordAt(bytes, at) {
+    const val2 = +at;
+    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.recordAt(ptr0, len0, val2);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * Whether the record (24 header bytes, payload) is erased: zeros with a matching CRC.
+ * @param {Uint8Array | number[]} header
+ * @param {Uint8Array | number[]} payload
+ * @returns {boolean}
+ */
+export function recordIsErased(header, payload) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(header, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passArray8ToWasm0(payload, wasm.__wbindgen_malloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.recordIsErased(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return ret[0] !== 0;
+}
+
+/**
+ * Whether `payload` belongs to the record whose 24 header bytes are `header`: its length
+ * and CRC match.
+ * @param {Uint8Array | number[]} header
+ * @param {Uint8Array | number[]} payload
+ * @returns {boolean}
+ */
+export function recordMatches(header, payload) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(header, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passArray8ToWasm0(payload, wasm.__wbindgen_malloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.recordMatches(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return ret[0] !== 0;
 }
 
 /**
@@ -2373,6 +2840,30 @@ export function runTranscript(text) {
         throw takeFromExternrefTable0(ret[1]);
     }
     return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * File name of the segment whose first record is `firstSeq`: 20 digits and `.seg`.
+ * @param {number} first_seq
+ * @returns {string}
+ */
+export function segmentName(first_seq) {
+    let deferred2_0;
+    let deferred2_1;
+    try {
+        const ret = wasm.segmentName(first_seq);
+        var ptr1 = ret[0];
+        var len1 = ret[1];
+        if (ret[3]) {
+            ptr1 = 0; len1 = 0;
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        deferred2_0 = ptr1;
+        deferred2_1 = len1;
+        return getStringFromWasm0(ptr1, len1);
+    } finally {
+        wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
+    }
 }
 
 /**
@@ -2457,6 +2948,30 @@ export function signRead(method, target, actor, at_ms, secret_key_hex) {
         return getStringFromWasm0(ptr6, len6);
     } finally {
         wasm.__wbindgen_free(deferred7_0, deferred7_1, 1);
+    }
+}
+
+/**
+ * File name of the snapshot at `seq`: 20 digits and `.snap`.
+ * @param {number} seq
+ * @returns {string}
+ */
+export function snapshotName(seq) {
+    let deferred2_0;
+    let deferred2_1;
+    try {
+        const ret = wasm.snapshotName(seq);
+        var ptr1 = ret[0];
+        var len1 = ret[1];
+        if (ret[3]) {
+            ptr1 = 0; len1 = 0;
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        deferred2_0 = ptr1;
+        deferred2_1 = len1;
+        return getStringFromWasm0(ptr1, len1);
+    } finally {
+        wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
     }
 }
 
@@ -3176,18 +3691,18 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 368, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 373, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 329, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 334, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 4, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__had1f1d9abd776b4f);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h1f1fa8f69d139923);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -3236,8 +3751,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__had1f1d9abd776b4f(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__had1f1d9abd776b4f(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h1f1fa8f69d139923(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h1f1fa8f69d139923(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
@@ -3274,6 +3789,9 @@ const IdbAuthorityFinalization = (typeof FinalizationRegistry === 'undefined')
 const IdbReplicaFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_idbreplica_free(ptr, 1));
+const LogScannerFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_logscanner_free(ptr, 1));
 const ReplicaFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_replica_free(ptr, 1));
