@@ -302,3 +302,39 @@ fn transcripts_run_and_vectors_match_the_native_ones() {
         }
     }
 }
+
+/// A length field near `u32::MAX` in the bytes after damage must not wrap an offset on this
+/// 32-bit target: the scan ends in a torn tail instead of trapping (the Node/Deno store scans
+/// its segments through this code).
+#[wasm_bindgen_test]
+fn a_hostile_length_after_damage_does_not_trap_on_32_bits() {
+    use mwp_core::log_format::{encode_record, scan_slice, FileHeader, ScanSpec, SEGMENT_MAGIC};
+    let mut f = FileHeader {
+        magic: SEGMENT_MAGIC,
+        first_seq: 1,
+        prev: mwp_core::Hash([0; 32]),
+        group: mwp_core::Id::new("g1").expect("a literal id"),
+    }
+    .encode()
+    .to_vec();
+    encode_record(&mut f, 1, 1, b"ok");
+    let mut bad = Vec::new();
+    encode_record(&mut bad, 2, 2, b"payload");
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    f.extend(bad);
+    f.extend((u32::MAX - 8).to_le_bytes());
+    f.extend(3u64.to_le_bytes());
+    f.extend(3u64.to_le_bytes());
+    f.extend(0u32.to_le_bytes());
+    let spec = ScanSpec {
+        file_len: 0,
+        first_seq: 1,
+        contiguous: true,
+        may_be_torn: true,
+        reserve: true,
+    };
+    let (records, end) = scan_slice(&f, spec, &|_| None).expect("a torn tail, not damage");
+    assert_eq!(records.len(), 1);
+    assert!(end.torn.is_some());
+}

@@ -419,8 +419,13 @@ fn later_batch(rest: &[u8], expected: u64, contiguous: bool) -> Option<usize> {
         let Some(h) = RecordHeader::parse(&rest[i..]) else {
             break;
         };
+        // The length is bounded before it is added: on 32-bit targets (wasm) a hostile
+        // length near `u32::MAX` would otherwise wrap the sum.
+        if h.len > MAX_RECORD_LEN || h.batch > h.seq {
+            continue;
+        }
         let end = i + RECORD_HEADER_LEN + h.len as usize;
-        if h.len > MAX_RECORD_LEN || end > n || h.batch > h.seq {
+        if end > n {
             continue;
         }
         // Segments: a batch that starts after the seq the damaged record should hold.

@@ -305,3 +305,32 @@ proptest! {
         prop_assert_eq!(group_from_dir_name(&group_dir_name(&id)), Some(id));
     }
 }
+
+/// Bytes after damage whose length field is near `u32::MAX` are not a later batch; on a
+/// 32-bit target (wasm) adding that length to an offset would wrap. The same case runs in
+/// the wasm suite (wasm/tests/node.rs), where it would trap.
+#[test]
+fn a_hostile_length_after_damage_is_not_a_later_batch() {
+    let f = hostile_tail_after_damage();
+    let (recs, end) = scan_slice(&f, spec(1, true), &none).expect("a torn tail, not damage");
+    assert_eq!(recs.len(), 1);
+    assert!(end.torn.is_some());
+}
+
+/// A segment with one good record, a damaged one, then a header whose length is
+/// `u32::MAX - 8` with `batch <= seq`.
+fn hostile_tail_after_damage() -> Vec<u8> {
+    let mut f = segment(1, &[&[b"ok"]]);
+    let mut bad = Vec::new();
+    encode_record(&mut bad, 2, 2, b"payload");
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    f.extend(bad);
+    let mut hostile = Vec::new();
+    hostile.extend((u32::MAX - 8).to_le_bytes());
+    hostile.extend(3u64.to_le_bytes());
+    hostile.extend(3u64.to_le_bytes());
+    hostile.extend(0u32.to_le_bytes());
+    f.extend(hostile);
+    f
+}

@@ -307,15 +307,7 @@ impl GroupLog {
         let mut seq = after + 1;
         let mut bytes_read = 0u64;
         while seq <= last && bytes_read < MAX_READ_BYTES {
-            let seg_i = index
-                .partition_point(|s| s.first_seq <= seq)
-                .saturating_sub(1);
-            let seg = index
-                .get(seg_i)
-                .filter(|s| seq >= s.first_seq && seq - s.first_seq < s.offsets.len() as u64)
-                .ok_or_else(|| {
-                    Error::corrupt(format!("seq {seq} of group {} is not in the log", self.id))
-                })?;
+            let seg = self.segment_of(&index, seq)?;
             let i0 = (seq - seg.first_seq) as usize;
             let start = seg.offsets[i0];
             let cap = start.saturating_add(MAX_READ_BYTES);
@@ -373,19 +365,24 @@ impl GroupLog {
         Ok(out)
     }
 
-    /// Reads the durable record of `seq` from its segment: (segment file, record offset,
-    /// header, payload).
-    fn read_record(&self, seq: u64) -> Result<StoredRecord> {
-        let index = read(&self.index);
+    /// The durable segment that holds `seq`; `LOG_CORRUPT` when none does.
+    fn segment_of<'i>(&self, index: &'i [SegmentIndex], seq: u64) -> Result<&'i SegmentIndex> {
         let seg_i = index
             .partition_point(|s| s.first_seq <= seq)
             .saturating_sub(1);
-        let seg = index
+        index
             .get(seg_i)
             .filter(|s| seq >= s.first_seq && seq - s.first_seq < s.offsets.len() as u64)
             .ok_or_else(|| {
                 Error::corrupt(format!("seq {seq} of group {} is not in the log", self.id))
-            })?;
+            })
+    }
+
+    /// Reads the durable record of `seq` from its segment: (segment file, record offset,
+    /// header, payload).
+    fn read_record(&self, seq: u64) -> Result<StoredRecord> {
+        let index = read(&self.index);
+        let seg = self.segment_of(&index, seq)?;
         let off = seg.offsets[(seq - seg.first_seq) as usize];
         let mut hb = [0u8; RECORD_HEADER_LEN];
         let name = self.path(&seg.name).display().to_string();
