@@ -194,8 +194,14 @@ pub fn run(args: &SubmitArgs) -> Outcome {
             let value = json!({"outcome": outcome, "receipt": r});
             super::print(json, &value, || {
                 format!(
-                    "{outcome}: seq {} on {} (revision {}, {:?}), action {} by {}; event {}",
-                    r.seq, r.aggregate, r.revision, r.disposition, r.action, r.actor, r.event_id
+                    "{outcome}: seq {} on {} (revision {}, {}), action {} by {}; event {}",
+                    r.seq,
+                    r.aggregate,
+                    r.revision,
+                    value["receipt"]["disposition"].as_str().unwrap_or("?"),
+                    r.action,
+                    r.actor,
+                    r.event_id
                 )
             })?;
             Ok(EXIT_OK)
