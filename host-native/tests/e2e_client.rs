@@ -224,8 +224,27 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
     let retried = submit(&base, &bob, "bob", &["--action", "start-1"], &start);
     assert_eq!(retried.status.code(), Some(0));
     assert_eq!(lines(&retried.stdout)[0]["outcome"], "duplicate");
+    // The key from MWP_KEY.
     let done = json!({"type": "submit", "work": "w1", "lease": "w1#1", "result": {"ok": true}});
-    accepted(&base, &bob, "bob", &[], &done, 5);
+    let mut child = mwp()
+        .args([
+            "submit", "--server", &base, "--org", "acme", "--group", "g1",
+        ])
+        .args(["--actor", "bob", "-"])
+        .env("MWP_KEY", &bob)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    stdin
+        .write_all(done.to_string().as_bytes())
+        .expect("writes");
+    drop(stdin);
+    let out = child.wait_with_output().expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(lines(&out.stdout)[0]["receipt"]["seq"], 5);
 
     // tail sees every event, in order.
     let tail = mwp()
@@ -287,9 +306,10 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
     assert_eq!(seen, vec![json!(4), json!(5), json!(6)]);
     assert!(stderr(&followed).contains("reconnecting after seq 5"));
 
-    // groups and replay --server.
+    // groups (its server from MWP_SERVER) and replay --server.
     let groups = mwp()
-        .args(["groups", "--server", &base])
+        .arg("groups")
+        .env("MWP_SERVER", &base)
         .output()
         .expect("runs");
     assert_eq!(
@@ -328,6 +348,18 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
     let pinned = verify(&["--server", &base], &["--authority-key", &other]);
     assert_eq!(pinned.status.code(), Some(1));
     assert_eq!(lines(&pinned.stdout)[0]["ok"], false);
+
+    // An unknown group is bad input, read from the server's CBOR error on the snapshot route.
+    let unknown = mwp()
+        .args(["verify", "--server", &base, "--group", "nope"])
+        .output()
+        .expect("runs");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("NOT_FOUND"),
+        "{}",
+        stderr(&unknown)
+    );
 
     // A tampered copy: a proxy that changes one field of seq 3 on its way.
     let upstream = base.clone();
