@@ -653,9 +653,9 @@ export class FileStore {
     return this.#secret;
   }
 
-  /** @internal A group not open yet, under the core's authority driver with this store's key and cadence. */
-  _newStoreGroup() {
-    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined);
+  /** @internal A group not open yet, under the core's authority driver with this store's key and cadence; with `group`, a log replayed into it must be that group's. */
+  _newStoreGroup(group) {
+    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined, group);
   }
 
   /** @internal */
@@ -976,7 +976,7 @@ async function openGroupDir(store, id, dir, report) {
     }
     const baseSeq = snap?.seq ?? 0;
     const chainHead = sg?.head;
-    if (sg === null) sg = store._newStoreGroup();
+    if (sg === null) sg = store._newStoreGroup(id);
 
     const segments = [];
     const pendingZero = [];

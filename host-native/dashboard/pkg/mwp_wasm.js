@@ -1995,15 +1995,27 @@ export class StoreGroup {
     /**
      * A group with no events yet, under the authority signing with `secretKey` (hex seed)
      * and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
-     * accepted command must be an `open_group` naming that key.
+     * accepted command must be an `open_group` naming that key. With `group`, the log
+     * replayed into it with `applyStored` must be that group's (its first event belongs to
+     * `group`): a log stored under another group's name is `LOG_CORRUPT`.
      * @param {string} secret_key
      * @param {number | null} [snapshot_every]
+     * @param {string | null} [group]
      */
-    constructor(secret_key, snapshot_every) {
-        const val2 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
-        const ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val2);
+    constructor(secret_key, snapshot_every, group) {
+        const val3 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = isLikeNone(group) ? 0 : passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val3, ptr1, len1);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }

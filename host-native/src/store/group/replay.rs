@@ -138,7 +138,7 @@ pub(crate) fn read_overlay(
 /// Replays a group's log onto `base` (a verified snapshot) or, without one, from genesis:
 /// every segment's header, framing, CRCs and seq continuity, every event's payload hash, id,
 /// group and chain, redacted events read from the overlay, each applied in order with
-/// [`GroupState::apply_to`]. `on_event` sees every event from `base`'s seq on with the state
+/// [`GroupState::apply_stored_to`]. `on_event` sees every event from `base`'s seq on with the state
 /// after it. Torn tails are trimmed only when `trim` is set; either way they are returned.
 ///
 /// Two stages on two threads: a scoped worker reads and checks the log and decodes most
@@ -207,15 +207,8 @@ pub(crate) fn replay(
                             format!("event {} is not the snapshot's chain head", event.seq),
                         ))
                     }
-                } else if state.is_none() && &event.group != id {
-                    // Later events are held to the genesis event's group by `apply`.
-                    Err(corrupt_at(
-                        name,
-                        offset,
-                        format!("event {} belongs to group {}", event.seq, event.group),
-                    ))
                 } else {
-                    GroupState::apply_to(&mut state, event)
+                    GroupState::apply_stored_to(&mut state, id, event)
                         .map_err(|e| corrupt_at(name, offset, e.message))
                 };
                 let r = r.and_then(|()| match &state {
