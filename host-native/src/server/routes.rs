@@ -3,39 +3,118 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use futures_util::stream::{self, Stream};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
 use serde::Serialize;
 use serde_json::json;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
+use super::metrics::Outcome;
 use super::query;
 use super::wire::{self, Format};
 use super::{now_ms, App};
 use crate::service::AuthorityService;
 
+/// A route of `mwp serve`: the one table the router is built from and docs/openapi.json is
+/// checked against (`tests/e2e_openapi.rs`). The dashboard's static files are served by the
+/// fallback, outside this table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /v1/authority`.
+    Authority,
+    /// `GET /v1/groups`.
+    Groups,
+    /// `POST /v1/groups/{group}/commands`.
+    Commands,
+    /// `GET /v1/groups/{group}/events`.
+    Events,
+    /// `GET /v1/groups/{group}/events/stream`.
+    Stream,
+    /// `GET /v1/groups/{group}/receipts/{actor}/{action}`.
+    Receipt,
+    /// `GET /v1/groups/{group}/snapshots/latest`.
+    Snapshot,
+    /// `GET /v1/openapi.json`.
+    OpenApi,
+    /// `GET /healthz`.
+    Healthz,
+    /// `GET /readyz`.
+    Readyz,
+    /// `GET /metrics`.
+    Metrics,
+}
+
+impl Route {
+    /// Every route the router serves.
+    pub const ALL: [Route; 11] = [
+        Route::Authority,
+        Route::Groups,
+        Route::Commands,
+        Route::Events,
+        Route::Stream,
+        Route::Receipt,
+        Route::Snapshot,
+        Route::OpenApi,
+        Route::Healthz,
+        Route::Readyz,
+        Route::Metrics,
+    ];
+
+    /// Its method and path (`{name}` marks a path parameter).
+    pub fn method_and_path(self) -> (Method, &'static str) {
+        match self {
+            Route::Authority => (Method::GET, "/v1/authority"),
+            Route::Groups => (Method::GET, "/v1/groups"),
+            Route::Commands => (Method::POST, "/v1/groups/{group}/commands"),
+            Route::Events => (Method::GET, "/v1/groups/{group}/events"),
+            Route::Stream => (Method::GET, "/v1/groups/{group}/events/stream"),
+            Route::Receipt => (Method::GET, "/v1/groups/{group}/receipts/{actor}/{action}"),
+            Route::Snapshot => (Method::GET, "/v1/groups/{group}/snapshots/latest"),
+            Route::OpenApi => (Method::GET, "/v1/openapi.json"),
+            Route::Healthz => (Method::GET, "/healthz"),
+            Route::Readyz => (Method::GET, "/readyz"),
+            Route::Metrics => (Method::GET, "/metrics"),
+        }
+    }
+
+    /// Its handler. Every route but a live tail is bounded by the request timeout.
+    fn handler(self, app: &App) -> MethodRouter<App> {
+        let handler = match self {
+            Route::Authority => get(authority),
+            Route::Groups => get(groups),
+            Route::Commands => post(post_command),
+            Route::Events => get(events),
+            Route::Stream => return get(stream_events),
+            Route::Receipt => get(receipt),
+            Route::Snapshot => get(snapshot),
+            Route::OpenApi => get(super::openapi::document),
+            Route::Healthz => get(super::health::healthz),
+            Route::Readyz => get(super::health::readyz),
+            Route::Metrics => get(metrics),
+        };
+        handler.layer(middleware::from_fn_with_state(app.clone(), timeout))
+    }
+}
+
 pub(crate) fn router(app: App) -> Router {
-    let limited = Router::new()
-        .route("/v1/authority", get(authority))
-        .route("/v1/groups", get(groups))
-        .route("/v1/groups/{group}/commands", post(post_command))
-        .route("/v1/groups/{group}/events", get(events))
-        .route("/v1/groups/{group}/receipts/{actor}/{action}", get(receipt))
-        .route("/v1/groups/{group}/snapshots/latest", get(snapshot))
-        .layer(middleware::from_fn_with_state(app.clone(), timeout));
-    Router::new()
-        .route("/v1/groups/{group}/events/stream", get(stream_events))
-        .merge(limited)
+    let mut router = Router::new();
+    for route in Route::ALL {
+        router = router.route(route.method_and_path().1, route.handler(&app));
+    }
+    router
         .fallback(fallback)
         .layer(middleware::from_fn(query::strict))
         .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
@@ -43,7 +122,12 @@ pub(crate) fn router(app: App) -> Router {
             app.clone(),
             super::auth::authorise,
         ))
-        .layer(middleware::from_fn(log_request))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .on_request(())
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        )
         .with_state(app)
 }
 
@@ -53,14 +137,16 @@ async fn blocking<T: Send + 'static>(
     f: impl FnOnce(&dyn AuthorityService) -> mwp_core::Result<T> + Send + 'static,
 ) -> mwp_core::Result<T> {
     let service = Arc::clone(&app.service);
-    tokio::task::spawn_blocking(move || f(service.as_ref()))
+    let result = tokio::task::spawn_blocking(move || f(service.as_ref()))
         .await
         .unwrap_or_else(|e| {
             Err(Error::new(
                 Code::Storage,
                 format!("the store call did not finish: {e}"),
             ))
-        })
+        });
+    app.metrics.store_result(&result);
+    result
 }
 
 async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
@@ -81,11 +167,15 @@ async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
     }
 }
 
-async fn log_request(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let resp = next.run(req).await;
-    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+/// `GET /metrics`: the server's numbers as Prometheus text (docs/http.md, "Operations").
+async fn metrics(State(app): State<App>) -> Response {
+    let groups = blocking(&app, |s| s.groups()).await.ok().map(|g| g.len());
+    let text = app.metrics.render(groups, app.tails.live());
+    let mut resp = (StatusCode::OK, text).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(super::metrics::CONTENT_TYPE),
+    );
     resp
 }
 
@@ -167,12 +257,17 @@ async fn post_command(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let started = Instant::now();
     let format = Format::accepted(&headers, Format::Json);
     let cmd = match decode_command(&app, &group, &headers, body) {
         Ok(cmd) => cmd,
-        Err(e) => return wire::error(format, &e),
+        Err(e) => {
+            app.metrics.command(refused(&e), Some(e.code));
+            return wire::error(format, &e);
+        }
     };
     if let Err(e) = may_open(&app, &cmd, &headers).await {
+        app.metrics.command(refused(&e), Some(e.code));
         return super::auth::refusal(format, &e);
     }
     let at = now_ms();
@@ -191,8 +286,11 @@ async fn post_command(
     })
     .await;
     drop(_opening);
+    app.ready.wrote(&decided);
     match decided {
         Ok((cmd, Decision::Accepted(event))) => {
+            app.metrics.command(Outcome::Accepted, None);
+            app.metrics.accepted_in(started.elapsed());
             app.tails.committed(&event.group);
             if sets_deadline_before(&event, at.saturating_add(poll_ms(&app))) {
                 app.tick.notify_one();
@@ -201,6 +299,7 @@ async fn post_command(
             wire::encode(StatusCode::OK, format, &event.receipt())
         }
         Ok((_, Decision::Duplicate(receipt))) => {
+            app.metrics.command(Outcome::Duplicate, None);
             let mut resp = wire::encode(StatusCode::OK, format, &receipt);
             resp.headers_mut()
                 .insert("mwp-duplicate", HeaderValue::from_static("true"));
@@ -209,12 +308,23 @@ async fn post_command(
         // Mapped to a status by its code alone (`wire::status`).
         Ok((_, Decision::Rejected(r))) => {
             tracing::debug!(code = %r.code, message = %r.message, "rejected");
+            app.metrics.command(Outcome::Rejected, Some(r.code));
             wire::error(format, &r.into_error())
         }
         Err(e) => {
             tracing::debug!(code = %e.code, message = %e.message, "failed");
+            app.metrics.command(refused(&e), Some(e.code));
             wire::error(format, &e)
         }
+    }
+}
+
+/// How a command refused with `err` is counted: the store failing, or a refusal.
+fn refused(err: &Error) -> Outcome {
+    if super::metrics::is_store_error(err) {
+        Outcome::Failed
+    } else {
+        Outcome::Rejected
     }
 }
 
