@@ -281,3 +281,81 @@ fn serve_logs_json_lines_with_mwp_log_format() {
     child.kill().expect("stops");
     let _ = child.wait();
 }
+
+#[test]
+fn readyz_is_503_once_the_file_store_fails_to_write() {
+    use mwp_host::store::backend::{Fault, MemBackend};
+    let be = MemBackend::new();
+    let store = FileStore::open_with(
+        Arc::new(be.clone()),
+        std::path::Path::new("/d"),
+        StoreOptions::default(),
+    )
+    .expect("opens");
+    let server = TestServer::with_dyn(Arc::new(store));
+    let base = server.base.clone();
+    let authority = server.client().authority_key().expect("key");
+    assert_eq!(json_post(&base, &open_group("g1", authority, &[])).0, 200);
+    let (status, _, _) = request("GET", &format!("{base}/readyz"), &[], b"");
+    assert_eq!(status, 200);
+
+    // The disk fails from now on: the next write fails, and the store keeps the error.
+    be.fail_at(be.ops(), Fault::Forever);
+    let work = cmd("g1", "alice", "c1", None, create_work("w1", &[]));
+    assert_eq!(json_post(&base, &work).0, 503);
+    be.clear_fault();
+    assert_eq!(json_post(&base, &work).0, 503, "a storage error is sticky");
+    let (status, _, body) = request("GET", &format!("{base}/readyz"), &[], b"");
+    assert_eq!(status, 503);
+    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(body["code"], "STORAGE");
+    assert_eq!(body["reason"]["code"], "STORAGE");
+    let text = scrape(&base);
+    assert_eq!(
+        sample(
+            &text,
+            r#"mwp_commands_total{outcome="failed",code="STORAGE"}"#
+        ),
+        Some(2.0)
+    );
+    assert_eq!(sample(&text, "mwp_store_errors_total"), Some(2.0));
+}
+
+#[test]
+fn answers_are_gzipped_on_request_but_live_tails_never_are() {
+    let server = TestServer::start();
+    let base = server.base.clone();
+    let _client = opened(&server, "g1", 1);
+    let gzip = [("accept-encoding", "gzip")];
+    let encoding = |headers: &ureq::http::HeaderMap| {
+        headers
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap_or("").to_owned())
+    };
+    let (status, headers, body) = request("GET", &format!("{base}/v1/openapi.json"), &gzip, b"");
+    assert_eq!(status, 200);
+    assert_eq!(encoding(&headers).as_deref(), Some("gzip"));
+    assert_eq!(&body[..2], &[0x1f, 0x8b], "a gzip stream");
+    let (_, headers, _) = request("GET", &format!("{base}/v1/openapi.json"), &[], b"");
+    assert_eq!(encoding(&headers), None, "not asked for: not compressed");
+
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let resp = agent
+        .get(&format!("{base}/v1/groups/g1/events/stream"))
+        .header("accept-encoding", "gzip")
+        .call()
+        .expect("answers");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        encoding(resp.headers()),
+        None,
+        "a live tail is not compressed"
+    );
+    let mut reader = BufReader::new(resp.into_body().into_reader());
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("reads");
+    assert!(line.starts_with("id: 1"), "plain SSE text: {line:?}");
+}
