@@ -391,7 +391,8 @@ def paths():
                         "description": "One SSE message per event: `id:` its seq, `data:` the event's JSON",
                         "content": {
                             "text/event-stream": {
-                                "itemSchema": {"$ref": "#/components/schemas/Event"}
+                                "schema": {"type": "string"},
+                                "x-item-schema": {"$ref": "#/components/schemas/Event"},
                             }
                         },
                     },

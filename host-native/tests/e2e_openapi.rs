@@ -107,6 +107,20 @@ fn every_route_served_is_documented_and_every_documented_route_is_served() {
     }
 }
 
+#[test]
+fn docs_openapi_json_is_what_scripts_openapi_py_writes_from_the_rust_types() {
+    let out = std::process::Command::new("python3")
+        .arg(repo().join("scripts/openapi.py"))
+        .arg("--check")
+        .output()
+        .expect("python3 runs (the machine has CPython 3)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The variant names (`type` tags) serde knows for a tagged enum, read from the error it
 /// gives for an unknown tag: derived from the Rust type, so a new variant shows up here.
 fn serde_tags<T: serde::de::DeserializeOwned>() -> Vec<String> {
