@@ -25,6 +25,7 @@ mod metrics;
 pub mod openapi;
 mod origin;
 mod query;
+mod route;
 mod routes;
 mod tails;
 mod tick;
@@ -41,7 +42,7 @@ use tokio::task::JoinHandle;
 use tower_http::compression::CompressionLayer;
 
 use crate::service::AuthorityService;
-pub use routes::Route;
+pub use route::Route;
 
 /// How the server behaves; `Default` is what `mwp serve` uses.
 #[derive(Debug, Clone)]
@@ -176,7 +177,7 @@ impl Server {
             ready: Arc::default(),
         };
         let ticker = tokio::spawn(tick::run(app.clone()));
-        let mut router = routes::router(app);
+        let mut router = route::router(app);
         if let Some(cors) = cors {
             router = router.layer(cors);
         }

@@ -1,4 +1,5 @@
-//! The routes of `mwp serve` (SPEC §11; status table in docs/http.md).
+//! The handlers of `mwp serve`'s routes (SPEC §11; status table in docs/http.md); the route
+//! table and the router are in [`super::route`].
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -7,129 +8,22 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
-use axum::middleware::{self, Next};
+use axum::extract::{Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, MethodRouter};
-use axum::Router;
 use futures_util::stream::{self, Stream};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
 use serde::Serialize;
 use serde_json::json;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::Level;
 
 use super::metrics::Outcome;
 use super::query;
 use super::wire::{self, Format};
 use super::{now_ms, App};
 use crate::service::AuthorityService;
-
-/// A route of `mwp serve`: the one table the router is built from and docs/openapi.json is
-/// checked against (`tests/e2e_openapi.rs`). The dashboard's static files are served by the
-/// fallback, outside this table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    /// `GET /v1/authority`.
-    Authority,
-    /// `GET /v1/groups`.
-    Groups,
-    /// `POST /v1/groups/{group}/commands`.
-    Commands,
-    /// `GET /v1/groups/{group}/events`.
-    Events,
-    /// `GET /v1/groups/{group}/events/stream`.
-    Stream,
-    /// `GET /v1/groups/{group}/receipts/{actor}/{action}`.
-    Receipt,
-    /// `GET /v1/groups/{group}/snapshots/latest`.
-    Snapshot,
-    /// `GET /v1/openapi.json`.
-    OpenApi,
-    /// `GET /healthz`.
-    Healthz,
-    /// `GET /readyz`.
-    Readyz,
-    /// `GET /metrics`.
-    Metrics,
-}
-
-impl Route {
-    /// Every route the router serves.
-    pub const ALL: [Route; 11] = [
-        Route::Authority,
-        Route::Groups,
-        Route::Commands,
-        Route::Events,
-        Route::Stream,
-        Route::Receipt,
-        Route::Snapshot,
-        Route::OpenApi,
-        Route::Healthz,
-        Route::Readyz,
-        Route::Metrics,
-    ];
-
-    /// Its method and path (`{name}` marks a path parameter).
-    pub fn method_and_path(self) -> (Method, &'static str) {
-        match self {
-            Route::Authority => (Method::GET, "/v1/authority"),
-            Route::Groups => (Method::GET, "/v1/groups"),
-            Route::Commands => (Method::POST, "/v1/groups/{group}/commands"),
-            Route::Events => (Method::GET, "/v1/groups/{group}/events"),
-            Route::Stream => (Method::GET, "/v1/groups/{group}/events/stream"),
-            Route::Receipt => (Method::GET, "/v1/groups/{group}/receipts/{actor}/{action}"),
-            Route::Snapshot => (Method::GET, "/v1/groups/{group}/snapshots/latest"),
-            Route::OpenApi => (Method::GET, "/v1/openapi.json"),
-            Route::Healthz => (Method::GET, "/healthz"),
-            Route::Readyz => (Method::GET, "/readyz"),
-            Route::Metrics => (Method::GET, "/metrics"),
-        }
-    }
-
-    /// Its handler. Every route but a live tail is bounded by the request timeout.
-    fn handler(self, app: &App) -> MethodRouter<App> {
-        let handler = match self {
-            Route::Authority => get(authority),
-            Route::Groups => get(groups),
-            Route::Commands => post(post_command),
-            Route::Events => get(events),
-            Route::Stream => return get(stream_events),
-            Route::Receipt => get(receipt),
-            Route::Snapshot => get(snapshot),
-            Route::OpenApi => get(super::openapi::document),
-            Route::Healthz => get(super::health::healthz),
-            Route::Readyz => get(super::health::readyz),
-            Route::Metrics => get(metrics),
-        };
-        handler.layer(middleware::from_fn_with_state(app.clone(), timeout))
-    }
-}
-
-pub(crate) fn router(app: App) -> Router {
-    let mut router = Router::new();
-    for route in Route::ALL {
-        router = router.route(route.method_and_path().1, route.handler(&app));
-    }
-    router
-        .fallback(fallback)
-        .layer(middleware::from_fn(query::strict))
-        .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            super::auth::authorise,
-        ))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
-                .on_request(())
-                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
-        )
-        .with_state(app)
-}
 
 /// Runs the service on the blocking pool: a durable store may sync before it answers.
 async fn blocking<T: Send + 'static>(
@@ -149,7 +43,7 @@ async fn blocking<T: Send + 'static>(
     result
 }
 
-async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
+pub(super) async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
     let format = Format::accepted(req.headers(), Format::Json);
     let limit = app.config.request_timeout;
     match tokio::time::timeout(limit, next.run(req)).await {
@@ -168,7 +62,7 @@ async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
 }
 
 /// `GET /metrics`: the server's numbers as Prometheus text (docs/http.md, "Operations").
-async fn metrics(State(app): State<App>) -> Response {
+pub(super) async fn metrics(State(app): State<App>) -> Response {
     let groups = blocking(&app, |s| s.groups()).await.ok().map(|g| g.len());
     let text = app.metrics.render(groups, app.tails.live());
     let mut resp = (StatusCode::OK, text).into_response();
@@ -197,7 +91,7 @@ struct AuthorityAnswer {
     key: String,
 }
 
-async fn authority(State(app): State<App>, headers: HeaderMap) -> Response {
+pub(super) async fn authority(State(app): State<App>, headers: HeaderMap) -> Response {
     let format = Format::accepted(&headers, Format::Json);
     let key = app.service.authority_key().to_hex();
     wire::encode(StatusCode::OK, format, &AuthorityAnswer { key })
@@ -214,7 +108,7 @@ struct GroupsAnswer {
     groups: Vec<GroupHead>,
 }
 
-async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
+pub(super) async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
     let format = Format::accepted(&headers, Format::Json);
     let listed = blocking(&app, |s| {
         s.groups()?
@@ -251,7 +145,7 @@ fn poll_ms(app: &App) -> u64 {
     u64::try_from(app.config.tick_poll.as_millis()).unwrap_or(u64::MAX)
 }
 
-async fn post_command(
+pub(super) async fn post_command(
     State(app): State<App>,
     Path(group): Path<String>,
     headers: HeaderMap,
@@ -418,7 +312,7 @@ fn locate_snapshot(mut err: Error, group: &Id) -> Error {
     err
 }
 
-async fn events(
+pub(super) async fn events(
     State(app): State<App>,
     Path(group): Path<String>,
     uri: Uri,
@@ -507,7 +401,7 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
     }
 }
 
-async fn stream_events(
+pub(super) async fn stream_events(
     State(app): State<App>,
     Path(group): Path<String>,
     uri: Uri,
@@ -566,7 +460,7 @@ async fn stream_events(
         .into_response()
 }
 
-async fn receipt(
+pub(super) async fn receipt(
     State(app): State<App>,
     Path((group, actor, action)): Path<(String, String, String)>,
     headers: HeaderMap,
@@ -594,7 +488,7 @@ async fn receipt(
     }
 }
 
-async fn snapshot(
+pub(super) async fn snapshot(
     State(app): State<App>,
     Path(group): Path<String>,
     headers: HeaderMap,
@@ -622,7 +516,7 @@ async fn snapshot(
     }
 }
 
-async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
+pub(super) async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
     let path = uri.path();
     if !path.starts_with("/v1/") {
         if let Some(asset) = app.config.assets.get(path) {
