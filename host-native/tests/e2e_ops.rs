@@ -359,3 +359,58 @@ fn answers_are_gzipped_on_request_but_live_tails_never_are() {
     reader.read_line(&mut line).expect("reads");
     assert!(line.starts_with("id: 1"), "plain SSE text: {line:?}");
 }
+
+/// A service with a lease deadline long past (1 s after the epoch) that it never expires.
+struct Overdue(MemoryService);
+
+impl AuthorityService for Overdue {
+    fn submit(&self, cmd: &Command, now_ms: u64) -> mwp_core::Result<Decision> {
+        self.0.submit(cmd, now_ms)
+    }
+    fn events(&self, group: &Id, after: u64, limit: usize) -> mwp_core::Result<Vec<Event>> {
+        self.0.events(group, after, limit)
+    }
+    fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> mwp_core::Result<Option<Receipt>> {
+        self.0.receipt(group, actor, action)
+    }
+    fn latest_snapshot(&self, group: &Id) -> mwp_core::Result<Vec<u8>> {
+        self.0.latest_snapshot(group)
+    }
+    fn groups(&self) -> mwp_core::Result<Vec<Id>> {
+        self.0.groups()
+    }
+    fn head_seq(&self, group: &Id) -> mwp_core::Result<u64> {
+        self.0.head_seq(group)
+    }
+    fn next_deadline(&self) -> mwp_core::Result<Option<(Id, u64)>> {
+        Ok(Some((id("g1"), 1000)))
+    }
+    fn authority_key(&self) -> PublicKey {
+        self.0.authority_key()
+    }
+    fn tick(&self, _group: &Id, _now_ms: u64) -> mwp_core::Result<Option<Decision>> {
+        Ok(None)
+    }
+}
+
+#[test]
+fn tick_lag_is_how_late_the_tick_loop_served_a_deadline() {
+    let server = TestServer::with_dyn(Arc::new(Overdue(MemoryService::generate().expect("key"))));
+    let base = server.base.clone();
+    // The tick loop serves the overdue deadline as soon as it starts; wait for that state.
+    let lag = (0..200)
+        .find_map(|_| {
+            let lag = sample(&scrape(&base), "mwp_tick_lag_seconds").filter(|l| *l > 0.0);
+            if lag.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            lag
+        })
+        .expect("the tick loop ran");
+    // The deadline was 1 s after the epoch: the lag is the time since then.
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    assert!(lag > since_epoch - 3600.0 && lag <= since_epoch, "{lag}");
+}
