@@ -358,6 +358,11 @@ fn answers_are_gzipped_on_request_but_live_tails_never_are() {
     let mut line = String::new();
     reader.read_line(&mut line).expect("reads");
     assert!(line.starts_with("id: 1"), "plain SSE text: {line:?}");
+    assert_eq!(
+        sample(&scrape(&base), "mwp_live_tails"),
+        Some(1.0),
+        "the open tail is counted"
+    );
 }
 
 /// A service with a lease deadline long past (1 s after the epoch) that it never expires.
