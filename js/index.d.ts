@@ -231,7 +231,7 @@ export interface AgentDispatch {
   key: Hex;
   work: Id;
   op: Id;
-  mode: "read_only" | "idempotent" | "undeclared";
+  mode: "read_only" | "keyed" | "undeclared";
   irreversible: boolean;
   target: Opaque;
   attempt: number;
