@@ -48,6 +48,9 @@ node js/test/browser/dashboard.js
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
 node js/test/e2e/serve.js
 
+step "end to end: the example worker (runAgent) works a mission against mwp serve, in Node and in Deno"
+node js/test/e2e/worker.js
+
 step "end to end: the dashboard against mwp serve --token-file (no credential, a read token, a member's signed reads)"
 node js/test/e2e/access.js
 
