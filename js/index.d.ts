@@ -371,7 +371,7 @@ export function splitBatch(batch: Uint8Array): Uint8Array[];
 export function asBatch(events: Events): Uint8Array;
 
 /** Which entry point was loaded. */
-export const runtime: "node" | "deno" | "browser";
+export const runtime: "node" | "deno" | "browser" | "slim";
 
 /** Anything a client can bring up to date: Replica or IdbReplica. */
 export interface ReplicaLike {

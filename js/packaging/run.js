@@ -63,7 +63,7 @@ try {
   const tarball = join(work, packed);
   const files = run("tar", ["-tzf", tarball], work).split("\n").filter(Boolean);
   report("tarball holds the wasm module, the glue, the entry points and the types",
-    ["package/pkg/mwp_wasm_bg.wasm", "package/pkg/mwp_wasm.js", "package/src/node.js", "package/src/deno.js", "package/src/browser.js", "package/src/file-store.js", "package/index.d.ts", "package/README.md"].every((f) => files.includes(f)),
+    ["package/pkg/mwp_wasm_bg.wasm", "package/pkg/mwp_wasm.js", "package/src/node.js", "package/src/deno.js", "package/src/browser.js", "package/src/file-store.js", "package/src/slim.js", "package/src/run-agent.js", "package/index.d.ts", "package/slim.d.ts", "package/README.md"].every((f) => files.includes(f)),
     files.join(" "));
   report("tarball ships no tests and no Rust sources", !files.some((f) => f.includes("/test/") || f.endsWith(".rs")), files.join(" "));
 
