@@ -14,17 +14,20 @@ const client = new Client(url);
 const aliceKey = generateSecretKey(), bobKey = generateSecretKey();
 const group = `worker-${aliceKey.slice(0, 8)}`;
 const base = { org: "acme", group, session: 1 };
+/** @type {import("mwp").Contract} */
 const contract = { max_attempts: 3, backoff_base_ms: 100, backoff_max_ms: 1000, cost_budget: 10, risk: "low" };
+/** @param {string} action @param {import("mwp").Body} body */
 const alice = (action, body) => client.submit(signCommand({ ...base, actor: "alice", action, body }, aliceKey));
 
 await alice("open", { type: "open_group", mission: "launch", title: "Launch", authority_key: await client.authorityKey(),
   members: [{ actor: "alice", role: "owner", key: publicKeyOf(aliceKey) }, { actor: "bob", role: "worker", key: publicKeyOf(bobKey) }] });
-for (const [work, after] of [["fetch", []], ["build", []], ["ship", ["fetch", "build"]]]) {
-  await alice(`create-${work}`, { type: "create_work", work, after, contract, spec: { do: work } });
+for (const [work, after] of /** @type {const} */ ([["fetch", []], ["build", []], ["ship", ["fetch", "build"]]])) {
+  await alice(`create-${work}`, { type: "create_work", work, after: [...after], contract, spec: { do: work } });
 }
 
 const journal = await openAgentJournal(journalPath ?? join(tmpdir(), `${group}-bob.journal`));
 const stop = new AbortController();
+/** @type {string[]} */
 const sent = [];
 await runAgent({
   client,
