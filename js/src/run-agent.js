@@ -145,8 +145,14 @@ export async function runAgent({ client, key, config, handlers = {}, signal, jou
           effectKey = e.details.key;
         }
         const entry = agent.effects()[effectKey];
+        if (entry?.status === "uncertain") {
+          throw new AgentError("EFFECT_UNSETTLED", `effect ${op} on ${n.work} may or may not have happened: reconcile it first`, { key: effectKey });
+        }
+        if (entry && RECORDED.has(entry.status) && entry.happened === false) {
+          throw new AgentError("INVALID_STATE", `effect ${op} on ${n.work} was closed without happening`, { key: effectKey });
+        }
         const outcome =
-          entry && RECORDED.has(entry.status) && entry.happened !== false
+          entry && RECORDED.has(entry.status)
             ? entry.outcome ?? null
             : await new Promise((resolve, reject) => {
                 pending.set(effectKey, { fn, resolve, reject });
