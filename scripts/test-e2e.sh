@@ -39,7 +39,7 @@ CHROMEDRIVER=/usr/bin/chromedriver \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p mwp-wasm --target wasm32-unknown-unknown --test browser
 
-step "npm package in headless Chromium (vectors + IndexedDB through the JS API)"
+step "npm package in headless Chromium (vectors + IndexedDB through the JS API, runAgent restarting from IndexedDB)"
 node js/test/browser/run.js
 
 step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"

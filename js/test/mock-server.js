@@ -19,6 +19,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
     const url = new URL(req.url, "http://127.0.0.1");
     const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
     state.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    if (staticDir && url.pathname === "/favicon.ico") return res.writeHead(204).end();
     if (staticDir && parts[0] !== "v1") {
       const file = join(staticDir, ...(parts.length ? parts : ["index.html"]));
       if (!file.startsWith(staticDir)) return send(res, 403, {});
