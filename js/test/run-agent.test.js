@@ -132,6 +132,41 @@ test("a worker stopped mid-work restarts from its journal and finishes exactly o
   assert.equal(events.filter((e) => e.kind.type === "work_claimed").length, 1, "claimed once");
 });
 
+test("a run longer than its lease keeps it: the worker renews on the driver's wake times", async (t) => {
+  const { dir, client } = await start(t);
+  for (const cmd of [c.open(), c.create("w1")]) await client.submit(cmd);
+  const journal = await mwp.openAgentJournal(join(dir, "bob.journal"));
+  t.after(() => journal.close());
+  const stop = new AbortController();
+  let firstExpiry;
+  let renewed;
+  const twice = new Promise((resolve) => (renewed = resolve));
+  await mwp.runAgent({
+    client, key: c.key("bob"), journal, signal: stop.signal,
+    config: { ...config, leaseMs: 3000, renewMarginMs: 2500 },
+    handlers: {
+      async run(ctx) {
+        await twice; // outlives the first lease term: only renewals keep it
+        return { renewed: true };
+      },
+      settled: ({ state }) => {
+        const lease = state?.work?.w1?.lease;
+        if (lease) {
+          firstExpiry ??= lease.expires_at;
+          // The first term is over and the lease is still held, with a later expiry.
+          if (lease.expires_at > firstExpiry && Date.now() > firstExpiry) renewed();
+        }
+        if (state?.work?.w1?.state === "succeeded") stop.abort();
+      },
+    },
+  });
+  const events = await client.events("g1");
+  const kinds = events.map((e) => e.kind.type);
+  assert.ok(kinds.includes("lease_renewed"), kinds.join());
+  assert.equal(kinds.at(-1), "work_succeeded");
+  assert.equal(kinds.filter((k) => k === "work_claimed").length, 1, "the same lease throughout");
+});
+
 test("an agent journal file cuts a torn last record and refuses damage before it", async (t) => {
   const dir = fs.mkdtempSync(join(os.tmpdir(), "mwp-agent-journal-"));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
