@@ -39,7 +39,7 @@ CHROMEDRIVER=/usr/bin/chromedriver \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p mwp-wasm --target wasm32-unknown-unknown --test browser
 
-step "npm package in headless Chromium (vectors + IndexedDB through the JS API)"
+step "npm package in headless Chromium (vectors + IndexedDB through the JS API, runAgent restarting from IndexedDB)"
 node js/test/browser/run.js
 
 step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"
@@ -47,6 +47,9 @@ node js/test/browser/dashboard.js
 
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
 node js/test/e2e/serve.js
+
+step "end to end: the example worker (runAgent) works a mission against mwp serve, in Node and in Deno"
+node js/test/e2e/worker.js
 
 step "end to end: the dashboard against mwp serve --token-file (no credential, a read token, a member's signed reads)"
 node js/test/e2e/access.js
