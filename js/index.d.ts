@@ -604,11 +604,9 @@ export function runAgent(options: {
 export class FileAgentJournal implements AgentJournalLike {
   load(): Promise<AgentImage>;
   commit(writeSet: AgentWriteSet | Uint8Array): Promise<void>;
-  /** Replaces the file by one record holding `image` (default: everything committed). */
-  compact(image?: AgentImage): Promise<void>;
   close(): Promise<void>;
 }
-/** Node and Deno only: opens (creating if missing) an agent journal file. */
+/** Node and Deno only: opens an agent journal file (the native journal's format); the file is created by the first write set. */
 export function openAgentJournal(path: string): Promise<FileAgentJournal>;
 
 /** Browsers only: an authority whose log lives in IndexedDB. */
