@@ -108,12 +108,12 @@ export function graphSvg(state, frontier, focus) {
     }
   }
   const front = new Set(frontier);
-  const tabbable = shown.has(focus) ? focus : ids[0];
+  const tabbable = shown.has(focus) ? focus : columns[0][0];
   const nodes = ids.map((id) => {
     const { x, y, col, row } = pos.get(id);
     const w = work[id];
     const holder = w.lease ? ` · ${w.lease.holder}` : "";
-    const label = `${id}: ${w.state}, epoch ${w.epoch}${w.lease ? `, held by ${w.lease.holder}` : ""}${front.has(id) ? ", on the frontier" : ""}`;
+    const label = `${id} ${w.state} · epoch ${w.epoch}${holder}${front.has(id) ? " (on the frontier)" : ""}`;
     return `<g class="node${front.has(id) ? " frontier" : ""}" data-work="${esc(id)}" data-state="${esc(w.state)}" data-col="${col}" data-row="${row}" role="button" tabindex="${id === tabbable ? 0 : -1}" aria-label="${esc(label)}">
       <rect x="${x}" y="${y}" width="${W}" height="${H}" fill="var(--${esc(w.state)})"></rect>
       <text x="${x + 8}" y="${y + 17}" fill="#fff" font-weight="600">${esc(id)}</text>
@@ -183,7 +183,7 @@ async function render() {
     ),
   );
   $("members").innerHTML = table(
-    ["actor", "role", "session", ""],
+    ["actor", "role", "session", "status"],
     Object.entries(state.members).map(([a, m]) => [esc(a), esc(m.role), m.session, m.removed ? "removed" : ""]),
   );
   const events = await replica.events(Math.max(0, replica.cursor - HISTORY_EVENTS));

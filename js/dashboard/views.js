@@ -122,9 +122,9 @@ export function historyLanesSvg(layout, from = 0, to = layout.lanes.length, focu
     const w = lanes[i];
     const item = state?.work?.[w];
     const stateText = item ? `<text x="${width - RIGHT + 8}" y="${y(i) + 31}" class="lane-state" fill="var(--${esc(item.state)})">${esc(item.state)} · e${item.epoch}</text>` : "";
-    const label = `${w}${item ? `: ${item.state}, epoch ${item.epoch}` : ""}; ${counts.get(i) ?? 0} event(s) in view`;
+    const label = `${w}${item ? ` ${item.state} · e${item.epoch}` : ""} (${counts.get(i) ?? 0} event(s) in view)`;
     laneSvg.push(`<g class="lane" data-lane="${i}" data-work="${esc(w)}" role="button" tabindex="${i === focus ? 0 : -1}" aria-label="${esc(label)}"><rect x="0" y="${y(i)}" width="${width}" height="${LANE}" fill="${i % 2 ? "#fafbfc" : "#fff"}"></rect>
-      <text x="8" y="${y(i) + 31}" class="lane-name">${esc(w)}</text>${stateText}</g>`);
+      <text x="8" y="${y(i) + 31}" class="lane-name">${esc(w)}</text> ${stateText}</g>`);
   }
   const height = (to - from) * LANE;
   return `<svg xmlns="http://www.w3.org/2000/svg" class="history" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="group" aria-label="history lanes ${from + 1} to ${to} of ${lanes.length}">
