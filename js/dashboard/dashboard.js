@@ -141,7 +141,12 @@ function kindSummary(kind) {
   return esc(parts.join(" · "));
 }
 
+/**
+ * Draws every picture at the replica's cursor. Each render is measured as the User Timing
+ * entry `mwp:render` (and the replay as `mwp:replay`), for whoever profiles a large Group.
+ */
 async function render() {
+  const started = performance.now();
   const { replica, group } = session;
   const state = replica.state();
   const now = Date.now();
@@ -152,6 +157,7 @@ async function render() {
     return;
   }
   const work = Object.entries(state.work);
+  const stateHash = replica.stateHash();
   const count = (s) => work.filter(([, w]) => w.state === s).length;
   $("summary").innerHTML = `<div class="summary">
     <div><b>${esc(state.group)}</b>group · org ${esc(state.org)} · mission ${esc(state.mission)}</div>
@@ -160,7 +166,7 @@ async function render() {
     <div><b>${count("running") + count("leased")}</b>leased or running</div>
     <div><b>${count("succeeded")}</b>succeeded</div>
     <div><b>${frontier.length}</b>on the frontier</div>
-    <div><b class="mono">${short(replica.stateHash())}</b>state hash</div>
+    <div><b class="mono">${short(stateHash)}</b>state hash</div>
     <div><b>${state.archived ? "archived" : "open"}</b>status</div></div>`;
   const graphHadFocus = $("graph").contains(document.activeElement);
   $("graph").innerHTML = graphSvg(state, frontier, session.graphFocus);
@@ -192,7 +198,7 @@ async function render() {
   if (session.selected !== undefined) showDetails(session.selected);
   $("evidence").innerHTML = table(["seq", "work", "actor", "what"], (state.evidence ?? []).map((n) => [n.seq, esc(n.work), esc(n.actor), evidenceText(n, events)]));
   $("effects-picture").innerHTML = effectsSvg(state);
-  await renderVerification();
+  await renderVerification(stateHash);
   $("timeline").innerHTML = table(
     ["seq", "at", "actor", "event", "aggregate", "detail"],
     events.slice(-TIMELINE_EVENTS).reverse().map((e) => [e.seq, esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind)]),
@@ -200,6 +206,7 @@ async function render() {
   // Everything above shows the state at this cursor. Whoever waits for a final view waits for
   // `data-phase="live"` as well: the status line is written after the last render.
   document.body.dataset.cursor = String(replica.cursor);
+  performance.measure("mwp:render", { start: started });
 }
 
 /**
@@ -326,9 +333,11 @@ function evidenceText(record, events) {
 }
 
 /** What this browser verified: the chain (by the wasm replica) and the latest signed snapshot. */
-async function renderVerification() {
+async function renderVerification(stateHash) {
   const { replica, verified: v } = session;
-  const base = ((await replica.events(0, 1))[0]?.seq ?? replica.cursor + 1) - 1;
+  // The first seq held locally changes only with a restore (open() forgets it then): read once.
+  session.base ??= ((await replica.events(0, 1))[0]?.seq ?? replica.cursor + 1) - 1;
+  const base = session.base;
   const checks = [{
     what: "chain", result: "ok",
     text: `${replica.cursor - base} event(s) applied by the wasm core: each event's id is the hash of its bytes and names the previous event's id${base > 0 ? `; seq 1..${base} come from a signed snapshot` : ""}`,
@@ -336,7 +345,7 @@ async function renderVerification() {
   if (v.snapshot) {
     const s = v.snapshot;
     const atHead = s.seq === replica.cursor;
-    const same = s.state_hash === replica.stateHash();
+    const same = s.state_hash === stateHash;
     checks.push({
       what: "snapshot", result: atHead && !same ? "failed" : "ok",
       text: `seq ${s.seq}, signed by ${short(s.signer)} (the server's authority key): signature verified${atHead ? (same ? "; its state hash equals the replay's" : "; its state hash DIFFERS from the replay's") : `; the replay is ${replica.cursor - s.seq} event(s) past it`}`,
@@ -396,7 +405,10 @@ async function open(group, trustedKey) {
   };
   setStatus(`${cached} events from the local cache; fetching new ones…`, "", cached > 0 ? "cache" : "fetching");
   if (cached > 0) await render();
+  const replayStarted = performance.now();
   const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal });
+  performance.measure("mwp:replay", { start: replayStarted });
+  if (restored) delete session.base;
   const fetched = replica.cursor - cached;
   await verifyLatestSnapshot(trustedKey);
   await render();
