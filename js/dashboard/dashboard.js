@@ -195,7 +195,7 @@ async function render() {
   const events = await replica.events(Math.max(0, replica.cursor - HISTORY_EVENTS));
   session.events = events;
   drawHistory(historyLayout(events, state));
-  if (session.selected !== undefined) showDetails(session.selected);
+  if (session.selected !== undefined) showDetails(session.selected, state);
   $("evidence").innerHTML = table(["seq", "work", "actor", "what"], (state.evidence ?? []).map((n) => [n.seq, esc(n.work), esc(n.actor), evidenceText(n, events)]));
   $("effects-picture").innerHTML = effectsSvg(state);
   await renderVerification(stateHash);
@@ -301,10 +301,9 @@ function onGraphKey(e) {
 }
 
 /** Opens a work item (or the group) in the details card. */
-function showDetails(id) {
+function showDetails(id, state = session?.replica.state()) {
   if (!session) return;
   session.selected = id;
-  const state = session.replica.state();
   const w = state?.work?.[id];
   const events = (session.events ?? []).filter((e) => (id === "(group)" ? worksOf(e.kind).length === 0 : worksOf(e.kind).includes(id)));
   for (const el of document.querySelectorAll(".node.selected, .lane.selected")) el.classList.remove("selected");
@@ -406,7 +405,9 @@ async function open(group, trustedKey) {
   setStatus(`${cached} events from the local cache; fetching new ones…`, "", cached > 0 ? "cache" : "fetching");
   if (cached > 0) await render();
   const replayStarted = performance.now();
-  const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal });
+  // A large Group takes a while: the status line counts what is replayed and verified so far.
+  const progress = () => setStatus(`${replica.cursor} events replayed and verified (${cached} from the local cache); fetching more…`, "", cached > 0 ? "cache" : "fetching");
+  const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal, onEvents: progress });
   performance.measure("mwp:replay", { start: replayStarted });
   if (restored) delete session.base;
   const fetched = replica.cursor - cached;
