@@ -372,14 +372,27 @@ async function verifyLatestSnapshot(trustedKey) {
   }
 }
 
+// Live events ask for a render; at most one runs at a time, and those asked for meanwhile
+// become one more render after it (a render of a 100,000-item Group takes seconds).
 let renderQueued = false;
+let rendering = false;
 function scheduleRender() {
   if (renderQueued) return;
   renderQueued = true;
-  requestAnimationFrame(() => {
-    renderQueued = false;
-    render().catch((e) => setStatus(`render failed: ${e.message}`, "error"));
-  });
+  if (!rendering) requestAnimationFrame(runRender);
+}
+
+async function runRender() {
+  renderQueued = false;
+  rendering = true;
+  try {
+    await render();
+  } catch (e) {
+    setStatus(`render failed: ${e.message}`, "error");
+  } finally {
+    rendering = false;
+    if (renderQueued) requestAnimationFrame(runRender);
+  }
 }
 
 async function open(group, trustedKey) {
