@@ -5,7 +5,7 @@
 // draws only the history lanes in view. Prints the figures measured in the page with
 // `performance.now()` and the User Timing marks of the dashboard (time to the first full
 // view, the replay, one render, scrolling the history, a reload from the IndexedDB cache);
-// asserts only that the DOM stays bounded (no timed assertion).
+// asserts only that the DOM stays bounded (no timed assertion), and runs axe-core over it.
 // Usage: node js/test/e2e/dashboard-100k.js   (MWP_BIN: the mwp binary, default target/debug/mwp;
 // MWP_DASHBOARD_ITEMS: the work items, a multiple of 8, default 100000)
 import { spawn } from "node:child_process";
@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { homedir, tmpdir } from "node:os";
 import { WAIT_MS, launchChromium, newPage } from "../static-server.js";
+import { axeCheck } from "../axe.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
@@ -116,6 +117,10 @@ try {
     return { median: times[times.length >> 1], max: times.at(-1), misses };
   }, ITEMS + 1);
   check("every scroll position draws the lanes in view", scroll.misses.length === 0, scroll.misses.join(", "));
+
+  const axe = await axeCheck(page, tools);
+  console.log(`# axe-core (${ITEMS} items): ${JSON.stringify(axe.counts)} in ${axe.total} rule(s)${axe.all.map((v) => `\n#   ${v.impact} ${v.id}: ${v.help}`).join("")}`);
+  check("axe-core: no serious or critical violation in the large view", axe.serious.length === 0, axe.serious.join("; "));
 
   // The keyboard reaches the last lane: End, then Enter opens it.
   await page.focus("#history .lane[tabindex='0']");
