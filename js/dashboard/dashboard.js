@@ -45,6 +45,9 @@ const HISTORY_EVENTS = 400;
 const GRAPH_ITEMS = 300;
 const TABLE_ROWS = 500;
 const HISTORY_MARGIN = 10;
+// The IndexedDB cache writes the whole state as a checkpoint every CHECKPOINT_EVERY events: at
+// the default 1,000, replaying 100,000 items would write 100 ever larger states.
+const CHECKPOINT_EVERY = 20_000;
 const authorityKeyName = `mwp:authority-key:${server}`;
 let session = null;
 
@@ -402,7 +405,7 @@ async function open(group, trustedKey) {
     session.abort.abort();
     await session.replica.close();
   }
-  const replica = await IdbReplica.open(`mwp-dashboard ${server} ${group}`, group);
+  const replica = await IdbReplica.open(`mwp-dashboard ${server} ${group}`, group, { checkpointEvery: CHECKPOINT_EVERY });
   const abort = new AbortController();
   session = { group, replica, abort, verified: {} };
   const cached = replica.cursor;
