@@ -68,8 +68,9 @@ const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&
 const short = (hex) => (hex ? `${hex.slice(0, 8)}…` : "");
 const pill = (s) => `<span class="pill ${esc(s)}">${esc(s)}</span>`;
 const time = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "");
-const table = (head, all) => {
-  const rows = all.length > TABLE_ROWS ? all.slice(0, TABLE_ROWS) : all;
+/** A table of the first TABLE_ROWS of `all`, each made a row of cells by `toRow`. */
+const table = (head, all, toRow = (r) => r) => {
+  const rows = (all.length > TABLE_ROWS ? all.slice(0, TABLE_ROWS) : all).map(toRow);
   const note = rows.length < all.length ? `<p class="note">showing the first ${rows.length} of ${all.length} rows</p>` : "";
   return rows.length === 0
     ? `<p class="empty">none</p>`
@@ -177,10 +178,11 @@ async function render() {
   $("legend").innerHTML = legendHtml();
   $("leases").innerHTML = table(
     ["work", "state", "epoch", "holder", "session", "expires", "attempts", "spent"],
-    work.map(([id, w]) => [
+    work,
+    ([id, w]) => [
       esc(id), pill(w.state), w.epoch, esc(w.lease?.holder ?? ""), w.lease?.session ?? "",
       w.lease ? esc(time(w.lease.expires_at)) : "", `${w.attempts}/${w.contract.max_attempts}`, `${w.spent}/${w.contract.cost_budget}`,
-    ]),
+    ],
   );
   $("effects").innerHTML = table(
     ["work", "op", "epoch", "mode", "status", "happened", "key"],
