@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The WebAssembly / JavaScript suites, installing what is missing first:
 #   wasm32 target, wasm-bindgen-cli 0.2.130 (only if `wasm-bindgen --version` differs),
-#   Chromium + chromedriver (apt), and deno / binaryen (wasm-opt) / playwright-core /
+#   Chromium + chromedriver (apt), and deno / binaryen (wasm-opt) / playwright-core / axe-core /
 #   typescript with @types/node (npm, into a cache folder: $MWP_TOOLS_DIR, default
 #   ~/.cache/mwp-wasm-tools).
 # Then: builds js/pkg (scripts/build-wasm.sh), runs the wasm-bindgen-test suites in Node and
@@ -47,8 +47,9 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
 fi
 mkdir -p "$MWP_TOOLS_DIR"
 if [ ! -x "$MWP_TOOLS_DIR/node_modules/.bin/deno" ] || [ ! -x "$MWP_TOOLS_DIR/node_modules/.bin/wasm-opt" ] \
-   || [ ! -f "$MWP_TOOLS_DIR/node_modules/playwright-core/index.mjs" ]; then
-  (cd "$MWP_TOOLS_DIR" && npm install --silent --no-audit --no-fund deno@2.9.6 binaryen@132.0.0 playwright-core@1.65.1)
+   || [ ! -f "$MWP_TOOLS_DIR/node_modules/playwright-core/index.mjs" ] \
+   || [ ! -f "$MWP_TOOLS_DIR/node_modules/axe-core/axe.min.js" ]; then
+  (cd "$MWP_TOOLS_DIR" && npm install --silent --no-audit --no-fund deno@2.9.6 binaryen@132.0.0 playwright-core@1.65.1 axe-core@4.14.1)
 fi
 if [ ! -x "$MWP_TOOLS_DIR/node_modules/.bin/tsc" ] || [ ! -f "$MWP_TOOLS_DIR/node_modules/@types/node/package.json" ]; then
   (cd "$MWP_TOOLS_DIR" && npm install --silent --no-audit --no-fund typescript@5.9.3 @types/node@20.19.9)

@@ -98,6 +98,11 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
   return {
     url: `http://127.0.0.1:${port}`,
     state,
+    /** Drops every open event stream at once, as a network failure would. */
+    dropStreams: () => {
+      for (const s of streams) s.res.destroy();
+      streams.clear();
+    },
     close: () => {
       for (const s of streams) s.res.end();
       return new Promise((resolve) => server.close(resolve));
