@@ -15,27 +15,8 @@ import { dirname } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
 import { AgentImage } from "./agent.js";
 import { StoreError, toMwpError } from "./errors.js";
+import { io, syncDir } from "./file-store.js";
 import { Queue } from "./queue.js";
-
-async function io(what, fn) {
-  try {
-    return await fn();
-  } catch (e) {
-    if (e instanceof StoreError) throw e;
-    throw new StoreError("STORAGE", `${what}: ${e?.message ?? e}`);
-  }
-}
-
-async function syncDir(dir) {
-  await io(`sync ${dir}`, async () => {
-    const h = await fsp.open(dir, "r");
-    try {
-      await h.sync();
-    } finally {
-      await h.close();
-    }
-  });
-}
 
 /** An agent's committed write sets in a file (Node and Deno); see the module comment. */
 export class FileAgentJournal {

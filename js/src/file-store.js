@@ -58,7 +58,8 @@ function storage(what, e) {
   return new StoreError("STORAGE", `${what}: ${e?.message ?? e}`);
 }
 
-async function io(what, fn) {
+/** @internal Runs a file-system call; its failure becomes `STORAGE` naming `what`. */
+export async function io(what, fn) {
   try {
     return await fn();
   } catch (e) {
@@ -126,8 +127,8 @@ class File {
   }
 }
 
-/** fsync of a directory: its creations, renames and removals are durable. */
-async function syncDir(dir) {
+/** @internal fsync of a directory: its creations, renames and removals are durable. */
+export async function syncDir(dir) {
   await io(`sync ${dir}`, async () => {
     const h = await fsp.open(dir, "r");
     try {
