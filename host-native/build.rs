@@ -10,8 +10,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Modules of `js/src` that are not for browsers: the Node and Deno entries and the
-/// Node/Deno file store with its writer lock.
-const NOT_FOR_BROWSERS: &[&str] = &["node.js", "deno.js", "file-store.js", "dir-lock.js"];
+/// Node/Deno file store with its writer lock, and the Node/Deno agent journal.
+const NOT_FOR_BROWSERS: &[&str] = &[
+    "node.js",
+    "deno.js",
+    "file-store.js",
+    "dir-lock.js",
+    "agent-journal.js",
+];
 
 /// The files of `dir` (not recursive) whose extension is one of `exts`, sorted.
 fn files(dir: &Path, exts: &[&str]) -> Vec<PathBuf> {

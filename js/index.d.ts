@@ -15,7 +15,9 @@ export type ErrorCode =
   | "FENCED" | "LEASE_EXPIRED" | "NOT_FOUND" | "ALREADY_EXISTS" | "INVALID_STATE"
   | "DEPENDENCIES_PENDING" | "NOT_YET" | "DEADLINE_PASSED" | "ATTEMPTS_EXHAUSTED"
   | "APPROVAL_REQUIRED" | "EFFECT_UNSETTLED" | "DISPOSITION_CONFLICT" | "BUDGET_EXCEEDED"
-  | "CURSOR_TOO_OLD" | "SNAPSHOT_INVALID" | "LOG_CORRUPT" | "STORAGE" | "UNAUTHORIZED" | "FORBIDDEN";
+  | "CURSOR_TOO_OLD" | "SNAPSHOT_INVALID" | "LOG_CORRUPT" | "STORAGE" | "UNAUTHORIZED" | "FORBIDDEN"
+  /** Client side only: a live tail skipped events (GapError). */
+  | "TAIL_GAP";
 
 /** An error in its JSON form: `{code, message, ...details}`. */
 export interface ErrorBody {
@@ -49,14 +51,103 @@ export class HttpError extends MwpError {
   constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, status?: number);
   readonly status: number;
 }
+/**
+ * A live tail received an event past the next one it expected (`code` "TAIL_GAP",
+ * `details` `{group, expected, received}`).
+ */
+export class GapError extends MwpError {
+  readonly details: { group: Id; expected: number; received: number };
+}
 /** Turns a wasm error (or any `{code, message}`) into an MwpError. */
 export function toMwpError(e: unknown): unknown;
 
-/** A command body: `{type: "claim_work", work, lease_ms, start_within_ms}` etc. (SPEC §2). */
-export interface Body {
-  type: string;
-  [field: string]: unknown;
+/** A member's role. */
+export type Role = "owner" | "worker" | "reviewer" | "observer";
+/** A member as `open_group` lists it. */
+export interface MemberSpec { actor: Id; role: Role; key: Hex }
+/** A work item's contract (SPEC §5). */
+export interface Contract {
+  max_attempts: number;
+  backoff_base_ms: number;
+  backoff_max_ms: number;
+  cost_budget: number;
+  deadline_at?: number;
+  risk: "low" | "high";
 }
+/** How an effect may be repeated. */
+export type EffectMode = "read_only" | "keyed" | "undeclared";
+/** What a blocked item needs to continue. */
+export interface Needs { key: Id; kind: string }
+/** A work item to create (`create_work`, and each entry of `expand`). */
+export interface NewWork { type?: "create_work"; work: Id; contract: Contract; after: Id[]; spec: Opaque }
+/** A work item's state. */
+export type WorkState = "queued" | "leased" | "running" | "blocked" | "waiting" | "succeeded" | "failed" | "cancelled";
+/** A lease as `work_claimed` grants it. */
+export interface Lease { id: Hex; work: Id; holder: Id; session: number; epoch: number; granted_at: number; start_by: number; expires_at: number }
+/** A lease taken away, and where its work item went. */
+export interface Revocation { work: Id; lease: Hex; to: WorkState }
+
+/**
+ * A command body (SPEC §2), discriminated by `type`; the fields are exactly those of the
+ * core's `Body` (tests/tests/ts_types.rs holds this file to it).
+ */
+export type Body =
+  | { type: "open_group"; mission: Id; title: Opaque; members: MemberSpec[]; authority_key: Hex }
+  | { type: "add_member"; actor: Id; role: Role; key: Hex }
+  | { type: "remove_member"; actor: Id }
+  | { type: "change_role"; actor: Id; role: Role }
+  | { type: "replace_session" }
+  | { type: "create_work"; work: Id; contract: Contract; after: Id[]; spec: Opaque }
+  | { type: "claim_work"; work: Id; lease_ms: number; start_within_ms: number }
+  | { type: "start_work"; work: Id; lease: Hex }
+  | { type: "renew_lease"; work: Id; lease: Hex; lease_ms: number }
+  | { type: "checkpoint"; work: Id; lease: Hex; data: Opaque }
+  | { type: "block"; work: Id; lease: Hex; data: Opaque; needs: Needs }
+  | { type: "resolve_block"; work: Id; key: Id; resolution: Opaque }
+  | { type: "submit"; work: Id; lease: Hex; result: Opaque }
+  | { type: "fail"; work: Id; lease: Hex; error: Opaque; retryable: boolean }
+  | { type: "cancel"; work: Id; reason: Opaque }
+  | { type: "reassign"; work: Id; reason: Opaque }
+  | { type: "intend_effect"; work: Id; lease: Hex; op: Id; mode: EffectMode; irreversible: boolean; target: Opaque }
+  | { type: "settle_effect"; work: Id; lease: Hex; op: Id; outcome: Opaque; receipt: Opaque }
+  | { type: "reconcile_effect"; work: Id; key: Hex; happened: boolean; receipt: Opaque }
+  | { type: "charge"; work: Id; lease: Hex; cost: number; data?: Opaque }
+  | { type: "request_approval"; approval: Id; work: Id; reason: Opaque }
+  | { type: "decide_approval"; approval: Id; grant: boolean }
+  | { type: "expand"; trigger: number; work: NewWork[] }
+  | { type: "redact"; seq: number; reason: Opaque }
+  | { type: "archive"; reason: Opaque }
+  | { type: "tick" };
+
+/** What an event records (SPEC §3), discriminated by `type`: the core's `EventKind`. */
+export type EventKind =
+  | { type: "group_opened"; org: Id; mission: Id; title: Opaque; members: MemberSpec[]; authority_key: Hex }
+  | { type: "member_added"; actor: Id; role: Role; key: Hex }
+  | { type: "member_removed"; actor: Id; revoked: Revocation[] }
+  | { type: "role_changed"; actor: Id; role: Role }
+  | { type: "session_replaced"; session: number; revoked: Revocation[] }
+  | { type: "work_created"; work: Id; contract: Contract; after: Id[]; spec: Opaque }
+  | { type: "work_claimed"; work: Id; lease_ms: number; start_within_ms: number; lease: Lease; checkpoint?: number }
+  | { type: "work_started"; work: Id; lease: Hex }
+  | { type: "lease_renewed"; work: Id; lease: Hex; lease_ms: number; expires_at: number }
+  | { type: "work_checkpointed"; work: Id; lease: Hex; data: Opaque }
+  | { type: "work_blocked"; work: Id; lease: Hex; data: Opaque; needs: Needs }
+  | { type: "block_resolved"; work: Id; key: Id; resolution: Opaque }
+  | { type: "work_succeeded"; work: Id; lease: Hex; result: Opaque }
+  | { type: "work_failed"; work: Id; lease: Hex; error: Opaque; retryable: boolean; attempt: number; to: WorkState; not_before?: number }
+  | { type: "work_cancelled"; work: Id; reason: Opaque; revoked?: Hex }
+  | { type: "work_reassigned"; work: Id; reason: Opaque; revoked: Revocation }
+  | { type: "effect_intended"; work: Id; lease: Hex; op: Id; mode: EffectMode; irreversible: boolean; target: Opaque; key: Hex }
+  | { type: "effect_settled"; work: Id; lease: Hex; op: Id; outcome: Opaque; receipt: Opaque; key: Hex }
+  | { type: "effect_reconciled"; work: Id; key: Hex; happened: boolean; receipt: Opaque; to?: WorkState }
+  | { type: "work_charged"; work: Id; lease: Hex; cost: number; data?: Opaque; spent: number }
+  | { type: "approval_requested"; approval: Id; work: Id; reason: Opaque }
+  | { type: "approval_decided"; approval: Id; grant: boolean }
+  | { type: "work_expanded"; trigger: number; work: NewWork[] }
+  | { type: "event_redacted"; seq: number; reason: Opaque }
+  | { type: "group_archived"; reason: Opaque }
+  | { type: "leases_expired"; expired: Revocation[] }
+  | { type: "evidence_recorded"; of: "submit" | "fail"; work: Id; lease: Hex; result?: Opaque; error?: Opaque; retryable?: boolean };
 
 /** A command envelope in its JSON form. */
 export interface Command {
@@ -85,7 +176,7 @@ export interface Event {
   revision: number;
   prev: Hex;
   payload_hash: Hex;
-  kind: { type: string; [field: string]: unknown };
+  kind: EventKind;
 }
 
 /** A receipt (SPEC §3). */
@@ -118,7 +209,7 @@ export interface GroupState {
   head: Hex;
   archived: boolean;
   members: Record<Id, { role: string; key: Hex; session: number; removed: boolean }>;
-  work: Record<Id, { state: string; after: Id[]; attempts: number; [field: string]: unknown }>;
+  work: Record<Id, { state: WorkState; after: Id[]; attempts: number; [field: string]: unknown }>;
   [field: string]: unknown;
 }
 
@@ -231,7 +322,7 @@ export interface AgentDispatch {
   key: Hex;
   work: Id;
   op: Id;
-  mode: "read_only" | "idempotent" | "undeclared";
+  mode: EffectMode;
   irreversible: boolean;
   target: Opaque;
   attempt: number;
@@ -282,7 +373,7 @@ export class Agent {
   fail(work: Id, error: Opaque, options?: { retryable?: boolean }, nowMs?: number): Id;
   checkpoint(work: Id, data: Opaque, nowMs?: number): Id;
   charge(work: Id, cost: number, data?: Opaque, nowMs?: number): Id;
-  intendEffect(work: Id, op: Id, options?: { mode?: AgentDispatch["mode"]; irreversible?: boolean; target?: Opaque }, nowMs?: number): Hex;
+  intendEffect(work: Id, op: Id, options?: { mode?: EffectMode; irreversible?: boolean; target?: Opaque }, nowMs?: number): Hex;
   resolveEffect(key: Hex, happened: boolean, receipt: Opaque, nowMs?: number): void;
   replaceSession(nowMs?: number): Id;
   readonly session: number;
@@ -371,7 +462,7 @@ export function splitBatch(batch: Uint8Array): Uint8Array[];
 export function asBatch(events: Events): Uint8Array;
 
 /** Which entry point was loaded. */
-export const runtime: "node" | "deno" | "browser";
+export const runtime: "node" | "deno" | "browser" | "slim";
 
 /** Anything a client can bring up to date: Replica or IdbReplica. */
 export interface ReplicaLike {
@@ -407,14 +498,116 @@ export class Client {
     replica: ReplicaLike,
     options?: { trustedKey?: Hex; org?: Id; limit?: number; signal?: AbortSignal; onEvents?: (events: Event[], summary: OfferSummary) => void },
   ): Promise<{ cursor: number; restored: boolean }>;
-  /** `onOpen` is called once the stream is open: every later event arrives through it. */
-  tail(group: Id, options?: { after?: number; signal?: AbortSignal; onOpen?: () => void }): AsyncGenerator<Event, void, undefined>;
+  /**
+   * The live tail. `onOpen` is called once the first stream is open: every later event arrives
+   * through it. A dropped stream is resumed after a backoff with `Last-Event-ID`; a skipped
+   * seq throws GapError.
+   */
+  tail(
+    group: Id,
+    options?: { after?: number; signal?: AbortSignal; onOpen?: () => void; onReconnect?: (r: TailReconnect) => void; retry?: TailRetry | false },
+  ): AsyncGenerator<Event, void, undefined>;
   /** `onEvent` sees each event from the tail; `onLive` is called once the replay is done and the tail is open. */
   follow(
     replica: ReplicaLike,
-    options?: { trustedKey?: Hex; org?: Id; signal?: AbortSignal; onEvent?: (event: Event, summary: OfferSummary) => void; onLive?: () => void },
+    options?: {
+      trustedKey?: Hex;
+      org?: Id;
+      signal?: AbortSignal;
+      onEvent?: (event: Event, summary: OfferSummary) => void;
+      onLive?: () => void;
+      onReconnect?: (r: TailReconnect) => void;
+      retry?: TailRetry | false;
+    },
   ): Promise<void>;
 }
+
+/** How a live tail reconnects: the first wait, its cap (it doubles), and how many tries in a row. */
+export interface TailRetry {
+  /** Default 250. */
+  initialMs?: number;
+  /** Default 10,000. */
+  maxMs?: number;
+  /** Failed attempts in a row before the last error is thrown (default: no limit). */
+  attempts?: number;
+}
+/** What a live tail reports before waiting to reconnect. */
+export interface TailReconnect {
+  attempt: number;
+  delayMs: number;
+  /** The seq it resumes after (sent as `Last-Event-ID`). */
+  after: number;
+  error?: unknown;
+}
+
+/** What `runAgent` needs of a journal: an AgentJournal (Node, Deno) or an IdbAgentStore. */
+export interface AgentJournalLike {
+  load(): Promise<AgentImage>;
+  commit(writeSet: AgentWriteSet): Promise<void>;
+}
+
+/** What a handler's `run` gets for one granted lease. */
+export interface RunContext {
+  readonly work: Id;
+  readonly lease: Hex;
+  readonly epoch: number;
+  /** Whether this run continues a lease held before a restart. */
+  readonly resumed: boolean;
+  /** The data of the work's last checkpoint, or null. */
+  readonly saved: Opaque;
+  /** The work item as the replica holds it. */
+  readonly item: GroupState["work"][string] | null;
+  /** Aborts when the lease ends (released, lost) or the worker stops. */
+  readonly signal: AbortSignal;
+  /** Records `data` and yields the lease (the work returns to `queued`); ends this run. */
+  checkpoint(data: Opaque): Promise<void>;
+  /** Charges `cost`, with optional checkpoint data, keeping the lease. */
+  charge(cost: number, data?: Opaque): Promise<void>;
+  /**
+   * Performs an effect once per lease epoch: the intent is recorded first, then `fn` runs; its
+   * value is the outcome. An outcome already recorded (a restart) is returned without running.
+   */
+  effect<T extends Opaque>(
+    op: Id,
+    fn: (effect: { key: Hex; attempt: number; target: Opaque }) => T | Promise<T>,
+    options?: { mode?: EffectMode; irreversible?: boolean; target?: Opaque },
+  ): Promise<T>;
+  submit(result: Opaque): Promise<void>;
+  fail(error: Opaque, options?: { retryable?: boolean }): Promise<void>;
+}
+
+/** What a worker does: `run` per granted lease (its value is submitted; a throw fails, retryable). */
+export interface AgentHandlers {
+  run?(ctx: RunContext): Opaque | void | Promise<Opaque | void>;
+  notice?(notice: AgentNotice): void | Promise<void>;
+  settled?(view: { state: GroupState | null; leases: ReturnType<Agent["leases"]>; agent: Agent }): void | Promise<void>;
+  error?(error: unknown): void;
+}
+
+/**
+ * A long-running worker on the agent driver: claims, renews, records effect intents before
+ * dispatching, checkpoints and submits, and restarts from `journal`. Resolves once stopped by
+ * `signal`; rejects if the journal fails.
+ */
+export function runAgent(options: {
+  client: AgentTransport & { authorityKey(): Promise<Hex> };
+  key: Hex;
+  config: Omit<AgentConfig, "authorityKey"> & { authorityKey?: Hex };
+  handlers?: AgentHandlers;
+  signal?: AbortSignal;
+  journal?: AgentJournalLike;
+  now?: () => number;
+  idleMs?: number;
+}): Promise<void>;
+
+/** Node and Deno only: an agent's committed write sets in one file. */
+export class FileAgentJournal implements AgentJournalLike {
+  load(): Promise<AgentImage>;
+  commit(writeSet: AgentWriteSet | Uint8Array): Promise<void>;
+  close(): Promise<void>;
+}
+/** Node and Deno only: opens an agent journal file (the native journal's format); the file is created by the first write set. */
+export function openAgentJournal(path: string): Promise<FileAgentJournal>;
 
 /** Browsers only: an authority whose log lives in IndexedDB. */
 export class IdbAuthority {

@@ -8,7 +8,8 @@
 #      MWP_E2E_RUST=0 (the workspace's `cargo test` has run them already);
 #   2. wasm-bindgen-test in headless Chromium with IndexedDB (wasm/tests/browser.rs);
 #   3. the npm package, the dashboard (stand-in server, `mwp serve`, the embedded dashboard
-#      over `mwp demo --exit`'s data) and the packaging test, in headless Chromium.
+#      over `mwp demo --exit`'s data and over a 100,000-item Group, each checked by axe-core)
+#      and the packaging test, in headless Chromium.
 # Every wait in these steps waits for a state and is bounded generously (js/test/static-server.js,
 # WAIT_MS), so a loaded machine is slower, never red.
 # Usage: scripts/test-e2e.sh
@@ -39,7 +40,7 @@ CHROMEDRIVER=/usr/bin/chromedriver \
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p mwp-wasm --target wasm32-unknown-unknown --test browser
 
-step "npm package in headless Chromium (vectors + IndexedDB through the JS API)"
+step "npm package in headless Chromium (vectors + IndexedDB through the JS API, runAgent restarting from IndexedDB)"
 node js/test/browser/run.js
 
 step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"
@@ -48,11 +49,17 @@ node js/test/browser/dashboard.js
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
 node js/test/e2e/serve.js
 
+step "end to end: the example worker (runAgent) works a mission against mwp serve, in Node and in Deno"
+node js/test/e2e/worker.js
+
 step "end to end: the dashboard against mwp serve --token-file (no credential, a read token, a member's signed reads)"
 node js/test/e2e/access.js
 
 step "end to end: mwp demo --exit, then mwp serve with the embedded dashboard, in headless Chromium"
 node js/test/e2e/dashboard.js
+
+step "end to end: the embedded dashboard over a Group of 100,000 work items (mwp bench), its render time and a bounded DOM"
+node js/test/e2e/dashboard-100k.js
 
 step "packaging: npm pack → install → Node ESM, Deno, plain HTML page"
 node js/packaging/run.js

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The WebAssembly / JavaScript suites, installing what is missing first:
 #   wasm32 target, wasm-bindgen-cli 0.2.130 (only if `wasm-bindgen --version` differs),
-#   Chromium + chromedriver (apt), and deno / binaryen (wasm-opt) / playwright-core (npm,
-#   into a cache folder: $MWP_TOOLS_DIR, default ~/.cache/mwp-wasm-tools).
+#   Chromium + chromedriver (apt), and deno / binaryen (wasm-opt) / playwright-core / axe-core /
+#   typescript with @types/node (npm, into a cache folder: $MWP_TOOLS_DIR, default
+#   ~/.cache/mwp-wasm-tools).
 # Then: builds js/pkg (scripts/build-wasm.sh), runs the wasm-bindgen-test suites in Node and
 # in headless Chromium (IndexedDB included), the native vector test, the JS tests in Node,
 # the Deno tests (the JS tests include the Node/Deno file store against the native `mwp`
@@ -46,8 +47,12 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
 fi
 mkdir -p "$MWP_TOOLS_DIR"
 if [ ! -x "$MWP_TOOLS_DIR/node_modules/.bin/deno" ] || [ ! -x "$MWP_TOOLS_DIR/node_modules/.bin/wasm-opt" ] \
-   || [ ! -f "$MWP_TOOLS_DIR/node_modules/playwright-core/index.mjs" ]; then
-  (cd "$MWP_TOOLS_DIR" && npm install --silent --no-audit --no-fund deno@2.9.6 binaryen@132.0.0 playwright-core@1.65.1)
+   || [ ! -f "$MWP_TOOLS_DIR/node_modules/playwright-core/index.mjs" ] \
+   || [ ! -f "$MWP_TOOLS_DIR/node_modules/axe-core/axe.min.js" ]; then
+  (cd "$MWP_TOOLS_DIR" && npm install --silent --no-audit --no-fund deno@2.9.6 binaryen@132.0.0 playwright-core@1.65.1 axe-core@4.14.1)
+fi
+if [ ! -x "$MWP_TOOLS_DIR/node_modules/.bin/tsc" ] || [ ! -f "$MWP_TOOLS_DIR/node_modules/@types/node/package.json" ]; then
+  (cd "$MWP_TOOLS_DIR" && npm install --silent --no-audit --no-fund typescript@5.9.3 @types/node@20.19.9)
 fi
 deno="$MWP_TOOLS_DIR/node_modules/.bin/deno"
 echo "node $(node --version), $("$deno" --version | head -1), $(wasm-bindgen --version), chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')"
@@ -104,6 +109,9 @@ step "npm package in Node (node --test; the file store against the native one)"
 
 step "npm package in Deno (the same file store cases)"
 (cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --no-lock test/deno/)
+
+step "TypeScript: tsc --strict over the examples (.mjs with checkJs, and types.ts) against index.d.ts"
+(cd js/examples && "$MWP_TOOLS_DIR/node_modules/.bin/tsc" -p tsconfig.json --typeRoots "$MWP_TOOLS_DIR/node_modules/@types")
 
 step "end-to-end and browser steps (scripts/test-e2e.sh)"
 MWP_E2E_RUST=0 scripts/test-e2e.sh

@@ -447,6 +447,12 @@ impl Authority {
         GroupState::apply_to(&mut self.state, event)
     }
 
+    /// [`Authority::handle_logged`] for an event read back from the stored log of `group`:
+    /// the genesis event must belong to `group` ([`GroupState::apply_stored_to`]).
+    pub fn handle_stored(&mut self, group: &Id, event: &Event) -> Result<()> {
+        GroupState::apply_stored_to(&mut self.state, group, event)
+    }
+
     /// When the authority next has something to do by itself: the earliest lease deadline
     /// (`None` before genesis, once archived, or with no lease held).
     pub fn next_wake(&self) -> Option<u64> {

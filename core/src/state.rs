@@ -287,6 +287,24 @@ impl GroupState {
         }
     }
 
+    /// Applies an event read back from the stored log of `group`: as [`GroupState::apply_to`],
+    /// and the first event must belong to `group`, the group whose log holds it (later events
+    /// are held to it by [`GroupState::apply`]). A log stored under another group's name is
+    /// `LOG_CORRUPT`, never opened as that group.
+    pub fn apply_stored_to(
+        state: &mut Option<GroupState>,
+        group: &Id,
+        event: &Event,
+    ) -> Result<()> {
+        if state.is_none() && &event.group != group {
+            return Err(corrupt(
+                event,
+                format!("it belongs to group {}, not {group}", event.group),
+            ));
+        }
+        GroupState::apply_to(state, event)
+    }
+
     /// SHA-256 of the canonical CBOR of the whole state, receipts included.
     pub fn hash(&self) -> Result<Hash> {
         Ok(Hash(canonical::hash(self)?))

@@ -43,6 +43,14 @@ fn assert_detected(be: &MemBackend, file: &Path, context: &str) {
     match open(be) {
         Err(e) => {
             assert_eq!(e.code, Code::LogCorrupt, "{context}: {e}");
+            // fsck runs the open's own read-only replay: it reports the very same damage.
+            assert!(
+                fsck.findings
+                    .iter()
+                    .any(|f| f.damage && f.code == e.code && f.message == e.message),
+                "{context}: the open says {e:?}, fsck says {:?}",
+                fsck.findings
+            );
             // Named: the damaged file, or the segment whose erased record lost its overlay entry.
             let named = e.details.get("file").and_then(|f| f.as_str()).unwrap_or("");
             let _ = file;
@@ -674,4 +682,43 @@ fn a_record_edited_with_a_recomputed_crc_is_refused() {
             .unwrap()
             .is_clean());
     }
+}
+
+#[test]
+fn a_log_filed_under_another_groups_name_is_refused() {
+    // g1's segments moved to g2's directory, their headers rewritten to name g2 (with a
+    // matching CRC): the events inside still belong to g1, and nothing may serve them as g2.
+    let be = long_log(300);
+    let (from, to) = (Path::new("/d/groups/g1"), Path::new("/d/groups/g2"));
+    be.create_dir(to).unwrap();
+    for name in segment_names(&be) {
+        let mut bytes = be.read_file(&from.join(&name)).unwrap();
+        assert_eq!(&bytes[53..55], b"g1");
+        bytes[53..55].copy_from_slice(b"g2");
+        let crc = crc32c::crc32c(&bytes[..188]);
+        bytes[188..192].copy_from_slice(&crc.to_le_bytes());
+        be.create(&to.join(&name), 0o600)
+            .unwrap()
+            .write_at(0, &bytes)
+            .unwrap();
+    }
+    remove_files(&be, from, |_| true);
+    be.remove(from).unwrap();
+    let e = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
+        .unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(e.message.contains("belongs to group g1"), "{e}");
+    assert_eq!(
+        e.details["file"],
+        mwp_host::store::format::segment_name(1).as_str(),
+        "{e}"
+    );
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.damage && f.message == e.message),
+        "{report:?}"
+    );
 }

@@ -5,8 +5,11 @@
 // projection is cached in IndexedDB, so a reload fetches only new events. Then it follows
 // the live tail. Pictures (views.js): the work graph, the history of leases and epochs,
 // the effects' settlement. `mwp serve` embeds this folder (host-native/build.rs).
+// The live tail reconnects (live.js); the history draws only the lanes in view, so a Group
+// of 100,000 items stays usable; the graph and the history are used from the keyboard.
 import { Client, IdbReplica, canonical, encodeEvent, verifySnapshot } from "mwp";
-import { effectsSvg, historySvg, legendHtml } from "./views.js";
+import { followTail } from "./live.js";
+import { LANE, effectsSvg, historyAxisSvg, historyLanesSvg, historyLayout, legendHtml, worksOf } from "./views.js";
 
 const params = new URLSearchParams(location.search);
 const server = params.get("server") ?? location.origin;
@@ -37,6 +40,15 @@ const client = new Client(server, { token, signer });
 const $ = (id) => document.getElementById(id);
 const TIMELINE_EVENTS = 200;
 const HISTORY_EVENTS = 400;
+// A Group may hold 100,000 items: the graph draws the first GRAPH_ITEMS, the tables the first
+// TABLE_ROWS (each says so), and the history only the lanes in view plus HISTORY_MARGIN.
+const GRAPH_ITEMS = 300;
+const TABLE_ROWS = 500;
+const HISTORY_MARGIN = 10;
+// The IndexedDB cache writes the whole state as a checkpoint every CHECKPOINT_EVERY events: at
+// the default 1,000, replaying 100,000 items would write 100 ever larger states.
+const CHECKPOINT_EVERY = 20_000;
+const authorityKeyName = `mwp:authority-key:${server}`;
 let session = null;
 
 /**
@@ -56,24 +68,30 @@ const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&
 const short = (hex) => (hex ? `${hex.slice(0, 8)}…` : "");
 const pill = (s) => `<span class="pill ${esc(s)}">${esc(s)}</span>`;
 const time = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "");
-const table = (head, rows) =>
-  rows.length === 0
+/** A table of the first TABLE_ROWS of `all`, each made a row of cells by `toRow`. */
+const table = (head, all, toRow = (r) => r) => {
+  const rows = (all.length > TABLE_ROWS ? all.slice(0, TABLE_ROWS) : all).map(toRow);
+  const note = rows.length < all.length ? `<p class="note">showing the first ${rows.length} of ${all.length} rows</p>` : "";
+  return rows.length === 0
     ? `<p class="empty">none</p>`
-    : `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join("")}</tr></thead><tbody>${rows
+    : `${note}<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join("")}</tr></thead><tbody>${rows
         .map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join("")}</tr>`)
         .join("")}</tbody></table>`;
+};
 
 /** The work graph as SVG: columns by dependency depth, edges from each `after` item. */
-export function graphSvg(state, frontier) {
+export function graphSvg(state, frontier, focus) {
   const work = state?.work ?? {};
-  const ids = Object.keys(work);
-  if (ids.length === 0) return `<p class="empty">no work items yet</p>`;
+  const all = Object.keys(work);
+  if (all.length === 0) return `<p class="empty">no work items yet</p>`;
+  const ids = all.length > GRAPH_ITEMS ? all.slice(0, GRAPH_ITEMS) : all;
+  const shown = new Set(ids);
   const depth = new Map();
   const depthOf = (id, seen = new Set()) => {
     if (depth.has(id)) return depth.get(id);
     if (seen.has(id) || !work[id]) return 0;
     seen.add(id);
-    const d = Math.max(-1, ...work[id].after.map((a) => depthOf(a, seen))) + 1;
+    const d = Math.max(-1, ...work[id].after.filter((a) => shown.has(a)).map((a) => depthOf(a, seen))) + 1;
     depth.set(id, d);
     return d;
   };
@@ -81,7 +99,7 @@ export function graphSvg(state, frontier) {
   for (const id of ids) (columns[depthOf(id)] ??= []).push(id);
   const W = 170, H = 42, GX = 70, GY = 18, PAD = 12;
   const pos = new Map();
-  columns.forEach((col, x) => col.forEach((id, y) => pos.set(id, { x: PAD + x * (W + GX), y: PAD + y * (H + GY) })));
+  columns.forEach((col, x) => col.forEach((id, y) => pos.set(id, { x: PAD + x * (W + GX), y: PAD + y * (H + GY), col: x, row: y })));
   const width = PAD * 2 + columns.length * (W + GX) - GX;
   const height = PAD * 2 + Math.max(...columns.map((c) => c.length)) * (H + GY) - GY;
   const edges = [];
@@ -94,18 +112,21 @@ export function graphSvg(state, frontier) {
     }
   }
   const front = new Set(frontier);
+  const tabbable = shown.has(focus) ? focus : columns[0][0];
   const nodes = ids.map((id) => {
-    const { x, y } = pos.get(id);
+    const { x, y, col, row } = pos.get(id);
     const w = work[id];
     const holder = w.lease ? ` · ${w.lease.holder}` : "";
-    return `<g class="node${front.has(id) ? " frontier" : ""}" data-work="${esc(id)}" data-state="${esc(w.state)}">
+    const label = `${id} ${w.state} · epoch ${w.epoch}${holder}${front.has(id) ? " (on the frontier)" : ""}`;
+    return `<g class="node${front.has(id) ? " frontier" : ""}" data-work="${esc(id)}" data-state="${esc(w.state)}" data-col="${col}" data-row="${row}" role="button" tabindex="${id === tabbable ? 0 : -1}" aria-label="${esc(label)}">
       <rect x="${x}" y="${y}" width="${W}" height="${H}" fill="var(--${esc(w.state)})"></rect>
       <text x="${x + 8}" y="${y + 17}" fill="#fff" font-weight="600">${esc(id)}</text>
       <text x="${x + 8}" y="${y + 33}" fill="#fff">${esc(w.state)} · epoch ${w.epoch}${esc(holder)}</text>
       <title>${esc(id)}: ${esc(w.state)}, attempts ${w.attempts}/${w.contract.max_attempts}, spent ${w.spent}/${w.contract.cost_budget}</title>
     </g>`;
   });
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="work graph">
+  const note = ids.length < all.length ? `<p class="note">showing the first ${ids.length} of ${all.length} items; the history lists every one</p>` : "";
+  return `${note}<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="group" aria-label="work graph">
     <defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#7d8597"/></marker></defs>
     ${edges.join("")}${nodes.join("")}</svg>`;
 }
@@ -124,7 +145,12 @@ function kindSummary(kind) {
   return esc(parts.join(" · "));
 }
 
+/**
+ * Draws every picture at the replica's cursor. Each render is measured as the User Timing
+ * entry `mwp:render` (and the replay as `mwp:replay`), for whoever profiles a large Group.
+ */
 async function render() {
+  const started = performance.now();
   const { replica, group } = session;
   const state = replica.state();
   const now = Date.now();
@@ -135,6 +161,7 @@ async function render() {
     return;
   }
   const work = Object.entries(state.work);
+  const stateHash = replica.stateHash();
   const count = (s) => work.filter(([, w]) => w.state === s).length;
   $("summary").innerHTML = `<div class="summary">
     <div><b>${esc(state.group)}</b>group · org ${esc(state.org)} · mission ${esc(state.mission)}</div>
@@ -143,16 +170,19 @@ async function render() {
     <div><b>${count("running") + count("leased")}</b>leased or running</div>
     <div><b>${count("succeeded")}</b>succeeded</div>
     <div><b>${frontier.length}</b>on the frontier</div>
-    <div><b class="mono">${short(replica.stateHash())}</b>state hash</div>
+    <div><b class="mono">${short(stateHash)}</b>state hash</div>
     <div><b>${state.archived ? "archived" : "open"}</b>status</div></div>`;
-  $("graph").innerHTML = graphSvg(state, frontier);
+  const graphHadFocus = $("graph").contains(document.activeElement);
+  $("graph").innerHTML = graphSvg(state, frontier, session.graphFocus);
+  if (graphHadFocus) $("graph").querySelector(".node[tabindex='0']")?.focus();
   $("legend").innerHTML = legendHtml();
   $("leases").innerHTML = table(
     ["work", "state", "epoch", "holder", "session", "expires", "attempts", "spent"],
-    work.map(([id, w]) => [
+    work,
+    ([id, w]) => [
       esc(id), pill(w.state), w.epoch, esc(w.lease?.holder ?? ""), w.lease?.session ?? "",
       w.lease ? esc(time(w.lease.expires_at)) : "", `${w.attempts}/${w.contract.max_attempts}`, `${w.spent}/${w.contract.cost_budget}`,
-    ]),
+    ],
   );
   $("effects").innerHTML = table(
     ["work", "op", "epoch", "mode", "status", "happened", "key"],
@@ -164,14 +194,16 @@ async function render() {
     ),
   );
   $("members").innerHTML = table(
-    ["actor", "role", "session", ""],
+    ["actor", "role", "session", "status"],
     Object.entries(state.members).map(([a, m]) => [esc(a), esc(m.role), m.session, m.removed ? "removed" : ""]),
   );
   const events = await replica.events(Math.max(0, replica.cursor - HISTORY_EVENTS));
-  $("history").innerHTML = historySvg(events, state);
+  session.events = events;
+  drawHistory(historyLayout(events, state));
+  if (session.selected !== undefined) showDetails(session.selected, state);
   $("evidence").innerHTML = table(["seq", "work", "actor", "what"], (state.evidence ?? []).map((n) => [n.seq, esc(n.work), esc(n.actor), evidenceText(n, events)]));
   $("effects-picture").innerHTML = effectsSvg(state);
-  await renderVerification();
+  await renderVerification(stateHash);
   $("timeline").innerHTML = table(
     ["seq", "at", "actor", "event", "aggregate", "detail"],
     events.slice(-TIMELINE_EVENTS).reverse().map((e) => [e.seq, esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind)]),
@@ -179,6 +211,119 @@ async function render() {
   // Everything above shows the state at this cursor. Whoever waits for a final view waits for
   // `data-phase="live"` as well: the status line is written after the last render.
   document.body.dataset.cursor = String(replica.cursor);
+  performance.measure("mwp:render", { start: started });
+}
+
+/**
+ * Draws the history: a spacer as tall as every lane keeps the scroll height, and one SVG
+ * holds only the lanes in view plus HISTORY_MARGIN above and below (redrawn on scroll).
+ */
+function drawHistory(layout) {
+  const spacer = $("history-spacer");
+  if (layout.empty) {
+    session.history = null;
+    spacer.style.height = "";
+    spacer.innerHTML = `<p class="empty">no events yet</p>`;
+    $("history-axis").innerHTML = "";
+    return;
+  }
+  const focus = Math.min(session.history?.focus ?? 0, layout.lanes.length - 1);
+  session.history = { layout, focus, from: -1, to: -1 };
+  spacer.style.height = `${layout.lanes.length * LANE}px`;
+  spacer.style.width = `${layout.width}px`;
+  $("history-axis").innerHTML = historyAxisSvg(layout);
+  drawHistoryWindow(true);
+}
+
+function drawHistoryWindow(force = false) {
+  const h = session?.history;
+  if (!h) return;
+  const box = $("history");
+  const n = h.layout.lanes.length;
+  const from = Math.max(0, Math.floor(box.scrollTop / LANE) - HISTORY_MARGIN);
+  const to = Math.min(n, Math.ceil((box.scrollTop + (box.clientHeight || 440)) / LANE) + HISTORY_MARGIN);
+  if (!force && from === h.from && to === h.to) return;
+  const hadFocus = box.contains(document.activeElement);
+  Object.assign(h, { from, to });
+  const spacer = $("history-spacer");
+  spacer.innerHTML = historyLanesSvg(h.layout, from, to, h.focus >= from && h.focus < to ? h.focus : from);
+  spacer.firstElementChild.style.top = `${from * LANE}px`;
+  if (hadFocus) spacer.querySelector(`[data-lane="${h.focus}"]`)?.focus();
+}
+
+/** Moves the history's keyboard focus to lane `i`, scrolling it into view. */
+function focusLane(i) {
+  const h = session.history;
+  h.focus = Math.max(0, Math.min(h.layout.lanes.length - 1, i));
+  const box = $("history");
+  const top = h.focus * LANE;
+  const view = box.clientHeight - $("history-axis").offsetHeight;
+  if (top < box.scrollTop) box.scrollTop = top;
+  else if (top + LANE > box.scrollTop + view) box.scrollTop = top + LANE - view;
+  drawHistoryWindow(true);
+  $("history-spacer").querySelector(`[data-lane="${h.focus}"]`)?.focus();
+}
+
+function onHistoryKey(e) {
+  const h = session?.history;
+  const lane = e.target.closest?.(".lane");
+  if (!h || !lane) return;
+  const i = Number(lane.dataset.lane);
+  const page = Math.max(1, Math.floor($("history").clientHeight / LANE) - 1);
+  const to = { ArrowDown: i + 1, ArrowUp: i - 1, PageDown: i + page, PageUp: i - page, Home: 0, End: h.layout.lanes.length - 1 }[e.key];
+  if (to !== undefined) {
+    e.preventDefault();
+    focusLane(to);
+  } else if (e.key === "Enter" || e.key === " ") {
+    e.preventDefault();
+    showDetails(lane.dataset.work);
+  }
+}
+
+function onGraphKey(e) {
+  const node = e.target.closest?.(".node");
+  if (!node) return;
+  const col = Number(node.dataset.col), row = Number(node.dataset.row);
+  const at = (c, r) => $("graph").querySelector(`.node[data-col="${c}"][data-row="${r}"]`);
+  const column = (c) => $("graph").querySelectorAll(`.node[data-col="${c}"]`).length;
+  let next = null;
+  if (e.key === "ArrowDown") next = at(col, row + 1);
+  else if (e.key === "ArrowUp") next = at(col, row - 1);
+  else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+    const c = col + (e.key === "ArrowRight" ? 1 : -1);
+    if (column(c) > 0) next = at(c, Math.min(row, column(c) - 1));
+  } else if (e.key === "Enter" || e.key === " ") {
+    e.preventDefault();
+    showDetails(node.dataset.work);
+    return;
+  } else return;
+  e.preventDefault();
+  if (!next) return;
+  node.setAttribute("tabindex", "-1");
+  next.setAttribute("tabindex", "0");
+  next.focus();
+  session.graphFocus = next.dataset.work;
+}
+
+/** Opens a work item (or the group) in the details card. */
+function showDetails(id, state = session?.replica.state()) {
+  if (!session) return;
+  session.selected = id;
+  const w = state?.work?.[id];
+  const events = (session.events ?? []).filter((e) => (id === "(group)" ? worksOf(e.kind).length === 0 : worksOf(e.kind).includes(id)));
+  for (const el of document.querySelectorAll(".node.selected, .lane.selected")) el.classList.remove("selected");
+  for (const el of document.querySelectorAll(`.node[data-work="${CSS.escape(id)}"], .lane[data-work="${CSS.escape(id)}"]`)) el.classList.add("selected");
+  const rows = w
+    ? [
+        ["work item", esc(id)], ["state", pill(w.state)], ["epoch", w.epoch], ["attempts", `${w.attempts}/${w.contract.max_attempts}`],
+        ["spent", `${w.spent}/${w.contract.cost_budget}`], ["after", esc(w.after.join(", ") || "nothing")],
+        ["lease", w.lease ? `${esc(w.lease.holder)} · session ${w.lease.session} · expires ${esc(time(w.lease.expires_at))}` : "none"],
+        ["effects", Object.keys(w.effects).length],
+      ]
+    : [["group", esc(state?.group ?? id)], ["members", Object.keys(state?.members ?? {}).length]];
+  rows.push(["events in view", events.length ? events.slice(-20).map((e) => `${e.seq} ${esc(e.kind.type)}`).join(", ") : "none"]);
+  $("details").dataset.work = id;
+  $("details").innerHTML = `<dl>${rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>`;
 }
 
 /** An evidence record told from its event: which late command, under which stale lease. */
@@ -192,9 +337,11 @@ function evidenceText(record, events) {
 }
 
 /** What this browser verified: the chain (by the wasm replica) and the latest signed snapshot. */
-async function renderVerification() {
+async function renderVerification(stateHash) {
   const { replica, verified: v } = session;
-  const base = ((await replica.events(0, 1))[0]?.seq ?? replica.cursor + 1) - 1;
+  // The first seq held locally changes only with a restore (open() forgets it then): read once.
+  session.base ??= ((await replica.events(0, 1))[0]?.seq ?? replica.cursor + 1) - 1;
+  const base = session.base;
   const checks = [{
     what: "chain", result: "ok",
     text: `${replica.cursor - base} event(s) applied by the wasm core: each event's id is the hash of its bytes and names the previous event's id${base > 0 ? `; seq 1..${base} come from a signed snapshot` : ""}`,
@@ -202,7 +349,7 @@ async function renderVerification() {
   if (v.snapshot) {
     const s = v.snapshot;
     const atHead = s.seq === replica.cursor;
-    const same = s.state_hash === replica.stateHash();
+    const same = s.state_hash === stateHash;
     checks.push({
       what: "snapshot", result: atHead && !same ? "failed" : "ok",
       text: `seq ${s.seq}, signed by ${short(s.signer)} (the server's authority key): signature verified${atHead ? (same ? "; its state hash equals the replay's" : "; its state hash DIFFERS from the replay's") : `; the replay is ${replica.cursor - s.seq} event(s) past it`}`,
@@ -230,14 +377,27 @@ async function verifyLatestSnapshot(trustedKey) {
   }
 }
 
+// Live events ask for a render; at most one runs at a time, and those asked for meanwhile
+// become one more render after it (a render of a 100,000-item Group takes seconds).
 let renderQueued = false;
+let rendering = false;
 function scheduleRender() {
   if (renderQueued) return;
   renderQueued = true;
-  requestAnimationFrame(() => {
-    renderQueued = false;
-    render().catch((e) => setStatus(`render failed: ${e.message}`, "error"));
-  });
+  if (!rendering) requestAnimationFrame(runRender);
+}
+
+async function runRender() {
+  renderQueued = false;
+  rendering = true;
+  try {
+    await render();
+  } catch (e) {
+    setStatus(`render failed: ${e.message}`, "error");
+  } finally {
+    rendering = false;
+    if (renderQueued) requestAnimationFrame(runRender);
+  }
 }
 
 async function open(group, trustedKey) {
@@ -247,7 +407,7 @@ async function open(group, trustedKey) {
     session.abort.abort();
     await session.replica.close();
   }
-  const replica = await IdbReplica.open(`mwp-dashboard ${server} ${group}`, group);
+  const replica = await IdbReplica.open(`mwp-dashboard ${server} ${group}`, group, { checkpointEvery: CHECKPOINT_EVERY });
   const abort = new AbortController();
   session = { group, replica, abort, verified: {} };
   const cached = replica.cursor;
@@ -262,32 +422,83 @@ async function open(group, trustedKey) {
   };
   setStatus(`${cached} events from the local cache; fetching new ones…`, "", cached > 0 ? "cache" : "fetching");
   if (cached > 0) await render();
-  const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal });
+  const replayStarted = performance.now();
+  // A large Group takes a while: the status line counts what is replayed and verified so far.
+  const progress = () => setStatus(`${replica.cursor} events replayed and verified (${cached} from the local cache); fetching more…`, "", cached > 0 ? "cache" : "fetching");
+  const { restored } = await client.replay(target, { trustedKey, org, signal: abort.signal, onEvents: progress });
+  performance.measure("mwp:replay", { start: replayStarted });
+  if (restored) delete session.base;
   const fetched = replica.cursor - cached;
   await verifyLatestSnapshot(trustedKey);
   await render();
   setStatus(`seq ${replica.cursor} · ${cached} cached, ${fetched} fetched${restored ? " (restored a signed snapshot)" : ""} · key ${short(trustedKey)} · live`, "live");
-  (async () => {
-    for await (const event of client.tail(group, { after: replica.cursor, signal: abort.signal })) {
+  followTail({
+    tail: (after, onOpen) => client.tail(group, { after, signal: abort.signal, onOpen }),
+    cursor: () => replica.cursor,
+    offer: async (event) => {
       const summary = await replica.offerBatch([encodeEvent(event)]);
-      if (summary.rejected > 0) throw new Error(`event ${event.seq} rejected: ${summary.errors[0].error.message}`);
+      if (summary.rejected > 0) {
+        throw Object.assign(new Error(`event ${event.seq} rejected: ${summary.errors[0].error.message}`), { code: "REJECTED" });
+      }
       setStatus(`seq ${replica.cursor} · live · key ${short(trustedKey)}`, "live");
       scheduleRender();
-    }
-  })().catch((e) => {
-    if (e?.name !== "AbortError") setStatus(`live tail ended: ${e.message}`, "error");
-  });
+    },
+    onState: (s) => session?.abort === abort && showConnection(s),
+    signal: abort.signal,
+  }).catch((e) => setStatus(`live tail ended: ${e.message}`, "error"));
+}
+
+/**
+ * Shows the live tail's state in its own live region, and on `<body>` as `data-connection`
+ * (`connected`, `reconnecting`, `gap`, `ended`) for whoever waits for it. A gap or an end is
+ * an error of the whole view: the status line says so too.
+ */
+function showConnection(s) {
+  const el = $("connection");
+  el.className = `connection ${s.state}`;
+  document.body.dataset.connection = s.state;
+  if (s.state === "connected") el.textContent = `live tail connected after seq ${s.after}`;
+  else if (s.state === "reconnecting") {
+    el.textContent = `live tail lost (${s.reason}); reconnecting in ${(s.delay / 1000).toFixed(1)} s (attempt ${s.attempt}), after seq ${s.after}`;
+  } else {
+    el.textContent = `live tail stopped: ${s.error.message}`;
+    setStatus(`${s.state === "gap" ? "gap in the live tail" : "live tail ended"}: ${s.error.message}; reload to replay`, "error");
+  }
+}
+
+/**
+ * Forgets the remembered authority key of this server, and the events cached under it (they
+ * were verified against that key), then starts again: the next load trusts the key the
+ * server names then.
+ */
+async function forgetKey() {
+  localStorage.removeItem(authorityKeyName);
+  if (session) {
+    session.abort.abort();
+    await session.replica.close();
+    session = null;
+  }
+  const prefix = `mwp-dashboard ${server} `;
+  for (const db of (await indexedDB.databases?.()) ?? []) {
+    if (!db.name?.startsWith(prefix)) continue;
+    await new Promise((resolve) => {
+      const req = indexedDB.deleteDatabase(db.name);
+      req.onsuccess = req.onerror = req.onblocked = resolve;
+    });
+  }
+  setStatus("the remembered authority key is forgotten; starting again…", "", "fetching");
+  location.reload();
 }
 
 async function main() {
   const trustedKey = await client.authorityKey();
   // Trust on first use: the key is remembered per server; a different key later is refused.
-  const remembered = localStorage.getItem(`mwp:authority-key:${server}`);
+  const remembered = localStorage.getItem(authorityKeyName);
   if (remembered && remembered !== trustedKey) {
-    setStatus(`the server's authority key changed (${short(remembered)} → ${short(trustedKey)}); not replaying`, "error");
+    setStatus(`the server's authority key changed (${short(remembered)} → ${short(trustedKey)}); not replaying (forget the key to trust the new one)`, "error");
     return;
   }
-  localStorage.setItem(`mwp:authority-key:${server}`, trustedKey);
+  localStorage.setItem(authorityKeyName, trustedKey);
   // A member may read only its own group, and may not list groups: it names the group.
   const { groups } = signer && params.get("group")
     ? { groups: [{ group: params.get("group"), head: "member " + signer.actor }] }
@@ -303,6 +514,25 @@ async function main() {
   select.onchange = () => open(select.value, trustedKey).catch((e) => setStatus(e.message, "error"));
   await open(group, trustedKey);
 }
+
+$("forget-key").onclick = () => forgetKey().catch((e) => setStatus(`forgetting the key failed: ${e.message}`, "error"));
+$("history").addEventListener("scroll", () => drawHistoryWindow());
+$("history").addEventListener("keydown", onHistoryKey);
+$("history").addEventListener("click", (e) => {
+  const lane = e.target.closest?.(".lane");
+  if (lane && session?.history) {
+    session.history.focus = Number(lane.dataset.lane);
+    showDetails(lane.dataset.work);
+  }
+});
+$("graph").addEventListener("keydown", onGraphKey);
+$("graph").addEventListener("click", (e) => {
+  const node = e.target.closest?.(".node");
+  if (node && session) {
+    session.graphFocus = node.dataset.work;
+    showDetails(node.dataset.work);
+  }
+});
 
 const tokenField = $("token");
 if (tokenField) {

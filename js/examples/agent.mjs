@@ -5,6 +5,7 @@ import { Agent, AgentImage, Authority, pump, signCommand, publicKeyOf, generateS
 
 const aliceKey = generateSecretKey(), bobKey = generateSecretKey(), authorityKey = generateSecretKey();
 const base = { org: "acme", group: "g1", session: 1 };
+/** @type {import("mwp").Contract} */
 const contract = { max_attempts: 3, backoff_base_ms: 1000, backoff_max_ms: 60000, cost_budget: 100, risk: "low" };
 const authority = new Authority();
 authority.submit(signCommand({ ...base, actor: "alice", action: "open", body: {
@@ -15,6 +16,7 @@ authority.submit(signCommand({ ...base, actor: "alice", action: "create-w1", bod
   type: "create_work", work: "w1", after: [], spec: { task: "build" }, contract } }, aliceKey));
 
 // What `pump` needs of a transport: a `Client` of `mwp serve` has exactly these.
+/** @type {import("mwp").AgentTransport} */
 const client = {
   submit: async (command) => ({ receipt: authority.submit(command).receipt }),
   events: async (_group, { after }) => authority.events(after),
@@ -23,12 +25,14 @@ const client = {
 };
 
 const config = { org: "acme", group: "g1", actor: "bob", authorityKey: publicKeyOf(authorityKey) };
+/** @type {Uint8Array[]} */
 const committed = [];                                  // stands for a durable store
+/** @type {Parameters<typeof pump>[1]} */
 const host = {
   client,
-  commit: (writeSet) => committed.push(writeSet.cbor), // resolve only once durable
+  commit: (writeSet) => void committed.push(writeSet.cbor), // resolve only once durable
   dispatch: async (effect) => ({ outcome: { sent: true }, receipt: { id: `mail-${effect.key.slice(0, 8)}` } }),
-  onNotice: (n) => console.log("notice", n.type, n.work ?? ""),
+  onNotice: (n) => console.log("notice", n.type, "work" in n ? n.work : ""),
 };
 
 let bob = new Agent(config, bobKey);
@@ -47,4 +51,4 @@ await pump(bob, host);                                 // notice run w1 (resumed
 bob.submit("w1", { ok: true });
 await pump(bob, host);
 
-console.log("w1", authority.state().work.w1.state, "same state:", bob.stateHash() === authority.stateHash());
+console.log("w1", authority.state()?.work.w1.state, "same state:", bob.stateHash() === authority.stateHash());

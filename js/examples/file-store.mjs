@@ -11,6 +11,7 @@ const store = await openFileStore(dir);              // creates DIR, groups/ and
 
 const alice = generateSecretKey();
 const base = { org: "acme", group: "g1", session: 1, actor: "alice" };
+/** @type {import("mwp").Contract} */
 const contract = { max_attempts: 3, backoff_base_ms: 1000, backoff_max_ms: 60000, cost_budget: 100, risk: "low" };
 const open = signCommand({ ...base, action: "open", body: { type: "open_group", mission: "m1", title: "Ship it",
   authority_key: store.authorityKey,                 // this store signs the group's ticks and snapshots
@@ -20,13 +21,13 @@ const creates = ["w1", "w2", "w3"].map((work) => signCommand({ ...base, action: 
 
 await store.submit(open);                            // resolves after fdatasync
 const results = await store.submit(creates);         // three events, one write, one sync
-console.log(results.map((r) => `${r.outcome} seq ${r.receipt.seq}`).join(", "));
+console.log(results.map((r) => (r.outcome === "rejected" ? r.error.code : `${r.outcome} seq ${r.receipt.seq}`)).join(", "));
 const hash = await store.stateHash("g1");
 await store.close();
 
 const again = await openFileStore(dir);              // replays the log, segment by segment
 const [dup] = await again.submit(creates[0]);        // the original receipt, after a restart too
-console.log(dup.outcome, dup.receipt.seq, "same state:", (await again.stateHash("g1")) === hash);
+console.log(dup.outcome, dup.outcome === "rejected" ? dup.error.code : dup.receipt.seq, "same state:", (await again.stateHash("g1")) === hash);
 try {
   await again.openGroup("g2") ?? console.log("no group g2");
 } catch (e) {

@@ -40,7 +40,8 @@ try {
   if (e instanceof AcceptError) console.log("rejected:", e.code); // CAS_REQUIRED: claim needs `expect`
 }
 const claimed = authority.submit(signCommand({ ...claim, action: "claim-2", expect: 1 }, bobKey));
-console.log("claimed lease", claimed.event.kind.lease.id);
+// Decision and EventKind are discriminated unions: narrowing on them types the fields.
+if (claimed.outcome === "accepted" && claimed.event.kind.type === "work_claimed") console.log("claimed lease", claimed.event.kind.lease.id);
 
 // A replica rebuilds the same state from the log, in any delivery order.
 const replica = new Replica("g1");

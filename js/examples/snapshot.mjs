@@ -14,7 +14,7 @@ const { lines, failed } = runTranscript(transcript);
 console.log(lines.length, "steps, failed:", failed);
 
 // The same group in an Authority, signed with the transcript runner's derived keys.
-const key = (actor) => transcriptSecretKey(actor);
+const key = (/** @type {string} */ actor) => transcriptSecretKey(actor);
 const authority = new Authority();
 for (const line of transcript.split("\n")) {
   const step = JSON.parse(line);
@@ -32,5 +32,6 @@ console.log("restored at seq", replica.cursor, "same state:", replica.stateHash(
 try {
   new Replica("g1").restore(snapshot, { trustedKey: publicKeyOf(key("mallory")), org: "acme" });
 } catch (e) {
-  console.log(e instanceof OfferError, e.code, "-", e.details.reason);
+  if (!(e instanceof OfferError)) throw e;
+  console.log(true, e.code, "-", e.details.reason);
 }

@@ -1,7 +1,8 @@
 // Packaging test: imports the package the way a user would. `npm pack`, install the tarball
 // into an empty temp project, then import it from Node ESM, from Deno 2 (resolving "mwp"
 // through the project's node_modules) and from a plain HTML page in headless Chromium
-// (an import map, no bundler). Prints one line per check and `N passed, N failed`.
+// (an import map, no bundler), and "mwp/slim" with an explicit init() from Node. Prints one
+// line per check and `N passed, N failed`.
 // Usage: node js/packaging/run.js   (MWP_TOOLS_DIR: where deno and playwright-core live)
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync, rmSync, readdirSync } from "node:fs";
@@ -63,7 +64,7 @@ try {
   const tarball = join(work, packed);
   const files = run("tar", ["-tzf", tarball], work).split("\n").filter(Boolean);
   report("tarball holds the wasm module, the glue, the entry points and the types",
-    ["package/pkg/mwp_wasm_bg.wasm", "package/pkg/mwp_wasm.js", "package/src/node.js", "package/src/deno.js", "package/src/browser.js", "package/src/file-store.js", "package/index.d.ts", "package/README.md"].every((f) => files.includes(f)),
+    ["package/pkg/mwp_wasm_bg.wasm", "package/pkg/mwp_wasm.js", "package/src/node.js", "package/src/deno.js", "package/src/browser.js", "package/src/file-store.js", "package/src/slim.js", "package/src/run-agent.js", "package/index.d.ts", "package/slim.d.ts", "package/README.md"].every((f) => files.includes(f)),
     files.join(" "));
   report("tarball ships no tests and no Rust sources", !files.some((f) => f.includes("/test/") || f.endsWith(".rs")), files.join(" "));
 
@@ -76,6 +77,15 @@ try {
   writeFileSync(join(proj, "node-test.mjs"), `import * as mwp from "mwp";\n${smoke}\nconsole.log(JSON.stringify(result));\n`);
   const nodeOut = run("node", ["node-test.mjs"], proj).trim();
   report("Node ESM: import \"mwp\"", nodeOut === expected("node"), nodeOut);
+
+  writeFileSync(join(proj, "slim-test.mjs"), `import * as mwp from "mwp/slim";
+import { readFileSync } from "node:fs";
+await mwp.init(readFileSync(new URL("./node_modules/mwp/pkg/mwp_wasm_bg.wasm", import.meta.url)));
+${smoke}
+console.log(JSON.stringify(result));
+`);
+  const slimOut = run("node", ["slim-test.mjs"], proj).trim();
+  report("Node ESM: import \"mwp/slim\", then an explicit init()", slimOut === expected("slim"), slimOut);
 
   writeFileSync(join(proj, "deno-test.mjs"), `import * as mwp from "mwp";\n${smoke}\nconsole.log(JSON.stringify(result));\n`);
   const denoOut = run(deno, ["run", "--quiet", "--allow-read", "--no-lock", "deno-test.mjs"], proj).trim();

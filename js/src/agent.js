@@ -172,7 +172,7 @@ export class Agent {
    * Records the intent of an effect; it is dispatched (`pollDispatch`) once the intent is
    * accepted and committed. Returns the effect's key (hex), its idempotency key.
    */
-  intendEffect(work, op, { mode = "idempotent", irreversible = false, target = null } = {}, nowMs) {
+  intendEffect(work, op, { mode = "keyed", irreversible = false, target = null } = {}, nowMs) {
     return guard(() => this.#inner.intendEffect(now(nowMs), work, op, mode, irreversible, target));
   }
 

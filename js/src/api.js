@@ -10,6 +10,7 @@ import { asBatch, frameBatch, splitBatch } from "./frames.js";
 export * from "./errors.js";
 export { frameBatch, splitBatch } from "./frames.js";
 export { Agent, AgentImage, carry, pump } from "./agent.js";
+export { runAgent } from "./run-agent.js";
 
 const now = (nowMs) => (nowMs === undefined ? Date.now() : nowMs);
 

@@ -2,7 +2,7 @@
 // from a signed snapshot when the server answers CURSOR_TOO_OLD), and follow the live tail
 // over Server-Sent Events. It uses only `fetch`, so it runs in browsers, Node ≥ 20 and Deno.
 
-import { HttpError } from "./errors.js";
+import { GapError, HttpError } from "./errors.js";
 import { encodeEvent, signRead } from "./api.js";
 
 const JSON_TYPE = "application/json";
@@ -16,6 +16,66 @@ async function errorOf(response) {
   }
   const { code = "STORAGE", message = `HTTP ${response.status} ${response.statusText}`, ...details } = body ?? {};
   return new HttpError(code, message, details, response.status);
+}
+
+/** Whether a failed tail may be tried again: no answer, a dropped stream, or a gateway status. */
+function retryable(e) {
+  if (e instanceof HttpError) return e.status === 0 || e.status === 502 || e.status === 503 || e.status === 504;
+  // A body that breaks off mid-stream surfaces as the platform's own TypeError.
+  return e instanceof TypeError;
+}
+
+/** Resolves after `ms`, or rejects with the signal's AbortError when it aborts first. */
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new DOMException("aborted", "AbortError"));
+    const done = () => {
+      signal?.removeEventListener("abort", stop);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal.reason ?? new DOMException("aborted", "AbortError"));
+    };
+    signal?.addEventListener("abort", stop, { once: true });
+  });
+}
+
+/** The events of a Server-Sent Events body, JSON-decoded; an `event: error` message throws. */
+async function* readSse(body) {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let data = [];
+  let type = "message";
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, nl).replace(/\r$/, "");
+        buffer = buffer.slice(nl + 1);
+        if (line === "") {
+          if (data.length > 0) {
+            const payload = JSON.parse(data.join("\n"));
+            if (type === "error") throw new HttpError(payload.code, payload.message, payload, 200);
+            if (type === "message" || type === "event") yield payload;
+          }
+          data = [];
+          type = "message";
+        } else if (line.startsWith("data:")) {
+          data.push(line.slice(5).replace(/^ /, ""));
+        } else if (line.startsWith("event:")) {
+          type = line.slice(6).trim();
+        }
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
 }
 
 /** A client of one `mwp serve` instance. */
@@ -63,7 +123,7 @@ export class Client {
     return `${this.#base}${path}${qs ? `?${qs}` : ""}`;
   }
 
-  async #request(path, { method = "GET", body, query, accept = JSON_TYPE, signal } = {}) {
+  async #request(path, { method = "GET", body, query, accept = JSON_TYPE, signal, headers = {} } = {}) {
     let response;
     const url = this.#url(path, query);
     try {
@@ -74,6 +134,7 @@ export class Client {
           accept,
           ...(body === undefined ? {} : { "content-type": JSON_TYPE }),
           ...this.#authorization(method, url),
+          ...headers,
           ...this.#headers,
         },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -171,61 +232,81 @@ export class Client {
   /**
    * The live tail: an async iterator of events (JSON form) after `after`, read from
    * `GET /v1/groups/{group}/events/stream` (Server-Sent Events, one event per message).
-   * Ends when `signal` aborts or the server closes the stream. `onOpen()` is called once the
-   * server has answered and the stream is open: from then on every event after `after` that
-   * the server accepts arrives through this tail.
+   *
+   * When the connection drops or the server closes the stream, the tail reconnects after a
+   * backoff (`retry.initialMs`, doubled after each failed attempt up to `retry.maxMs`; no
+   * jitter, so a test sees the same waits every run; a stream that delivered an event starts
+   * the backoff over) and resumes with
+   * `Last-Event-ID: <last seq>`. An event older than the last one (a replay overlap) is
+   * skipped; an event past the next one throws a `GapError` (`TAIL_GAP`, with `expected` and
+   * `received` seqs): the tail never silently skips events. After `retry.attempts` failed
+   * attempts in a row (default: no limit) the last error is thrown; `retry: false` ends the
+   * tail when the server closes it instead. An HTTP answer other than 502/503/504, and an
+   * `event: error` message, are thrown at once.
+   *
+   * Ends only when `signal` aborts. `onOpen()` is called once, when the first connection is
+   * open: from then on every event after `after` that the server accepts arrives through this
+   * tail. `onReconnect({attempt, delayMs, after, error})` is called before each wait.
    */
-  async *tail(group, { after = 0, signal, onOpen } = {}) {
-    const r = await this.#request(`/v1/groups/${Client.#group(group)}/events/stream`, {
-      query: { after },
-      accept: "text/event-stream",
-      signal,
-    });
-    onOpen?.();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    let data = [];
-    let type = "message";
-    const reader = r.body.getReader();
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        let nl;
-        while ((nl = buffer.indexOf("\n")) >= 0) {
-          const line = buffer.slice(0, nl).replace(/\r$/, "");
-          buffer = buffer.slice(nl + 1);
-          if (line === "") {
-            if (data.length > 0) {
-              const payload = JSON.parse(data.join("\n"));
-              if (type === "error") throw new HttpError(payload.code, payload.message, payload, 200);
-              if (type === "message" || type === "event") yield payload;
-            }
-            data = [];
-            type = "message";
-          } else if (line.startsWith("data:")) {
-            data.push(line.slice(5).replace(/^ /, ""));
-          } else if (line.startsWith("event:")) {
-            type = line.slice(6).trim();
-          }
+  async *tail(group, { after = 0, signal, onOpen, onReconnect, retry = {} } = {}) {
+    const { initialMs = 250, maxMs = 10_000, attempts = Infinity } = retry === false ? {} : retry;
+    let last = after;
+    let failures = 0;
+    let opened = false;
+    for (;;) {
+      let error;
+      try {
+        const r = await this.#request(`/v1/groups/${Client.#group(group)}/events/stream`, {
+          query: { after: last },
+          accept: "text/event-stream",
+          signal,
+          headers: opened ? { "last-event-id": String(last) } : {},
+        });
+        if (!opened) {
+          opened = true;
+          onOpen?.();
         }
+        for await (const event of readSse(r.body)) {
+          // A stream that delivers is a good connection: the next drop starts the backoff over.
+          failures = 0;
+          if (event.seq <= last) continue;
+          if (event.seq !== last + 1) {
+            throw new GapError("TAIL_GAP", `the live tail of ${group} skipped events: expected seq ${last + 1}, received ${event.seq}`, {
+              group,
+              expected: last + 1,
+              received: event.seq,
+            });
+          }
+          last = event.seq;
+          yield event;
+        }
+      } catch (e) {
+        if (e?.name === "AbortError" || signal?.aborted || !retryable(e)) throw e;
+        error = e;
       }
-    } finally {
-      reader.cancel().catch(() => {});
+      if (retry === false) {
+        if (error) throw error;
+        return;
+      }
+      failures += 1;
+      if (failures > attempts) throw error ?? new HttpError("STORAGE", `the live tail of ${group} kept closing`, { group }, 0);
+      const delayMs = Math.min(maxMs, initialMs * 2 ** (failures - 1));
+      onReconnect?.({ attempt: failures, delayMs, after: last, error });
+      await sleep(delayMs, signal);
     }
   }
 
   /**
    * Replays, then follows the tail, offering every event to `replica` as it arrives.
-   * Resolves when `signal` aborts. `onEvent(event, result)` sees each event offered from the
+   * Resolves when `signal` aborts. The tail reconnects as `tail` does (`retry`,
+   * `onReconnect`), and a gap throws its `GapError`. `onEvent(event, result)` sees each event offered from the
    * tail (not those the replay applied); `onLive()` is called once, when the replay is done
    * and the tail is open.
    */
-  async follow(replica, { trustedKey, org, signal, onEvent, onLive } = {}) {
+  async follow(replica, { trustedKey, org, signal, onEvent, onLive, onReconnect, retry } = {}) {
     await this.replay(replica, { trustedKey, org, signal });
     try {
-      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive })) {
+      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive, onReconnect, retry })) {
         const result = await replica.offerBatch([encodeEvent(event)]);
         onEvent?.(event, result);
       }

@@ -43,6 +43,12 @@ export class HttpError extends MwpError {
   }
 }
 
+/**
+ * A live tail received an event past the next one it expected (`TAIL_GAP`; `details`:
+ * `{group, expected, received}`): events in between would have been skipped.
+ */
+export class GapError extends MwpError {}
+
 const byName = { AcceptError, AgentError, OfferError, SnapshotError, CodecError, StoreError, TranscriptError };
 
 /** Turns an error from the wasm core (or any `{code, message}` object) into an MwpError. */

@@ -58,7 +58,8 @@ function storage(what, e) {
   return new StoreError("STORAGE", `${what}: ${e?.message ?? e}`);
 }
 
-async function io(what, fn) {
+/** @internal Runs a file-system call; its failure becomes `STORAGE` naming `what`. */
+export async function io(what, fn) {
   try {
     return await fn();
   } catch (e) {
@@ -126,8 +127,8 @@ class File {
   }
 }
 
-/** fsync of a directory: its creations, renames and removals are durable. */
-async function syncDir(dir) {
+/** @internal fsync of a directory: its creations, renames and removals are durable. */
+export async function syncDir(dir) {
   await io(`sync ${dir}`, async () => {
     const h = await fsp.open(dir, "r");
     try {
@@ -653,9 +654,9 @@ export class FileStore {
     return this.#secret;
   }
 
-  /** @internal A group not open yet, under the core's authority driver with this store's key and cadence. */
-  _newStoreGroup() {
-    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined);
+  /** @internal A group not open yet, under the core's authority driver with this store's key and cadence; with `group`, a log replayed into it must be that group's. */
+  _newStoreGroup(group) {
+    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined, group);
   }
 
   /** @internal */
@@ -976,7 +977,7 @@ async function openGroupDir(store, id, dir, report) {
     }
     const baseSeq = snap?.seq ?? 0;
     const chainHead = sg?.head;
-    if (sg === null) sg = store._newStoreGroup();
+    if (sg === null) sg = store._newStoreGroup(id);
 
     const segments = [];
     const pendingZero = [];

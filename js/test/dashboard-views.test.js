@@ -1,7 +1,7 @@
 // The dashboard's pictures (js/dashboard/views.js) as pure functions of events and state.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { effectsSvg, historySvg, worksOf } from "../dashboard/views.js";
+import { LANE, effectsSvg, historyLanesSvg, historyLayout, historySvg, worksOf } from "../dashboard/views.js";
 
 const ev = (seq, actor, kind) => ({ seq, at: 1000 + seq, actor, kind });
 const claim = (seq, work, id, holder, epoch) => ev(seq, holder, { type: "work_claimed", work, lease: { id, holder, epoch } });
@@ -59,4 +59,28 @@ test("effects: each status draws its settlement path", () => {
   assert.deepEqual(steps, ["intended>settled", "intended>unknown", "intended>unknown>reconciled", "intended"]);
   assert.match(groups[2], /it did not happen/);
   assert.match(effectsSvg({ work: {} }), /no effects recorded/);
+});
+
+test("history: a window of lanes draws only those lanes, their bars and marks, and one tab stop", () => {
+  const n = 100_000;
+  const work = {};
+  for (let i = 0; i < n; i++) work[`w${i}`] = { state: "queued", epoch: 0 };
+  work.w50.state = "leased";
+  const events = [
+    ev(1, "alice", { type: "group_opened", org: "acme" }),
+    ev(2, "alice", { type: "work_created", work: "w3" }),
+    ev(3, "alice", { type: "work_created", work: "w50" }),
+    claim(4, "w50", "L", "bob", 1),
+    ev(5, "alice", { type: "work_created", work: "w99999" }),
+  ];
+  const layout = historyLayout(events, { work });
+  assert.equal(layout.lanes.length, n + 1);
+  const svg = historyLanesSvg(layout, 40, 60, 51);
+  assert.deepEqual(all(svg, /<g class="lane" data-lane="(\d+)"/g).map(Number), Array.from({ length: 20 }, (_, i) => 40 + i));
+  assert.deepEqual(all(svg, /data-seq="(\d+)"/g).map(Number), [3, 4]);
+  assert.equal(all(svg, /<g class="lease" data-work="(\w+)"/g).join(), "w50");
+  assert.deepEqual(all(svg, /data-lane="(\d+)"[^>]*tabindex="0"/g), ["51"]);
+  // The window's own top is lane 40: lane 51 is drawn 11 lanes down.
+  assert.match(svg, new RegExp(`<rect x="0" y="${11 * LANE}" [^>]*></rect>\\s*<text x="8" y="${11 * LANE + 31}" class="lane-name">w50<`));
+  assert.match(historyLanesSvg(layout, n - 1, n + 5), /data-seq="5"/);
 });

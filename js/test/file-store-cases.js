@@ -828,6 +828,26 @@ export function cases(mwp) {
       await again.close();
     }],
 
+    ["a log filed under another group's directory is LOG_CORRUPT, as natively", async () => {
+      const dir = tempDir("misfiled");
+      const { store } = await populated(mwp, dir, { snapshotEvery: null });
+      await store.close();
+      // g1's segment moved to g2's directory, its header rewritten to name g2 (CRC matching).
+      const to = join(dir, "groups", "g2");
+      fs.mkdirSync(to, { mode: 0o700 });
+      const b = fs.readFileSync(segPath(dir));
+      eq(b.subarray(53, 55).toString(), "g1", "the header names g1");
+      b.write("g2", 53);
+      new DataView(b.buffer, b.byteOffset).setUint32(188, mwp.crc32c(b.subarray(0, 188)), true);
+      fs.writeFileSync(join(to, "00000000000000000001.seg"), b, { mode: 0o600 });
+      fs.rmSync(join(dir, "groups", "g1"), { recursive: true });
+      const again = await mwp.openFileStore(dir);
+      const e = await rejects(again.openGroup("g2"), "LOG_CORRUPT");
+      check(e.message.includes("belongs to group g1"), e.message);
+      await again.close();
+      check(fsck(dir).code !== 0, "native fsck reports it");
+    }],
+
     ["data files are 0600 and directories 0700", async () => {
       const root = tempDir("modes");
       const dir = join(root, "data");

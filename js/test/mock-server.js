@@ -1,12 +1,13 @@
 // A stand-in for `mwp serve` (SPEC §11) on 127.0.0.1, built on the package's own Authority,
 // for testing the HTTP client without the native server. `oldest` makes it answer
-// CURSOR_TOO_OLD for cursors before it, pointing at a signed snapshot.
+// CURSOR_TOO_OLD for cursors before it, pointing at a signed snapshot. `state.dropStreams`
+// closes that many live tails right after their backlog; `state.skip` leaves seqs out of them.
 import { createServer } from "node:http";
 
 export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir } = {}) {
   const groups = new Map();
   const streams = new Set();
-  const state = { oldest, snapshot: null, requests: [] };
+  const state = { oldest, snapshot: null, requests: [], streams: [], dropStreams: 0, skip: new Set() };
   const { readFile } = await import("node:fs/promises");
   const { join, extname } = await import("node:path");
   const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
@@ -18,6 +19,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
     const url = new URL(req.url, "http://127.0.0.1");
     const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
     state.requests.push(`${req.method} ${url.pathname}${url.search}`);
+    if (staticDir && url.pathname === "/favicon.ico") return res.writeHead(204).end();
     if (staticDir && parts[0] !== "v1") {
       const file = join(staticDir, ...(parts.length ? parts : ["index.html"]));
       if (!file.startsWith(staticDir)) return send(res, 403, {});
@@ -41,7 +43,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
       try {
         const d = auth.submit(JSON.parse(body), Date.now());
         groups.set(g, auth);
-        if (d.outcome === "accepted") for (const s of streams) if (s.group === g) s.res.write(`data: ${JSON.stringify(d.event)}\n\n`);
+        if (d.outcome === "accepted") for (const s of streams) if (s.group === g && !state.skip.has(d.event.seq)) s.res.write(`id: ${d.event.seq}\ndata: ${JSON.stringify(d.event)}\n\n`);
         return send(res, 200, d.receipt, d.outcome === "duplicate" ? { "mwp-duplicate": "true" } : {});
       } catch (e) {
         const status = e.code === "MALFORMED" ? 400 : e.code === "BAD_SIGNATURE" ? 401 : 409;
@@ -53,8 +55,15 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
       // As `mwp serve` does: the stream is open once its headers arrive, before any event.
       res.flushHeaders();
-      const after = Number(url.searchParams.get("after") ?? 0);
-      for (const e of a.events(after)) res.write(`data: ${JSON.stringify(e)}\n\n`);
+      // `Last-Event-ID` wins over `after`, as in `mwp serve`.
+      const lastId = req.headers["last-event-id"];
+      state.streams.push({ after: url.searchParams.get("after"), lastEventId: lastId });
+      const after = Number(lastId ?? url.searchParams.get("after") ?? 0);
+      // `dropStreams`: close this many streams after their backlog (a dropped connection).
+      const drop = state.dropStreams > 0;
+      if (drop) state.dropStreams -= 1;
+      for (const e of a.events(after)) if (!state.skip.has(e.seq)) res.write(`id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`);
+      if (drop) return res.socket.end();
       const s = { group: g, res };
       streams.add(s);
       req.on("close", () => streams.delete(s));
@@ -89,6 +98,11 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
   return {
     url: `http://127.0.0.1:${port}`,
     state,
+    /** Drops every open event stream at once, as a network failure would. */
+    dropStreams: () => {
+      for (const s of streams) s.res.destroy();
+      streams.clear();
+    },
     close: () => {
       for (const s of streams) s.res.end();
       return new Promise((resolve) => server.close(resolve));

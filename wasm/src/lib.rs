@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod agent_journal;
 pub mod authority;
 pub mod codec;
 pub mod error;

@@ -23,6 +23,8 @@ use crate::frames;
 #[wasm_bindgen]
 pub struct StoreGroup {
     driver: Authority,
+    /// The group whose stored log this replays, when the host named it.
+    group: Option<Id>,
 }
 
 /// The driver's key and policy: signing with `secret_key` (hex seed), a signed snapshot after
@@ -53,11 +55,22 @@ impl StoreGroup {
 impl StoreGroup {
     /// A group with no events yet, under the authority signing with `secretKey` (hex seed)
     /// and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
-    /// accepted command must be an `open_group` naming that key.
+    /// accepted command must be an `open_group` naming that key. With `group`, the log
+    /// replayed into it with `applyStored` must be that group's (its first event belongs to
+    /// `group`): a log stored under another group's name is `LOG_CORRUPT`.
     #[wasm_bindgen(constructor)]
-    pub fn new(secret_key: &str, snapshot_every: Option<f64>) -> Result<StoreGroup, StoreError> {
+    pub fn new(
+        secret_key: &str,
+        snapshot_every: Option<f64>,
+        group: Option<String>,
+    ) -> Result<StoreGroup, StoreError> {
+        let group = match group {
+            Some(g) => Some(Id::new(g).map_err(|e| StoreError::malformed(format!("group: {e}")))?),
+            None => None,
+        };
         Ok(StoreGroup {
             driver: Authority::new(config(secret_key, snapshot_every)?),
+            group,
         })
     }
 
@@ -76,6 +89,7 @@ impl StoreGroup {
         let snap = Snapshot::verify_stored(bytes, &config.public_key(), &group)?;
         Ok(StoreGroup {
             driver: Authority::restore(config, Some(snap.state)),
+            group: Some(group),
         })
     }
 
@@ -94,7 +108,10 @@ impl StoreGroup {
             ))
             .into());
         }
-        self.driver.handle_logged(&event)?;
+        match &self.group {
+            Some(group) => self.driver.handle_stored(group, &event)?,
+            None => self.driver.handle_logged(&event)?,
+        }
         Ok(event.id.to_hex())
     }
 

@@ -16,7 +16,10 @@
 //! segment that only the last, unsynced write batch can explain is a torn tail; any other
 //! damage is `LOG_CORRUPT` naming the file and the offset. It does no IO: it tells its host
 //! which bytes it needs next.
+//!
+//! [`journal`] frames an agent's journal the same way.
 
+pub mod journal;
 mod scan;
 
 pub use scan::{

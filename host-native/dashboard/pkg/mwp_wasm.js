@@ -1995,15 +1995,27 @@ export class StoreGroup {
     /**
      * A group with no events yet, under the authority signing with `secretKey` (hex seed)
      * and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
-     * accepted command must be an `open_group` naming that key.
+     * accepted command must be an `open_group` naming that key. With `group`, the log
+     * replayed into it with `applyStored` must be that group's (its first event belongs to
+     * `group`): a log stored under another group's name is `LOG_CORRUPT`.
      * @param {string} secret_key
      * @param {number | null} [snapshot_every]
+     * @param {string | null} [group]
      */
-    constructor(secret_key, snapshot_every) {
-        const val2 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
-        const ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val2);
+    constructor(secret_key, snapshot_every, group) {
+        const val3 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = isLikeNone(group) ? 0 : passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val3, ptr1, len1);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -2405,6 +2417,36 @@ export function deleteIdbStore(name) {
 }
 
 /**
+ * The bytes that append one write set (its canonical CBOR, as `pollWriteSet` gave it) to a
+ * journal whose next record is `nextSeq`: `{bytes, nextSeq, group}`. `journalGroup` is the
+ * group of the existing journal; without it the bytes start a new journal (its header first,
+ * `nextSeq` 1). A write set without a group, or of another group, is `MALFORMED`.
+ * @param {Uint8Array | number[]} write_set
+ * @param {number} next_seq
+ * @param {string | null} [journal_group]
+ * @returns {any}
+ */
+export function encodeAgentJournalAppend(write_set, next_seq, journal_group) {
+    const val3 = +next_seq;
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(write_set, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = isLikeNone(journal_group) ? 0 : passStringToWasm0(journal_group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.encodeAgentJournalAppend(ptr0, len0, val3, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * One write batch: the payloads of a frame batch as records with seqs `firstSeq`,
  * `firstSeq + 1`, …, each naming `firstSeq` as its batch, one after the other.
  * @param {number} first_seq
@@ -2705,6 +2747,35 @@ export function publicKeyOf(secret_key_hex) {
     } finally {
         wasm.__wbindgen_free(deferred3_0, deferred3_1, 1);
     }
+}
+
+/**
+ * Reads a whole agent journal (`bytes`, the file from offset 0; `name` names it in errors):
+ * `{group, image, keep, nextSeq}`: the group in its header, every committed write set folded
+ * into an `AgentImage`, the length to cut the file to (a torn last write set was never
+ * committed), and the seq of the next record. Damage before the last write set is
+ * `LOG_CORRUPT`.
+ * @param {Uint8Array | number[]} bytes
+ * @param {string} name
+ * @returns {any}
+ */
+export function readAgentJournal(bytes, name) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.readAgentJournal(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
 }
 
 /**

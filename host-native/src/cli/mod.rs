@@ -316,11 +316,45 @@ pub struct ServeArgs {
     /// database then holds only its public key.
     #[arg(long, value_name = "FILE")]
     pub authority_key_file: Option<PathBuf>,
+    /// Log lines as `text` (for people) or `json` (one JSON object a line, for collectors).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        env = "MWP_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object a line (`timestamp`, `level`, `fields`, `target`, …).
+    Json,
+}
+
+impl LogFormat {
+    /// `MWP_LOG_FORMAT` (`json` or `text`), text when unset or unknown.
+    pub fn from_env() -> LogFormat {
+        match std::env::var("MWP_LOG_FORMAT") {
+            Ok(v) if v.eq_ignore_ascii_case("json") => LogFormat::Json,
+            _ => LogFormat::Text,
+        }
+    }
 }
 
 /// Sets up logging to stderr: `MWP_LOG` if set (e.g. `debug`, `mwp_host=debug,info`), else
 /// `default`.
 pub fn init_logging(default: &str) {
+    init_logging_as(default, LogFormat::from_env());
+}
+
+/// [`init_logging`] in the given format.
+pub fn init_logging_as(default: &str, format: LogFormat) {
     use std::str::FromStr;
     let spec = std::env::var("MWP_LOG").unwrap_or_else(|_| default.to_owned());
     let filter = tracing_subscriber::filter::Targets::from_str(&spec).unwrap_or_else(|_| {
@@ -328,12 +362,27 @@ pub fn init_logging(default: &str) {
     });
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    let (text, json) = match format {
+        LogFormat::Text => (
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+            ),
+            None,
+        ),
+        LogFormat::Json => (
+            None,
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_writer(std::io::stderr),
+            ),
+        ),
+    };
     let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
-        )
+        .with(text)
+        .with(json)
         .with(filter)
         .try_init();
 }
@@ -353,7 +402,7 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 fn serve(args: ServeArgs) -> Outcome {
     use crate::server::auth::{Access, Tokens};
-    init_logging("info");
+    init_logging_as("info", args.log_format);
     let url = args.store.url_or_env(StoreUrl::Memory)?;
     let authority_key = match &args.authority_key_file {
         None => None,

@@ -370,13 +370,14 @@ fn group_of(path: &str) -> Option<Id> {
     Id::new(segment).ok()
 }
 
-/// The middleware: reads (`GET`/`HEAD` under `/v1/`, `GET /v1/authority` excepted) pass
+/// The middleware: reads (`GET`/`HEAD` under `/v1/`, `GET /v1/authority` and
+/// `GET /v1/openapi.json` excepted) pass
 /// only as [`Access`] allows; everything else goes on (commands carry their own signature,
 /// static files hold no data).
 pub(crate) async fn authorise(State(app): State<App>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let read = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !read || !path.starts_with("/v1/") || path == "/v1/authority" {
+    if !read || !path.starts_with("/v1/") || path == "/v1/authority" || path == "/v1/openapi.json" {
         return next.run(req).await;
     }
     let target = req

@@ -19,9 +19,13 @@ pub mod assets;
 pub mod auth;
 pub mod client;
 mod connections;
+mod health;
 pub mod key;
+mod metrics;
+pub mod openapi;
 mod origin;
 mod query;
+mod route;
 mod routes;
 mod tails;
 mod tick;
@@ -35,8 +39,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
+use tower_http::compression::CompressionLayer;
 
 use crate::service::AuthorityService;
+pub use route::Route;
 
 /// How the server behaves; `Default` is what `mwp serve` uses.
 #[derive(Debug, Clone)]
@@ -105,6 +111,10 @@ pub(crate) struct App {
     pub(crate) tick: Arc<Notify>,
     /// Turns true when the server shuts down: live tails end, the tick loop stops.
     pub(crate) closing: watch::Receiver<bool>,
+    /// The numbers of `GET /metrics`.
+    pub(crate) metrics: Arc<metrics::Metrics>,
+    /// Whether the latest write to the store succeeded (`GET /readyz`).
+    pub(crate) ready: Arc<health::Readiness>,
 }
 
 /// Checks that `origin` is a browser origin as `--cors-origin` takes it: `http://` or
@@ -163,16 +173,23 @@ impl Server {
             opening: Arc::default(),
             tick: Arc::new(Notify::new()),
             closing: closing.clone(),
+            metrics: Arc::new(metrics::Metrics::new()),
+            ready: Arc::default(),
         };
         let ticker = tokio::spawn(tick::run(app.clone()));
-        let mut router = routes::router(app);
+        let mut router = route::router(app);
         if let Some(cors) = cors {
             router = router.layer(cors);
         }
-        let router = router.layer(axum::middleware::from_fn_with_state(
-            hosts,
-            origin::check_host,
-        ));
+        // Gzip when the client asks for it; tower-http's default predicate leaves server-sent
+        // events (a live tail), gRPC and images alone, and bodies under 32 bytes.
+        let router =
+            router
+                .layer(CompressionLayer::new())
+                .layer(axum::middleware::from_fn_with_state(
+                    hosts,
+                    origin::check_host,
+                ));
         let connections = Arc::new(AtomicUsize::new(0));
         let http = tokio::spawn(connections::serve(
             listener,

@@ -1,51 +1,29 @@
-//! The routes of `mwp serve` (SPEC §11; status table in docs/http.md).
+//! The handlers of `mwp serve`'s routes (SPEC §11; status table in docs/http.md); the route
+//! table and the router are in [`super::route`].
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
-use axum::middleware::{self, Next};
+use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
 use futures_util::stream::{self, Stream};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
 use serde::Serialize;
 use serde_json::json;
 
+use super::metrics::Outcome;
 use super::query;
 use super::wire::{self, Format};
 use super::{now_ms, App};
 use crate::service::AuthorityService;
-
-pub(crate) fn router(app: App) -> Router {
-    let limited = Router::new()
-        .route("/v1/authority", get(authority))
-        .route("/v1/groups", get(groups))
-        .route("/v1/groups/{group}/commands", post(post_command))
-        .route("/v1/groups/{group}/events", get(events))
-        .route("/v1/groups/{group}/receipts/{actor}/{action}", get(receipt))
-        .route("/v1/groups/{group}/snapshots/latest", get(snapshot))
-        .layer(middleware::from_fn_with_state(app.clone(), timeout));
-    Router::new()
-        .route("/v1/groups/{group}/events/stream", get(stream_events))
-        .merge(limited)
-        .fallback(fallback)
-        .layer(middleware::from_fn(query::strict))
-        .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            super::auth::authorise,
-        ))
-        .layer(middleware::from_fn(log_request))
-        .with_state(app)
-}
 
 /// Runs the service on the blocking pool: a durable store may sync before it answers.
 async fn blocking<T: Send + 'static>(
@@ -53,17 +31,19 @@ async fn blocking<T: Send + 'static>(
     f: impl FnOnce(&dyn AuthorityService) -> mwp_core::Result<T> + Send + 'static,
 ) -> mwp_core::Result<T> {
     let service = Arc::clone(&app.service);
-    tokio::task::spawn_blocking(move || f(service.as_ref()))
+    let result = tokio::task::spawn_blocking(move || f(service.as_ref()))
         .await
         .unwrap_or_else(|e| {
             Err(Error::new(
                 Code::Storage,
                 format!("the store call did not finish: {e}"),
             ))
-        })
+        });
+    app.metrics.store_result(&result);
+    result
 }
 
-async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
+pub(super) async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
     let format = Format::accepted(req.headers(), Format::Json);
     let limit = app.config.request_timeout;
     match tokio::time::timeout(limit, next.run(req)).await {
@@ -81,11 +61,15 @@ async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
     }
 }
 
-async fn log_request(req: Request, next: Next) -> Response {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let resp = next.run(req).await;
-    tracing::debug!(%method, %path, status = resp.status().as_u16(), "request");
+/// `GET /metrics`: the server's numbers as Prometheus text (docs/http.md, "Operations").
+pub(super) async fn metrics(State(app): State<App>) -> Response {
+    let groups = blocking(&app, |s| s.groups()).await.ok().map(|g| g.len());
+    let text = app.metrics.render(groups, app.tails.live());
+    let mut resp = (StatusCode::OK, text).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(super::metrics::CONTENT_TYPE),
+    );
     resp
 }
 
@@ -107,7 +91,7 @@ struct AuthorityAnswer {
     key: String,
 }
 
-async fn authority(State(app): State<App>, headers: HeaderMap) -> Response {
+pub(super) async fn authority(State(app): State<App>, headers: HeaderMap) -> Response {
     let format = Format::accepted(&headers, Format::Json);
     let key = app.service.authority_key().to_hex();
     wire::encode(StatusCode::OK, format, &AuthorityAnswer { key })
@@ -124,7 +108,7 @@ struct GroupsAnswer {
     groups: Vec<GroupHead>,
 }
 
-async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
+pub(super) async fn groups(State(app): State<App>, headers: HeaderMap) -> Response {
     let format = Format::accepted(&headers, Format::Json);
     let listed = blocking(&app, |s| {
         s.groups()?
@@ -161,18 +145,23 @@ fn poll_ms(app: &App) -> u64 {
     u64::try_from(app.config.tick_poll.as_millis()).unwrap_or(u64::MAX)
 }
 
-async fn post_command(
+pub(super) async fn post_command(
     State(app): State<App>,
     Path(group): Path<String>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let started = Instant::now();
     let format = Format::accepted(&headers, Format::Json);
     let cmd = match decode_command(&app, &group, &headers, body) {
         Ok(cmd) => cmd,
-        Err(e) => return wire::error(format, &e),
+        Err(e) => {
+            app.metrics.command(refused(&e), Some(e.code));
+            return wire::error(format, &e);
+        }
     };
     if let Err(e) = may_open(&app, &cmd, &headers).await {
+        app.metrics.command(refused(&e), Some(e.code));
         return super::auth::refusal(format, &e);
     }
     let at = now_ms();
@@ -191,8 +180,11 @@ async fn post_command(
     })
     .await;
     drop(_opening);
+    app.ready.wrote(&decided);
     match decided {
         Ok((cmd, Decision::Accepted(event))) => {
+            app.metrics.command(Outcome::Accepted, None);
+            app.metrics.accepted_in(started.elapsed());
             app.tails.committed(&event.group);
             if sets_deadline_before(&event, at.saturating_add(poll_ms(&app))) {
                 app.tick.notify_one();
@@ -201,6 +193,7 @@ async fn post_command(
             wire::encode(StatusCode::OK, format, &event.receipt())
         }
         Ok((_, Decision::Duplicate(receipt))) => {
+            app.metrics.command(Outcome::Duplicate, None);
             let mut resp = wire::encode(StatusCode::OK, format, &receipt);
             resp.headers_mut()
                 .insert("mwp-duplicate", HeaderValue::from_static("true"));
@@ -209,12 +202,23 @@ async fn post_command(
         // Mapped to a status by its code alone (`wire::status`).
         Ok((_, Decision::Rejected(r))) => {
             tracing::debug!(code = %r.code, message = %r.message, "rejected");
+            app.metrics.command(Outcome::Rejected, Some(r.code));
             wire::error(format, &r.into_error())
         }
         Err(e) => {
             tracing::debug!(code = %e.code, message = %e.message, "failed");
+            app.metrics.command(refused(&e), Some(e.code));
             wire::error(format, &e)
         }
+    }
+}
+
+/// How a command refused with `err` is counted: the store failing, or a refusal.
+fn refused(err: &Error) -> Outcome {
+    if super::metrics::is_store_error(err) {
+        Outcome::Failed
+    } else {
+        Outcome::Rejected
     }
 }
 
@@ -308,7 +312,7 @@ fn locate_snapshot(mut err: Error, group: &Id) -> Error {
     err
 }
 
-async fn events(
+pub(super) async fn events(
     State(app): State<App>,
     Path(group): Path<String>,
     uri: Uri,
@@ -397,7 +401,7 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
     }
 }
 
-async fn stream_events(
+pub(super) async fn stream_events(
     State(app): State<App>,
     Path(group): Path<String>,
     uri: Uri,
@@ -456,7 +460,7 @@ async fn stream_events(
         .into_response()
 }
 
-async fn receipt(
+pub(super) async fn receipt(
     State(app): State<App>,
     Path((group, actor, action)): Path<(String, String, String)>,
     headers: HeaderMap,
@@ -484,7 +488,7 @@ async fn receipt(
     }
 }
 
-async fn snapshot(
+pub(super) async fn snapshot(
     State(app): State<App>,
     Path(group): Path<String>,
     headers: HeaderMap,
@@ -512,7 +516,7 @@ async fn snapshot(
     }
 }
 
-async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
+pub(super) async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
     let path = uri.path();
     if !path.starts_with("/v1/") {
         if let Some(asset) = app.config.assets.get(path) {

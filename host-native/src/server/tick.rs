@@ -73,14 +73,19 @@ pub(crate) async fn run(app: App) {
         let next = tokio::task::spawn_blocking(move || service.next_deadline_except(&skip))
             .await
             .unwrap_or_else(|e| Err(Error::new(Code::Storage, e.to_string())));
+        app.metrics.store_result(&next);
         let now = now_ms();
         let wait = match next {
             Ok(Some((group, at))) if at <= now => {
                 let service = app.service.clone();
                 let g = group.clone();
+                app.metrics
+                    .tick_lag(Duration::from_millis(now.saturating_sub(at)));
                 let ticked = tokio::task::spawn_blocking(move || service.tick(&g, now))
                     .await
                     .unwrap_or_else(|e| Err(Error::new(Code::Storage, e.to_string())));
+                app.metrics.store_result(&ticked);
+                app.ready.wrote(&ticked);
                 match ticked {
                     Ok(Some(Decision::Accepted(event))) => {
                         backoff.succeeded(&group);

@@ -2,39 +2,27 @@
 //! ([`mwp_core::agent::Agent`]) hands out, replayed into an [`AgentImage`] on open.
 //!
 //! It runs on the file store's [`Backend`] (so the crash harness reaches it through
-//! [`MemBackend`](super::backend::MemBackend)) and is framed as the authority's log: a file
-//! header ([`FileHeader`], magic [`JOURNAL_MAGIC`]) and checksummed records
-//! ([`encode_record`], read back by [`scan`], which applies the tail rule). docs/format.md,
-//! "Agent journal", is the normative description.
-//!
-//! One write set is one *batch* of records: its canonical CBOR, cut into pieces of at most
-//! [`MAX_RECORD_LEN`] − 1 bytes, each piece preceded by a flag byte ([`PIECE_MORE`] or
-//! [`PIECE_LAST`]). This is where the journal's records differ from a segment's, whose
-//! payload is one whole event: an event is bounded by the command limits, a write set is not
-//! (a snapshot restore carries every projection row of the group), so a write set may need
-//! more than one record, and the flag says where it ends even when a crash cut the batch at
-//! a record boundary.
+//! [`MemBackend`](super::backend::MemBackend)). The format, framed as the authority's log, is
+//! the core's [`mwp_core::log_format::journal`], shared with the Node/Deno journal:
+//! [`encode_write_set`] writes a write set's records, [`JournalReader`] folds them back into
+//! an image and says where the committed ones end. docs/format.md, "Agent journal", is the
+//! normative description. This module reads, writes and syncs the bytes.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mwp_core::agent::AgentImage;
-use mwp_core::canonical::{self, Strictness};
+use mwp_core::canonical;
+use mwp_core::log_format::journal::{
+    check_journal_header, encode_write_set, JournalRead, JournalReader, MAX_PIECE,
+};
+pub use mwp_core::log_format::journal::{JOURNAL_MAGIC, PIECE_LAST, PIECE_MORE};
 use mwp_core::replica::WriteSet;
-use mwp_core::{Code, Error, Hash, Id, Result};
+use mwp_core::{Code, Error, Id, Result};
 
 use super::backend::{Backend, FsBackend, StorageFile};
-use super::format::{
-    corrupt_at, encode_record, scan, storage, FileHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN,
-};
-
-/// Magic of an agent journal.
-pub const JOURNAL_MAGIC: [u8; 8] = *b"MWPAGJ\r\n";
-/// Flag byte of a record whose piece is not the last of its write set.
-pub const PIECE_MORE: u8 = 1;
-/// Flag byte of the record holding the last (often the only) piece of a write set.
-pub const PIECE_LAST: u8 = 0;
+use super::format::{scan, storage, ScanSpec, FILE_HEADER_LEN};
 
 /// An append-only file of an agent's committed write sets (see the module doc).
 ///
@@ -114,7 +102,7 @@ impl Journal {
             group: None,
             end: 0,
             next_seq: 1,
-            piece: MAX_RECORD_LEN as usize - 1,
+            piece: MAX_PIECE,
             failed: false,
         };
         let be = &*journal.backend;
@@ -133,24 +121,11 @@ impl Journal {
         let len = file
             .len()
             .map_err(io_err(format!("size of {}", path.display())))?;
-        if len < FILE_HEADER_LEN as u64 {
-            return Err(corrupt_at(&name, 0, "the file is shorter than its header"));
-        }
-        let mut hb = [0u8; FILE_HEADER_LEN];
+        let mut hb = vec![0u8; FILE_HEADER_LEN.min(len as usize)];
         file.read_at(0, &mut hb)
             .map_err(io_err(format!("read {}", path.display())))?;
-        let header = FileHeader::decode(&hb, JOURNAL_MAGIC).map_err(|e| corrupt_at(&name, 0, e))?;
-        if header.first_seq != 1 {
-            return Err(corrupt_at(
-                &name,
-                12,
-                format!("first_seq is {}, expected 1", header.first_seq),
-            ));
-        }
-        let mut image = AgentImage::default();
-        // The write set being read: its batch (first seq), offset and pieces so far.
-        let mut open: Option<(u64, u64)> = None;
-        let mut pieces: Vec<u8> = Vec::new();
+        let group = check_journal_header(&hb).map_err(|d| d.into_error(&name))?;
+        let mut reader = JournalReader::new(group);
         let spec = ScanSpec {
             name: &name,
             first_seq: 1,
@@ -160,55 +135,14 @@ impl Journal {
             erased: &|_| None,
         };
         let end = scan(&*file, &spec, &mut |r| {
-            let h = r.header;
-            let bad = |what: String| corrupt_at(&name, r.offset, what);
-            let reading = open;
-            match reading {
-                None if h.batch == h.seq => open = Some((h.batch, r.offset)),
-                Some((batch, _)) if h.batch == batch => {}
-                None => {
-                    return Err(bad(format!(
-                        "record seq {} continues write set batch {}, which is not being read",
-                        h.seq, h.batch
-                    )))
-                }
-                Some((batch, _)) => {
-                    return Err(bad(format!(
-                        "record seq {} starts a write set before the one of batch {batch} ended",
-                        h.seq
-                    )))
-                }
-            }
-            let Some((&flag, piece)) = r.payload.split_first() else {
-                return Err(bad("a record without its piece flag".into()));
-            };
-            pieces.extend_from_slice(piece);
-            match flag {
-                PIECE_MORE => return Ok(()),
-                PIECE_LAST => {}
-                other => return Err(bad(format!("piece flag {other} is neither 0 nor 1"))),
-            }
-            let Some((_, at)) = open.take() else {
-                return Err(bad("no write set is being read".into()));
-            };
-            let bad = |what: String| corrupt_at(&name, at, what);
-            let ws: WriteSet = canonical::from_slice(&pieces, Strictness::Canonical)
-                .map_err(|e| bad(format!("a write set does not decode: {e}")))?;
-            pieces.clear();
-            if ws.group.as_ref() != Some(&header.group) {
-                return Err(bad(format!(
-                    "a write set of group {:?} in the journal of group {}",
-                    ws.group.as_ref().map(Id::as_str),
-                    header.group
-                )));
-            }
-            image.commit(&ws).map_err(|e| bad(e.message))
+            reader.handle_record(&r).map_err(|d| d.into_error(&name))
         })?;
-        // A write set whose last piece is missing was cut at a record boundary: torn too.
-        let (keep, next_seq) = match open {
-            Some((batch, at)) => (at, batch),
-            None => (end.end, end.last_seq + 1),
-        };
+        let JournalRead {
+            group,
+            image,
+            keep,
+            next_seq,
+        } = reader.finish(&end);
         if keep < len {
             file.set_len(keep)
                 .map_err(io_err(format!("trim {}", path.display())))?;
@@ -216,7 +150,7 @@ impl Journal {
                 .map_err(io_err(format!("sync {}", path.display())))?;
         }
         journal.file = Some(file);
-        journal.group = Some(header.group);
+        journal.group = Some(group);
         journal.end = keep;
         journal.next_seq = next_seq;
         Ok((journal, image))
@@ -254,35 +188,14 @@ impl Journal {
         }
         let body = canonical::to_vec(ws).map_err(|e| Error::malformed(e.to_string()))?;
         let mut bytes = Vec::with_capacity(FILE_HEADER_LEN + body.len() + 32);
-        if self.file.is_none() {
-            let header = FileHeader {
-                magic: JOURNAL_MAGIC,
-                first_seq: 1,
-                prev: Hash::ZERO,
-                group: group.clone(),
-            };
-            bytes.extend_from_slice(&header.encode());
-        }
-        let batch = self.next_seq;
-        let mut seq = batch;
-        let mut rest: &[u8] = &body;
-        let mut payload = Vec::with_capacity(body.len().min(self.piece) + 1);
-        loop {
-            let (piece, after) = rest.split_at(rest.len().min(self.piece));
-            rest = after;
-            payload.clear();
-            payload.push(if rest.is_empty() {
-                PIECE_LAST
-            } else {
-                PIECE_MORE
-            });
-            payload.extend_from_slice(piece);
-            encode_record(&mut bytes, seq, batch, &payload);
-            seq += 1;
-            if rest.is_empty() {
-                break;
-            }
-        }
+        let seq = encode_write_set(
+            &mut bytes,
+            group,
+            self.file.is_none(),
+            self.next_seq,
+            &body,
+            self.piece,
+        );
         let written = match &self.file {
             Some(file) => file
                 .write_at(self.end, &bytes)
@@ -327,7 +240,7 @@ impl Journal {
 mod tests {
     use super::*;
     use crate::store::backend::{Fault, MemBackend, PowerLoss};
-    use crate::store::format::RECORD_HEADER_LEN;
+    use crate::store::format::{encode_record, RECORD_HEADER_LEN};
     use mwp_core::agent::{AgentMeta, OutboxChange, OutboxEntry};
     use mwp_core::command::{Body, ReplaceSession};
     use mwp_core::{Command, SecretKey};
@@ -396,6 +309,24 @@ mod tests {
         assert_eq!(be.mode(path).expect("mode"), Some(0o600));
         drop(journal);
         let committed = be.read_file(path).expect("the journal");
+
+        // The bytes are the core's journal format, which the npm package's journal writes and
+        // reads through the wasm module (`encodeAgentJournalAppend`, `readAgentJournal`).
+        let mut by_core = Vec::new();
+        let mut seq = 1;
+        for (serial, action) in [(1, "a-1"), (2, "a-2")] {
+            let body = canonical::to_vec(&write_set(serial, action, &key())).expect("encodes");
+            seq = encode_write_set(&mut by_core, &id("g"), seq == 1, seq, &body, MAX_PIECE);
+        }
+        assert_eq!(
+            committed, by_core,
+            "the native journal is the core's format"
+        );
+        let read = mwp_core::log_format::journal::read_journal(&committed).expect("reads");
+        assert_eq!(
+            (read.image, read.keep),
+            (expected.clone(), committed.len() as u64)
+        );
 
         // A crash mid-append: half a record.
         let body = canonical::to_vec(&write_set(3, "a-3", &key())).expect("encodes");

@@ -83,7 +83,10 @@ impl StorageFile for FsFile {
         self.0.set_len(len)
     }
     fn sync_data(&self) -> io::Result<()> {
-        self.0.sync_data()
+        let start = std::time::Instant::now();
+        let synced = self.0.sync_data();
+        super::fsync_seconds().observe(start.elapsed().as_secs_f64());
+        synced
     }
 }
 
@@ -138,7 +141,11 @@ impl Backend for FsBackend {
         }
     }
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        std::fs::File::open(dir)?.sync_all()
+        let file = std::fs::File::open(dir)?;
+        let start = std::time::Instant::now();
+        let synced = file.sync_all();
+        super::fsync_seconds().observe(start.elapsed().as_secs_f64());
+        synced
     }
     fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
         use std::os::unix::fs::PermissionsExt;

@@ -170,6 +170,16 @@ fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error 
     move |e| storage(what, e)
 }
 
+/// The times of every `fdatasync` and directory `fsync` the file store has made on the real
+/// file system in this process, in seconds: `mwp_fsync_seconds` of `GET /metrics`.
+pub fn fsync_seconds() -> prometheus_client::metrics::histogram::Histogram {
+    use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+    static FSYNC: std::sync::LazyLock<Histogram> =
+        // 50 µs … ~6.5 s.
+        std::sync::LazyLock::new(|| Histogram::new(exponential_buckets(0.00005, 2.0, 18)));
+    FSYNC.clone()
+}
+
 /// `fsync` of a directory on the real file system.
 pub(crate) fn sync_dir_path(dir: &Path) -> Result<()> {
     FsBackend

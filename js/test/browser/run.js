@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { homedir } from "node:os";
 import { serveStatic, launchChromium, runPage } from "../static-server.js";
+import { startMockServer } from "../mock-server.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const tools = process.env.MWP_TOOLS_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), ".cache"), "mwp-wasm-tools");
@@ -21,6 +22,23 @@ try {
   for (const e of errors) {
     console.log(`FAIL - chromium page error: ${e}`);
     failed++;
+  }
+  // runAgent with its journal in IndexedDB, against a stand-in for `mwp serve` that also
+  // serves the checkout (one origin: no CORS).
+  const mwp = await import("../../src/node.js");
+  const mock = await startMockServer(mwp, { authorityKey: mwp.transcriptSecretKey("@authority"), staticDir: root });
+  try {
+    const page = await runPage(browser, `${mock.url}/js/test/browser/agent.html`);
+    for (const c of page.result) {
+      console.log(`${c.ok ? "ok" : "FAIL"} - chromium: ${c.name}${c.ok ? "" : `: ${c.detail}`}`);
+      c.ok ? passed++ : failed++;
+    }
+    for (const e of page.errors) {
+      console.log(`FAIL - chromium page error: ${e}`);
+      failed++;
+    }
+  } finally {
+    await mock.close();
   }
 } finally {
   await browser.close();

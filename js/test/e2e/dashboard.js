@@ -1,7 +1,8 @@
 // End to end, as a newcomer sees it: `mwp demo --exit` writes its mission to a data folder,
 // `mwp serve --data DIR` serves it with the dashboard EMBEDDED in the binary (no --dashboard),
 // and headless Chromium opens it: the dashboard loads, replays and verifies the group through
-// the wasm core, and draws the graph, the history, the effects. Saves a screenshot to
+// the wasm core, and draws the graph, the history, the effects; axe-core finds no serious or
+// critical accessibility violation in it. Saves a screenshot to
 // $MWP_SCREENSHOT (default: $CARGO_TARGET_DIR or target/, file dashboard.png); with
 // MWP_UPDATE_SCREENSHOT=1 it rewrites docs/dashboard.png instead (commit that file).
 // Usage: node js/test/e2e/dashboard.js   (MWP_BIN: the mwp binary, default target/debug/mwp)
@@ -11,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import { homedir, tmpdir } from "node:os";
 import { WAIT_MS, dashboardAt, launchChromium, newPage } from "../static-server.js";
+import { axeCheck } from "../axe.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
@@ -84,6 +86,9 @@ try {
   check("the effect is drawn as unknown, then reconciled", effects.join() === "notify:reconciled", effects.join());
   const timeline = await page.$$eval("#timeline tbody tr", (rows) => rows.length);
   check("the timeline lists every event", timeline === summary.events, timeline);
+  const axe = await axeCheck(page, tools);
+  console.log(`# axe-core (embedded dashboard, demo data): ${JSON.stringify(axe.counts)} in ${axe.total} rule(s)${axe.all.map((v) => `\n#   ${v.impact} ${v.id}: ${v.help}`).join("")}`);
+  check("axe-core: no serious or critical accessibility violation", axe.serious.length === 0, axe.serious.join("; "));
   await page.evaluate(() => window.scrollTo(0, 0));
   mkdirSync(dirname(shot), { recursive: true });
   await page.screenshot({ path: shot }); // the pictures; the timeline's table continues below

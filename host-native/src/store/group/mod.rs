@@ -12,8 +12,9 @@
 //!    written. A crash between 2 and 3 is repaired by the next open, which redoes 3.
 //!
 //! By concern: [`commit`] (1 and 2, and rolling segments), [`overlay`] (erasure, 3),
-//! [`snapshots`] (snapshot files, 3), [`recover`] (opening a group: scan, trim, redo 3); this
-//! file holds the group's data and its reads.
+//! [`snapshots`] (snapshot files, 3), [`replay`] (reading a group's files and rebuilding its
+//! state, changing nothing: what `mwp fsck` runs as is), [`recover`] (opening a group:
+//! replay, then trim torn tails and redo 3); this file holds the group's data and its reads.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ use mwp_core::{
     Receipt, Result,
 };
 
-use super::backend::StorageFile;
+use super::backend::{Backend, StorageFile};
 use super::format::{
     self, corrupt_at, decode_overlay_entry, encode_overlay_entry, encode_record, parse_numbered,
     record_crc, scan, segment_name, snapshot_name, storage, Erased, Erasure, FileHeader,
@@ -38,10 +39,13 @@ use super::{Ctx, OpenReport};
 mod commit;
 mod overlay;
 mod recover;
+mod replay;
 mod snapshots;
 
 use recover::*;
-use snapshots::*;
+use replay::*;
+pub(crate) use replay::{read_overlay, replay, snapshot_ahead, GroupFiles, Torn};
+pub(crate) use snapshots::load_snapshot;
 
 /// Largest number of record bytes one `events` call reads.
 const MAX_READ_BYTES: u64 = 8 << 20;
@@ -119,8 +123,9 @@ struct OverlayEntry {
     orig: Erased,
 }
 
+/// The redaction overlay of a group: where each erased event's redacted form is.
 #[derive(Default)]
-struct Overlay {
+pub(crate) struct Overlay {
     file: Option<Arc<dyn StorageFile>>,
     end: u64,
     entries: BTreeMap<u64, OverlayEntry>,

@@ -4,6 +4,11 @@
 use super::*;
 
 impl Overlay {
+    /// Whether the overlay holds the redacted form of event `seq`.
+    pub(crate) fn holds(&self, seq: u64) -> bool {
+        self.entries.contains_key(&seq)
+    }
+
     /// Reads the redacted event an entry points at; `dir` is the group's directory.
     pub(super) fn read(&self, dir: &Path, e: &OverlayEntry) -> Result<Event> {
         let file = self
@@ -39,11 +44,7 @@ impl GroupLog {
                 ));
             }
             if payload.iter().all(|&b| b == 0) {
-                return Err(corrupt_at(
-                    &name,
-                    off,
-                    format!("record seq {seq} was erased but {OVERLAY_NAME} has no entry for it"),
-                ));
+                return Err(erased_without_entry(&name, off, seq));
             }
             let mut event =
                 Event::from_cbor(&payload).map_err(|e| corrupt_at(&name, off, e.message))?;

@@ -27,7 +27,7 @@ impl GroupLog {
             return Ok(Snapshot::build_stored(&state, self.ctx.authority.secret_key())?.0);
         }
         let info = self.latest_snapshot_info()?;
-        let bytes = read_snapshot_file(&self.ctx, &self.path(&snapshot_name(info.seq)))?;
+        let bytes = read_snapshot_file(&*self.ctx.backend, &self.path(&snapshot_name(info.seq)))?;
         let (_, payload) = format::decode_snapshot_file(&bytes).map_err(|e| {
             Error::new(
                 Code::SnapshotInvalid,
@@ -80,11 +80,28 @@ impl GroupLog {
     }
 }
 
-pub(super) fn load_snapshot(ctx: &Ctx, path: &Path, seq: u64, group: &Id) -> Result<Snapshot> {
-    let bytes = read_snapshot_file(ctx, path)?;
+/// Reads and verifies the snapshot file at `path`: its frame, its name's seq, and its
+/// signature under `key` (the authority's), bound to `group`. Without a key (its file is
+/// damaged, which `mwp fsck` reports) the signature is checked against the snapshot's own
+/// signer, which still shows the file is whole.
+pub(crate) fn load_snapshot(
+    be: &dyn Backend,
+    path: &Path,
+    seq: u64,
+    group: &Id,
+    key: Option<&PublicKey>,
+) -> Result<Snapshot> {
+    let bytes = read_snapshot_file(be, path)?;
     let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
     let (frame_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
-    let snap = Snapshot::verify_stored(payload, &ctx.authority.public_key(), group)?;
+    let snap = match key {
+        Some(key) => Snapshot::verify_stored(payload, key, group)?,
+        None => {
+            let snap = Snapshot::from_cbor(payload)?;
+            snap.verify(&snap.signer, &snap.org, group, 0)?;
+            snap
+        }
+    };
     drop(bytes);
     if frame_seq != seq || snap.seq != seq {
         return Err(invalid(format!(

@@ -1,0 +1,122 @@
+//! The route table of `mwp serve` and the router built from it (the handlers are in
+//! [`super::routes`]).
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
+use axum::middleware;
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+use super::{health, openapi, query, routes, App};
+
+/// A route of `mwp serve`: the one table the router is built from and docs/openapi.json is
+/// checked against (`tests/e2e_openapi.rs`). The dashboard's static files are served by the
+/// fallback, outside this table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /v1/authority`.
+    Authority,
+    /// `GET /v1/groups`.
+    Groups,
+    /// `POST /v1/groups/{group}/commands`.
+    Commands,
+    /// `GET /v1/groups/{group}/events`.
+    Events,
+    /// `GET /v1/groups/{group}/events/stream`.
+    Stream,
+    /// `GET /v1/groups/{group}/receipts/{actor}/{action}`.
+    Receipt,
+    /// `GET /v1/groups/{group}/snapshots/latest`.
+    Snapshot,
+    /// `GET /v1/openapi.json`.
+    OpenApi,
+    /// `GET /healthz`.
+    Healthz,
+    /// `GET /readyz`.
+    Readyz,
+    /// `GET /metrics`.
+    Metrics,
+}
+
+impl Route {
+    /// Every route the router serves.
+    pub const ALL: [Route; 11] = [
+        Route::Authority,
+        Route::Groups,
+        Route::Commands,
+        Route::Events,
+        Route::Stream,
+        Route::Receipt,
+        Route::Snapshot,
+        Route::OpenApi,
+        Route::Healthz,
+        Route::Readyz,
+        Route::Metrics,
+    ];
+
+    /// Its method and path (`{name}` marks a path parameter).
+    pub fn method_and_path(self) -> (Method, &'static str) {
+        match self {
+            Route::Authority => (Method::GET, "/v1/authority"),
+            Route::Groups => (Method::GET, "/v1/groups"),
+            Route::Commands => (Method::POST, "/v1/groups/{group}/commands"),
+            Route::Events => (Method::GET, "/v1/groups/{group}/events"),
+            Route::Stream => (Method::GET, "/v1/groups/{group}/events/stream"),
+            Route::Receipt => (Method::GET, "/v1/groups/{group}/receipts/{actor}/{action}"),
+            Route::Snapshot => (Method::GET, "/v1/groups/{group}/snapshots/latest"),
+            Route::OpenApi => (Method::GET, "/v1/openapi.json"),
+            Route::Healthz => (Method::GET, "/healthz"),
+            Route::Readyz => (Method::GET, "/readyz"),
+            Route::Metrics => (Method::GET, "/metrics"),
+        }
+    }
+
+    /// Its handler, for its method only. Every route but a live tail is bounded by the
+    /// request timeout.
+    fn handler(self, app: &App) -> MethodRouter<App> {
+        let (method, path) = self.method_and_path();
+        let Ok(m) = MethodFilter::try_from(method) else {
+            unreachable!("{path}: every method of the table is GET or POST")
+        };
+        let handler = match self {
+            Route::Authority => on(m, routes::authority),
+            Route::Groups => on(m, routes::groups),
+            Route::Commands => on(m, routes::post_command),
+            Route::Events => on(m, routes::events),
+            Route::Stream => return on(m, routes::stream_events),
+            Route::Receipt => on(m, routes::receipt),
+            Route::Snapshot => on(m, routes::snapshot),
+            Route::OpenApi => on(m, openapi::document),
+            Route::Healthz => on(m, health::healthz),
+            Route::Readyz => on(m, health::readyz),
+            Route::Metrics => on(m, routes::metrics),
+        };
+        handler.layer(middleware::from_fn_with_state(app.clone(), routes::timeout))
+    }
+}
+
+/// The router of every route of the table, the dashboard's files as the fallback, and the
+/// layers every request passes: the strict query check, the body limit, access, and tracing.
+pub(crate) fn router(app: App) -> Router {
+    let mut router = Router::new();
+    for route in Route::ALL {
+        router = router.route(route.method_and_path().1, route.handler(&app));
+    }
+    router
+        .fallback(routes::fallback)
+        .layer(middleware::from_fn(query::strict))
+        .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            super::auth::authorise,
+        ))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
+                .on_request(())
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        )
+        .with_state(app)
+}

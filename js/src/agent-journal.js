@@ -1,0 +1,128 @@
+// An agent's journal in one file (Node and Deno): the write sets its driver commits, each
+// durable before `commit` resolves, folded back into an AgentImage on open. The browser's
+// counterpart is IdbAgentStore (IndexedDB); both have the methods `runAgent` needs of a
+// journal. Only `node:fs/promises` is used; Deno 2 provides it.
+//
+// The format is the native journal's (docs/format.md, "Agent journal"), encoded and read by the
+// wasm core (`encodeAgentJournalAppend`, `readAgentJournal`): this module only reads, writes
+// and syncs the bytes. As natively, the file does not exist until the first write set: that
+// one is written with the header to `NAME.tmp`, synced, renamed and the directory synced; each
+// later one is appended at the end and synced. A torn last write set was never committed and is
+// cut off on open; damage before it is `LOG_CORRUPT` naming the file and offset.
+
+import * as fsp from "node:fs/promises";
+import { dirname } from "node:path";
+import * as w from "../pkg/mwp_wasm.js";
+import { AgentImage } from "./agent.js";
+import { StoreError, toMwpError } from "./errors.js";
+import { io, syncDir } from "./file-store.js";
+import { Queue } from "./queue.js";
+
+/** An agent's committed write sets in a file (Node and Deno); see the module comment. */
+export class FileAgentJournal {
+  #path;
+  /** The open file, or null until the first write set. */
+  #handle;
+  #end;
+  #nextSeq;
+  /** The group in the header, or undefined until the first write set. */
+  #group;
+  #image;
+  #queue = new Queue();
+  #failed = false;
+
+  constructor(path, handle, { end, nextSeq, group, image }) {
+    this.#path = path;
+    this.#handle = handle;
+    this.#end = end;
+    this.#nextSeq = nextSeq;
+    this.#group = group;
+    this.#image = image;
+  }
+
+  /** Opens the journal at `path` and reads it back (an empty journal if there is no file yet). */
+  static async open(path) {
+    // A `.tmp` left by a creation that never completed holds nothing committed.
+    await io(`remove ${path}.tmp`, () => fsp.rm(`${path}.tmp`, { force: true }));
+    const handle = await io(`open ${path}`, () => fsp.open(path, "r+").catch((e) => (e?.code === "ENOENT" ? null : Promise.reject(e))));
+    if (handle === null) return new FileAgentJournal(path, null, { end: 0, nextSeq: 1, group: undefined, image: new AgentImage() });
+    try {
+      const bytes = new Uint8Array(await io(`read ${path}`, () => handle.readFile()));
+      let read;
+      try {
+        read = w.readAgentJournal(bytes, `agent journal ${path}`);
+      } catch (e) {
+        throw toMwpError(e);
+      }
+      if (read.keep < bytes.length) {
+        await io(`trim ${path}`, () => handle.truncate(read.keep));
+        await io(`sync ${path}`, () => handle.datasync());
+      }
+      const image = new AgentImage(read.image.toCbor());
+      read.image.free();
+      return new FileAgentJournal(path, handle, { end: read.keep, nextSeq: read.nextSeq, group: read.group, image });
+    } catch (e) {
+      await handle.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Everything committed, as an AgentImage (for `Agent.restore`). */
+  async load() {
+    return new AgentImage(this.#image.toCbor());
+  }
+
+  /** Appends a write set and resolves once it is durable (`fdatasync`). */
+  commit(writeSet) {
+    return this.#queue.run(async () => {
+      if (this.#failed) throw new StoreError("STORAGE", `${this.#path}: an earlier write failed; reopen the journal`);
+      const bytes = writeSet instanceof Uint8Array ? writeSet : writeSet.cbor;
+      let rec;
+      try {
+        rec = w.encodeAgentJournalAppend(bytes, this.#nextSeq, this.#group);
+      } catch (e) {
+        throw toMwpError(e);
+      }
+      try {
+        if (this.#handle === null) {
+          this.#handle = await this.#create(rec.bytes);
+        } else {
+          await io(`write ${this.#path}`, () => this.#handle.write(rec.bytes, 0, rec.bytes.length, this.#end));
+          await io(`sync ${this.#path}`, () => this.#handle.datasync());
+        }
+      } catch (e) {
+        this.#failed = true;
+        throw e;
+      }
+      this.#end += rec.bytes.length;
+      this.#nextSeq = rec.nextSeq;
+      this.#group = rec.group;
+      this.#image.commit(bytes);
+    });
+  }
+
+  /** Writes the first write set with the header: `NAME.tmp`, sync, rename, sync the directory. */
+  async #create(data) {
+    const tmp = `${this.#path}.tmp`;
+    const h = await io(`create ${tmp}`, () => fsp.open(tmp, "w+", 0o600));
+    try {
+      await io(`write ${tmp}`, () => h.write(data, 0, data.length, 0));
+      await io(`sync ${tmp}`, () => h.datasync());
+    } finally {
+      await h.close().catch(() => {});
+    }
+    await io(`rename ${tmp}`, () => fsp.rename(tmp, this.#path));
+    await syncDir(dirname(this.#path));
+    return io(`open ${this.#path}`, () => fsp.open(this.#path, "r+"));
+  }
+
+  /** Closes the file. */
+  close() {
+    return this.#queue.run(async () => {
+      if (this.#handle !== null) await this.#handle.close().catch(() => {});
+    });
+  }
+}
+
+/** Opens an agent journal file (Node and Deno); the file is created by the first write set. */
+export const openAgentJournal = (path) => FileAgentJournal.open(path);
