@@ -2,6 +2,10 @@
 //! `keygen`, `submit`, `tail`, `groups`, `replay --server`, `verify`, and their answers to
 //! hostile input (docs/cli.md).
 
+mod e2e_support;
+
+use e2e_support::read_address;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -60,16 +64,7 @@ impl Serve {
             .spawn()
             .expect("starts");
         let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-        let base = loop {
-            let mut line = String::new();
-            assert!(
-                reader.read_line(&mut line).expect("reads") > 0,
-                "serve printed its address"
-            );
-            if let Some(rest) = line.split("authority on ").nth(1) {
-                break rest.split_whitespace().next().expect("url").to_owned();
-            }
-        };
+        let (base, _) = read_address(&mut reader);
         // Keep reading its log so it never blocks on a full pipe.
         std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
         Serve { child, base }
