@@ -2,7 +2,7 @@
 
 mod e2e_support;
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -182,16 +182,7 @@ fn serve_answers_over_http_and_stops_on_sigint() {
         .expect("starts");
     let stderr = child.stderr.take().expect("piped");
     let mut reader = BufReader::new(stderr);
-    let base = loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).expect("reads") > 0,
-            "serve printed its address"
-        );
-        if let Some(rest) = line.split("authority on ").nth(1) {
-            break rest.split_whitespace().next().expect("url").to_owned();
-        }
-    };
+    let (base, _) = read_address(&mut reader);
     let client = mwp_host::server::client::Client::new(base.clone());
     let authority = client.authority_key().expect("answers");
     client
@@ -298,16 +289,7 @@ fn serve_exits_0_on_sigint_sent_the_moment_it_says_it_is_up() {
             .spawn()
             .expect("starts");
         let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-        loop {
-            let mut line = String::new();
-            assert!(
-                reader.read_line(&mut line).expect("reads") > 0,
-                "serve printed its address"
-            );
-            if line.contains("authority on ") {
-                break;
-            }
-        }
+        read_address(&mut reader);
         let killed = Command::new("kill")
             .args(["-INT", &child.id().to_string()])
             .status()

@@ -242,18 +242,7 @@ fn serve_logs_json_lines_with_mwp_log_format() {
         .spawn()
         .expect("starts");
     let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let mut logged = Vec::new();
-    let base = loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).expect("reads") > 0,
-            "serve printed its address"
-        );
-        if let Some(rest) = line.split("authority on ").nth(1) {
-            break rest.split_whitespace().next().expect("url").to_owned();
-        }
-        logged.push(line);
-    };
+    let (base, logged) = read_address(&mut reader);
     let client = mwp_host::server::client::Client::new(base);
     let authority = client.authority_key().expect("answers");
     client

@@ -36,16 +36,7 @@ fn serve(data: &Path) -> (Child, String) {
         .spawn()
         .expect("starts");
     let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let base = loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).expect("reads") > 0,
-            "serve printed its address"
-        );
-        if let Some(rest) = line.split("authority on ").nth(1) {
-            break rest.split_whitespace().next().expect("url").to_owned();
-        }
-    };
+    let (base, _) = read_address(&mut reader);
     std::thread::spawn(move || for _ in reader.lines() {});
     (child, base)
 }

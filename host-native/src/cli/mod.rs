@@ -9,6 +9,7 @@
 //! * 3 — the store or the server is unavailable (cannot open, cannot bind, storage failed).
 
 pub mod bench;
+pub mod client;
 pub mod demo;
 pub mod replay;
 pub mod replica;
@@ -75,6 +76,7 @@ const AFTER_HELP: &str = "Start here:
   mwp demo                          run a whole mission with several agents, then browse it
   mwp serve --addr 127.0.0.1:7878   run an authority over HTTP (docs/http.md)
   mwp transcript FILE               check a scenario written as JSON lines (SPEC §12)
+  mwp keygen --out me.key           a member key; then mwp submit, tail, verify (docs/cli.md)
 
 Exit codes: 0 ok · 1 a check failed · 2 bad input · 3 store or server unavailable.
 Logs go to stderr; set MWP_LOG (e.g. MWP_LOG=debug) to change how much is logged.";
@@ -92,7 +94,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
     /// Data directory of a file store (short for --store file:DIR).
-    #[arg(long, value_name = "DIR", conflicts_with = "store")]
+    #[arg(long, env = "MWP_DATA", value_name = "DIR", conflicts_with = "store")]
     pub data: Option<PathBuf>,
     /// Store URL: memory:, file:DIR or postgres://…
     #[arg(long, value_name = "URL")]
@@ -146,11 +148,15 @@ pub enum Command {
     },
     /// Run the authority over HTTP, with the dashboard at `/`. Stops cleanly on Ctrl-C.
     Serve(ServeArgs),
-    /// Print a group's events as JSON lines, from seq `after + 1` on.
+    /// Print a group's events as JSON lines, from seq `after + 1` on, from a server or a
+    /// store.
+    #[command(after_help = "Examples:
+  mwp replay --server http://127.0.0.1:7878 --group g1
+  mwp replay --data ./mwp-data --group g1 --after 100 > events.jsonl")]
     Replay {
-        /// Where the data is.
+        /// Where the history is.
         #[command(flatten)]
-        store: StoreArgs,
+        source: client::source::SourceArgs,
         /// The group.
         #[arg(long)]
         group: String,
@@ -206,6 +212,46 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Measure accepted commands per second over HTTP with many concurrent clients.
     Bench(bench::BenchArgs),
+    /// Create a member key: the secret key to --out FILE (mode 0600), the public key printed.
+    #[command(after_help = "Examples:
+  mwp keygen --out alice.key        prints {\"file\", \"public\"}; put the public key in open_group
+  mwp keygen                        prints {\"secret\", \"public\"} (nothing written)")]
+    Keygen(client::keygen::KeygenArgs),
+    /// Sign a command with a member key, send it, print the receipt. Exit 1 if the server
+    /// rejects it (the JSON error is printed), 2 on bad input, 3 if the server is unreachable.
+    #[command(after_help = "Examples:
+  echo '{\"type\": \"open_group\", \"mission\": \"m1\", \"title\": \"Ship\",
+        \"members\": [{\"actor\": \"alice\", \"role\": \"owner\"}]}' |
+    mwp submit --server http://127.0.0.1:7878 --key alice.key --org acme --group g1 --actor alice -
+  mwp submit --key bob.key --org acme --group g1 --actor bob --expect 1 claim.json
+  (a lease may be written \"w1#1\": work w1's lease at epoch 1; settings may come from
+   MWP_SERVER, MWP_KEY, MWP_ORG, MWP_GROUP, MWP_ACTOR, MWP_TOKEN)")]
+    Submit(client::submit::SubmitArgs),
+    /// Follow a group's live tail, reconnecting with Last-Event-ID; a gap is an error (exit 1).
+    #[command(after_help = "Examples:
+  mwp tail --server http://127.0.0.1:7878 --group g1
+  mwp tail --group g1 --after 40 --until 50 --json")]
+    Tail(client::tail::TailArgs),
+    /// List the groups and their head seqs, from a server or a store.
+    #[command(after_help = "Examples:
+  mwp groups --server http://127.0.0.1:7878 --token \"$READ_TOKEN\"
+  mwp groups --data ./mwp-data")]
+    Groups(client::groups::GroupsArgs),
+    /// Download a group's history, check its chain with a replica and its latest signed
+    /// snapshot, and print a report. Exit 1 on any mismatch.
+    #[command(after_help = "Examples:
+  mwp verify --server http://127.0.0.1:7878 --group g1
+  mwp verify --data ./mwp-data --group g1 --authority-key 3b6a27bc…")]
+    Verify(client::verify::VerifyArgs),
+    /// Print a shell completion script.
+    #[command(after_help = "Examples:
+  mwp completions bash > ~/.local/share/bash-completion/completions/mwp
+  mwp completions zsh > \"${fpath[1]}/_mwp\"
+  mwp completions fish > ~/.config/fish/completions/mwp.fish")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `mwp serve` arguments.
@@ -215,7 +261,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// Address to listen on (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:7878")]
+    #[arg(long, env = "MWP_ADDR", default_value = "127.0.0.1:7878")]
     pub addr: SocketAddr,
     /// Serve only the latest N events of each group online; older cursors get
     /// CURSOR_TOO_OLD with a signed snapshot to restore from.
@@ -252,7 +298,7 @@ pub struct ServeArgs {
     pub max_groups: Option<u64>,
     /// Operator tokens: a file of `read TOKEN` / `admin TOKEN` lines that only its owner may
     /// read (mode 0600). Reads then need a token or a member's signature.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "MWP_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Let anyone read and list every group without a credential (the default on a loopback
     /// address without --token-file).
@@ -451,10 +497,10 @@ pub fn run(cli: Cli) -> Outcome {
         }
         Command::Serve(args) => serve(args),
         Command::Replay {
-            store,
+            source,
             group,
             after,
-        } => replay::run(&store.required()?, &group, after),
+        } => replay::run(&source, &group, after),
         Command::Replica { file } => replica::run(&file),
         Command::Snapshot { store, group, out } => {
             snapshot::take(&store.required()?, &group, out.as_deref())
@@ -469,6 +515,16 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Fsck { store } => store::fsck(&store.required()?),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Keygen(args) => client::keygen::run(&args),
+        Command::Submit(args) => client::submit::run(&args),
+        Command::Tail(args) => client::tail::run(&args),
+        Command::Groups(args) => client::groups::run(&args),
+        Command::Verify(args) => client::verify::run(&args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "mwp", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
     }
 }
 

@@ -1,14 +1,13 @@
-//! `mwp replay --data DIR --group G [--after N]`: a group's events as JSON lines, with a
-//! progress bar on stderr when it is a terminal.
+//! `mwp replay --data DIR --group G [--after N]` (or `--server URL`): a group's events as
+//! JSON lines, with a progress bar on stderr when it is a terminal.
 
 use std::io::Write;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mwp_core::Id;
 
-use super::store::{self, StoreUrl};
+use super::client::source::{Source, SourceArgs};
 use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_OK, EXIT_UNAVAILABLE};
-use crate::service::AuthorityService;
 
 /// Events fetched per call.
 const PAGE: usize = 1000;
@@ -26,7 +25,7 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
 
 /// Writes the events of `group` after `after` to `out`; returns how many.
 pub fn replay(
-    service: &dyn AuthorityService,
+    source: &Source,
     group: &Id,
     after: u64,
     out: &mut dyn Write,
@@ -35,9 +34,7 @@ pub fn replay(
     let mut cursor = after;
     let mut written = 0;
     loop {
-        let events = service
-            .events(group, cursor, PAGE)
-            .map_err(|e| Failure::from_error(&format!("cannot read the events of {group}"), &e))?;
+        let events = source.events(group, cursor, PAGE)?;
         let Some(last) = events.last() else {
             return Ok(written);
         };
@@ -56,20 +53,24 @@ pub fn replay(
 }
 
 /// Runs `mwp replay`.
-pub fn run(url: &StoreUrl, group: &str, after: u64) -> Outcome {
+pub fn run(source: &SourceArgs, group: &str, after: u64) -> Outcome {
     let group =
         Id::new(group).map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--group: {e}")))?;
-    let read_only = store::Options {
-        read_only: true,
-        ..store::Options::default()
+    let source = source.open()?;
+    let head = match &source {
+        Source::Store(service) => service
+            .head_seq(&group)
+            .map_err(|e| Failure::from_error("cannot read the head", &e))?,
+        // Only for the progress bar: a server may not let this reader list groups.
+        Source::Server(_) => source
+            .groups()
+            .ok()
+            .and_then(|gs| gs.into_iter().find(|(g, _)| *g == group))
+            .map_or(0, |(_, head)| head),
     };
-    let service = store::open(url, &read_only)?;
-    let head = service
-        .head_seq(&group)
-        .map_err(|e| Failure::from_error("cannot read the head", &e))?;
     let bar = progress(head.saturating_sub(after), "replay");
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let result = replay(service.as_ref(), &group, after, &mut out, &bar);
+    let result = replay(&source, &group, after, &mut out, &bar);
     bar.finish_and_clear();
     result?;
     out.flush()

@@ -103,7 +103,7 @@ fn not_built(url: &StoreUrl) -> Failure {
     Failure::new(
         EXIT_UNAVAILABLE,
         format!(
-            "the store {url} is not built yet in this version of mwp; use --store memory: for now"
+            "the store {url} is not in this build of mwp: it was built without the `postgres` feature (a default build has it); use file:DIR or memory:"
         ),
     )
 }

@@ -21,6 +21,8 @@ pub struct Submitted {
 pub struct Client {
     base: String,
     agent: ureq::Agent,
+    /// The `Authorization` header sent with every request, if any.
+    authorization: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -67,7 +69,15 @@ impl Client {
         Client {
             base: base.into().trim_end_matches('/').to_owned(),
             agent,
+            authorization: None,
         }
+    }
+
+    /// Sends `Authorization: Bearer TOKEN` (an operator token, docs/http.md "Access") with
+    /// every request.
+    pub fn with_token(mut self, token: &str) -> Self {
+        self.authorization = Some(format!("Bearer {token}"));
+        self
     }
 
     /// The server's base URL.
@@ -91,7 +101,14 @@ impl Client {
         if status.is_success() {
             return Ok((duplicate, body));
         }
-        Err(serde_json::from_slice::<Error>(&body).unwrap_or_else(|_| {
+        // The error comes in the format asked for: JSON, or CBOR for a snapshot.
+        let decoded = serde_json::from_slice::<Error>(&body).or_else(|_| {
+            mwp_core::canonical::from_slice::<Error>(
+                &body,
+                mwp_core::canonical::Strictness::Lenient,
+            )
+        });
+        Err(decoded.unwrap_or_else(|_| {
             Error::new(
                 Code::Storage,
                 format!(
@@ -99,18 +116,56 @@ impl Client {
                     String::from_utf8_lossy(&body)
                 ),
             )
+            .with("status", status.as_u16())
         }))
     }
 
     fn get(&self, path: &str, accept: &str) -> Result<(bool, Vec<u8>)> {
         let url = format!("{}{path}", self.base);
-        let resp = self
+        let mut req = self.agent.get(&url).header("accept", accept);
+        if let Some(auth) = &self.authorization {
+            req = req.header("authorization", auth);
+        }
+        let resp = req.call().map_err(|e| unreachable(&url, e))?;
+        Client::read(&url, resp)
+    }
+
+    /// `GET /v1/groups/{group}/events/stream?after=N` (with `Last-Event-ID` when resuming):
+    /// the open SSE stream, without the whole-request timeout. An error answer is read as
+    /// [`Client::read`] reads one.
+    pub fn stream(
+        &self,
+        group: &Id,
+        after: u64,
+        last_event_id: Option<u64>,
+    ) -> Result<ureq::BodyReader<'static>> {
+        let url = format!(
+            "{}/v1/groups/{group}/events/stream?after={after}",
+            self.base
+        );
+        let mut req = self
             .agent
             .get(&url)
-            .header("accept", accept)
-            .call()
-            .map_err(|e| unreachable(&url, e))?;
-        Client::read(&url, resp)
+            .header("accept", "text/event-stream")
+            .config()
+            .timeout_global(None)
+            .build();
+        if let Some(auth) = &self.authorization {
+            req = req.header("authorization", auth);
+        }
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id.to_string());
+        }
+        let resp = req.call().map_err(|e| unreachable(&url, e))?;
+        if !resp.status().is_success() {
+            return Client::read(&url, resp).and_then(|_| {
+                Err(Error::new(
+                    Code::Storage,
+                    format!("{url} answered no stream"),
+                ))
+            });
+        }
+        Ok(resp.into_body().into_reader())
     }
 
     /// `GET /v1/authority`: the key the server signs with.
@@ -138,13 +193,15 @@ impl Client {
     /// Posts an already encoded command (`content_type` JSON or CBOR).
     pub fn submit_bytes(&self, group: &Id, body: &[u8], content_type: &str) -> Result<Submitted> {
         let url = format!("{}/v1/groups/{group}/commands", self.base);
-        let resp = self
+        let mut req = self
             .agent
             .post(&url)
             .header("content-type", content_type)
-            .header("accept", "application/json")
-            .send(body)
-            .map_err(|e| unreachable(&url, e))?;
+            .header("accept", "application/json");
+        if let Some(auth) = &self.authorization {
+            req = req.header("authorization", auth);
+        }
+        let resp = req.send(body).map_err(|e| unreachable(&url, e))?;
         let (duplicate, body) = Client::read(&url, resp)?;
         let receipt = serde_json::from_slice(&body)
             .map_err(|e| Error::malformed(format!("{url} answered no receipt: {e}")))?;

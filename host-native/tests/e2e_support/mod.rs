@@ -12,6 +12,24 @@ use mwp_host::server::{Server, ServerConfig};
 use mwp_host::service::AuthorityService;
 use serde_json::json;
 
+/// Reads the stderr of a starting `mwp serve` up to the line that announces its address:
+/// returns the base URL (`http://127.0.0.1:PORT`) and the lines logged before it.
+pub fn read_address(reader: &mut impl std::io::BufRead) -> (String, Vec<String>) {
+    let mut logged = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).expect("reads") > 0,
+            "serve printed its address"
+        );
+        if let Some(rest) = line.split("authority on ").nth(1) {
+            let base = rest.split_whitespace().next().expect("url").to_owned();
+            return (base, logged);
+        }
+        logged.push(line);
+    }
+}
+
 /// A server on 127.0.0.1 with a random port, shut down when dropped.
 pub struct TestServer {
     rt: tokio::runtime::Runtime,

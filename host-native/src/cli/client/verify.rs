@@ -1,0 +1,212 @@
+//! `mwp verify --server URL --group G` (or `--data DIR`): downloads a group's whole history
+//! and checks it locally with the core's replica, then checks the latest signed snapshot
+//! against it.
+//!
+//! Checked: every seq from 1 to the head arrives once, in order; every event verifies (its
+//! ID and payload hash) and chains to the one before (the replica's checks, SPEC §7); the
+//! snapshot verifies under the authority key (SPEC §8: schema, state hash, signature, org and
+//! group), and its chain head and state hash equal the replica's at the snapshot's seq. The
+//! authority key is `--authority-key HEX` when given (a pin), else the one the server (or the
+//! store) names. Any mismatch prints `{"ok": false, "seq": S, "error": …}` and exits 1.
+
+use clap::Args;
+use mwp_core::replica::{Offer, Replica};
+use mwp_core::snapshot::Snapshot;
+use mwp_core::{Hash, PublicKey};
+use serde_json::{json, Value};
+
+use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::source::{Source, SourceArgs};
+use super::{id, OutputArgs};
+
+/// Events asked for per page.
+const PAGE: usize = 1000;
+
+/// `mwp verify` arguments.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Where the history is.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The group.
+    #[arg(long, env = "MWP_GROUP")]
+    pub group: String,
+    /// The authority's public key, 64 hex digits: trust this key instead of the one the
+    /// server names.
+    #[arg(long, value_name = "HEX")]
+    pub authority_key: Option<String>,
+    /// How to print.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// A check that failed: the seq it concerns (if one) and what was wrong.
+struct Mismatch {
+    seq: Option<u64>,
+    message: String,
+}
+
+fn mismatch(seq: impl Into<Option<u64>>, message: impl Into<String>) -> Mismatch {
+    Mismatch {
+        seq: seq.into(),
+        message: message.into(),
+    }
+}
+
+/// Runs `mwp verify`.
+pub fn run(args: &VerifyArgs) -> Outcome {
+    let group = id(&args.group, "--group")?;
+    let source = args.source.open()?;
+    let (key, key_from) = match &args.authority_key {
+        Some(hex) => (
+            PublicKey::from_hex(hex)
+                .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--authority-key: {e}")))?,
+            "pinned",
+        ),
+        None => (
+            source.authority_key()?,
+            match source {
+                Source::Server(_) => "server",
+                Source::Store(_) => "store",
+            },
+        ),
+    };
+    // The snapshot first: the history read after it reaches at least its seq.
+    let snapshot = source.latest_snapshot(&group)?;
+    let json = args.output.json();
+    match check(&source, &group, &key, &snapshot)? {
+        Ok(report) => {
+            let mut value = report;
+            value["authority_key"] = json!(key);
+            value["authority_key_from"] = json!(key_from);
+            super::print(json, &value, || {
+                format!(
+                    "ok: {} seqs of {group} checked (1..={}), head {}; snapshot at seq {} verifies under {key} ({key_from})",
+                    value["seqs_checked"], value["head_seq"], value["head_id"].as_str().unwrap_or(""),
+                    value["snapshot_seq"],
+                )
+            })?;
+            Ok(EXIT_OK)
+        }
+        Err(m) => {
+            let value = json!({"ok": false, "group": group, "seq": m.seq, "error": m.message});
+            super::print(json, &value, || match m.seq {
+                Some(seq) => format!("MISMATCH at seq {seq}: {}", m.message),
+                None => format!("MISMATCH: {}", m.message),
+            })?;
+            Ok(EXIT_FAILED)
+        }
+    }
+}
+
+/// Replays the history into a replica and checks the snapshot against it. The outer error
+/// is a failure to read; the inner one a check that failed.
+fn check(
+    source: &Source,
+    group: &mwp_core::Id,
+    key: &PublicKey,
+    snapshot: &[u8],
+) -> Result<Result<Value, Mismatch>, Failure> {
+    let snap = match Snapshot::from_cbor(snapshot) {
+        Ok(s) => s,
+        Err(e) => {
+            return Ok(Err(mismatch(
+                None,
+                format!("the latest snapshot does not decode: {e}"),
+            )))
+        }
+    };
+    let mut replica = Replica::new(group.clone());
+    let mut at_snapshot: Option<(Hash, Hash)> = None;
+    loop {
+        let events = source.events(group, replica.cursor(), PAGE)?;
+        if events.is_empty() {
+            break;
+        }
+        for event in events {
+            let (expected, seq) = (replica.cursor() + 1, event.seq);
+            if seq != expected {
+                return Ok(Err(mismatch(
+                    expected,
+                    format!(
+                        "the history skips or repeats: expected seq {expected}, received seq {seq}"
+                    ),
+                )));
+            }
+            match replica.offer(event) {
+                Offer::Applied { .. } if replica.cursor() == seq => {}
+                Offer::Rejected(e) => {
+                    return Ok(Err(mismatch(
+                        seq,
+                        format!("seq {seq} does not verify: {e}"),
+                    )))
+                }
+                other => {
+                    return Ok(Err(mismatch(
+                        seq,
+                        format!("seq {seq} was not applied in order ({})", other.name()),
+                    )))
+                }
+            }
+            if seq == snap.seq {
+                let hash = replica
+                    .state_hash()
+                    .map_err(|e| Failure::from_error("cannot hash the replica's state", &e))?;
+                at_snapshot = Some((replica.head(), hash));
+            }
+        }
+    }
+    let head = replica.cursor();
+    let Some(state) = replica.state() else {
+        return Ok(Err(mismatch(
+            None,
+            format!("the group {group} has no events"),
+        )));
+    };
+    let Some((chain_head, state_hash)) = at_snapshot else {
+        return Ok(Err(mismatch(
+            snap.seq,
+            format!(
+                "the snapshot is at seq {}, beyond the history's head {head}",
+                snap.seq
+            ),
+        )));
+    };
+    if let Err(e) = Snapshot::verify_bytes(snapshot, key, &state.org, group, 0) {
+        return Ok(Err(mismatch(
+            snap.seq,
+            format!("the snapshot at seq {} does not verify: {e}", snap.seq),
+        )));
+    }
+    if snap.chain_head != chain_head {
+        return Ok(Err(mismatch(
+            snap.seq,
+            format!(
+                "the snapshot's chain head at seq {} is {}, but the history's is {chain_head}",
+                snap.seq, snap.chain_head
+            ),
+        )));
+    }
+    if snap.state_hash != state_hash {
+        return Ok(Err(mismatch(
+            snap.seq,
+            format!(
+                "the snapshot's state hash at seq {} is {}, but the history's is {state_hash}",
+                snap.seq, snap.state_hash
+            ),
+        )));
+    }
+    let final_hash = replica
+        .state_hash()
+        .map_err(|e| Failure::from_error("cannot hash the replica's state", &e))?;
+    Ok(Ok(json!({
+        "ok": true,
+        "group": group,
+        "seqs_checked": head,
+        "head_seq": head,
+        "head_id": replica.head(),
+        "state_hash": final_hash,
+        "snapshot_seq": snap.seq,
+        "snapshot_state_hash": snap.state_hash,
+    })))
+}
