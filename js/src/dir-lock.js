@@ -17,16 +17,21 @@ import { StoreError } from "./errors.js";
 export const LOCK_NAME = "LOCK";
 export const OWNER_NAME = "LOCK.pid";
 
-/** Start time of a process (field 22 of `/proc/PID/stat`), where the platform tells it. */
-async function startTime(pid) {
+/** `/proc/<pid>/stat`'s state letter and start time (field 22), or null where there is none. */
+async function procStat(pid) {
   try {
     const stat = await fsp.readFile(`/proc/${pid}/stat`, "utf8");
     const rest = stat.slice(stat.lastIndexOf(")") + 1).trim().split(/\s+/);
     const t = rest[19];
-    return /^\d+$/.test(t ?? "") ? t : null;
+    return { state: rest[0] ?? "", start: /^\d+$/.test(t ?? "") ? t : null };
   } catch {
     return null;
   }
+}
+
+/** Start time of a process, where the platform tells it. */
+async function startTime(pid) {
+  return (await procStat(pid))?.start ?? null;
 }
 
 function encodeOwner(o) {
@@ -46,9 +51,12 @@ export async function isAlive(o) {
   } catch (e) {
     if (e?.code !== "EPERM") return false;
   }
+  const now = await procStat(o.pid);
+  // A zombie has exited: it holds nothing and writes nothing, though its parent has not
+  // reaped it yet.
+  if (now !== null && (now.state === "Z" || now.state === "X")) return false;
   if (o.start === null) return true;
-  const now = await startTime(o.pid);
-  return now === null || now === o.start;
+  return now?.start == null || now.start === o.start;
 }
 
 function inUse(dir, owner) {

@@ -740,10 +740,32 @@ export function cases(mwp) {
       } finally {
         child.kill("SIGKILL");
         await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve)));
+        // Some runtimes report the exit before the process is gone: wait until it is dead or a zombie.
+        const gone = () => { try { return "ZX".includes(fs.readFileSync(`/proc/${child.pid}/stat`, "utf8").split(")").pop().trim()[0]); } catch { return true; } };
+        for (let i = 0; i < 1000 && !gone(); i++) await new Promise((r) => setTimeout(r, 10));
       }
       // kill -9 of the holder leaves the directory openable.
       const after = await mwp.openFileStore(dir);
       await after.close();
+    }],
+
+    ["an owner record naming a zombie (exited, not yet reaped) does not hold the directory", async () => {
+      if (typeof globalThis.Deno !== "undefined") return; // Deno reaps the orphan before it can be seen as a zombie
+      const dir = tempDir("lock-zombie");
+      const { spawn } = await import("node:child_process");
+      // `sleep 0.05` is left a zombie: its parent becomes `sleep 3`, which never reaps it.
+      const parent = spawn("sh", ["-c", "sleep 0.05 & echo $!; exec sleep 3"], { stdio: ["ignore", "pipe", "ignore"] });
+      try {
+        const pid = Number(await new Promise((resolve) => parent.stdout.once("data", (d) => resolve(String(d).trim()))));
+        const state = () => { try { return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop().trim()[0]; } catch { return ""; } };
+        for (let i = 0; i < 200 && state() !== "Z"; i++) await new Promise((r) => setTimeout(r, 10));
+        eq(state(), "Z", "the child is a zombie");
+        fs.writeFileSync(join(dir, "LOCK.pid"), `mwp-lock 1\npid ${pid}\n`, { mode: 0o600 });
+        const store = await mwp.openFileStore(dir);
+        await store.close();
+      } finally {
+        parent.kill("SIGKILL");
+      }
     }],
 
     ["kill -9 of a Node holder leaves the directory openable", async () => {
