@@ -740,8 +740,20 @@ export function cases(mwp) {
       } finally {
         child.kill("SIGKILL");
         await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve)));
-        // Some runtimes report the exit before the process is gone: wait until it is dead or a zombie.
-        const gone = () => { try { return "ZX".includes(fs.readFileSync(`/proc/${child.pid}/stat`, "utf8").split(")").pop().trim()[0]); } catch { return true; } };
+        // Deno reports the exit as soon as the signal is sent: wait until the process is gone
+        // (signal 0 fails) or a zombie (where /proc may be read; Deno needs --allow-all for it).
+        const gone = () => {
+          try {
+            process.kill(child.pid, 0);
+          } catch {
+            return true;
+          }
+          try {
+            return "ZX".includes(fs.readFileSync(`/proc/${child.pid}/stat`, "utf8").split(")").pop().trim()[0]);
+          } catch {
+            return false;
+          }
+        };
         for (let i = 0; i < 1000 && !gone(); i++) await new Promise((r) => setTimeout(r, 10));
       }
       // kill -9 of the holder leaves the directory openable.
