@@ -408,3 +408,47 @@ fn tick_lag_is_how_late_the_tick_loop_served_a_deadline() {
         .as_secs_f64();
     assert!(lag > since_epoch - 3600.0 && lag <= since_epoch, "{lag}");
 }
+
+#[test]
+fn a_request_slower_than_the_timeout_is_503_storage_in_the_format_asked_for() {
+    use mwp_host::store::backend::MemBackend;
+    let be = MemBackend::new();
+    let store = FileStore::open_with(
+        Arc::new(be.clone()),
+        std::path::Path::new("/d"),
+        StoreOptions::default(),
+    )
+    .expect("opens");
+    let config = mwp_host::server::ServerConfig {
+        request_timeout: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(store), config);
+    let base = server.base.clone();
+    let authority = server.client().authority_key().expect("key");
+    assert_eq!(json_post(&base, &open_group("g1", authority, &[])).0, 200);
+
+    // Every sync now takes two seconds: a command outlasts the 200 ms limit.
+    be.set_sync_delay(std::time::Duration::from_secs(2));
+    let (status, body) = json_post(
+        &base,
+        &cmd("g1", "alice", "c1", None, create_work("w1", &[])),
+    );
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "STORAGE", "{body}");
+    let message = body["message"].as_str().expect("a message");
+    assert!(message.contains("took longer than 200 ms"), "{message}");
+    let slow = cmd("g1", "alice", "c2", None, create_work("w2", &[]));
+    let (status, headers, _) = request(
+        "POST",
+        &format!("{base}/v1/groups/g1/commands"),
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/cbor"),
+        ],
+        &serde_json::to_vec(&slow).expect("encodes"),
+    );
+    assert_eq!(status, 503);
+    assert_eq!(headers["content-type"], "application/cbor");
+    be.set_sync_delay(std::time::Duration::ZERO);
+}

@@ -1,11 +1,14 @@
 //! The route table of `mwp serve` and the router built from it (the handlers are in
 //! [`super::routes`]).
 
+use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
-use axum::http::Method;
+use axum::http::{HeaderMap, Method};
 use axum::middleware;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
+use tower::timeout::TimeoutLayer;
+use tower::ServiceBuilder;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
@@ -93,7 +96,18 @@ impl Route {
             Route::Readyz => on(m, health::readyz),
             Route::Metrics => on(m, routes::metrics),
         };
-        handler.layer(middleware::from_fn_with_state(app.clone(), routes::timeout))
+        // tower's timeout, its `Elapsed` answered as docs/http.md says (503 `STORAGE`, in the
+        // format the client accepts); tower-http's `TimeoutLayer` answers an empty body.
+        let limit = app.config.request_timeout;
+        handler.layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(
+                    move |headers: HeaderMap, _: tower::BoxError| async move {
+                        routes::timed_out(&headers, limit)
+                    },
+                ))
+                .layer(TimeoutLayer::new(limit)),
+        )
     }
 }
 

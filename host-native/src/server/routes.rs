@@ -8,9 +8,8 @@ use std::time::Instant;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
-use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
@@ -43,22 +42,19 @@ async fn blocking<T: Send + 'static>(
     result
 }
 
-pub(super) async fn timeout(State(app): State<App>, req: Request, next: Next) -> Response {
-    let format = Format::accepted(req.headers(), Format::Json);
-    let limit = app.config.request_timeout;
-    match tokio::time::timeout(limit, next.run(req)).await {
-        Ok(resp) => resp,
-        Err(_) => wire::error(
-            format,
-            &Error::new(
-                Code::Storage,
-                format!(
-                    "the request took longer than {} ms; retry it (commands are idempotent)",
-                    limit.as_millis()
-                ),
+/// The answer to a request that took longer than `limit` (`ServerConfig::request_timeout`):
+/// 503 `STORAGE`, which a client retries (commands are idempotent).
+pub(super) fn timed_out(headers: &HeaderMap, limit: std::time::Duration) -> Response {
+    wire::error(
+        Format::accepted(headers, Format::Json),
+        &Error::new(
+            Code::Storage,
+            format!(
+                "the request took longer than {} ms; retry it (commands are idempotent)",
+                limit.as_millis()
             ),
         ),
-    }
+    )
 }
 
 /// `GET /metrics`: the server's numbers as Prometheus text (docs/http.md, "Operations").
