@@ -433,7 +433,8 @@ async function open(group, trustedKey) {
   await render();
   setStatus(`seq ${replica.cursor} · ${cached} cached, ${fetched} fetched${restored ? " (restored a signed snapshot)" : ""} · key ${short(trustedKey)} · live`, "live");
   followTail({
-    tail: (after, onOpen) => client.tail(group, { after, signal: abort.signal, onOpen }),
+    // The dashboard reconnects itself (live.js), showing each state: the client's own retry off.
+    tail: (after, onOpen) => client.tail(group, { after, signal: abort.signal, onOpen, retry: false }),
     cursor: () => replica.cursor,
     offer: async (event) => {
       const summary = await replica.offerBatch([encodeEvent(event)]);

@@ -65,8 +65,10 @@ export async function followTail({ tail, cursor, offer, onState, signal, sleep =
         if (event.seq > next) throw new GapError(next - 1, event.seq);
         await offer(event);
       }
-    } catch (e) {
-      if (signal?.aborted || e?.name === "AbortError") return;
+    } catch (err) {
+      if (signal?.aborted || err?.name === "AbortError") return;
+      // The client checks the order too: its TAIL_GAP is the same gap.
+      const e = err?.code === "TAIL_GAP" ? new GapError(err.details.expected - 1, err.details.received) : err;
       if (permanent(e)) {
         onState({ state: e instanceof GapError ? "gap" : "ended", error: e });
         return;
