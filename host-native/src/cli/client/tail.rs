@@ -7,7 +7,7 @@
 //! older copy answers seq 9 after seq 6) or a fork is an error naming the expected and the
 //! received seq, exit 1; nothing is ever skipped.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
 use clap::Args;
@@ -150,20 +150,46 @@ fn gap_failure(pos: &Position, e: &Error) -> Failure {
 
 /// Reads one connection's messages (SSE: `id:`, `event:`, `data:` lines, a blank line ends
 /// a message, `:` lines are comments) and prints each event.
+///
+/// A message is bounded by [`MAX_MESSAGE_BYTES`]: a longer line or message is not from an
+/// mwp server and ends the tail (`EXIT_FAILED`) before it can take unbounded memory.
 fn read_stream(
-    reader: impl BufRead,
+    mut reader: impl BufRead,
     pos: &mut Position,
     until: Option<u64>,
     json: bool,
 ) -> Result<End, Failure> {
     let (mut kind, mut data) = (String::new(), String::new());
-    for line in reader.lines() {
-        let line = match line {
-            Ok(l) => l,
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        let limit = MAX_MESSAGE_BYTES.saturating_sub(data.len()) as u64 + 1;
+        match (&mut reader).take(limit).read_until(b'\n', &mut raw) {
+            Ok(0) => break,
+            Ok(_) => {}
             Err(e) => return Ok(End::Dropped(e.to_string())),
+        }
+        if raw.len() as u64 == limit && raw.last() != Some(&b'\n') {
+            return Err(Failure::new(
+                EXIT_FAILED,
+                format!(
+                    "the stream sent a message longer than {MAX_MESSAGE_BYTES} bytes after seq {}: not an mwp event",
+                    pos.seq
+                ),
+            ));
+        }
+        let Ok(text) = std::str::from_utf8(&raw) else {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                format!(
+                    "the stream sent bytes that are not UTF-8 after seq {}",
+                    pos.seq
+                ),
+            ));
         };
+        let line = text.trim_end_matches('\n').trim_end_matches('\r');
         if !line.is_empty() {
-            let (field, value) = line.split_once(':').unwrap_or((line.as_str(), ""));
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
             let value = value.strip_prefix(' ').unwrap_or(value);
             match field {
                 "event" => value.clone_into(&mut kind),
@@ -215,6 +241,9 @@ fn read_stream(
     }
     Ok(End::Dropped("the server closed the stream".into()))
 }
+
+/// Largest live-tail message read: no event is larger than a log record.
+const MAX_MESSAGE_BYTES: usize = mwp_core::log_format::MAX_RECORD_LEN as usize;
 
 fn human(event: &Event) -> String {
     let kind = serde_json::to_value(&event.kind)
@@ -303,5 +332,25 @@ mod tests {
             Ok(End::Dropped(_))
         ));
         assert_eq!(pos.seq, 2);
+    }
+
+    #[test]
+    fn a_message_longer_than_any_event_ends_the_tail_without_reading_it_all() {
+        // An endless `data:` line, and an endless run of short `data:` lines: both refused
+        // once they pass the bound, each having read at most one bound's worth.
+        let mut long_line = b"data: ".to_vec();
+        long_line.resize(40 << 20, b'x');
+        let many_lines =
+            "data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n".repeat(600_000);
+        for text in [&long_line[..], many_lines.as_bytes()] {
+            let mut pos = Position {
+                seq: 0,
+                id: Some(Hash::ZERO),
+            };
+            match read_stream(text, &mut pos, None, true) {
+                Err(f) => assert_eq!(f.exit, EXIT_FAILED, "{}", f.message),
+                _ => panic!("an oversized message was accepted"),
+            }
+        }
     }
 }
