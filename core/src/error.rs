@@ -61,6 +61,12 @@ pub enum Code {
     CursorTooOld,
     /// A snapshot failed validation.
     SnapshotInvalid,
+    /// A signed head does not decode, is of another group, or does not verify under the
+    /// authority key (SPEC §8a).
+    HeadInvalid,
+    /// A signed head contradicts the chain it should vouch for: another id at its seq
+    /// (SPEC §8a). Carries the heads as evidence.
+    Fork,
     /// A log or event does not verify.
     LogCorrupt,
     /// The storage layer failed.
@@ -103,6 +109,8 @@ impl Code {
             Code::BudgetExceeded => "BUDGET_EXCEEDED",
             Code::CursorTooOld => "CURSOR_TOO_OLD",
             Code::SnapshotInvalid => "SNAPSHOT_INVALID",
+            Code::HeadInvalid => "HEAD_INVALID",
+            Code::Fork => "FORK",
             Code::LogCorrupt => "LOG_CORRUPT",
             Code::Storage => "STORAGE",
             Code::Unauthorized => "UNAUTHORIZED",
@@ -183,6 +191,8 @@ impl Code {
             self,
             Code::CursorTooOld
                 | Code::SnapshotInvalid
+                | Code::HeadInvalid
+                | Code::Fork
                 | Code::LogCorrupt
                 | Code::Storage
                 | Code::Unauthorized

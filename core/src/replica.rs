@@ -32,6 +32,7 @@ use crate::agent::{AgentMeta, EffectEntry, OutboxChange};
 use crate::crypto::{Hash, PublicKey};
 use crate::error::{Code, Error, Result};
 use crate::event::{Event, EventKind};
+use crate::head::{ForkProof, SignedHead};
 use crate::id::Id;
 use crate::id_map::IdMap;
 use crate::limits::Limits;
@@ -499,6 +500,44 @@ pub struct Replica {
     queue: BTreeMap<Id, QueueEntry>,
     dependents: IdMap<Vec<Id>>,
     limits: Limits,
+    /// Highest seq a signed head or snapshot vouches for; events past it are provisional.
+    verified_through: u64,
+    /// The latest signed head that verified against the chain.
+    verified_head: Option<SignedHead>,
+    /// The highest signed head ahead of the cursor, checked when its seq is applied.
+    pending_head: Option<SignedHead>,
+}
+
+/// The answer to [`Replica::offer_head`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadOffer {
+    /// The head names an applied event and its id: every event up to it is verified.
+    Verified {
+        /// The replica's verified seq now.
+        through: u64,
+    },
+    /// The head is ahead of the cursor: it is checked when its seq is applied.
+    Ahead {
+        /// The replica's verified seq (unchanged).
+        through: u64,
+    },
+    /// The head is older than the ids the replica remembers and below what is verified:
+    /// nothing to check.
+    Stale {
+        /// The replica's verified seq (unchanged).
+        through: u64,
+    },
+}
+
+impl HeadOffer {
+    /// The replica's verified seq after the offer.
+    pub fn through(&self) -> u64 {
+        match self {
+            HeadOffer::Verified { through }
+            | HeadOffer::Ahead { through }
+            | HeadOffer::Stale { through } => *through,
+        }
+    }
 }
 
 impl Replica {
@@ -517,6 +556,9 @@ impl Replica {
             queue: BTreeMap::new(),
             dependents: IdMap::new(),
             limits,
+            verified_through: 0,
+            verified_head: None,
+            pending_head: None,
         }
     }
 
@@ -569,8 +611,15 @@ impl Replica {
             id: state.head,
         });
         let cursor = state.seq;
+        let head = state.head;
         self.state = Some(state);
         self.buffer.retain(|seq, _| *seq > cursor);
+        // A pending head the new state reaches is checked against it, or let go.
+        if let Some(p) = self.pending_head.take_if(|p| p.seq <= cursor) {
+            if p.seq == cursor && p.id == head {
+                self.vouch(&p);
+            }
+        }
     }
 
     /// The write set that replaces a host's projection with the current state, followed by
@@ -622,6 +671,7 @@ impl Replica {
         let state = snapshot.verify(trusted, org, &self.group, requested_cursor)?;
         self.check_restore_point(state)?;
         self.install(state.clone());
+        self.verified_through = self.verified_through.max(snapshot.seq);
         Ok(self.reset_write_set())
     }
 
@@ -637,6 +687,7 @@ impl Replica {
     ) -> Result<WriteSet> {
         let snap = Snapshot::verify_bytes(bytes, trusted, org, &self.group, requested_cursor)?;
         self.check_restore_point(&snap.state)?;
+        self.verified_through = self.verified_through.max(snap.seq);
         self.install(snap.state);
         Ok(self.reset_write_set())
     }
@@ -700,6 +751,118 @@ impl Replica {
             Some(s) => s.hash(),
             None => Ok(Hash::ZERO),
         }
+    }
+
+    /// Highest seq a verified signed head (or a restored signed snapshot) vouches for. Every
+    /// applied event past it is provisional (SPEC §8a).
+    pub fn verified_through(&self) -> u64 {
+        self.verified_through
+    }
+
+    /// Whether the applied event `seq` is provisional: applied, but past every verified head.
+    pub fn is_provisional(&self, seq: u64) -> bool {
+        seq > self.verified_through
+    }
+
+    /// The latest signed head that verified against this replica's chain.
+    pub fn verified_head(&self) -> Option<&SignedHead> {
+        self.verified_head.as_ref()
+    }
+
+    /// Offers a signed head (SPEC §8a). It must verify under `trusted`, the authority key the
+    /// caller pins (`HEAD_INVALID` naming the check otherwise; also for another org than the
+    /// replica's). A head at an applied seq whose id the replica remembers is checked now;
+    /// a head ahead of the cursor is kept (the highest one) and checked when its seq is
+    /// applied: an event there with another id is refused. A head whose id differs from the
+    /// chain's is `FORK`, with the heads as evidence (`heads`, and `proof` when the two heads
+    /// name one seq). On error nothing changes.
+    pub fn offer_head(&mut self, head: &SignedHead, trusted: &PublicKey) -> Result<HeadOffer> {
+        head.verify(trusted, &self.group)?;
+        if let Some(s) = &self.state {
+            if head.org != s.org {
+                return Err(Error::new(
+                    Code::HeadInvalid,
+                    format!("head rejected: it is of org {}, not {}", head.org, s.org),
+                )
+                .with("check", "org"));
+            }
+        }
+        let through = self.verified_through;
+        if head.seq > self.cursor() {
+            if self.pending_head.as_ref().is_none_or(|p| p.seq < head.seq) {
+                self.pending_head = Some(head.clone());
+            } else if let Some(p) = &self.pending_head {
+                if p.seq == head.seq && p.id != head.id {
+                    return Err(self.fork(head, p.id, *trusted));
+                }
+            }
+            return Ok(HeadOffer::Ahead { through });
+        }
+        let Some(ours) = self.recent_id(head.seq) else {
+            return Ok(HeadOffer::Stale { through });
+        };
+        if ours != head.id {
+            return Err(self.fork(head, ours, *trusted));
+        }
+        self.vouch(head);
+        Ok(HeadOffer::Verified {
+            through: self.verified_through,
+        })
+    }
+
+    /// Records a head that matched the chain.
+    fn vouch(&mut self, head: &SignedHead) {
+        if head.seq >= self.verified_through {
+            self.verified_through = head.seq;
+        }
+        if self
+            .verified_head
+            .as_ref()
+            .is_none_or(|v| v.seq <= head.seq)
+        {
+            self.verified_head = Some(head.clone());
+        }
+        if self
+            .pending_head
+            .as_ref()
+            .is_some_and(|p| p.seq <= head.seq)
+        {
+            self.pending_head = None;
+        }
+    }
+
+    /// The `FORK` error for `head`, which names `chain_id` another id.
+    fn fork(&self, head: &SignedHead, chain_id: Hash, trusted: PublicKey) -> Error {
+        let mut heads = vec![serde_json::to_value(head).unwrap_or_default()];
+        let mut err = Error::new(
+            Code::Fork,
+            format!(
+                "signed head for seq {} names id {}, but the chain has {chain_id} there",
+                head.seq, head.id
+            ),
+        )
+        .with("seq", head.seq)
+        .with("chain_id", chain_id.to_hex())
+        .with("verified_through", self.verified_through);
+        let other = [self.verified_head.as_ref(), self.pending_head.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|h| h.seq == head.seq && h.id == chain_id);
+        if let Some(other) = other {
+            heads.push(serde_json::to_value(other).unwrap_or_default());
+            if let Ok(bytes) = ForkProof::of_heads(trusted, other.clone(), head.clone()).to_cbor() {
+                err = err.with("proof", const_hex::encode(bytes));
+            }
+        } else if let Some(v) = &self.verified_head {
+            heads.push(serde_json::to_value(v).unwrap_or_default());
+        }
+        if head.seq > self.verified_through {
+            err.message.push_str(
+                "; the events past the last verified head are not the authority's: \
+                 rebuild from a verified point",
+            );
+        }
+        err.with("heads", heads)
     }
 
     /// Number of early events waiting.
@@ -817,6 +980,27 @@ impl Replica {
         }
     }
 
+    /// The `FORK` error for an event arriving at a pending head's seq with another id: the
+    /// event is refused, the source's history is not the one the authority signed.
+    fn fork_at_apply(&self, head: &SignedHead, id: Hash) -> Error {
+        let mut heads = vec![serde_json::to_value(head).unwrap_or_default()];
+        if let Some(v) = &self.verified_head {
+            heads.push(serde_json::to_value(v).unwrap_or_default());
+        }
+        Error::new(
+            Code::Fork,
+            format!(
+                "event seq {} has id {id}, but the authority's signed head names {} there; \
+                 the event is refused (events past seq {} are not verified)",
+                head.seq, head.id, self.verified_through
+            ),
+        )
+        .with("seq", head.seq)
+        .with("chain_id", id.to_hex())
+        .with("verified_through", self.verified_through)
+        .with("heads", heads)
+    }
+
     fn recent_id(&self, seq: u64) -> Option<Hash> {
         let first = self.recent.front()?.seq;
         let i = usize::try_from(seq.checked_sub(first)?).ok()?;
@@ -826,7 +1010,21 @@ impl Replica {
     /// Applies the next contiguous event and records what changed in `ws`. On error
     /// nothing changed.
     fn apply_one(&mut self, event: &Event, ws: &mut WriteSet) -> Result<()> {
-        GroupState::apply_to(&mut self.state, event)?;
+        let pending = self.pending_head.take_if(|p| p.seq == event.seq);
+        if let Some(p) = &pending {
+            if p.id != event.id {
+                let err = self.fork_at_apply(p, event.id);
+                self.pending_head = pending;
+                return Err(err);
+            }
+        }
+        if let Err(e) = GroupState::apply_to(&mut self.state, event) {
+            self.pending_head = self.pending_head.take().or(pending);
+            return Err(e);
+        }
+        if let Some(p) = &pending {
+            self.vouch(p);
+        }
         let state = self
             .state
             .as_ref()
