@@ -51,6 +51,7 @@ pub mod crypto;
 pub mod effect;
 pub mod error;
 pub mod event;
+pub mod export;
 pub mod head;
 pub mod id;
 pub mod id_map;

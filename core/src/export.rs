@@ -1,0 +1,694 @@
+//! Static exports (SPEC §8b, docs/format.md "Static export"): a Group's history as plain files
+//! any static file host or CDN can serve, and the sans-IO reader that rebuilds a verified
+//! replica from them with nothing but the authority key the caller pins.
+//!
+//! An export directory holds:
+//!
+//! * `chunks/<sha256>.cbor`: immutable, content-addressed chunks of events, each the canonical
+//!   CBOR array of a run of consecutive events (at most [`CHUNK_EVENTS`] events, closed once
+//!   it reaches [`CHUNK_BYTES`]);
+//! * `snapshots/<sha256>.cbor`: signed snapshots, as stored;
+//! * `index/<sha256>.json`: the immutable index of one export run ([`ExportIndex`]);
+//! * `head.json`: the only mutable file, `{"head": <signed head>, "index": "index/<sha256>.json"}`.
+//!
+//! `<sha256>` is the lowercase hex SHA-256 of the file's bytes, so every file but `head.json`
+//! can be cached forever. Exporting again ([`plan`]) adds chunks for the new events only, a new
+//! index and a new head; no existing file changes.
+//!
+//! Nothing a mirror serves is trusted: [`StaticReader`] checks each file's bytes against its
+//! name, the head's signature against the pinned key, every snapshot's signature, and every
+//! event through the replica, ending verified through the head's seq or with an error naming
+//! the file that failed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::canonical;
+use crate::crypto::{Hash, PublicKey};
+use crate::error::{Code, Error, Result};
+use crate::event::Event;
+use crate::head::SignedHead;
+use crate::id::Id;
+use crate::replica::{Offer, Replica};
+use crate::snapshot::Snapshot;
+
+/// The schema name of an export index.
+pub const INDEX_SCHEMA: &str = "mwp.export.v1";
+
+/// The mutable file naming the signed head and the current index.
+pub const HEAD_FILE: &str = "head.json";
+
+/// At most this many events per chunk.
+pub const CHUNK_EVENTS: usize = 4096;
+
+/// A chunk is closed once its bytes reach this size (1 MiB): sized for HTTP caching.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// The index of one export run: what the export holds, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportIndex {
+    /// Always [`INDEX_SCHEMA`].
+    pub schema: String,
+    /// Organization.
+    pub org: Id,
+    /// Group.
+    pub group: Id,
+    /// The authority key the source named (for information: a reader pins its own).
+    pub authority: PublicKey,
+    /// Seq of the last exported event.
+    pub seq: u64,
+    /// Id of event `seq` (what the next export chains on).
+    pub id: Hash,
+    /// The chunks, consecutive from seq 1.
+    pub chunks: Vec<ChunkRef>,
+    /// The signed snapshots, by seq.
+    pub snapshots: Vec<SnapshotRef>,
+}
+
+/// One chunk file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkRef {
+    /// Seq of its first event.
+    pub first: u64,
+    /// Seq of its last event.
+    pub last: u64,
+    /// Its path: `chunks/<sha256>.cbor`.
+    pub file: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// One snapshot file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotRef {
+    /// Its seq.
+    pub seq: u64,
+    /// Its state hash.
+    pub state_hash: Hash,
+    /// Its path: `snapshots/<sha256>.cbor`.
+    pub file: String,
+}
+
+/// `head.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadFile {
+    /// The signed head of the exported log.
+    pub head: SignedHead,
+    /// The index of this export: `index/<sha256>.json`.
+    pub index: String,
+}
+
+/// A file to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportFile {
+    /// Path relative to the export directory.
+    pub path: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// What one export run writes: new immutable files first (any order, each durable before the
+/// head is replaced), then [`HEAD_FILE`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Export {
+    /// New chunk, snapshot and index files.
+    pub files: Vec<ExportFile>,
+    /// The new `head.json`.
+    pub head_file: Vec<u8>,
+    /// The new index.
+    pub index: ExportIndex,
+}
+
+fn corrupt(file: &str, message: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("{file}: {message}")).with("file", file)
+}
+
+/// The content address of `bytes` under `dir` with extension `ext`.
+fn address(dir: &str, bytes: &[u8], ext: &str) -> String {
+    format!("{dir}/{}.{ext}", Hash::of(bytes).to_hex())
+}
+
+/// Checks that `path` is a content-addressed name under `dir` (`dir/<64 hex>.ext`) and that
+/// `bytes` hash to it: the one check that lets any mirror or cache serve the file.
+/// `MALFORMED` for a name of another shape (nothing else is ever fetched), `LOG_CORRUPT`
+/// naming the file when the bytes do not match.
+pub fn check_file(path: &str, dir: &str, ext: &str, bytes: &[u8]) -> Result<()> {
+    check_name(path, dir, ext)?;
+    let want = &path[dir.len() + 1..dir.len() + 65];
+    if Hash::of(bytes).to_hex() != want {
+        return Err(corrupt(path, "its bytes do not hash to its name"));
+    }
+    Ok(())
+}
+
+/// Checks the shape `dir/<64 lowercase hex>.ext` (so a hostile index cannot name `..` or an
+/// absolute path).
+pub fn check_name(path: &str, dir: &str, ext: &str) -> Result<()> {
+    let ok = path
+        .strip_prefix(dir)
+        .and_then(|r| r.strip_prefix('/'))
+        .and_then(|r| r.strip_suffix(ext))
+        .and_then(|r| r.strip_suffix('.'))
+        .is_some_and(|h| {
+            h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::malformed(format!(
+            "export file name {path:?} is not {dir}/<64 hex digits>.{ext}"
+        ))
+        .with("file", path))
+    }
+}
+
+/// Encodes a chunk: the canonical CBOR array of the events' stored bytes.
+pub fn encode_chunk<B: AsRef<[u8]>>(events: &[B]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + events.iter().map(|e| e.as_ref().len()).sum::<usize>());
+    let n = events.len() as u64;
+    // Array head in shortest form (major type 4).
+    if n < 24 {
+        out.push(0x80 | n as u8);
+    } else if n <= 0xff {
+        out.extend_from_slice(&[0x98, n as u8]);
+    } else if n <= 0xffff {
+        out.push(0x99);
+        out.extend_from_slice(&(n as u16).to_be_bytes());
+    } else {
+        out.push(0x9a);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    }
+    for e in events {
+        out.extend_from_slice(e.as_ref());
+    }
+    out
+}
+
+/// Splits a chunk into its events' bytes (each checked in full when offered). `LOG_CORRUPT`
+/// naming `file` when the bytes are not an array of whole items.
+pub fn split_chunk<'a>(file: &str, bytes: &'a [u8]) -> Result<Vec<&'a [u8]>> {
+    let bad = || corrupt(file, "not a CBOR array of events");
+    let (&first, rest) = bytes.split_first().ok_or_else(bad)?;
+    if first >> 5 != 4 {
+        return Err(bad());
+    }
+    let (n, mut pos) = match first & 0x1f {
+        n @ 0..=23 => (u64::from(n), 1),
+        24 => (u64::from(*rest.first().ok_or_else(bad)?), 2),
+        25 => (
+            u64::from(u16::from_be_bytes(
+                rest.get(..2)
+                    .ok_or_else(bad)?
+                    .try_into()
+                    .map_err(|_| bad())?,
+            )),
+            3,
+        ),
+        26 => (
+            u64::from(u32::from_be_bytes(
+                rest.get(..4)
+                    .ok_or_else(bad)?
+                    .try_into()
+                    .map_err(|_| bad())?,
+            )),
+            5,
+        ),
+        _ => return Err(bad()),
+    };
+    if n > (bytes.len() - pos) as u64 {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let end = canonical::item_end(bytes, pos).ok_or_else(bad)?;
+        out.push(&bytes[pos..end]);
+        pos = end;
+    }
+    if pos != bytes.len() {
+        return Err(corrupt(file, "trailing bytes after the last event"));
+    }
+    Ok(out)
+}
+
+/// Plans one export run of `head.group`: the events after the previous export (`previous`, or
+/// from seq 1) up to `head.seq`, given as stored bytes in seq order, and the source's latest
+/// signed snapshot if any. Everything is checked before anything is planned: the head under
+/// `trusted`, every event (id, payload hash, chain from the previous export), the head's id at
+/// its seq, and the snapshot's signature. Old files are never planned again; chunks are cut
+/// the same way every time (at most `chunk_events` events, [`CHUNK_EVENTS`] for hosts), so
+/// the same log gives the same files.
+pub fn plan<B: AsRef<[u8]>>(
+    previous: Option<&ExportIndex>,
+    events: &[B],
+    snapshot: Option<&[u8]>,
+    head: &SignedHead,
+    trusted: &PublicKey,
+    chunk_events: usize,
+) -> Result<Export> {
+    head.verify(trusted, &head.group)?;
+    let (mut seq, mut id) = previous.map_or((0, Hash::ZERO), |p| (p.seq, p.id));
+    if let Some(p) = previous {
+        if p.group != head.group || p.org != head.org {
+            return Err(Error::malformed(format!(
+                "the export in place is of {}/{}, not {}/{}",
+                p.org, p.group, head.org, head.group
+            )));
+        }
+    }
+    if head.seq < seq {
+        return Err(Error::malformed(format!(
+            "the head is at seq {} but the export in place already reaches seq {seq}",
+            head.seq
+        )));
+    }
+    for bytes in events {
+        let e = Event::from_cbor_verified(bytes.as_ref())?;
+        if e.group != head.group || e.seq != seq + 1 || e.prev != id {
+            return Err(Error::corrupt(format!(
+                "event seq {} of group {} does not continue the export at seq {seq}",
+                e.seq, e.group
+            ))
+            .with("seq", e.seq));
+        }
+        seq = e.seq;
+        id = e.id;
+    }
+    if (seq, id) != (head.seq, head.id) {
+        return Err(Error::new(
+            Code::Fork,
+            format!(
+                "the events end at seq {seq} id {id}, but the signed head names seq {} id {}",
+                head.seq, head.id
+            ),
+        ));
+    }
+    let mut files = Vec::new();
+    let mut index = previous.cloned().unwrap_or(ExportIndex {
+        schema: INDEX_SCHEMA.to_owned(),
+        org: head.org.clone(),
+        group: head.group.clone(),
+        authority: *trusted,
+        seq: 0,
+        id: Hash::ZERO,
+        chunks: Vec::new(),
+        snapshots: Vec::new(),
+    });
+    let mut first = index.seq + 1;
+    for run in cut(events, chunk_events) {
+        let bytes = encode_chunk(run);
+        let file = address("chunks", &bytes, "cbor");
+        let last = first + run.len() as u64 - 1;
+        index.chunks.push(ChunkRef {
+            first,
+            last,
+            file: file.clone(),
+            bytes: bytes.len() as u64,
+        });
+        files.push(ExportFile { path: file, bytes });
+        first = last + 1;
+    }
+    if let Some(bytes) = snapshot {
+        let snap = Snapshot::verify_stored(bytes, trusted, &head.group)?;
+        if snap.seq <= head.seq && !index.snapshots.iter().any(|s| s.seq == snap.seq) {
+            let file = address("snapshots", bytes, "cbor");
+            index.snapshots.push(SnapshotRef {
+                seq: snap.seq,
+                state_hash: snap.state_hash,
+                file: file.clone(),
+            });
+            index.snapshots.sort_by_key(|s| s.seq);
+            files.push(ExportFile {
+                path: file,
+                bytes: bytes.to_vec(),
+            });
+        }
+    }
+    index.seq = seq;
+    index.id = id;
+    let index_bytes = serde_json::to_vec_pretty(&index)
+        .map_err(|e| Error::malformed(format!("the index does not encode: {e}")))?;
+    let index_file = address("index", &index_bytes, "json");
+    let head_file = serde_json::to_vec_pretty(&HeadFile {
+        head: head.clone(),
+        index: index_file.clone(),
+    })
+    .map_err(|e| Error::malformed(format!("the head file does not encode: {e}")))?;
+    files.push(ExportFile {
+        path: index_file,
+        bytes: index_bytes,
+    });
+    Ok(Export {
+        files,
+        head_file,
+        index,
+    })
+}
+
+/// Cuts events into chunk runs: at most `max_events` (at least 1) each, a run closed once its
+/// bytes reach [`CHUNK_BYTES`].
+fn cut<B: AsRef<[u8]>>(events: &[B], max_events: usize) -> Vec<&[B]> {
+    let mut runs = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, e) in events.iter().enumerate() {
+        bytes += e.as_ref().len();
+        if i + 1 - start >= max_events.max(1) || bytes >= CHUNK_BYTES {
+            runs.push(&events[start..=i]);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < events.len() {
+        runs.push(&events[start..]);
+    }
+    runs
+}
+
+/// Reads an export's index (checking its name and bytes); what [`plan`] continues from.
+pub fn read_index(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
+    check_file(path, "index", "json", bytes)?;
+    let index: ExportIndex = serde_json::from_slice(bytes)
+        .map_err(|e| corrupt(path, format!("not an export index: {e}")))?;
+    if index.schema != INDEX_SCHEMA {
+        return Err(corrupt(
+            path,
+            format!("schema is {:?}, expected {INDEX_SCHEMA:?}", index.schema),
+        ));
+    }
+    let mut next = 1;
+    for c in &index.chunks {
+        check_name(&c.file, "chunks", "cbor")?;
+        if c.first != next || c.last < c.first {
+            return Err(corrupt(
+                path,
+                format!(
+                    "chunk {} covers seqs {}..={}, expected to start at {next}",
+                    c.file, c.first, c.last
+                ),
+            ));
+        }
+        next = c.last + 1;
+    }
+    if next != index.seq + 1 {
+        return Err(corrupt(
+            path,
+            format!(
+                "the chunks end at seq {}, the index says {}",
+                next - 1,
+                index.seq
+            ),
+        ));
+    }
+    for s in &index.snapshots {
+        check_name(&s.file, "snapshots", "cbor")?;
+    }
+    Ok(index)
+}
+
+/// Reads `head.json` (shape only; the signature is checked by whoever pins the key).
+pub fn read_head_file(bytes: &[u8]) -> Result<HeadFile> {
+    let hf: HeadFile = serde_json::from_slice(bytes).map_err(|e| {
+        Error::new(
+            Code::HeadInvalid,
+            format!("{HEAD_FILE}: not a head file: {e}"),
+        )
+        .with("check", "decode")
+        .with("file", HEAD_FILE)
+    })?;
+    check_name(&hf.index, "index", "json")?;
+    Ok(hf)
+}
+
+/// Where a [`StaticReader`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// From the latest signed snapshot at or below the head, then the chunks after it.
+    Snapshot,
+    /// From seq 1: every event is replayed and verified.
+    Genesis,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Head,
+    Index,
+    Snapshot(String),
+    Chunk(usize),
+    Done,
+}
+
+/// The sans-IO reader of a static export: ask [`StaticReader::poll_fetch`] for the next path,
+/// fetch it relative to the export's base however the host can (HTTP, a directory), hand the
+/// bytes to [`StaticReader::handle_fetched`], until `poll_fetch` answers `None`. The replica
+/// then holds the group's state verified through the signed head, under the key given to
+/// [`StaticReader::new`] and nothing else.
+#[derive(Debug)]
+pub struct StaticReader {
+    trusted: PublicKey,
+    start: Start,
+    replica: Replica,
+    step: Step,
+    head: Option<SignedHead>,
+    index_path: Option<String>,
+    index: Option<ExportIndex>,
+    events: u64,
+    bytes: u64,
+}
+
+/// How far a [`StaticReader`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// The replica's cursor.
+    pub cursor: u64,
+    /// The replica's verified seq.
+    pub verified_through: u64,
+    /// The signed head's seq (0 before `head.json` is read).
+    pub head_seq: u64,
+    /// Events offered from chunks so far.
+    pub events: u64,
+    /// Bytes handled so far.
+    pub bytes: u64,
+    /// Whether the export is read whole and verified.
+    pub done: bool,
+}
+
+impl StaticReader {
+    /// A reader of `group`'s export, trusting only `trusted` as the authority key.
+    pub fn new(group: Id, trusted: PublicKey, start: Start) -> StaticReader {
+        StaticReader {
+            trusted,
+            start,
+            replica: Replica::new(group),
+            step: Step::Head,
+            head: None,
+            index_path: None,
+            index: None,
+            events: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The next file to fetch, relative to the export's base; `None` once done.
+    pub fn poll_fetch(&self) -> Option<String> {
+        match &self.step {
+            Step::Head => Some(HEAD_FILE.to_owned()),
+            Step::Index => self.index_path.clone(),
+            Step::Snapshot(path) => Some(path.clone()),
+            Step::Chunk(i) => self.index.as_ref().map(|x| x.chunks[*i].file.clone()),
+            Step::Done => None,
+        }
+    }
+
+    /// Handles the bytes of the file [`StaticReader::poll_fetch`] asked for. Any failure is
+    /// an error naming the file (`HEAD_INVALID`, `SNAPSHOT_INVALID`, `LOG_CORRUPT`, `FORK`,
+    /// `MALFORMED`), and the reader stays where it was.
+    pub fn handle_fetched(&mut self, path: &str, bytes: &[u8]) -> Result<Progress> {
+        let want = self.poll_fetch();
+        if want.as_deref() != Some(path) {
+            return Err(Error::malformed(format!(
+                "fetched {path:?}, but the reader asked for {want:?}"
+            )));
+        }
+        match self.step.clone() {
+            Step::Head => self.on_head(bytes)?,
+            Step::Index => self.on_index(path, bytes)?,
+            Step::Snapshot(_) => self.on_snapshot(path, bytes)?,
+            Step::Chunk(i) => self.on_chunk(i, path, bytes)?,
+            Step::Done => {}
+        }
+        self.bytes += bytes.len() as u64;
+        Ok(self.progress())
+    }
+
+    fn on_head(&mut self, bytes: &[u8]) -> Result<()> {
+        let hf = read_head_file(bytes)?;
+        self.replica
+            .offer_head(&hf.head, &self.trusted)
+            .map_err(|e| e.with("file", HEAD_FILE))?;
+        self.index_path = Some(hf.index);
+        self.head = Some(hf.head);
+        self.step = Step::Index;
+        Ok(())
+    }
+
+    fn on_index(&mut self, path: &str, bytes: &[u8]) -> Result<()> {
+        let index = read_index(path, bytes)?;
+        let head = self.head.as_ref().expect("the head is read first");
+        if index.group != head.group || index.org != head.org {
+            return Err(corrupt(
+                path,
+                format!(
+                    "it indexes {}/{}, the head is of {}/{}",
+                    index.org, index.group, head.org, head.group
+                ),
+            ));
+        }
+        if index.seq < head.seq {
+            return Err(corrupt(
+                path,
+                format!(
+                    "it reaches seq {}, short of the head's {}",
+                    index.seq, head.seq
+                ),
+            ));
+        }
+        let snapshot = match self.start {
+            Start::Genesis => None,
+            Start::Snapshot => index
+                .snapshots
+                .iter()
+                .rev()
+                .find(|s| s.seq <= head.seq)
+                .map(|s| s.file.clone()),
+        };
+        self.index = Some(index);
+        self.step = match snapshot {
+            Some(file) => Step::Snapshot(file),
+            None => self.next_chunk(0)?,
+        };
+        Ok(())
+    }
+
+    fn on_snapshot(&mut self, path: &str, bytes: &[u8]) -> Result<()> {
+        check_file(path, "snapshots", "cbor", bytes)?;
+        let head = self.head.as_ref().expect("the head is read first");
+        let org = head.org.clone();
+        self.replica
+            .restore_bytes(bytes, &self.trusted, &org, 0)
+            .map_err(|e| e.with("file", path))?;
+        self.step = self.next_chunk(0)?;
+        Ok(())
+    }
+
+    fn on_chunk(&mut self, i: usize, path: &str, bytes: &[u8]) -> Result<()> {
+        check_file(path, "chunks", "cbor", bytes)?;
+        let chunk = self.index.as_ref().expect("the index is read first").chunks[i].clone();
+        let events = split_chunk(path, bytes)?;
+        if events.len() as u64 != chunk.last - chunk.first + 1 {
+            return Err(corrupt(
+                path,
+                format!(
+                    "it holds {} events, the index says {}..={}",
+                    events.len(),
+                    chunk.first,
+                    chunk.last
+                ),
+            ));
+        }
+        // Checked on a copy: a chunk that fails leaves the replica as it was.
+        let mut replica = self.replica.clone();
+        let head_seq = self.head.as_ref().map_or(0, |h| h.seq);
+        for (k, ev) in events.iter().enumerate() {
+            let seq = chunk.first + k as u64;
+            if seq > head_seq {
+                break;
+            }
+            match replica.offer_bytes(ev) {
+                Offer::Applied { cursor, .. } if cursor == seq => {}
+                Offer::Duplicate if seq <= replica.cursor() => {}
+                Offer::Rejected(e) => return Err(e.with("file", path).with("seq", seq)),
+                other => {
+                    return Err(corrupt(
+                        path,
+                        format!(
+                            "event {k} is not seq {seq} of the chain: {}",
+                            match other {
+                                Offer::Buffered => "it is ahead of it",
+                                _ => "it repeats another",
+                            }
+                        ),
+                    ));
+                }
+            }
+        }
+        self.events += events.len() as u64;
+        let before = std::mem::replace(&mut self.replica, replica);
+        match self.next_chunk(i + 1) {
+            Ok(step) => self.step = step,
+            Err(e) => {
+                self.replica = before;
+                return Err(e.with("file", path));
+            }
+        }
+        Ok(())
+    }
+
+    /// The first chunk from `i` that holds events past the cursor, or the end, where the
+    /// replica must be verified through the head.
+    fn next_chunk(&self, i: usize) -> Result<Step> {
+        let cursor = self.replica.cursor();
+        let head_seq = self.head.as_ref().map_or(0, |h| h.seq);
+        let chunks = &self.index.as_ref().expect("the index is read first").chunks;
+        if let Some(k) =
+            (i..chunks.len()).find(|&k| chunks[k].last > cursor && chunks[k].first <= head_seq)
+        {
+            return Ok(Step::Chunk(k));
+        }
+        if self.replica.verified_through() < head_seq {
+            return Err(Error::new(
+                Code::Fork,
+                format!(
+                    "the export's events end at seq {cursor} without reaching the signed head \
+                     (seq {head_seq}); verified through seq {}",
+                    self.replica.verified_through()
+                ),
+            )
+            .with("seq", head_seq));
+        }
+        Ok(Step::Done)
+    }
+
+    /// How far the reader got. Once done, the replica is verified through the head's seq
+    /// (anything short of it is an error from [`StaticReader::handle_fetched`]).
+    pub fn progress(&self) -> Progress {
+        Progress {
+            cursor: self.replica.cursor(),
+            verified_through: self.replica.verified_through(),
+            head_seq: self.head.as_ref().map_or(0, |h| h.seq),
+            events: self.events,
+            bytes: self.bytes,
+            done: self.step == Step::Done,
+        }
+    }
+
+    /// The signed head read from `head.json`.
+    pub fn head(&self) -> Option<&SignedHead> {
+        self.head.as_ref()
+    }
+
+    /// The index read.
+    pub fn index(&self) -> Option<&ExportIndex> {
+        self.index.as_ref()
+    }
+
+    /// The replica built so far.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    /// The replica, once read.
+    pub fn into_replica(self) -> Replica {
+        self.replica
+    }
+}

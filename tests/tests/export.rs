@@ -1,0 +1,256 @@
+//! Static exports (SPEC §8b): planned files read back into a replica verified through the
+//! signed head under the pinned key; re-exports add only new files; a flipped byte, a forged
+//! history or a head under another key is refused, naming the file.
+
+use std::collections::BTreeMap;
+
+use mwp_core::export::{self, Export, ExportIndex, Start, StaticReader, HEAD_FILE};
+use mwp_core::head::SignedHead;
+use mwp_core::snapshot::Snapshot;
+use mwp_core::{Code, Error, Event, SecretKey};
+use mwp_tests::fixtures::{contract, id, rich, Scenario};
+use serde_json::json;
+
+type Files = BTreeMap<String, Vec<u8>>;
+
+fn key() -> SecretKey {
+    SecretKey::for_transcript("@authority")
+}
+
+fn head(events: &[Event]) -> SignedHead {
+    let last = events.last().unwrap();
+    SignedHead::sign(&id("acme"), &last.group, last.seq, last.id, 9_000, &key()).unwrap()
+}
+
+fn bytes(events: &[Event]) -> Vec<Vec<u8>> {
+    events.iter().map(|e| e.to_cbor().unwrap()).collect()
+}
+
+fn write(files: &mut Files, x: &Export) {
+    for f in &x.files {
+        assert!(
+            files.get(&f.path).is_none_or(|old| old == &f.bytes),
+            "{} would change",
+            f.path
+        );
+        files.insert(f.path.clone(), f.bytes.clone());
+    }
+    files.insert(HEAD_FILE.into(), x.head_file.clone());
+}
+
+fn read(files: &Files, start: Start) -> Result<StaticReader, Error> {
+    read_logged(files, start, &mut Vec::new())
+}
+
+/// Reads the export, noting each path fetched; a missing file is `NOT_FOUND`.
+fn read_logged(files: &Files, start: Start, log: &mut Vec<String>) -> Result<StaticReader, Error> {
+    let mut r = StaticReader::new(id("g1"), key().public(), start);
+    while let Some(path) = r.poll_fetch() {
+        log.push(path.clone());
+        let b = files
+            .get(&path)
+            .ok_or_else(|| Error::new(Code::NotFound, format!("{path} is not there")))?;
+        r.handle_fetched(&path, b)?;
+    }
+    Ok(r)
+}
+
+fn more(s: &mut Scenario, n: usize, tag: &str) {
+    for i in 0..n {
+        s.ok("alice", None, json!({"type": "create_work", "work": format!("{tag}{i}"), "contract": contract(2, "low"), "after": [], "spec": {}}));
+    }
+}
+
+#[test]
+fn an_export_reads_back_verified_through_its_head_from_genesis_or_a_snapshot() {
+    let mut s = rich();
+    let snap = Snapshot::build_cbor(s.state(), &key()).unwrap();
+    more(&mut s, 5, "x");
+    let events = s.events();
+    let x = export::plan(
+        None,
+        &bytes(&events),
+        Some(&snap),
+        &head(&events),
+        &key().public(),
+        7,
+    )
+    .unwrap();
+    assert!(x.index.chunks.len() > 2, "small chunks for the test");
+    let mut files = Files::new();
+    write(&mut files, &x);
+    for start in [Start::Genesis, Start::Snapshot] {
+        let r = read(&files, start).unwrap();
+        let p = r.progress();
+        assert!(p.done);
+        assert_eq!(
+            (p.cursor, p.verified_through),
+            (events.len() as u64, events.len() as u64)
+        );
+        assert_eq!(r.replica().state().unwrap(), s.state(), "{start:?}");
+    }
+    // From the snapshot, only the chunks after it are read.
+    assert!(read(&files, Start::Snapshot).unwrap().progress().events < events.len() as u64);
+}
+
+#[test]
+fn exporting_again_adds_only_new_chunks_and_old_files_stay_byte_identical() {
+    let mut s = rich();
+    let first = s.events();
+    let x1 = export::plan(
+        None,
+        &bytes(&first),
+        None,
+        &head(&first),
+        &key().public(),
+        7,
+    )
+    .unwrap();
+    let mut files = Files::new();
+    write(&mut files, &x1);
+    let before = files.clone();
+    more(&mut s, 9, "y");
+    let all = s.events();
+    let prev: ExportIndex = x1.index.clone();
+    let x2 = export::plan(
+        Some(&prev),
+        &bytes(&all[first.len()..]),
+        None,
+        &head(&all),
+        &key().public(),
+        7,
+    )
+    .unwrap();
+    write(&mut files, &x2);
+    for (path, b) in &before {
+        if path != HEAD_FILE {
+            assert_eq!(files.get(path), Some(b), "{path}");
+        }
+    }
+    let new_chunks = x2
+        .files
+        .iter()
+        .filter(|f| f.path.starts_with("chunks/"))
+        .count();
+    assert_eq!(new_chunks, 2, "9 new events in chunks of 7");
+    assert_eq!(
+        x2.index.chunks[..x1.index.chunks.len()],
+        x1.index.chunks[..]
+    );
+    let r = read(&files, Start::Genesis).unwrap();
+    assert_eq!(r.progress().verified_through, all.len() as u64);
+    // The same log planned from scratch gives the same chunks as the first run's.
+    let again = export::plan(
+        None,
+        &bytes(&first),
+        None,
+        &head(&first),
+        &key().public(),
+        7,
+    )
+    .unwrap();
+    assert_eq!(again.index.chunks, x1.index.chunks);
+    // A re-export that does not continue the export in place is refused.
+    assert!(export::plan(
+        Some(&prev),
+        &bytes(&all[first.len() + 1..]),
+        None,
+        &head(&all),
+        &key().public(),
+        7
+    )
+    .is_err());
+}
+
+#[test]
+fn a_flipped_byte_in_any_file_is_refused_naming_the_file() {
+    let mut s = rich();
+    let snap = Snapshot::build_cbor(s.state(), &key()).unwrap();
+    more(&mut s, 3, "z");
+    let events = s.events();
+    let x = export::plan(
+        None,
+        &bytes(&events),
+        Some(&snap),
+        &head(&events),
+        &key().public(),
+        7,
+    )
+    .unwrap();
+    let mut files = Files::new();
+    write(&mut files, &x);
+    for start in [Start::Genesis, Start::Snapshot] {
+        let mut needed = Vec::new();
+        read_logged(&files, start, &mut needed).unwrap();
+        for path in &needed {
+            // Every byte of small files; about 200 spread over larger ones, the last included.
+            let n = files[path].len();
+            for at in (0..n).step_by(n / 200 + 1).chain([n - 1]) {
+                let mut bad = files.clone();
+                bad.get_mut(path).unwrap()[at] ^= 0x01;
+                let e = read(&bad, start)
+                    .err()
+                    .unwrap_or_else(|| panic!("{path} at {at}: accepted"));
+                assert!(
+                    matches!(
+                        e.code,
+                        Code::LogCorrupt
+                            | Code::HeadInvalid
+                            | Code::Malformed
+                            | Code::Fork
+                            | Code::NotFound
+                    ),
+                    "{path}: {e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_forged_history_served_under_an_honest_head_is_refused() {
+    // The mirror serves its own valid chain and index, but the head it must serve is the
+    // authority's.
+    let mut honest = Scenario::open("g1");
+    let mut forged = Scenario::open("g1");
+    more(&mut honest, 4, "h");
+    more(&mut forged, 4, "f");
+    let (h, f) = (honest.events(), forged.events());
+    let x = export::plan(None, &bytes(&f), None, &head(&f), &key().public(), 2).unwrap();
+    let mut files = Files::new();
+    write(&mut files, &x);
+    let mut hf: serde_json::Value = serde_json::from_slice(&files[HEAD_FILE]).unwrap();
+    hf["head"] = serde_json::to_value(head(&h)).unwrap();
+    files.insert(HEAD_FILE.into(), serde_json::to_vec(&hf).unwrap());
+    let e = read(&files, Start::Genesis).expect_err("refused");
+    assert_eq!(e.code, Code::Fork, "{e}");
+    // And one the mirror signed itself does not verify under the pinned key.
+    let mallory = SecretKey::for_transcript("mallory");
+    let last = f.last().unwrap();
+    hf["head"] = serde_json::to_value(
+        SignedHead::sign(&id("acme"), &id("g1"), last.seq, last.id, 1, &mallory).unwrap(),
+    )
+    .unwrap();
+    files.insert(HEAD_FILE.into(), serde_json::to_vec(&hf).unwrap());
+    let e = read(&files, Start::Genesis).expect_err("refused");
+    assert_eq!(
+        (e.code, e.details["check"].as_str()),
+        (Code::HeadInvalid, Some("signature"))
+    );
+}
+
+#[test]
+fn a_hostile_index_cannot_name_files_outside_the_export() {
+    for bad in [
+        "../../etc/passwd",
+        "chunks/../head.json",
+        "/chunks/aa.cbor",
+        "chunks/AB.cbor",
+    ] {
+        assert_eq!(
+            export::check_name(bad, "chunks", "cbor").unwrap_err().code,
+            Code::Malformed,
+            "{bad}"
+        );
+    }
+}
