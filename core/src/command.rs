@@ -633,11 +633,8 @@ impl Body {
             Body::AddMember(b) => check_key(&b.key, "key", Some(&b.actor)),
             Body::CreateWork(b) => check_new_work(&b.work, &b.contract, &b.after, limits),
             Body::Expand(b) => {
-                if b.work.is_empty() {
-                    return Err(Error::malformed(
-                        "`expand` must list at least one work item",
-                    ));
-                }
+                // An empty list is the empty disposition: the trigger is disposed of with no
+                // new work (SPEC §5).
                 let mut seen = std::collections::BTreeSet::new();
                 for w in &b.work {
                     if w.tag.as_deref().is_some_and(|t| t != "create_work") {

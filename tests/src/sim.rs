@@ -122,6 +122,8 @@ enum Action {
     Resolve(usize, Hash),
     Reconcile(Id, Hash),
     Snapshot,
+    /// The planner's rule answers for a trigger (and the planner may crash around it).
+    Dispose(usize, u64),
 }
 
 /// Fault rates for one seed (per mille).
@@ -165,6 +167,11 @@ struct World {
     trace: Vec<u8>,
     stats: BTreeMap<&'static str, u64>,
     operator_n: u64,
+    /// The planner's slot.
+    planner: usize,
+    /// Triggers the planner knew undisposed when it last restarted: none of its claims or
+    /// starts may be decided while one of them lacks a disposition in the log.
+    restart_pending: BTreeSet<u64>,
 }
 
 type Check = Result<(), Violation>;
@@ -293,7 +300,46 @@ impl World {
                 }
             }
         }
-        if let Ok(Decision::Accepted(_)) = &d {
+        if self
+            .slots
+            .get(self.planner)
+            .is_some_and(|p| p.name == cmd.actor)
+            && matches!(cmd.body, Body::ClaimWork(_) | Body::StartWork(_))
+        {
+            let s = self.state();
+            if let Some(t) = self
+                .restart_pending
+                .iter()
+                .find(|t| !s.expansions.contains_key(t))
+            {
+                return Err(self.fail(format!(
+                    "the planner sent {} {} before the disposition of trigger {t}, pending at its restart",
+                    cmd.action,
+                    cmd.body.type_name()
+                )));
+            }
+        }
+        if let Ok(Decision::Accepted(e)) = &d {
+            if let EventKind::WorkExpanded(x) = &e.kind {
+                // No expansion without a durable trigger, and never two for one.
+                let s = self.state();
+                if !s.terminal.contains_key(&x.trigger) || x.trigger >= e.seq {
+                    return Err(self.fail(format!(
+                        "expansion at seq {} names trigger {}, not an earlier terminal event",
+                        e.seq, x.trigger
+                    )));
+                }
+                for nw in &x.work {
+                    self.plans.insert(
+                        nw.work.clone(),
+                        Plan {
+                            ops: Vec::new(),
+                            fail_first: 0,
+                            charge: 0,
+                        },
+                    );
+                }
+            }
             self.after_append()?;
         }
         Ok(d)
@@ -373,6 +419,22 @@ impl World {
         if replace {
             self.count("session_replaced");
             let _ = agent.replace_session(now);
+        }
+        if i == self.planner {
+            let known = agent.replica().state();
+            let durable = agent.durable_cursor();
+            self.restart_pending = known
+                .map(|s| {
+                    s.terminal
+                        .range(..=durable)
+                        .map(|(t, _)| *t)
+                        .filter(|t| !s.expansions.contains_key(t))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !self.restart_pending.is_empty() {
+                self.count("planner_restarts_with_pending");
+            }
         }
         let name = self.slots[i].name.clone();
         self.log(format!(
@@ -589,6 +651,10 @@ impl World {
             Notice::Evidence { .. } => self.count("evidence"),
             Notice::Rejected { .. } => self.count("rejected"),
             Notice::Dropped { .. } => self.count("dropped_commands"),
+            Notice::Plan { trigger, .. } => {
+                let t = self.now + self.rng.range(1, 40);
+                self.at(t, Action::Dispose(i, trigger));
+            }
         }
         Ok(())
     }
@@ -832,6 +898,7 @@ impl World {
                     let _ = self.decide(&cmd)?;
                 }
             }
+            Action::Dispose(i, trigger) => self.dispose(i, trigger)?,
             Action::Snapshot => {
                 let state = self.state().clone();
                 let bytes = Snapshot::build_cbor(&state, &SecretKey::for_transcript("@authority"))
@@ -924,6 +991,82 @@ impl World {
         self.plans
             .keys()
             .all(|w| s.work.get(w).is_some_and(|i| i.state.is_terminal()))
+            && s.terminal.keys().all(|t| s.expansions.contains_key(t))
+    }
+
+    /// The planner's rule, a function of the trigger alone (so asking again gives the same
+    /// answer): a succeeded top-level item fans out into 0–2 follow-ups; everything else gets
+    /// the empty disposition.
+    fn rule(&self, trigger: u64) -> Vec<serde_json::Value> {
+        let s = self.state();
+        let Some(work) = s.terminal.get(&trigger) else {
+            return Vec::new();
+        };
+        let succeeded = s
+            .work
+            .get(work)
+            .is_some_and(|w| w.state == WorkState::Succeeded);
+        if !succeeded || work.as_str().contains('-') {
+            return Vec::new();
+        }
+        let n = Hash::of(work.as_str().as_bytes()).0[0] % 3;
+        (0..n)
+            .map(|c| {
+                json!({"work": format!("{work}-c{c}"), "after": [], "spec": {"from": trigger},
+                "contract": {"max_attempts": 8, "backoff_base_ms": 20, "backoff_max_ms": 200,
+                             "cost_budget": 50, "risk": "low"}})
+            })
+            .collect()
+    }
+
+    /// The planner answers for `trigger`; before healing it may crash before answering,
+    /// after answering but before committing, or after committing and sending.
+    fn dispose(&mut self, i: usize, trigger: u64) -> Check {
+        let now = self.now;
+        let pending = self.slots[i]
+            .agent
+            .as_ref()
+            .is_some_and(|a| a.pending_dispositions().contains(&trigger));
+        if !pending {
+            return Ok(());
+        }
+        let durable = self.slots[i]
+            .agent
+            .as_ref()
+            .map_or(0, Agent::durable_cursor);
+        if durable < trigger {
+            return Err(self.fail(format!(
+                "the planner was asked about trigger {trigger} beyond its durable cursor {durable}"
+            )));
+        }
+        let roll = if self.healed { 9 } else { self.rng.below(10) };
+        if roll == 0 {
+            self.count("planner_crash_before_answer");
+            self.crash(i);
+            return Ok(());
+        }
+        let work: Vec<mwp_core::command::NewWork> =
+            serde_json::from_value(serde_json::Value::Array(self.rule(trigger)))
+                .map_err(|e| self.fail(e.to_string()))?;
+        let agent = self.slots[i].agent.as_mut().expect("checked above");
+        if let Err(e) = agent.dispose(now, trigger, work) {
+            return Err(self.fail(format!("dispose {trigger}: {e}")));
+        }
+        self.count("dispositions_made");
+        match roll {
+            1 => {
+                self.count("planner_crash_before_commit");
+                self.crash(i);
+                Ok(())
+            }
+            2 => {
+                self.pump(i)?;
+                self.count("planner_crash_after_send");
+                self.crash(i);
+                Ok(())
+            }
+            _ => self.pump(i),
+        }
     }
 
     fn converged(&self) -> bool {
@@ -1079,6 +1222,8 @@ fn world(seed: u64) -> Result<World, Violation> {
         trace: Vec::new(),
         stats: BTreeMap::new(),
         operator_n: 0,
+        planner: 1,
+        restart_pending: BTreeSet::new(),
     };
     let workers = ["bob", "carol", "dave"];
     let key = |a: &str| SecretKey::for_transcript(a).public().to_hex();
@@ -1191,6 +1336,7 @@ fn world(seed: u64) -> Result<World, Violation> {
         config.resend_ms = 100;
         config.sync_ms = 200;
         config.effect_timeout_ms = 120;
+        config.planner = k == 1;
         // The last worker joins late when the replay window is cut, so it must restore.
         let start_at = if k == 2 && w.rng.chance(500) {
             w.rng.range(800, 2500)
@@ -1304,6 +1450,26 @@ fn drive(w: &mut World) -> Result<Outcome, Violation> {
         }
         w.step()?;
     }
+    // Every terminal event got exactly one disposition.
+    let log = w
+        .auth
+        .events(&w.group, 0, usize::MAX)
+        .map_err(|e| w.fail(e.to_string()))?;
+    let mut disposed: BTreeMap<u64, u32> = BTreeMap::new();
+    for e in &log {
+        if let EventKind::WorkExpanded(x) = &e.kind {
+            *disposed.entry(x.trigger).or_default() += 1;
+        }
+    }
+    for t in w.state().terminal.keys() {
+        if disposed.get(t) != Some(&1) {
+            return Err(w.fail(format!(
+                "terminal event {t} has {} dispositions, not one",
+                disposed.get(t).copied().unwrap_or(0)
+            )));
+        }
+    }
+    w.stats.insert("expansions", disposed.len() as u64);
     // Reopening every agent from what it committed gives the authority's state again.
     for i in 0..w.slots.len() {
         w.crash(i);

@@ -47,7 +47,20 @@ impl Rig {
     }
 
     fn with(s: Scenario, actor: &str, events_first: bool) -> Rig {
-        let agent = Agent::new(config(&s, actor), SecretKey::for_transcript(actor)).unwrap();
+        let c = config(&s, actor);
+        Rig::configured(s, c, events_first)
+    }
+
+    /// A rig whose agent is the Group's planner.
+    fn planner(s: Scenario, actor: &str) -> Rig {
+        let mut c = config(&s, actor);
+        c.planner = true;
+        Rig::configured(s, c, true)
+    }
+
+    fn configured(s: Scenario, c: Config, events_first: bool) -> Rig {
+        let actor = c.actor.to_string();
+        let agent = Agent::new(c, SecretKey::for_transcript(&actor)).unwrap();
         let mut r = Rig {
             s,
             agent,
@@ -615,4 +628,199 @@ fn a_lost_lease_is_reported_and_its_work_is_not_continued() {
         r.agent.charge(now, &id("w1"), 1, None).unwrap_err().code,
         Code::LeaseExpired
     );
+}
+
+// ----- the planner (SPEC §5 `expand`, §7 "Dynamic graphs") -----
+
+fn plans(r: &Rig) -> Vec<u64> {
+    r.notices
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Plan { trigger, .. } => Some(*trigger),
+            _ => None,
+        })
+        .collect()
+}
+
+fn follow_up(work: &str) -> mwp_core::command::NewWork {
+    serde_json::from_value(
+        json!({"work": work, "contract": contract(3, "low"), "after": [], "spec": {}}),
+    )
+    .unwrap()
+}
+
+/// The planner runs `w1` to success; returns the trigger seq.
+fn succeed_w1(r: &mut Rig) -> u64 {
+    let now = r.s.now;
+    assert_eq!(r.running(), vec![id("w1")]);
+    r.agent
+        .submit(now, &id("w1"), json!({"shards": 2}))
+        .unwrap();
+    r.pump();
+    *r.s.state().terminal.keys().last().expect("w1 is terminal")
+}
+
+#[test]
+fn a_terminal_event_reaches_the_planner_only_once_it_is_durable_here() {
+    let mut s = group_with(&[("w1", &[])]);
+    // Another worker finishes w1; the planner only watches (capacity 0).
+    let lease = s.claim_start("carol", "w1", 10_000);
+    s.ok(
+        "carol",
+        None,
+        json!({"type": "submit", "work": "w1", "lease": lease, "result": {}}),
+    );
+    let mut c = config(&s, "bob");
+    c.planner = true;
+    c.capacity = 0;
+    let mut agent = Agent::new(c, SecretKey::for_transcript("bob")).unwrap();
+    let now = s.now;
+    let events = s.auth.events(&s.group, 0, usize::MAX).unwrap();
+    agent.handle_events(now, events);
+    // Applied but not committed: the rule is not asked.
+    assert!(agent.pending_dispositions().is_empty());
+    while let Some(n) = agent.poll_notice() {
+        assert!(
+            !matches!(n, Notice::Plan { .. }),
+            "{n:?} before the outcome is durable"
+        );
+    }
+    let ws = agent.poll_write_set().unwrap();
+    agent.handle_committed(now, ws.serial);
+    let trigger = *s.state().terminal.keys().next().unwrap();
+    assert_eq!(agent.pending_dispositions(), vec![trigger]);
+    let mut asked = Vec::new();
+    while let Some(n) = agent.poll_notice() {
+        if let Notice::Plan { trigger, work } = n {
+            asked.push((trigger, work));
+        }
+    }
+    assert_eq!(asked, vec![(trigger, id("w1"))]);
+}
+
+#[test]
+fn an_expansion_creates_the_follow_ups_and_the_empty_disposition_ends_the_asking() {
+    let mut r = Rig::planner(group_with(&[("w1", &[])]), "bob");
+    let trigger = succeed_w1(&mut r);
+    assert_eq!(plans(&r), vec![trigger]);
+    let now = r.s.now;
+    let action = r
+        .agent
+        .dispose(now, trigger, vec![follow_up("s1"), follow_up("s2")])
+        .unwrap();
+    assert_eq!(action.as_str(), format!("expand-{trigger}"));
+    r.pump();
+    assert!(r.s.state().work.contains_key(&id("s1")));
+    assert!(r.s.state().expansions.contains_key(&trigger));
+    // The follow-ups run; each terminal gets the empty disposition.
+    for _ in 0..2 {
+        let now = r.s.now;
+        let w = r.running().last().unwrap().clone();
+        r.agent.submit(now, &w, json!({})).unwrap();
+        r.pump();
+        let t = *r.s.state().terminal.keys().last().unwrap();
+        r.agent.dispose(r.s.now, t, vec![]).unwrap();
+        r.pump();
+        assert!(
+            r.s.state().expansions.contains_key(&t),
+            "empty disposition recorded"
+        );
+    }
+    // Nothing is pending and nothing is asked again, even after a restart.
+    assert!(r.agent.pending_dispositions().is_empty());
+    r.crash_and_restore();
+    r.advance(100);
+    assert!(plans(&r).is_empty(), "{:?}", r.notices);
+    // A trigger already disposed of cannot be disposed again.
+    assert_eq!(
+        r.agent.dispose(r.s.now, trigger, vec![]).unwrap_err().code,
+        Code::NotFound
+    );
+}
+
+#[test]
+fn after_a_restart_pending_dispositions_go_before_any_claim_or_start() {
+    let mut r = Rig::planner(group_with(&[("w1", &[]), ("w2", &[])]), "bob");
+    let trigger = succeed_w1(&mut r);
+    // The planner dies before its rule answers.
+    r.crash_and_restore();
+    let before = r.sent.len();
+    r.advance(100);
+    assert_eq!(plans(&r), vec![trigger], "asked again after the restart");
+    let sent: Vec<&str> = r.sent[before..]
+        .iter()
+        .filter_map(|t| match t {
+            Transmit::Command(c) => Some(c.body.type_name()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !sent.contains(&"claim_work"),
+        "claimed before the disposition: {sent:?}"
+    );
+    let now = r.s.now;
+    r.agent.dispose(now, trigger, vec![]).unwrap();
+    r.pump();
+    r.advance(100);
+    let sent: Vec<&str> = r.sent[before..]
+        .iter()
+        .filter_map(|t| match t {
+            Transmit::Command(c) => Some(c.body.type_name()),
+            _ => None,
+        })
+        .collect();
+    let expand = sent.iter().position(|t| *t == "expand").unwrap();
+    let claim = sent
+        .iter()
+        .position(|t| *t == "claim_work")
+        .unwrap_or_else(|| {
+            panic!(
+                "w2 is claimed after: {sent:?} {:?} {:?}",
+                r.notices,
+                r.s.state().work.get(&id("w2")).map(|w| w.state)
+            )
+        });
+    assert!(expand < claim, "{sent:?}");
+}
+
+#[test]
+fn a_crash_between_the_answer_and_its_acceptance_resends_the_same_expand_once() {
+    let mut r = Rig::planner(group_with(&[("w1", &[])]), "bob");
+    let trigger = succeed_w1(&mut r);
+    // Answered and made durable, but the link is down: not sent yet.
+    r.link(false);
+    let now = r.s.now;
+    r.agent
+        .dispose(now, trigger, vec![follow_up("s1")])
+        .unwrap();
+    r.pump();
+    let made = r.agent.outbox().values().next().unwrap().command.clone();
+    r.crash_and_restore();
+    assert!(
+        plans(&r).is_empty(),
+        "an expand in the outbox is not asked for again"
+    );
+    r.link(true);
+    r.advance(100);
+    let sent = r.commands("expand");
+    assert_eq!(sent.last().unwrap().action, made.action);
+    assert_eq!(sent.last().unwrap().body, made.body);
+    // Answered but never made durable: asked again, the same answer lands once.
+    let mut r2 = Rig::planner(group_with(&[("w1", &[])]), "bob");
+    let t2 = succeed_w1(&mut r2);
+    let now = r2.s.now;
+    r2.agent.dispose(now, t2, vec![follow_up("s1")]).unwrap();
+    r2.crash_and_restore(); // the write set holding the expand was never committed
+    r2.advance(100);
+    assert_eq!(plans(&r2), vec![t2]);
+    r2.agent
+        .dispose(r2.s.now, t2, vec![follow_up("s1")])
+        .unwrap();
+    r2.pump();
+    let expanded =
+        r2.s.events()
+            .iter()
+            .filter(|e| matches!(e.kind, mwp_core::EventKind::WorkExpanded(_)))
+            .count();
+    assert_eq!(expanded, 1);
 }

@@ -48,6 +48,7 @@ struct JsConfig {
     resend_ms: Option<u64>,
     sync_ms: Option<u64>,
     effect_timeout_ms: Option<u64>,
+    planner: Option<bool>,
 }
 
 fn config_from_js(value: JsValue) -> Result<Config, Error> {
@@ -69,6 +70,7 @@ fn config_from_js(value: JsValue) -> Result<Config, Error> {
     set(&mut config.resend_ms, c.resend_ms);
     set(&mut config.sync_ms, c.sync_ms);
     set(&mut config.effect_timeout_ms, c.effect_timeout_ms);
+    config.planner = c.planner.unwrap_or(false);
     Ok(config)
 }
 
@@ -156,6 +158,9 @@ fn notice_to_json(n: &Notice) -> Value {
             json!({"type": "dropped", "action": action, "reason": reason})
         }
         Notice::Corrupt(error) => json!({"type": "corrupt", "error": error}),
+        Notice::Plan { trigger, work } => {
+            json!({"type": "plan", "trigger": trigger, "work": work})
+        }
     }
 }
 
@@ -447,6 +452,31 @@ impl Agent {
         let now = uint(now_ms, "nowMs")?;
         let work = id(work, "work")?;
         Ok(self.inner.submit(now, &work, opaque(result)?)?.to_string())
+    }
+
+    /// The rule's answer for a pending trigger (a `plan` notice): the `create_work` bodies
+    /// of the items to create, or `[]` for the empty disposition. Returns the action ID
+    /// (`expand-<trigger>`).
+    pub fn dispose(
+        &mut self,
+        now_ms: f64,
+        trigger: f64,
+        work: JsValue,
+    ) -> Result<String, AgentError> {
+        let now = uint(now_ms, "nowMs")?;
+        let trigger = uint(trigger, "trigger")?;
+        let work: Vec<mwp_core::command::NewWork> = from_js(work, "work")?;
+        Ok(self.inner.dispose(now, trigger, work)?.to_string())
+    }
+
+    /// Triggers still lacking this planner's disposition.
+    #[wasm_bindgen(js_name = pendingDispositions)]
+    pub fn pending_dispositions(&self) -> Vec<f64> {
+        self.inner
+            .pending_dispositions()
+            .into_iter()
+            .map(|s| s as f64)
+            .collect()
     }
 
     /// Reports a failure of held work; returns the action ID.

@@ -251,6 +251,8 @@ impl Agent {
         let Some(state) = self.replica.state() else {
             return;
         };
+        // A planner starts nothing new while a disposition is outstanding.
+        let hold_starts = self.dispositions_outstanding();
         let mut todo = Vec::new();
         for (work, l) in &self.held {
             if self.expired_locally.contains(&l.id) {
@@ -265,6 +267,7 @@ impl Agent {
                 // A start that landed before its event arrived is not sent again.
                 WorkState::Leased
                     if now_ms < l.start_by
+                        && !hold_starts
                         && !self.started_here.contains(&l.id)
                         && !pending(&|b| matches!(b, Body::StartWork(s) if s.lease == l.id)) =>
                 {

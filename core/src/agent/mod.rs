@@ -63,14 +63,15 @@
 //! concern: `types.rs` (the configuration, the durable image and the values handed to the
 //! host), `handle.rs` (inputs), `commands.rs` (application commands), `poll.rs` (outputs),
 //! `outbox.rs` (making, sending, reconciling and rebasing commands; syncing events),
-//! `effects.rs` (the effect journal) and `leases.rs` (leases held, claims, starts, renewals
-//! and the grace period).
+//! `effects.rs` (the effect journal), `leases.rs` (leases held, claims, starts, renewals
+//! and the grace period) and `planner.rs` (dispositions of terminal events: `expand`).
 
 mod commands;
 mod effects;
 mod handle;
 mod leases;
 mod outbox;
+mod planner;
 mod poll;
 mod types;
 
@@ -156,6 +157,8 @@ pub struct Agent {
     last_fetch: Option<u64>,
     /// A snapshot being fetched, and when it was last asked for.
     snapshot_pending: Option<(SnapshotRef, u64)>,
+    /// Triggers surfaced to the planner by this incarnation.
+    asked: BTreeSet<u64>,
 }
 
 fn refuse(code: Code, message: impl Into<String>) -> Error {
@@ -205,6 +208,7 @@ impl Agent {
             want_sync: true,
             last_fetch: None,
             snapshot_pending: None,
+            asked: BTreeSet::new(),
             replica,
             config,
             key,
@@ -337,9 +341,12 @@ impl Agent {
         self.sync_effects(now_ms);
         self.grace(now_ms);
         self.plan_effects(now_ms);
+        self.plan_dispositions();
         if self.link == Link::Up {
             self.plan_leases(now_ms);
-            self.plan_claims(now_ms);
+            if !self.dispositions_outstanding() {
+                self.plan_claims(now_ms);
+            }
             self.plan_sends(now_ms);
             self.plan_sync(now_ms);
         }
@@ -353,6 +360,11 @@ fn binding(lease: &Lease, op: Option<Id>) -> Binding {
         lease: Some(lease.id),
         op,
     }
+}
+
+/// The binding of a command bound to no lease.
+fn binding_none() -> Binding {
+    Binding::default()
 }
 
 fn not_found(work: &Id) -> Error {

@@ -19,8 +19,24 @@ impl Agent {
         expect: Option<u64>,
         binding: Binding,
     ) -> Result<Id> {
-        let action = Id::new(format!("a-{}", self.meta.next_action))
-            .map_err(|e| Error::malformed(e.to_string()))?;
+        self.make_as(now_ms, None, body, expect, binding)
+    }
+
+    /// [`Agent::make`] under a given action ID (`None`: the next `a-<n>`).
+    pub(super) fn make_as(
+        &mut self,
+        now_ms: u64,
+        action: Option<Id>,
+        body: Body,
+        expect: Option<u64>,
+        binding: Binding,
+    ) -> Result<Id> {
+        let numbered = action.is_none();
+        let action = match action {
+            Some(a) => a,
+            None => Id::new(format!("a-{}", self.meta.next_action))
+                .map_err(|e| Error::malformed(e.to_string()))?,
+        };
         let cmd = Command::signed(
             self.config.org.clone(),
             self.config.group.clone(),
@@ -32,8 +48,10 @@ impl Agent {
             &self.key,
         )?;
         cmd.check(&self.config.limits)?;
-        self.meta.next_action += 1;
-        self.staged.meta = Some(self.meta);
+        if numbered {
+            self.meta.next_action += 1;
+            self.staged.meta = Some(self.meta);
+        }
         self.flight.insert(action.clone(), Flight::Unsent);
         self.put_outbox(OutboxEntry {
             base: action.clone(),
@@ -173,6 +191,10 @@ impl Agent {
         }
         if let Some(w) = entry.command.body.work() {
             self.dirty.insert(w.clone());
+        }
+        // A refused disposition leaves its trigger pending: the planner is asked again.
+        if let Body::Expand(x) = &entry.command.body {
+            self.asked.remove(&x.trigger);
         }
         self.notices.push_back(Notice::Rejected {
             action: entry.command.action.clone(),

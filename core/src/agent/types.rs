@@ -49,6 +49,10 @@ pub struct Config {
     pub effect_timeout_ms: u64,
     /// Limits (the replica's buffer among them).
     pub limits: Limits,
+    /// Whether this agent disposes of the Group's terminal events (`expand`, SPEC §5):
+    /// it is told of each pending trigger ([`Notice::Plan`]) and claims nothing while one is
+    /// outstanding.
+    pub planner: bool,
 }
 
 impl Config {
@@ -70,6 +74,7 @@ impl Config {
             sync_ms: 5_000,
             effect_timeout_ms: 10_000,
             limits: Limits::default(),
+            planner: false,
         }
     }
 }
@@ -348,6 +353,14 @@ pub enum Notice {
         work: Id,
         /// Operation.
         op: Id,
+    },
+    /// A terminal event awaits this planner's disposition: ask the rule, then call
+    /// [`Agent::dispose`] with its answer (an empty list is the empty disposition).
+    Plan {
+        /// Seq of the terminal event (the trigger).
+        trigger: u64,
+        /// Its work item.
+        work: Id,
     },
     /// A command was accepted as evidence only (its lease was stale).
     Evidence {
