@@ -236,6 +236,18 @@ fn demo_runs_to_completion_and_its_summary_verifies() {
         .as_str()
         .is_some_and(|e| e.contains("reconciled: it happened")));
     assert_eq!(summary["events"], summary["snapshot"]["seq"]);
+    // The graph grew from fetch's outcome: three shards, disposed of once though the planner
+    // crashed between the outcome and its disposition; every other outcome got the empty one.
+    let planner = &summary["planner"];
+    assert_eq!(planner["fetch_expands"], 1);
+    assert_eq!(planner["restarts"], 1);
+    assert!(planner["expansions"][0]
+        .as_str()
+        .is_some_and(|x| x.ends_with("into shard-1, shard-2, shard-3")));
+    for shard in ["shard-1", "shard-2", "shard-3"] {
+        assert_eq!(summary["work"][shard], "succeeded");
+    }
+    assert_eq!(planner["empty"], 7, "one per other terminal event");
     assert!(
         data.join("authority.key").exists(),
         "the demo keeps its key in its folder"

@@ -1,7 +1,10 @@
 //! The deterministic simulation (see `mwp_tests::sim`): every seed runs a mission with
 //! dependencies to completion under lossy delivery, crashes, outages, lease expiries and lost
 //! effect outcomes, checking the invariants after every step, and runs twice with the same
-//! trace hash.
+//! trace hash. One worker is the Group's planner: it disposes of every terminal event (some
+//! fan out into follow-up items) and crashes before answering, before committing its answer
+//! and after sending it; every terminal event must get exactly one disposition, and after a
+//! restart no claim may come before the pending dispositions.
 //!
 //! `cargo test -p mwp-tests --test simulation` runs 500 seeds; set `MWP_SIM_SEEDS` for more
 //! (and `MWP_SIM_FIRST` to start elsewhere), e.g. the nightly size:
@@ -51,6 +54,11 @@ fn simulation() {
         "dropped",
         "repeated",
         "restores",
+        "expansions",
+        "planner_crash_before_answer",
+        "planner_crash_before_commit",
+        "planner_crash_after_send",
+        "planner_restarts_with_pending",
     ] {
         assert!(
             totals.get(what).copied().unwrap_or(0) > 0 || n < 50,

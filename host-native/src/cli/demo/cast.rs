@@ -193,6 +193,71 @@ impl Worker {
     }
 }
 
+/// A disposition a planner made: trigger seq, its work item, the items created.
+pub(super) type Disposed = (u64, Id, Vec<Id>);
+
+/// A planner's rule: (trigger seq, its work item, the state) → the items to create.
+pub(super) type Rule = dyn Fn(u64, &Id, &GroupState) -> Step<Vec<NewWork>>;
+
+impl Worker {
+    /// Takes the next `Plan` notice, if the driver surfaced one (a planner only).
+    pub(super) fn next_plan(&mut self) -> Step<Option<(u64, Id)>> {
+        let mut fx = no_effects;
+        self.until("its next question", &mut fx, |_, inbox| {
+            let plan = inbox.iter().position(|n| matches!(n, Notice::Plan { .. }));
+            Some(plan.and_then(|i| match inbox.remove(i) {
+                Notice::Plan { trigger, work } => Some((trigger, work)),
+                _ => None,
+            }))
+        })
+    }
+
+    /// Pumps a planner until every terminal event up to `through` has its disposition in
+    /// the log, answering each `Plan` notice with `rule` (trigger seq, work, state → the
+    /// items to create; none is the empty disposition). Returns what it disposed of.
+    pub(super) fn settle_plans(
+        &mut self,
+        through: u64,
+        rule: &Rule,
+    ) -> Step<Vec<Disposed>> {
+        let mut done = Vec::new();
+        let mut fx = no_effects;
+        loop {
+            let next = self.until("the dispositions", &mut fx, |a, inbox| {
+                if let Some(i) = inbox.iter().position(|n| matches!(n, Notice::Plan { .. })) {
+                    if let Notice::Plan { trigger, work } = inbox.remove(i) {
+                        return Some(Some((trigger, work)));
+                    }
+                }
+                let driver = a.agent();
+                let s = driver.replica().state()?;
+                let settled = driver.durable_cursor() >= through
+                    && driver.outbox().is_empty()
+                    && s.terminal
+                        .range(..=through)
+                        .all(|(t, _)| s.expansions.contains_key(t));
+                settled.then_some(None)
+            })?;
+            let Some((trigger, work)) = next else {
+                return Ok(done);
+            };
+            let state = self
+                .host
+                .agent()
+                .replica()
+                .state()
+                .cloned()
+                .ok_or("the planner has no state")?;
+            let items = rule(trigger, &work, &state)?;
+            let names = items.iter().map(|w| w.work.clone()).collect();
+            self.agent_mut()
+                .dispose(now_ms(), trigger, items)
+                .map_err(err("the planner's disposition"))?;
+            done.push((trigger, work, names));
+        }
+    }
+}
+
 /// Takes the `Run` notice for `work` from `inbox`, if there is one.
 pub(super) fn run_of(inbox: &mut Vec<Notice>, work: &str) -> Option<Run> {
     let at = inbox
@@ -252,11 +317,12 @@ pub(super) struct Roster {
     pub(super) keys: BTreeMap<&'static str, SecretKey>,
 }
 
-pub(super) const MEMBERS: [(&str, Role); 5] = [
+pub(super) const MEMBERS: [(&str, Role); 6] = [
     ("olivia", Role::Owner),
     ("ada", Role::Worker),
     ("ben", Role::Worker),
     ("cy", Role::Worker),
+    ("pia", Role::Worker),
     ("rex", Role::Reviewer),
 ];
 
@@ -303,6 +369,16 @@ impl Crew<'_> {
     /// Opens (or, after a crash, reopens from its journal) the worker `name`. It claims
     /// nothing until its capacity is raised: the story says who takes which work.
     pub(super) fn worker(&self, name: &'static str) -> Step<Worker> {
+        self.agent(name, false)
+    }
+
+    /// Opens (or reopens) the Group's planner `name`: it disposes of every terminal event
+    /// ([`Worker::settle_plans`]) and claims nothing.
+    pub(super) fn planner(&self, name: &'static str) -> Step<Worker> {
+        self.agent(name, true)
+    }
+
+    fn agent(&self, name: &'static str, planner: bool) -> Step<Worker> {
         let mut config = Config::new(
             self.org.clone(),
             self.group.clone(),
@@ -318,6 +394,7 @@ impl Crew<'_> {
         // The whole mission takes seconds: look for news and resend quickly.
         config.resend_ms = 250;
         config.sync_ms = 250;
+        config.planner = planner;
         let path = self.journals.join(format!("{name}.journal"));
         let host = HttpAgent::open(config, self.roster.key(name), self.base, &path)
             .map_err(|e| format!("cannot open {name}'s journal {}: {e}", path.display()))?;

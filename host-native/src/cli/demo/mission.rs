@@ -5,7 +5,7 @@ use super::cast::*;
 use super::*;
 
 /// Steps the story counts (for the progress bar).
-pub(super) const STEPS: u64 = 33;
+pub(super) const STEPS: u64 = 37;
 
 /// Runs the mission against the server at `base`, keeping the agents' journals under
 /// `data`; returns the summary.
@@ -34,7 +34,37 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
     let mut ada = crew.worker("ada")?;
     let mut ben = crew.worker("ben")?;
     let mut cy = crew.worker("cy")?;
+    let mut pia = crew.planner("pia")?;
     let mut fx = no_effects;
+    // Every disposition pia makes, and how many `expand` events each trigger ends with.
+    let mut disposed: Vec<Disposed> = Vec::new();
+    let fetch_client = Client::new(base);
+    let group_of_rule = group.clone();
+    // pia's rule: fetch's result says how many shards it found, and each shard gets an
+    // archiving item once the customers are notified; every other outcome calls for nothing.
+    let rule = move |trigger: u64, work: &Id, _: &GroupState| -> Step<Vec<NewWork>> {
+        if work.as_str() != "fetch" {
+            return Ok(Vec::new());
+        }
+        let event = fetch_client
+            .events(&group_of_rule, trigger - 1, 1)
+            .map_err(err("reading the trigger"))?
+            .pop()
+            .ok_or("the trigger is not in the log")?;
+        let shards = match &event.kind {
+            EventKind::WorkSucceeded(s) => s.result["shards"].as_u64().unwrap_or(0),
+            _ => 0,
+        };
+        Ok((1..=shards)
+            .map(|n| NewWork {
+                tag: None,
+                work: id(&format!("shard-{n}")),
+                contract: contract(3),
+                after: vec![id("notify")],
+                spec: json!({ "task": format!("archive shard {n} of {shards}") }),
+            })
+            .collect())
+    };
     // Duplicates counted by agents that crashed.
     let mut duplicates = 0;
 
@@ -55,7 +85,9 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
     }))?;
     story.step(
         "olivia",
-        &format!("opens group {group} with ada, ben, cy (workers) and rex (reviewer)"),
+        &format!(
+            "opens group {group} with ada, ben, cy (workers), pia (the planner) and rex (reviewer)"
+        ),
     );
     let graph: [(&str, &[&str], &str); 5] = [
         ("fetch", &[], "fetch last quarter's sales"),
@@ -104,7 +136,11 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
     );
     ada.host.lose_answers(1);
     ada.agent_mut()
-        .submit(now_ms(), &id("fetch"), json!({"rows": 100_000}))
+        .submit(
+            now_ms(),
+            &id("fetch"),
+            json!({"rows": 100_000, "shards": 3}),
+        )
         .map_err(err("ada submit fetch"))?;
     let first = ada.until("her submit to be sent", &mut fx, |a, _| {
         a.lost().first().cloned()
@@ -126,6 +162,47 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
             again.seq
         ),
     );
+
+    // pia plans: fetch's outcome decides how many items follow. She is asked, and crashes
+    // before answering; restarted from her journal, the outcome still has no disposition, so
+    // she is asked again before anything else, and the expansion lands once.
+    let (trigger, _) = loop {
+        if let Some(plan) = pia.next_plan()? {
+            if plan.1.as_str() == "fetch" {
+                break plan;
+            }
+        }
+    };
+    story.step(
+        "pia",
+        &format!(
+            "is asked what fetch's outcome (seq {trigger}) calls for, and crashes before answering"
+        ),
+    );
+    drop(pia);
+    let mut pia = crew.planner("pia")?;
+    let head = olivia.state()?.seq;
+    let replayed = pia.settle_plans(head, &rule)?;
+    let again: Vec<&Disposed> = replayed.iter().filter(|d| d.0 == trigger).collect();
+    if again.len() != 1 {
+        return Err(format!(
+            "fetch's disposition was made {} times after the restart",
+            again.len()
+        ));
+    }
+    story.step(
+        "pia",
+        &format!(
+            "restarts: fetch's outcome has no disposition yet, so it comes first: expands into {}",
+            again[0]
+                .2
+                .iter()
+                .map(Id::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
+    disposed.extend(replayed);
 
     // clean: a retryable failure and a retry after the backoff.
     ben.agent_mut().set_capacity(1);
@@ -363,6 +440,41 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
         "claims notify, sees the email already went out, and completes without resending",
     );
 
+    // The shards the planner added run once notify is done; cy archives each.
+    cy.agent_mut().set_capacity(1);
+    let shards: Vec<Id> = disposed.iter().flat_map(|d| d.2.clone()).collect();
+    for _ in &shards {
+        // The driver takes ready work in an order of its own: whichever shard comes.
+        let shard = cy.until("a shard to run", &mut fx, |_, n| {
+            shards
+                .iter()
+                .find(|w| run_of(n, w.as_str()).is_some())
+                .cloned()
+        })?;
+        let shard = &shard;
+        cy.agent_mut()
+            .submit(now_ms(), shard, json!({"archived": true}))
+            .map_err(err("cy submit shard"))?;
+        cy.until("his submit to land", &mut fx, |_, n| {
+            released(n, shard.as_str()).then_some(())
+        })?;
+    }
+    cy.agent_mut().set_capacity(0);
+    story.step(
+        "cy",
+        &format!("runs the {} shard items the planner added", shards.len()),
+    );
+    let head = olivia.state()?.seq;
+    let rest = pia.settle_plans(head, &rule)?;
+    story.step(
+        "pia",
+        &format!(
+            "disposes of the {} other outcomes with the empty disposition (nothing follows them)",
+            rest.len()
+        ),
+    );
+    disposed.extend(rest);
+
     // Archive, then check the final snapshot.
     olivia.send(Body::Archive(Archive {
         reason: json!("mission complete"),
@@ -372,12 +484,54 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
         "archives the group: the authority signs a final snapshot",
     );
     duplicates += ada.host.duplicates().len() + cy.host.duplicates().len();
-    let summary = verify(&client, &group, &org, authority, duplicates)?;
+    let mut summary = verify(&client, &group, &org, authority, duplicates)?;
+    summary.planner = planner_summary(&client, &group, trigger)?;
     story.step(
         "check",
         "the final snapshot verifies, and a fresh replica of the log agrees",
     );
     Ok(summary)
+}
+
+/// What the log says of the planner's work: the expansions with their triggers, and how many
+/// `expand` events fetch's outcome got (one, though pia crashed before answering).
+fn planner_summary(client: &Client, group: &Id, fetch_trigger: u64) -> Step<PlannerCheck> {
+    let mut expansions = Vec::new();
+    let mut empty = 0;
+    let mut fetch_expands = 0;
+    let mut after = 0;
+    loop {
+        let events = client.events(group, after, 500).map_err(err("replaying"))?;
+        let Some(last) = events.last() else { break };
+        after = last.seq;
+        for e in events {
+            if let EventKind::WorkExpanded(x) = &e.kind {
+                if x.trigger == fetch_trigger {
+                    fetch_expands += 1;
+                }
+                if x.work.is_empty() {
+                    empty += 1;
+                } else {
+                    expansions.push(format!(
+                        "seq {} expands seq {} into {}",
+                        e.seq,
+                        x.trigger,
+                        x.work
+                            .iter()
+                            .map(|w| w.work.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    Ok(PlannerCheck {
+        expansions,
+        empty,
+        fetch_expands,
+        restarts: 1,
+    })
 }
 
 /// Checks the final snapshot and summarises the group.
@@ -461,5 +615,6 @@ fn verify(
             replica_agrees,
         },
         dashboard: format!("{}/?group={group}", client.base()),
+        planner: PlannerCheck::default(),
     })
 }

@@ -45,12 +45,15 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use mwp_core::agent::{Agent, Config, Dispatch, Notice};
 use mwp_core::command::{
-    Archive, Contract, CreateWork, EffectMode, MemberSpec, OpenGroup, ReconcileEffect, Risk, Role,
+    Archive, Contract, CreateWork, EffectMode, MemberSpec, NewWork, OpenGroup, ReconcileEffect,
+    Risk, Role,
 };
 use mwp_core::replica::{Offer, Replica};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::work::{EffectStatus, WorkItem};
-use mwp_core::{Body, Command, Disposition, GroupState, Hash, Id, PublicKey, SecretKey, WorkState};
+use mwp_core::{
+    Body, Command, Disposition, EventKind, GroupState, Hash, Id, PublicKey, SecretKey, WorkState,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -127,6 +130,21 @@ pub struct Summary {
     pub snapshot: SnapshotCheck,
     /// Where the dashboard is.
     pub dashboard: String,
+    /// What the planner did.
+    pub planner: PlannerCheck,
+}
+
+/// The planner's part: the graph grown from outcomes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PlannerCheck {
+    /// Each expansion that created items, with its trigger.
+    pub expansions: Vec<String>,
+    /// Outcomes disposed of with the empty disposition.
+    pub empty: usize,
+    /// `expand` events for fetch's outcome: one, though the planner crashed before answering.
+    pub fetch_expands: usize,
+    /// Times the planner was restarted between an outcome and its disposition.
+    pub restarts: usize,
 }
 
 /// The check of the final snapshot.
@@ -147,7 +165,7 @@ pub struct SnapshotCheck {
 impl Summary {
     /// Whether the run proved what it set out to.
     pub fn ok(&self) -> bool {
-        self.snapshot.verified && self.snapshot.replica_agrees
+        self.snapshot.verified && self.snapshot.replica_agrees && self.planner.fetch_expands == 1
     }
 
     fn render(&self) -> String {
@@ -176,6 +194,7 @@ impl Summary {
              \x20 epochs     {epochs}\n\
              \x20 evidence   {evidence} late result(s) recorded without changing the outcome\n\
              \x20 effects    {effects}\n\
+             \x20 planner    {expansions}; {empty} empty disposition(s); fetch's outcome disposed of {fetch} time(s) after {restarts} planner crash(es)\n\
              \x20 snapshot   seq {seq}, state {hash}, signed by {signer}: {verdict}{agree}\n\
              dashboard: {dashboard}",
             group = self.group,
@@ -184,6 +203,10 @@ impl Summary {
             dups = self.duplicates,
             evidence = self.evidence,
             effects = self.effects.join("; "),
+            expansions = self.planner.expansions.join("; "),
+            empty = self.planner.empty,
+            fetch = self.planner.fetch_expands,
+            restarts = self.planner.restarts,
             seq = self.snapshot.seq,
             hash = self.snapshot.state_hash,
             signer = self.snapshot.signer,
