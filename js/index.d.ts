@@ -301,6 +301,8 @@ export interface AgentConfig {
   resendMs?: number;
   syncMs?: number;
   effectTimeoutMs?: number;
+  /** Dispose of every terminal outcome of the group (`plan` notices, `dispose`); claims wait for it. */
+  planner?: boolean;
 }
 
 /** A write set to make durable before calling `handleCommitted(serial)`. */
@@ -338,7 +340,8 @@ export type AgentNotice =
   | { type: "evidence"; action: Id; receipt: Receipt }
   | { type: "rejected"; action: Id; command: string; error: { code: string; message: string; [k: string]: unknown } }
   | { type: "dropped"; action: Id; reason: string }
-  | { type: "corrupt"; error: { code: string; message: string; [k: string]: unknown } };
+  | { type: "corrupt"; error: { code: string; message: string; [k: string]: unknown } }
+  | { type: "plan"; trigger: number; work: Id };
 
 /** Every committed write set folded in: what an agent restarts from. */
 export class AgentImage {
@@ -376,6 +379,10 @@ export class Agent {
   intendEffect(work: Id, op: Id, options?: { mode?: EffectMode; irreversible?: boolean; target?: Opaque }, nowMs?: number): Hex;
   resolveEffect(key: Hex, happened: boolean, receipt: Opaque, nowMs?: number): void;
   replaceSession(nowMs?: number): Id;
+  /** A planner's answer for a pending trigger: the items to create, or `[]`; returns `expand-<trigger>`. */
+  dispose(trigger: number, work: NewWork[], nowMs?: number): Id;
+  /** Triggers still lacking this planner's disposition. */
+  pendingDispositions(): number[];
   readonly session: number;
   readonly online: boolean;
   readonly cursor: number;
@@ -582,6 +589,8 @@ export interface AgentHandlers {
   notice?(notice: AgentNotice): void | Promise<void>;
   settled?(view: { state: GroupState | null; leases: ReturnType<Agent["leases"]>; agent: Agent }): void | Promise<void>;
   error?(error: unknown): void;
+  /** A planner's rule: the items a terminal outcome calls for (`[]`: none). */
+  plan?(question: { trigger: number; work: Id; item: GroupState["work"][string] | null; state: GroupState | null }): NewWork[] | Promise<NewWork[]>;
 }
 
 /**

@@ -52,6 +52,9 @@ node js/test/e2e/serve.js
 step "end to end: the example worker (runAgent) works a mission against mwp serve, in Node and in Deno"
 node js/test/e2e/worker.js
 
+step "end to end: the example planner (runAgent, config.planner) grows a graph against mwp serve through a crash, in Node and in Deno"
+node js/test/e2e/planner.js
+
 step "end to end: the dashboard against mwp serve --token-file (no credential, a read token, a member's signed reads)"
 node js/test/e2e/access.js
 

@@ -181,6 +181,19 @@ export class Agent {
     guard(() => this.#inner.resolveEffect(now(nowMs), key, happened, receipt));
   }
 
+  /**
+   * A planner's answer for a pending trigger (a `plan` notice): the `create_work` bodies of the
+   * items to create, or `[]` (the empty disposition). Returns the action ID, `expand-<trigger>`.
+   */
+  dispose(trigger, work, nowMs) {
+    return guard(() => this.#inner.dispose(now(nowMs), trigger, work ?? []));
+  }
+
+  /** Triggers (terminal event seqs) still lacking this planner's disposition. */
+  pendingDispositions() {
+    return Array.from(this.#inner.pendingDispositions());
+  }
+
   /** Starts a new session (the old one's leases are revoked); returns the action ID. */
   replaceSession(nowMs) {
     return guard(() => this.#inner.replaceSession(now(nowMs)));

@@ -4,7 +4,9 @@
 // (lease renewals, resends, syncs), a handler's call, or `signal`. Each granted lease runs
 // `handlers.run(ctx)`; the ctx records an effect's intent before performing it, charges,
 // checkpoints (which yields the lease, SPEC §5), and submits or fails the work. Every write set is durable in the journal before the driver
-// acts on it, so a worker killed at any point restarts from the journal where it was.
+// acts on it, so a worker killed at any point restarts from the journal where it was. A planner
+// (`config.planner: true`) also answers each terminal outcome with `handlers.plan`, whose
+// answer becomes the outcome's `expand` (SPEC §7 "Planners").
 
 import { Agent } from "./agent.js";
 import { pump } from "./agent.js";
@@ -26,7 +28,9 @@ const RECORDED = new Set(["observed", "closed"]);
  * @param {object} [options.handlers] `run(ctx)` for each granted lease (its resolved value,
  *   unless it submitted or failed itself, is submitted as the result; a throw fails the work
  *   as retryable), `notice(n)` for every notice, `settled(view)` after each round with
- *   `{state, leases, agent}`, `error(e)` for a handler's failure
+ *   `{state, leases, agent}`, `error(e)` for a handler's failure, and for a planner
+ *   (`config.planner: true`) `plan({trigger, work, item, state})` → the `create_work` bodies
+ *   the outcome calls for, or `[]`
  * @param {AbortSignal} [options.signal] stops the worker
  * @param {object} [options.journal] where committed write sets go: `load()` and
  *   `commit(writeSet)` (an `openAgentJournal(path)` file in Node and Deno, an IdbAgentStore in
@@ -185,13 +189,37 @@ export async function runAgent({ client, key, config, handlers = {}, signal, jou
       .catch(report);
   }
 
+  /**
+   * A planner's question (`config.planner`): `handlers.plan({trigger, work, item, state})`
+   * answers with the `create_work` bodies its outcome calls for, or `[]` (the empty
+   * disposition). Its answer goes to the journal before it is sent; a throw or a missing
+   * handler leaves the trigger pending (asked again after a restart), and the driver claims
+   * nothing meanwhile.
+   */
+  function plan(n) {
+    Promise.resolve()
+      .then(() => {
+        if (!handlers.plan) throw new AgentError("INVALID_STATE", `planner without a plan handler: trigger ${n.trigger} stays pending`);
+        const state = agent.state();
+        return handlers.plan({ trigger: n.trigger, work: n.work, item: state?.work?.[n.work] ?? null, state });
+      })
+      .then((items) => {
+        if (stopped) return;
+        agent.dispose(n.trigger, items ?? [], now());
+        wake?.();
+      })
+      .catch(report);
+  }
+
   async function onNotice(n) {
     try {
       await handlers.notice?.(n);
     } catch (e) {
       report(e);
     }
-    if (n.type === "run") {
+    if (n.type === "plan") {
+      plan(n);
+    } else if (n.type === "run") {
       if (runs.get(n.work)?.lease !== n.lease) start(n);
     } else if (n.type === "released" || n.type === "lease_lost") {
       const r = runs.get(n.work);
