@@ -79,8 +79,28 @@ const table = (head, all, toRow = (r) => r) => {
         .join("")}</tbody></table>`;
 };
 
-/** The work graph as SVG: columns by dependency depth, edges from each `after` item. */
-export function graphSvg(state, frontier, focus) {
+/**
+ * Where each item an expansion created came from: work → `{seq, trigger, from}` (the
+ * `work_expanded` event's seq, the terminal event that triggered it, and that event's work
+ * item). Each expansion's event is found through its receipt; at most GRAPH_ITEMS of them.
+ */
+async function expansionOrigins(replica, state) {
+  const origins = new Map();
+  const cache = (session.expansionEvents ??= new Map());
+  for (const [trigger, x] of Object.entries(state.expansions ?? {}).slice(0, GRAPH_ITEMS)) {
+    const seq = state.receipts?.[x.actor]?.[x.action]?.seq;
+    if (!seq) continue;
+    if (!cache.has(seq)) cache.set(seq, (await replica.events(seq - 1, 1))[0] ?? null);
+    const e = cache.get(seq);
+    if (e?.kind.type !== "work_expanded") continue;
+    for (const w of e.kind.work) origins.set(w.work, { seq, trigger: Number(trigger), from: state.terminal?.[trigger] ?? "?" });
+  }
+  return origins;
+}
+
+/** The work graph as SVG: columns by dependency depth, edges from each `after` item; an item
+ * an expansion created is marked with the event that triggered it (`origins`). */
+export function graphSvg(state, frontier, focus, origins = new Map()) {
   const work = state?.work ?? {};
   const all = Object.keys(work);
   if (all.length === 0) return `<p class="empty">no work items yet</p>`;
@@ -117,12 +137,15 @@ export function graphSvg(state, frontier, focus) {
     const { x, y, col, row } = pos.get(id);
     const w = work[id];
     const holder = w.lease ? ` · ${w.lease.holder}` : "";
-    const label = `${id} ${w.state} · epoch ${w.epoch}${holder}${front.has(id) ? " (on the frontier)" : ""}`;
-    return `<g class="node${front.has(id) ? " frontier" : ""}" data-work="${esc(id)}" data-state="${esc(w.state)}" data-col="${col}" data-row="${row}" role="button" tabindex="${id === tabbable ? 0 : -1}" aria-label="${esc(label)}">
+    const o = origins.get(id);
+    const made = o ? `created by the expansion at seq ${o.seq}, triggered by seq ${o.trigger} (${o.from})` : "";
+    const label = `${id}${o ? ` ⋔ seq ${o.trigger}` : ""} ${w.state} · epoch ${w.epoch}${holder}${front.has(id) ? " (on the frontier)" : ""}${o ? `; ${made}` : ""}`;
+    return `<g class="node${front.has(id) ? " frontier" : ""}${o ? " expanded" : ""}" data-work="${esc(id)}" data-state="${esc(w.state)}" data-col="${col}" data-row="${row}"${o ? ` data-trigger="${o.trigger}"` : ""} role="button" tabindex="${id === tabbable ? 0 : -1}" aria-label="${esc(label)}">
       <rect x="${x}" y="${y}" width="${W}" height="${H}" fill="var(--${esc(w.state)})"></rect>
-      <text x="${x + 8}" y="${y + 17}" fill="#fff" font-weight="600">${esc(id)}</text>
+      <text x="${x + 8}" y="${y + 17}" fill="#fff" font-weight="600">${esc(id)}</text>${o ? `
+      <text class="trigger" x="${x + W - 8}" y="${y + 17}" fill="#fff" text-anchor="end">⋔ seq ${o.trigger}</text>` : ""}
       <text x="${x + 8}" y="${y + 33}" fill="#fff">${esc(w.state)} · epoch ${w.epoch}${esc(holder)}</text>
-      <title>${esc(id)}: ${esc(w.state)}, attempts ${w.attempts}/${w.contract.max_attempts}, spent ${w.spent}/${w.contract.cost_budget}</title>
+      <title>${esc(id)}: ${esc(w.state)}, attempts ${w.attempts}/${w.contract.max_attempts}, spent ${w.spent}/${w.contract.cost_budget}${o ? `; ${esc(made)}` : ""}</title>
     </g>`;
   });
   const note = ids.length < all.length ? `<p class="note">showing the first ${ids.length} of ${all.length} items; the history lists every one</p>` : "";
@@ -173,7 +196,7 @@ async function render() {
     <div><b class="mono">${short(stateHash)}</b>state hash</div>
     <div><b>${state.archived ? "archived" : "open"}</b>status</div></div>`;
   const graphHadFocus = $("graph").contains(document.activeElement);
-  $("graph").innerHTML = graphSvg(state, frontier, session.graphFocus);
+  $("graph").innerHTML = graphSvg(state, frontier, session.graphFocus, await expansionOrigins(replica, state));
   if (graphHadFocus) $("graph").querySelector(".node[tabindex='0']")?.focus();
   $("legend").innerHTML = legendHtml();
   $("leases").innerHTML = table(

@@ -184,5 +184,8 @@ export function effectsSvg(state) {
 /** The state colours, as a legend for the graph and the history. */
 export function legendHtml() {
   const states = ["queued", "leased", "running", "blocked", "waiting", "succeeded", "failed", "cancelled"];
-  return states.map((s) => `<span class="legend-item"><i style="background: var(--${s})"></i>${s}</span>`).join("");
+  return (
+    states.map((s) => `<span class="legend-item"><i style="background: var(--${s})"></i>${s}</span>`).join("") +
+    `<span class="legend-item">⋔ seq N: created by an expansion of the outcome at seq N</span>`
+  );
 }

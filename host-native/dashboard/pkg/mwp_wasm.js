@@ -87,6 +87,33 @@ export class Agent {
         return ret;
     }
     /**
+     * The rule's answer for a pending trigger (a `plan` notice): the `create_work` bodies
+     * of the items to create, or `[]` for the empty disposition. Returns the action ID
+     * (`expand-<trigger>`).
+     * @param {number} now_ms
+     * @param {number} trigger
+     * @param {any} work
+     * @returns {string}
+     */
+    dispose(now_ms, trigger, work) {
+        let deferred2_0;
+        let deferred2_1;
+        try {
+            const ret = wasm.agent_dispose(this.__wbg_ptr, now_ms, trigger, work);
+            var ptr1 = ret[0];
+            var len1 = ret[1];
+            if (ret[3]) {
+                ptr1 = 0; len1 = 0;
+                throw takeFromExternrefTable0(ret[2]);
+            }
+            deferred2_0 = ptr1;
+            deferred2_1 = len1;
+            return getStringFromWasm0(ptr1, len1);
+        } finally {
+            wasm.__wbindgen_free(deferred2_0, deferred2_1, 1);
+        }
+    }
+    /**
      * The highest cursor whose write set is committed (what an ACK carries).
      * @returns {number}
      */
@@ -374,6 +401,16 @@ export class Agent {
             throw takeFromExternrefTable0(ret[1]);
         }
         return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Triggers still lacking this planner's disposition.
+     * @returns {Float64Array}
+     */
+    pendingDispositions() {
+        const ret = wasm.agent_pendingDispositions(this.__wbg_ptr);
+        var v1 = getArrayF64FromWasm0(ret[0], ret[1]).slice();
+        wasm.__wbindgen_free(ret[0], ret[1] * 8, 8);
+        return v1;
     }
     /**
      * The next effect to perform, `{key, work, op, mode, irreversible, target, attempt}`, or

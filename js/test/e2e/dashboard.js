@@ -73,11 +73,15 @@ try {
   const snapshotText = await page.textContent("#verification [data-check='snapshot']");
   check("the final snapshot's state hash equals the replay's", snapshotText.includes("equals the replay"), snapshotText);
   const nodes = await page.$$eval("#graph svg .node", (ns) => ns.map((n) => `${n.dataset.work}:${n.dataset.state}`).sort());
-  check("the work graph shows every item, all succeeded", nodes.join() === "clean:succeeded,fetch:succeeded,notify:succeeded,report:succeeded,train:succeeded", nodes.join());
+  check("the work graph shows every item, all succeeded", nodes.join() === "clean:succeeded,fetch:succeeded,notify:succeeded,report:succeeded,shard-1:succeeded,shard-2:succeeded,shard-3:succeeded,train:succeeded", nodes.join());
+  // The planner grew the graph from fetch's outcome: each shard is marked with that trigger.
+  const trigger = /expands seq (\d+) into/.exec(summary.planner?.expansions?.[0] ?? "")?.[1];
+  const marked = await page.$$eval("#graph svg .node.expanded", (ns) => ns.map((n) => `${n.dataset.work}@${n.dataset.trigger}`).sort());
+  check("the graph marks each expanded item with the event that triggered it", trigger && marked.join() === ["shard-1", "shard-2", "shard-3"].map((w) => `${w}@${trigger}`).join(), `${trigger}: ${marked.join()}`);
   const edges = await page.$$eval("#graph svg .edge title", (ts) => ts.map((t) => t.textContent).sort());
-  check("the work graph draws the dependency edges", edges.join() === "clean → report,clean → train,fetch → clean,report → notify,train → notify", edges.join());
+  check("the work graph draws the dependency edges", edges.join() === "clean → report,clean → train,fetch → clean,notify → shard-1,notify → shard-2,notify → shard-3,report → notify,train → notify", edges.join());
   const leases = await page.$$eval("#history svg .lease", (ls) => ls.map((l) => `${l.dataset.work}#${l.dataset.epoch}`).sort());
-  check("the history draws both epochs' leases of every item", leases.length === 10 && ["fetch", "clean", "train", "report", "notify"].every((w) => leases.includes(`${w}#1`) && leases.includes(`${w}#2`)), leases.join());
+  check("the history draws both epochs' leases of every item", leases.length === 13 && ["fetch", "clean", "train", "report", "notify"].every((w) => leases.includes(`${w}#1`) && leases.includes(`${w}#2`)), leases.join());
   const expired = await page.$$eval("#history svg .lease title", (ts) => ts.filter((t) => t.textContent.includes("expired")).length);
   check("the history shows the lease expiries", expired >= 2, expired);
   const evidence = await page.$$eval("#history svg .mark[data-type='evidence_recorded']", (ms) => ms.length);
