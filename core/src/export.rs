@@ -436,6 +436,8 @@ enum Step {
     Snapshot(String),
     Chunk(usize),
     Done,
+    /// A file failed its checks: the reader stops for good, with that error.
+    Failed(Box<Error>),
 }
 
 /// The sans-IO reader of a static export: ask [`StaticReader::poll_fetch`] for the next path,
@@ -496,29 +498,46 @@ impl StaticReader {
             Step::Index => self.index_path.clone(),
             Step::Snapshot(path) => Some(path.clone()),
             Step::Chunk(i) => self.index.as_ref().map(|x| x.chunks[*i].file.clone()),
-            Step::Done => None,
+            Step::Done | Step::Failed(_) => None,
         }
     }
 
     /// Handles the bytes of the file [`StaticReader::poll_fetch`] asked for. Any failure is
     /// an error naming the file (`HEAD_INVALID`, `SNAPSHOT_INVALID`, `LOG_CORRUPT`, `FORK`,
-    /// `MALFORMED`), and the reader stays where it was.
+    /// `MALFORMED`) and stops the reader for good: a source that served one bad file is not
+    /// read further ([`StaticReader::failure`]; `poll_fetch` answers `None`). A fetch of a path
+    /// other than the one asked for is refused and changes nothing.
     pub fn handle_fetched(&mut self, path: &str, bytes: &[u8]) -> Result<Progress> {
+        if let Step::Failed(e) = &self.step {
+            return Err((**e).clone());
+        }
         let want = self.poll_fetch();
         if want.as_deref() != Some(path) {
             return Err(Error::malformed(format!(
                 "fetched {path:?}, but the reader asked for {want:?}"
             )));
         }
-        match self.step.clone() {
-            Step::Head => self.on_head(bytes)?,
-            Step::Index => self.on_index(path, bytes)?,
-            Step::Snapshot(_) => self.on_snapshot(path, bytes)?,
-            Step::Chunk(i) => self.on_chunk(i, path, bytes)?,
-            Step::Done => {}
+        let result = match self.step.clone() {
+            Step::Head => self.on_head(bytes),
+            Step::Index => self.on_index(path, bytes),
+            Step::Snapshot(_) => self.on_snapshot(path, bytes),
+            Step::Chunk(i) => self.on_chunk(i, path, bytes),
+            Step::Done | Step::Failed(_) => Ok(()),
+        };
+        if let Err(e) = result {
+            self.step = Step::Failed(Box::new(e.clone()));
+            return Err(e);
         }
         self.bytes += bytes.len() as u64;
         Ok(self.progress())
+    }
+
+    /// The error that stopped the reader, if a file failed its checks.
+    pub fn failure(&self) -> Option<&Error> {
+        match &self.step {
+            Step::Failed(e) => Some(e),
+            _ => None,
+        }
     }
 
     fn on_head(&mut self, bytes: &[u8]) -> Result<()> {
@@ -596,8 +615,7 @@ impl StaticReader {
                 ),
             ));
         }
-        // Checked on a copy: a chunk that fails leaves the replica as it was.
-        let mut replica = self.replica.clone();
+        let replica = &mut self.replica;
         let head_seq = self.head.as_ref().map_or(0, |h| h.seq);
         for (k, ev) in events.iter().enumerate() {
             let seq = chunk.first + k as u64;
@@ -623,14 +641,7 @@ impl StaticReader {
             }
         }
         self.events += events.len() as u64;
-        let before = std::mem::replace(&mut self.replica, replica);
-        match self.next_chunk(i + 1) {
-            Ok(step) => self.step = step,
-            Err(e) => {
-                self.replica = before;
-                return Err(e.with("file", path));
-            }
-        }
+        self.step = self.next_chunk(i + 1).map_err(|e| e.with("file", path))?;
         Ok(())
     }
 

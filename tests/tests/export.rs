@@ -254,3 +254,40 @@ fn a_hostile_index_cannot_name_files_outside_the_export() {
         );
     }
 }
+
+#[test]
+fn a_reader_that_met_a_bad_file_stops_for_good() {
+    let s = rich();
+    let events = s.events();
+    let x = export::plan(
+        None,
+        &bytes(&events),
+        None,
+        &head(&events),
+        &key().public(),
+        7,
+    )
+    .unwrap();
+    let mut files = Files::new();
+    write(&mut files, &x);
+    let mut r = StaticReader::new(id("g1"), key().public(), Start::Genesis);
+    // Asked for head.json, handed another path: refused, nothing changes.
+    assert_eq!(
+        r.handle_fetched("index/x.json", b"{}").unwrap_err().code,
+        Code::Malformed
+    );
+    assert_eq!(r.poll_fetch().as_deref(), Some(HEAD_FILE));
+    r.handle_fetched(HEAD_FILE, &files[HEAD_FILE]).unwrap();
+    let index = r.poll_fetch().unwrap();
+    r.handle_fetched(&index, &files[&index]).unwrap();
+    let chunk = r.poll_fetch().unwrap();
+    let mut bad = files[&chunk].clone();
+    bad[3] ^= 1;
+    let e = r.handle_fetched(&chunk, &bad).unwrap_err();
+    assert_eq!(e.details["file"], chunk.as_str());
+    assert_eq!(r.poll_fetch(), None);
+    assert_eq!(r.failure(), Some(&e));
+    // Even the right bytes now: the source is not read further.
+    assert_eq!(r.handle_fetched(&chunk, &files[&chunk]).unwrap_err(), e);
+    assert!(!r.progress().done);
+}

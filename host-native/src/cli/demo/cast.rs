@@ -215,11 +215,7 @@ impl Worker {
     /// Pumps a planner until every terminal event up to `through` has its disposition in
     /// the log, answering each `Plan` notice with `rule` (trigger seq, work, state → the
     /// items to create; none is the empty disposition). Returns what it disposed of.
-    pub(super) fn settle_plans(
-        &mut self,
-        through: u64,
-        rule: &Rule,
-    ) -> Step<Vec<Disposed>> {
+    pub(super) fn settle_plans(&mut self, through: u64, rule: &Rule) -> Step<Vec<Disposed>> {
         let mut done = Vec::new();
         let mut fx = no_effects;
         loop {
