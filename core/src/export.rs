@@ -43,6 +43,32 @@ pub const CHUNK_EVENTS: usize = 4096;
 /// A chunk is closed once its bytes reach this size (1 MiB): sized for HTTP caching.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
+/// The most bytes a reader accepts for `head.json`.
+pub const MAX_HEAD_FILE: u64 = 64 << 10;
+
+/// The most bytes a reader accepts for an index (about 200 million events in 4,096-event
+/// chunks).
+pub const MAX_INDEX_FILE: u64 = 64 << 20;
+
+/// The most bytes a reader accepts for a snapshot file.
+pub const MAX_SNAPSHOT_FILE: u64 = 4 << 30;
+
+/// The most bytes a reader accepts for a file at `path` (a name it asked for): what a host
+/// reads at most before it gives up on a hostile or broken source, so a mirror cannot make a
+/// reader buffer without end. A chunk holds at most [`CHUNK_BYTES`] plus one event of at most
+/// one log record.
+pub fn max_file_bytes(path: &str) -> u64 {
+    if path == HEAD_FILE {
+        MAX_HEAD_FILE
+    } else if path.starts_with("index/") {
+        MAX_INDEX_FILE
+    } else if path.starts_with("snapshots/") {
+        MAX_SNAPSHOT_FILE
+    } else {
+        CHUNK_BYTES as u64 + u64::from(crate::log_format::MAX_RECORD_LEN) + 16
+    }
+}
+
 /// The index of one export run: what the export holds, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -510,6 +536,16 @@ impl StaticReader {
     pub fn handle_fetched(&mut self, path: &str, bytes: &[u8]) -> Result<Progress> {
         if let Step::Failed(e) = &self.step {
             return Err((**e).clone());
+        }
+        if bytes.len() as u64 > max_file_bytes(path) {
+            let e = Error::malformed(format!(
+                "{path} is {} bytes, over the {} a reader accepts for it",
+                bytes.len(),
+                max_file_bytes(path)
+            ))
+            .with("file", path);
+            self.step = Step::Failed(Box::new(e.clone()));
+            return Err(e);
         }
         let want = self.poll_fetch();
         if want.as_deref() != Some(path) {

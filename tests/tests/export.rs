@@ -291,3 +291,16 @@ fn a_reader_that_met_a_bad_file_stops_for_good() {
     assert_eq!(r.handle_fetched(&chunk, &files[&chunk]).unwrap_err(), e);
     assert!(!r.progress().done);
 }
+
+#[test]
+fn a_file_over_its_size_cap_is_refused_before_it_is_parsed() {
+    let mut r = StaticReader::new(id("g1"), key().public(), Start::Genesis);
+    let huge = vec![b' '; export::MAX_HEAD_FILE as usize + 1];
+    let e = r.handle_fetched(HEAD_FILE, &huge).unwrap_err();
+    assert_eq!(e.code, Code::Malformed);
+    assert_eq!(e.details["file"], HEAD_FILE);
+    assert!(e.message.contains("over the"), "{}", e.message);
+    assert_eq!(r.failure(), Some(&e));
+    assert_eq!(export::max_file_bytes("index/a.json"), export::MAX_INDEX_FILE);
+    assert!(export::max_file_bytes("chunks/a.cbor") > export::CHUNK_BYTES as u64);
+}
