@@ -226,9 +226,13 @@ def build():
         "type": "object",
         "properties": {
             "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
-            "head": {"$ref": "#/components/schemas/SignedHead"},
+            "head": {
+                "$ref": "#/components/schemas/SignedHead",
+                "description": "The latest signed head (SPEC §8a); every mwp store signs "
+                "heads, a service that cannot leaves it out",
+            },
         },
-        "required": ["events", "head"],
+        "required": ["events"],
         "additionalProperties": False,
     }
     schemas["SignedHead"] = {

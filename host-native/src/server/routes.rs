@@ -287,11 +287,13 @@ fn decode_command(
     Ok(cmd)
 }
 
-/// A page of events with the latest signed head (SPEC §8a).
+/// A page of events with the latest signed head (SPEC §8a); `head` is left out only when the
+/// service signs no heads (its `sign_head` answers `NOT_PERMITTED`; every store of mwp signs).
 #[derive(Serialize)]
 struct EventsAnswer<'a> {
     events: Vec<Event>,
-    head: &'a SignedHead,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head: Option<&'a SignedHead>,
 }
 
 /// Points a `CURSOR_TOO_OLD` answer's snapshot reference at this server's URL for it.
@@ -337,7 +339,11 @@ pub(super) async fn events(
     let page = blocking(&app, move |s| {
         let events = s.events(&g, after, limit)?;
         // Read after the page: the head is at most `HEAD_INTERVAL_MS` of commits behind it.
-        let head = heads.current(s, &g, now_ms())?;
+        let head = match heads.current(s, &g, now_ms()) {
+            Ok(head) => Some(head),
+            Err(e) if e.code == Code::NotPermitted => None,
+            Err(e) => return Err(e),
+        };
         Ok((events, head))
     })
     .await;
@@ -347,7 +353,7 @@ pub(super) async fn events(
             format,
             &EventsAnswer {
                 events,
-                head: &head,
+                head: head.as_deref(),
             },
         ),
         Err(e) => read_error(format, &locate_snapshot(e, &group)),
