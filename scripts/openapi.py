@@ -225,9 +225,30 @@ def build():
     schemas["Events"] = {
         "type": "object",
         "properties": {
-            "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}}
+            "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+            "head": {
+                "$ref": "#/components/schemas/SignedHead",
+                "description": "The latest signed head (SPEC §8a); every mwp store signs "
+                "heads, a service that cannot leaves it out",
+            },
         },
         "required": ["events"],
+        "additionalProperties": False,
+    }
+    schemas["SignedHead"] = {
+        "description": "A signed head (SPEC §8a): the authority says event `seq` of `group` has "
+        "id `id`; `sig` is Ed25519 over the SHA-256 of the canonical CBOR of the other fields",
+        "type": "object",
+        "properties": {
+            "schema": {"const": "mwp.head.v1"},
+            "org": {"$ref": "#/components/schemas/Id"},
+            "group": {"$ref": "#/components/schemas/Id"},
+            "seq": {"$ref": "#/components/schemas/Uint"},
+            "id": {"$ref": "#/components/schemas/Hash"},
+            "at": {"$ref": "#/components/schemas/Uint"},
+            "sig": {"$ref": "#/components/schemas/Signature"},
+        },
+        "required": ["schema", "org", "group", "seq", "id", "at", "sig"],
         "additionalProperties": False,
     }
     schemas["Authority"] = {
@@ -371,7 +392,10 @@ def paths():
                     param("limit", "query", uint),
                 ],
                 "responses": {
-                    "200": json_answer("Events", "Events with seq > after, in order"),
+                    "200": json_answer(
+                        "Events",
+                        "Events with seq > after, in order, and the latest signed head",
+                    ),
                     "410": error_answer("CURSOR_TOO_OLD, with `snapshot: {seq, hash, location}`"),
                     **errors,
                 },
@@ -388,16 +412,37 @@ def paths():
                 ],
                 "responses": {
                     "200": {
-                        "description": "One SSE message per event: `id:` its seq, `data:` the event's JSON",
+                        "description": "One SSE message per event: `id:` its seq, `data:` the "
+                        "event's JSON; and `event: head` messages whose `data:` is a signed head",
                         "content": {
                             "text/event-stream": {
                                 "schema": {"type": "string"},
                                 "x-item-schema": {"$ref": "#/components/schemas/Event"},
+                                "x-head-schema": {"$ref": "#/components/schemas/SignedHead"},
                             }
                         },
                     },
                     "410": error_answer("CURSOR_TOO_OLD"),
                     "429": error_answer("NOT_YET: over the live-tail cap (Retry-After: 5)"),
+                    **errors,
+                },
+            }
+        },
+        "/v1/groups/{group}/head": {
+            "get": {
+                "summary": "The latest signed head (SPEC §8a)",
+                "operationId": "head",
+                "parameters": [group],
+                "responses": {
+                    "200": {
+                        "description": "The signed head (JSON, or CBOR by Accept)",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/SignedHead"}
+                            },
+                            "application/cbor": {},
+                        },
+                    },
                     **errors,
                 },
             }

@@ -8,6 +8,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use mwp_core::authority::{Config, Policy};
+use mwp_core::head::SignedHead;
 use mwp_core::memory::{not_found, MemoryAuthority};
 use mwp_core::{
     Code, Command, Decision, Error, Event, GroupState, Id, Limits, PublicKey, Receipt, Result,
@@ -164,6 +165,22 @@ impl AuthorityService for MemoryService {
         let mut inner = self.lock()?;
         Ok(inner.group_mut(group)?.tick(now_ms)?.map(|(_, d)| d))
     }
+
+    fn sign_head(&self, group: &Id, now_ms: u64) -> Result<SignedHead> {
+        let inner = self.lock()?;
+        let state = inner
+            .group(group)
+            .and_then(|g| g.state())
+            .ok_or_else(|| not_found(group))?;
+        SignedHead::sign(
+            &state.org,
+            group,
+            state.seq,
+            state.head,
+            now_ms,
+            inner.config().secret_key(),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +311,21 @@ mod tests {
             1,
             "a quiet tick appends nothing"
         );
+    }
+
+    #[test]
+    fn sign_head_names_the_last_event_under_the_authority_key() {
+        let service = MemoryService::generate().expect("random key");
+        let err = service.sign_head(&id("g"), 5).expect_err("unknown");
+        assert_eq!(err.code, Code::NotFound);
+        service.submit(&open(&service), 1).expect("opens");
+        service.submit(&replace_session(2), 2).expect("accepted");
+        let head = service.sign_head(&id("g"), 7).expect("signs");
+        let last = service.events(&id("g"), 1, 10).expect("events");
+        assert_eq!((head.seq, head.id, head.at), (2, last[0].id, 7));
+        assert_eq!(head.org, id("acme"));
+        head.verify(&service.authority_key(), &id("g"))
+            .expect("verifies under the authority key");
     }
 
     #[test]

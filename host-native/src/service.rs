@@ -4,6 +4,7 @@
 //! returned only after its event is durable; replay past the online window answers
 //! `CURSOR_TOO_OLD` with a snapshot reference.
 
+use mwp_core::head::SignedHead;
 use mwp_core::state::Member;
 use mwp_core::{Command, Decision, Event, Id, PublicKey, Receipt, Result};
 
@@ -63,6 +64,19 @@ pub trait AuthorityService: Send + Sync {
         Err(mwp_core::Error::new(
             mwp_core::Code::NotPermitted,
             format!("this authority service cannot sign ticks for group {group}"),
+        ))
+    }
+
+    /// Signs the current head of `group` at `now_ms` with the authority's secret key
+    /// (SPEC §8a): the seq and id of its last durable event, read under the group's lock.
+    /// `NOT_FOUND` for an unknown group. Whether a head is due is the caller's business
+    /// ([`mwp_core::head::head_due`]; the server's `heads` module). The default, for a service
+    /// that cannot sign, is `NOT_PERMITTED`.
+    fn sign_head(&self, group: &Id, now_ms: u64) -> Result<SignedHead> {
+        let _ = now_ms;
+        Err(mwp_core::Error::new(
+            mwp_core::Code::NotPermitted,
+            format!("this authority service cannot sign heads for group {group}"),
         ))
     }
 }

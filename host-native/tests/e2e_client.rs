@@ -334,6 +334,13 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
     assert_eq!(report["seqs_checked"], 6);
     assert_eq!(report["authority_key_from"], "server");
     assert!(report["snapshot_seq"].as_u64().is_some_and(|s| s >= 1));
+    // The server's signed head verified (it may be behind by 100 ms of commits).
+    assert!(
+        report["verified_through"]
+            .as_u64()
+            .is_some_and(|s| (1..=6).contains(&s)),
+        "{report}"
+    );
     let on_disk = verify(&["--data", data.to_str().expect("utf-8")], &[]);
     assert_eq!(on_disk.status.code(), Some(0), "{}", stderr(&on_disk));
     assert_eq!(lines(&on_disk.stdout)[0]["head_id"], report["head_id"]);

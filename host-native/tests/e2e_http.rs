@@ -399,7 +399,8 @@ fn cbor_in_and_out() {
     );
 }
 
-/// Reads `data:` lines of an SSE stream on a thread; sends each parsed event.
+/// Reads `data:` lines of an SSE stream on a thread; sends each parsed event (the messages of
+/// another type, such as `event: head`, are passed over as an SSE client does).
 fn tail(base: &str, group: &str, after: u64) -> std::sync::mpsc::Receiver<Option<Event>> {
     let url = format!("{base}/v1/groups/{group}/events/stream?after={after}");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -410,9 +411,14 @@ fn tail(base: &str, group: &str, after: u64) -> std::sync::mpsc::Receiver<Option
             .into();
         let resp = agent.get(&url).call().expect("stream opens");
         let reader = std::io::BufReader::new(resp.into_body().into_reader());
+        let mut typed = false;
         for line in reader.lines() {
             let Ok(line) = line else { break };
-            if let Some(data) = line.strip_prefix("data:") {
+            if line.starts_with("event:") {
+                typed = true;
+            } else if line.is_empty() {
+                typed = false;
+            } else if let Some(data) = line.strip_prefix("data:").filter(|_| !typed) {
                 let event: Event = serde_json::from_str(data.trim()).expect("an event");
                 if tx.send(Some(event)).is_err() {
                     return;

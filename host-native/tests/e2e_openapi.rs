@@ -511,18 +511,32 @@ fn keys(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A live tail: the events shown as `data:` lines arrive the same way, each a valid Event.
+/// A live tail: the events shown as `data:` lines arrive the same way, each a valid Event;
+/// the `event: head` messages shown are signed heads, and so are the ones that arrive.
 fn stream_example(doc: &Value, ex: &Example, url: &str, where_: &str) {
     let event = validator(doc, "Event");
-    let shown: Vec<&str> = ex
-        .answer
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .collect();
+    let head = validator(doc, "SignedHead");
+    // (kind, data) of each message shown.
+    let mut shown: Vec<(bool, &str)> = Vec::new();
+    let mut is_head = false;
+    for l in ex.answer.lines() {
+        if l == "event: head" {
+            is_head = true;
+        } else if let Some(data) = l.strip_prefix("data: ") {
+            shown.push((is_head, data));
+            is_head = false;
+        }
+    }
+    let shown_events: Vec<&str> = shown.iter().filter(|(h, _)| !h).map(|(_, d)| *d).collect();
     assert!(
-        !shown.is_empty(),
+        !shown_events.is_empty(),
         "{where_}: the example shows at least one event"
     );
+    for (_, data) in shown.iter().filter(|(h, _)| *h) {
+        let value: Value = serde_json::from_str(data).expect("shown head");
+        check(&head, &value, &format!("{where_}: the head shown"));
+    }
+    let heads_shown = shown.len() - shown_events.len();
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -530,21 +544,31 @@ fn stream_example(doc: &Value, ex: &Example, url: &str, where_: &str) {
     let resp = agent.get(url).call().expect("the server answers");
     assert_eq!(resp.status().as_u16(), 200, "{where_}");
     let mut reader = BufReader::new(resp.into_body().into_reader());
-    let mut got = 0;
-    while got < shown.len() {
+    let (mut got, mut heads) = (0, 0);
+    let mut kind = String::new();
+    while got < shown_events.len() || heads < heads_shown {
         let mut line = String::new();
         assert!(
             reader.read_line(&mut line).expect("reads") > 0,
             "{where_}: the stream ended"
         );
-        if let Some(data) = line.trim_end().strip_prefix("data: ") {
-            let real: Value = serde_json::from_str(data).expect("an event");
-            let expected: Value = serde_json::from_str(shown[got]).expect("shown event");
-            check(&event, &real, &format!("{where_}: a streamed event"));
-            check(&event, &expected, &format!("{where_}: the event shown"));
-            assert_eq!(real["seq"], expected["seq"], "{where_}");
-            assert_eq!(real["kind"]["type"], expected["kind"]["type"], "{where_}");
-            got += 1;
+        let line = line.trim_end();
+        if let Some(k) = line.strip_prefix("event: ") {
+            k.clone_into(&mut kind);
+        } else if let Some(data) = line.strip_prefix("data: ") {
+            let real: Value = serde_json::from_str(data).expect("JSON data");
+            if kind == "head" {
+                check(&head, &real, &format!("{where_}: a streamed head"));
+                heads += 1;
+            } else {
+                let expected: Value = serde_json::from_str(shown_events[got]).expect("shown event");
+                check(&event, &real, &format!("{where_}: a streamed event"));
+                check(&event, &expected, &format!("{where_}: the event shown"));
+                assert_eq!(real["seq"], expected["seq"], "{where_}");
+                assert_eq!(real["kind"]["type"], expected["kind"]["type"], "{where_}");
+                got += 1;
+            }
+            kind.clear();
         }
     }
 }

@@ -345,6 +345,10 @@ fn replay_receipts_and_heads() {
         Code::NotFound
     );
     assert_eq!(pg.head_seq(&g).expect("head"), 0);
+    assert_eq!(
+        pg.sign_head(&g, 1).expect_err("unknown").code,
+        Code::NotFound
+    );
     group_with(&pg, "g1", 9);
     assert_eq!(pg.head_seq(&g).expect("head"), 10);
     let page = pg.events(&g, 3, 4).expect("page");
@@ -357,6 +361,10 @@ fn replay_receipts_and_heads() {
     assert!(pg.events(&g, 0, 0).expect("limit 0").is_empty());
     let all = pg.events(&g, 0, usize::MAX).expect("all");
     assert_eq!(all.len(), 10);
+    // The signed head names the last event, under the authority key (SPEC §8a).
+    let head = pg.sign_head(&g, 77).expect("signs");
+    assert_eq!((head.seq, head.id, head.at), (10, all[9].id, 77));
+    head.verify(&pg.authority_key(), &g).expect("verifies");
     for (i, e) in all.iter().enumerate() {
         assert_eq!(e.seq, i as u64 + 1);
         e.verify().expect("verifies");
@@ -636,6 +644,10 @@ fn the_database_is_the_truth_when_it_moves_behind_the_cache() {
          WHERE group_id = 'g1';",
     )
     .expect("lose the last commit");
+    // The head follows the database too.
+    let head = pg.sign_head(&g, 9000).expect("signs");
+    assert_eq!(head.seq, 3, "the head the database holds, not the cache's");
+    assert_eq!(head.id, pg.events(&g, 2, 1).expect("seq 3")[0].id);
     let cmd = create_work("g1", "alice", "after-failover", "wx");
     let Decision::Accepted(ev) = pg.submit(&cmd, 9000).expect("decide") else {
         panic!("not accepted")

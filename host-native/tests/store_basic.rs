@@ -228,6 +228,27 @@ fn ticks_are_signed_by_the_store_and_follow_deadlines() {
 }
 
 #[test]
+fn the_signed_head_names_the_last_durable_event_under_the_store_key() {
+    let be = MemBackend::new();
+    let mut store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), opts()).unwrap();
+    let g = id("g1");
+    assert_eq!(
+        store.sign_head(&g, 5).expect_err("unknown").code,
+        Code::NotFound
+    );
+    let text: String = workload().lines().take(13).collect::<Vec<_>>().join("\n");
+    Runner::new(&mut store).run_all(&text);
+    let seq = store.head_seq(&g).unwrap();
+    let last = store.events(&g, seq - 1, 1).unwrap();
+    let head = store.sign_head(&g, 5).unwrap();
+    assert_eq!((head.seq, head.id, head.at), (seq, last[0].id, 5));
+    head.verify(&store.authority_key(), &g).unwrap();
+    // Reopened, the same key signs the same statement.
+    let store = store.reopen().unwrap();
+    assert_eq!(store.sign_head(&g, 5).unwrap(), head);
+}
+
+#[test]
 fn preverified_accept_still_rejects_a_wrong_key() {
     use mwp_core::accept::accept_preverified;
     let (lines, _) = (workload(), ());

@@ -4,7 +4,15 @@
 //! pre-signed `create_work` commands one after another over a kept-alive connection. The
 //! figure is accepted commands divided by wall time, with latency percentiles. Without
 //! `--server` it starts an in-process server on a free loopback port.
+//!
+//! With `--tail` a live tail on the bench group stays open during the run, so the server signs
+//! heads (SPEC §8a) as a reader asks for them; the figures then count the heads the server
+//! signed (`mwp_heads_signed_total`) and the `event: head` messages the tail received. With
+//! `--server-pid PID` (Linux) they also give the server's CPU time per accepted command, from
+//! `/proc/PID/stat`, so runs with and without a tail compare the server's cost.
 
+use std::io::BufRead;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -33,6 +41,13 @@ pub struct BenchArgs {
     /// Measure a running server (e.g. http://127.0.0.1:7878) instead of an in-process one.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// Keep a live tail of the bench group open during the run (the server signs heads for
+    /// it) and count the heads signed and received.
+    #[arg(long)]
+    pub tail: bool,
+    /// The process id of the `--server` (Linux): report its CPU time per accepted command.
+    #[arg(long, value_name = "PID", requires = "server")]
+    pub server_pid: Option<u32>,
 }
 
 fn id(s: &str) -> Result<Id, Failure> {
@@ -62,6 +77,68 @@ pub struct Figures {
     pub p99_ms: f64,
     /// Encoding used.
     pub encoding: &'static str,
+    /// Whether a live tail was open during the run.
+    pub tail: bool,
+    /// Heads the server signed during the run (`mwp_heads_signed_total`), when it says.
+    pub heads_signed: Option<u64>,
+    /// `event: head` messages the tail received by the end of the run.
+    pub heads_received: Option<u64>,
+    /// Events the tail received by the end of the run.
+    pub events_received: Option<u64>,
+    /// Server CPU time (user + system) per accepted command, microseconds (`--server-pid`).
+    pub server_cpu_us_per_accept: Option<f64>,
+}
+
+/// `mwp_heads_signed_total` of the server, if its metrics say.
+fn heads_signed(client: &Client) -> Option<u64> {
+    let text = client.fetch("/metrics", "text/plain").ok()?;
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix("mwp_heads_signed_total "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// CPU time (user + system) of process `pid` in seconds, from `/proc/PID/stat` (clock ticks of
+/// 1/100 s); `None` off Linux or for a gone process.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let mut fields = rest.split(' ').skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}
+
+/// What a bench tail counted: events and heads received.
+#[derive(Default)]
+struct TailCounts {
+    events: AtomicU64,
+    heads: AtomicU64,
+}
+
+/// Follows the live tail of `group` on a thread, counting what arrives; the thread ends with
+/// the stream (the process, or the in-process server's shutdown, ends it).
+fn follow(client: &Client, group: &Id) -> Result<Arc<TailCounts>, Failure> {
+    let body = client
+        .stream(group, 0, None)
+        .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("opening the live tail: {e}")))?;
+    let counts = Arc::new(TailCounts::default());
+    let seen = Arc::clone(&counts);
+    std::thread::spawn(move || {
+        let mut head = false;
+        for line in std::io::BufReader::new(body).lines() {
+            let Ok(line) = line else { return };
+            if line == "event: head" {
+                head = true;
+            } else if line.starts_with("data:") {
+                let n = if head { &seen.heads } else { &seen.events };
+                n.fetch_add(1, Ordering::Relaxed);
+                head = false;
+            }
+        }
+    });
+    Ok(counts)
 }
 
 /// Opens a group, then posts `commands` pre-signed commands from `clients` threads.
@@ -70,6 +147,8 @@ pub fn measure(
     clients: usize,
     commands: usize,
     cbor: bool,
+    tail: bool,
+    server_pid: Option<u32>,
 ) -> Result<Figures, Failure> {
     if clients == 0 || commands < clients {
         return Err(Failure::new(
@@ -187,6 +266,13 @@ pub fn measure(
             })
         })
         .collect();
+    let counts = if tail {
+        Some(follow(&client, &group)?)
+    } else {
+        None
+    };
+    let signed_before = heads_signed(&client);
+    let cpu_before = server_pid.and_then(cpu_seconds);
     barrier.wait();
     let start = Instant::now();
     let mut latencies: Vec<Duration> = Vec::with_capacity(commands);
@@ -199,12 +285,22 @@ pub fn measure(
         rejected += r;
     }
     let seconds = start.elapsed().as_secs_f64();
+    if tail {
+        // The tail's last head comes once it is idle, within 100 ms.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let cpu_after = server_pid.and_then(cpu_seconds);
+    let signed_after = heads_signed(&client);
     latencies.sort();
     let pct = |p: f64| {
         let i = ((latencies.len() as f64 - 1.0) * p).round() as usize;
         latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     };
     let accepted = latencies.len() - rejected;
+    let server_cpu_us_per_accept = match (cpu_before, cpu_after) {
+        (Some(a), Some(b)) if accepted > 0 => Some((b - a) * 1e6 / accepted as f64),
+        _ => None,
+    };
     Ok(Figures {
         clients,
         accepted,
@@ -214,13 +310,27 @@ pub fn measure(
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
         encoding: if cbor { "cbor" } else { "json" },
+        tail,
+        heads_signed: signed_before
+            .zip(signed_after)
+            .map(|(a, b)| b.saturating_sub(a)),
+        heads_received: counts.as_ref().map(|c| c.heads.load(Ordering::Relaxed)),
+        events_received: counts.as_ref().map(|c| c.events.load(Ordering::Relaxed)),
+        server_cpu_us_per_accept,
     })
 }
 
 /// Runs `mwp bench`.
 pub fn run(args: BenchArgs) -> Outcome {
     let figures = match &args.server {
-        Some(url) => measure(url, args.clients, args.commands, args.cbor)?,
+        Some(url) => measure(
+            url,
+            args.clients,
+            args.commands,
+            args.cbor,
+            args.tail,
+            args.server_pid,
+        )?,
         None => {
             let rt = super::runtime()?;
             let service = Arc::new(
@@ -232,7 +342,14 @@ pub fn run(args: BenchArgs) -> Outcome {
                 .block_on(Server::bind(service, addr, ServerConfig::default()))
                 .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot listen: {e}")))?;
             let base = format!("http://{}", server.addr());
-            let figures = measure(&base, args.clients, args.commands, args.cbor);
+            let figures = measure(
+                &base,
+                args.clients,
+                args.commands,
+                args.cbor,
+                args.tail,
+                None,
+            );
             rt.block_on(server.shutdown());
             figures?
         }

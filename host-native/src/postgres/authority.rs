@@ -847,6 +847,15 @@ impl AuthorityService for PostgresAuthority {
             Ok(this.decide(tx, sql, slot, &cmd, now_ms)?.map(Some))
         })
     }
+
+    fn sign_head(&self, group: &Id, now_ms: u64) -> Result<mwp_core::head::SignedHead> {
+        // The cached state, brought up to what the database committed, under the group's
+        // slot (a command being decided by this process finishes first).
+        let (org, seq, id) = self
+            .read_state(group, |s| s.map(|s| (s.org.clone(), s.seq, s.head)))?
+            .ok_or_else(|| not_found(group))?;
+        mwp_core::head::SignedHead::sign(&org, group, seq, id, now_ms, self.authority.secret_key())
+    }
 }
 
 /// Runs transcripts against PostgreSQL: `restart` forgets the caches and the connections.

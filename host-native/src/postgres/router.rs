@@ -207,6 +207,10 @@ impl AuthorityService for PostgresRouter {
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
         self.check_home(group)?.tick(group, now_ms)
     }
+
+    fn sign_head(&self, group: &Id, now_ms: u64) -> Result<mwp_core::head::SignedHead> {
+        self.shard_for(group).sign_head(group, now_ms)
+    }
 }
 
 /// Runs transcripts across the servers.

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use mwp_core::head::SignedHead;
 use mwp_core::{Code, Command, Error, Event, Id, PublicKey, Receipt, Result};
 use serde::Deserialize;
 
@@ -25,9 +26,16 @@ pub struct Client {
     authorization: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct EventsAnswer {
-    events: Vec<Event>,
+/// A page of events (`GET /v1/groups/{group}/events`) with the server's latest signed head
+/// (SPEC §8a), which may be behind the page's last event or ahead of it. Unverified: offer
+/// it to a replica under a key you pin ([`mwp_core::replica::Replica::offer_head`]).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Page {
+    /// Events with seq > the cursor, in order.
+    pub events: Vec<Event>,
+    /// The signed head; `None` from a server that sends none.
+    #[serde(default)]
+    pub head: Option<SignedHead>,
 }
 
 #[derive(Deserialize)]
@@ -208,13 +216,25 @@ impl Client {
         Ok(Submitted { receipt, duplicate })
     }
 
-    /// `GET /v1/groups/{group}/events?after=N&limit=M`.
+    /// `GET /v1/groups/{group}/events?after=N&limit=M`: the events only.
     pub fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
+        self.page(group, after, limit).map(|p| p.events)
+    }
+
+    /// `GET /v1/groups/{group}/events?after=N&limit=M`: the events and the signed head.
+    pub fn page(&self, group: &Id, after: u64, limit: usize) -> Result<Page> {
         let path = format!("/v1/groups/{group}/events?after={after}&limit={limit}");
         let (_, body) = self.get(&path, "application/json")?;
-        serde_json::from_slice::<EventsAnswer>(&body)
-            .map(|a| a.events)
+        serde_json::from_slice::<Page>(&body)
             .map_err(|e| Error::malformed(format!("{path} answered no events: {e}")))
+    }
+
+    /// `GET /v1/groups/{group}/head`: the latest signed head (unverified; SPEC §8a).
+    pub fn head(&self, group: &Id) -> Result<SignedHead> {
+        let path = format!("/v1/groups/{group}/head");
+        let (_, body) = self.get(&path, "application/json")?;
+        let text = String::from_utf8_lossy(&body);
+        SignedHead::from_json(&text)
     }
 
     /// `GET /v1/groups/{group}/receipts/{actor}/{action}`.

@@ -13,7 +13,9 @@
 //! * `mwp_live_tails`: live tails open, read at scrape time;
 //! * `mwp_tick_lag_seconds`: how late the tick loop's last tick ran after the lease deadline
 //!   it served;
-//! * `mwp_store_errors_total`: store calls that failed (`STORAGE` or `LOG_CORRUPT`).
+//! * `mwp_store_errors_total`: store calls that failed (`STORAGE` or `LOG_CORRUPT`);
+//! * `mwp_heads_signed_total`: signed heads the server signed (SPEC §8a; at most ten a
+//!   second per group, on reads only).
 
 use std::time::Duration;
 
@@ -69,6 +71,7 @@ pub(crate) struct Metrics {
     live_tails: Gauge,
     tick_lag: Gauge<f64, std::sync::atomic::AtomicU64>,
     store_errors: Counter,
+    heads_signed: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -119,8 +122,15 @@ impl Metrics {
             "Store calls that failed (STORAGE or LOG_CORRUPT)",
             store_errors.clone(),
         );
+        let heads_signed = Counter::default();
+        registry.register(
+            "mwp_heads_signed",
+            "Signed heads signed (on reads; at most one per 100 ms per group)",
+            heads_signed.clone(),
+        );
         Metrics {
             registry,
+            heads_signed,
             commands,
             accept,
             groups,
@@ -128,6 +138,11 @@ impl Metrics {
             tick_lag,
             store_errors,
         }
+    }
+
+    /// The counter of signed heads, for [`super::heads::Heads`].
+    pub(crate) fn heads_signed(&self) -> Counter {
+        self.heads_signed.clone()
     }
 
     /// Counts one answered command.
@@ -192,5 +207,7 @@ mod tests {
         assert!(text.contains("mwp_store_errors_total 1"));
         assert!(text.contains("mwp_groups 3"));
         assert!(text.contains("mwp_live_tails 1"));
+        m.heads_signed().inc();
+        assert!(m.render(None, 0).contains("mwp_heads_signed_total 1"));
     }
 }

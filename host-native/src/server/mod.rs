@@ -19,6 +19,7 @@ pub mod assets;
 pub mod auth;
 pub mod client;
 mod connections;
+mod heads;
 mod health;
 pub mod key;
 mod metrics;
@@ -113,6 +114,8 @@ pub(crate) struct App {
     pub(crate) closing: watch::Receiver<bool>,
     /// The numbers of `GET /metrics`.
     pub(crate) metrics: Arc<metrics::Metrics>,
+    /// The last signed head of each group, and when to sign a fresh one (SPEC §8a).
+    pub(crate) heads: Arc<heads::Heads>,
     /// Whether the latest write to the store succeeded (`GET /readyz`).
     pub(crate) ready: Arc<health::Readiness>,
 }
@@ -166,6 +169,7 @@ impl Server {
         let (max_connections, header_read_timeout) =
             (config.max_connections, config.header_read_timeout);
         let app_access = config.access.describe();
+        let metrics = Arc::new(metrics::Metrics::new());
         let app = App {
             service,
             config: Arc::new(config),
@@ -173,7 +177,8 @@ impl Server {
             opening: Arc::default(),
             tick: Arc::new(Notify::new()),
             closing: closing.clone(),
-            metrics: Arc::new(metrics::Metrics::new()),
+            heads: Arc::new(heads::Heads::new(metrics.heads_signed())),
+            metrics,
             ready: Arc::default(),
         };
         let ticker = tokio::spawn(tick::run(app.clone()));

@@ -29,6 +29,8 @@ pub enum Route {
     Events,
     /// `GET /v1/groups/{group}/events/stream`.
     Stream,
+    /// `GET /v1/groups/{group}/head`.
+    Head,
     /// `GET /v1/groups/{group}/receipts/{actor}/{action}`.
     Receipt,
     /// `GET /v1/groups/{group}/snapshots/latest`.
@@ -45,12 +47,13 @@ pub enum Route {
 
 impl Route {
     /// Every route the router serves.
-    pub const ALL: [Route; 11] = [
+    pub const ALL: [Route; 12] = [
         Route::Authority,
         Route::Groups,
         Route::Commands,
         Route::Events,
         Route::Stream,
+        Route::Head,
         Route::Receipt,
         Route::Snapshot,
         Route::OpenApi,
@@ -67,6 +70,7 @@ impl Route {
             Route::Commands => (Method::POST, "/v1/groups/{group}/commands"),
             Route::Events => (Method::GET, "/v1/groups/{group}/events"),
             Route::Stream => (Method::GET, "/v1/groups/{group}/events/stream"),
+            Route::Head => (Method::GET, "/v1/groups/{group}/head"),
             Route::Receipt => (Method::GET, "/v1/groups/{group}/receipts/{actor}/{action}"),
             Route::Snapshot => (Method::GET, "/v1/groups/{group}/snapshots/latest"),
             Route::OpenApi => (Method::GET, "/v1/openapi.json"),
@@ -89,6 +93,7 @@ impl Route {
             Route::Commands => on(m, routes::post_command),
             Route::Events => on(m, routes::events),
             Route::Stream => return on(m, routes::stream_events),
+            Route::Head => on(m, routes::head),
             Route::Receipt => on(m, routes::receipt),
             Route::Snapshot => on(m, routes::snapshot),
             Route::OpenApi => on(m, openapi::document),

@@ -13,6 +13,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
+use mwp_core::head::{SignedHead, HEAD_INTERVAL_MS};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
 use serde::Serialize;
@@ -286,9 +287,13 @@ fn decode_command(
     Ok(cmd)
 }
 
+/// A page of events with the latest signed head (SPEC §8a); `head` is left out only when the
+/// service signs no heads (its `sign_head` answers `NOT_PERMITTED`; every store of mwp signs).
 #[derive(Serialize)]
-struct EventsAnswer {
+struct EventsAnswer<'a> {
     events: Vec<Event>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    head: Option<&'a SignedHead>,
 }
 
 /// Points a `CURSOR_TOO_OLD` answer's snapshot reference at this server's URL for it.
@@ -330,10 +335,47 @@ pub(super) async fn events(
             usize::try_from(l).unwrap_or(usize::MAX)
         })
         .clamp(1, app.config.max_page);
-    let g = group.clone();
-    match blocking(&app, move |s| s.events(&g, after, limit)).await {
-        Ok(events) => wire::encode(StatusCode::OK, format, &EventsAnswer { events }),
+    let (g, heads) = (group.clone(), Arc::clone(&app.heads));
+    let page = blocking(&app, move |s| {
+        let events = s.events(&g, after, limit)?;
+        // Read after the page: the head is at most `HEAD_INTERVAL_MS` of commits behind it.
+        let head = match heads.current(s, &g, now_ms()) {
+            Ok(head) => Some(head),
+            Err(e) if e.code == Code::NotPermitted => None,
+            Err(e) => return Err(e),
+        };
+        Ok((events, head))
+    })
+    .await;
+    match page {
+        Ok((events, head)) => wire::encode(
+            StatusCode::OK,
+            format,
+            &EventsAnswer {
+                events,
+                head: head.as_deref(),
+            },
+        ),
         Err(e) => read_error(format, &locate_snapshot(e, &group)),
+    }
+}
+
+/// `GET /v1/groups/{group}/head`: the latest signed head (SPEC §8a), signed now if one is
+/// due ([`super::heads`]).
+pub(super) async fn head(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let group = match path_id(&group, "group") {
+        Ok(g) => g,
+        Err(e) => return wire::error(format, &e),
+    };
+    let heads = Arc::clone(&app.heads);
+    match blocking(&app, move |s| heads.current(s, &group, now_ms())).await {
+        Ok(head) => wire::encode(StatusCode::OK, format, &*head),
+        Err(e) => read_error(format, &e),
     }
 }
 
@@ -343,6 +385,13 @@ struct Tail {
     group: Id,
     cursor: u64,
     pending: VecDeque<Event>,
+    /// A head to send once `pending` is sent, if it covers more than `head_sent`.
+    head_ready: Option<Arc<SignedHead>>,
+    /// Seq of the last head sent (0: none yet).
+    head_sent: u64,
+    /// Whether this idle period's wait for a fresh head was spent (one wait per idle
+    /// period: a head that still does not come is not waited for again until the next event).
+    head_waited: bool,
     /// Its place under the tail caps, and its group's commit signal.
     slot: super::tails::Slot,
     closing: tokio::sync::watch::Receiver<bool>,
@@ -359,12 +408,25 @@ fn sse_event(event: &Event) -> SseEvent {
     }
 }
 
+/// An `event: head` message: the signed head's JSON, without an `id:` (the cursor of a
+/// reconnecting client stays its last event's seq).
+fn sse_head(head: &SignedHead) -> SseEvent {
+    match SseEvent::default().event("head").json_data(head) {
+        Ok(e) => e,
+        Err(e) => SseEvent::default().event("error").data(e.to_string()),
+    }
+}
+
 fn sse_error(err: &Error) -> SseEvent {
     SseEvent::default()
         .event("error")
         .data(serde_json::to_string(err).unwrap_or_else(|_| err.to_string()))
 }
 
+/// The next message of a live tail: each pending event; after each batch the head read with
+/// it when it covers more than the last head sent; and once the tail is idle with its last
+/// head behind its last event, a fresh head as soon as one is due (at most
+/// `HEAD_INTERVAL_MS` later; SPEC §8a).
 async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)> {
     loop {
         if tail.done {
@@ -374,18 +436,61 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
             tail.cursor = event.seq;
             return Some((Ok(sse_event(&event)), tail));
         }
+        if let Some(head) = tail.head_ready.take() {
+            if head.seq > tail.head_sent {
+                tail.head_sent = head.seq;
+                return Some((Ok(sse_head(&head)), tail));
+            }
+        }
         if *tail.closing.borrow() {
             return None;
         }
         // Read the commit counter before querying, so a commit in between wakes us.
         tail.slot.commits.borrow_and_update();
         let (g, after, page) = (tail.group.clone(), tail.cursor, tail.app.config.max_page);
-        match blocking(&tail.app, move |s| s.events(&g, after, page)).await {
-            Ok(events) if !events.is_empty() => tail.pending.extend(events),
-            Ok(_) => {
+        let heads = Arc::clone(&tail.app.heads);
+        let read = blocking(&tail.app, move |s| {
+            let events = s.events(&g, after, page)?;
+            // A head that cannot be signed costs the tail its heads, not its events.
+            let head = heads
+                .current(s, &g, now_ms())
+                .inspect_err(|e| tracing::debug!(group = %g, code = %e.code, "no signed head"))
+                .ok();
+            Ok((events, head))
+        })
+        .await;
+        match read {
+            Ok((events, head)) if !events.is_empty() => {
+                tail.pending.extend(events);
+                tail.head_ready = head;
+                tail.head_waited = false;
+            }
+            Ok((_, head)) => {
+                if head.as_ref().is_some_and(|h| h.seq > tail.head_sent) {
+                    tail.head_ready = head;
+                    continue;
+                }
+                // Idle with the last head sent behind the last event: wait for a fresh one
+                // to be due (once per idle period), or for a commit.
+                let owed = tail.head_sent < tail.cursor && !tail.head_waited;
+                let wait = if owed {
+                    tail.head_waited = true;
+                    let due = tail.app.heads.next_due(&tail.group);
+                    due.saturating_sub(now_ms()).clamp(1, HEAD_INTERVAL_MS)
+                } else {
+                    u64::MAX
+                };
+                let sleep = async {
+                    if wait == u64::MAX {
+                        std::future::pending::<()>().await;
+                    } else {
+                        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                    }
+                };
                 tokio::select! {
                     changed = tail.slot.commits.changed() => if changed.is_err() { return None },
                     _ = tail.closing.changed() => return None,
+                    () = sleep => {}
                 }
             }
             Err(e) => {
@@ -447,6 +552,9 @@ pub(super) async fn stream_events(
         group,
         cursor: after,
         pending: first.into(),
+        head_ready: None,
+        head_sent: 0,
+        head_waited: false,
         done: false,
     };
     let events: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> =

@@ -600,6 +600,18 @@ impl AuthorityService for FileStore {
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
         Ok(self.known(group)?.tick(now_ms)?.map(|(_, d)| d))
     }
+
+    fn sign_head(&self, group: &Id, now_ms: u64) -> Result<mwp_core::head::SignedHead> {
+        let (org, seq, id) = self.known(group)?.durable_head()?;
+        mwp_core::head::SignedHead::sign(
+            &org,
+            group,
+            seq,
+            id,
+            now_ms,
+            self.ctx.authority.secret_key(),
+        )
+    }
 }
 
 /// Lets the transcript runner (`mwp transcript --data DIR`) run on the file store;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use clap::Args;
+use mwp_core::head::SignedHead;
 use mwp_core::{Error, Event, Id, PublicKey};
 
 use super::super::store::{self, StoreUrl};
@@ -113,6 +114,18 @@ impl Source {
             Source::Store(s) => s.events(group, after, limit),
         }
         .map_err(|e| self.failure(&context, &e))
+    }
+
+    /// The server's latest signed head of `group` (SPEC §8a), unverified; `None` from a
+    /// store (a store read-only signs nothing).
+    pub fn signed_head(&self, group: &Id) -> Result<Option<SignedHead>, Failure> {
+        match self {
+            Source::Server(c) => c
+                .head(group)
+                .map(Some)
+                .map_err(|e| self.failure(&format!("cannot read the signed head of {group}"), &e)),
+            Source::Store(_) => Ok(None),
+        }
     }
 
     /// The latest signed snapshot of `group`, canonical CBOR.

@@ -6,12 +6,17 @@
 //! be the next seq and chain to the one before it: a gap (say a server restored from an
 //! older copy answers seq 9 after seq 6) or a fork is an error naming the expected and the
 //! received seq, exit 1; nothing is ever skipped.
+//!
+//! The server's `event: head` messages (signed heads, SPEC §8a) print nothing: each must
+//! decode, name this group, verify under `--authority-key` when one is pinned, and, when it
+//! is at the last seq printed, name that event's id (another id is a fork, exit 1).
 
 use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
 use clap::Args;
-use mwp_core::{Code, Error, Event, Hash};
+use mwp_core::head::SignedHead;
+use mwp_core::{Code, Error, Event, Hash, Id, PublicKey};
 use serde_json::json;
 
 use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -32,6 +37,10 @@ pub struct TailArgs {
     /// Stop (exit 0) once the event with this seq is printed; without it, follow forever.
     #[arg(long, value_name = "SEQ")]
     pub until: Option<u64>,
+    /// The authority's public key, 64 hex digits: the signed heads the tail sends must
+    /// verify under it (without it they are checked against the events only).
+    #[arg(long, value_name = "HEX")]
+    pub authority_key: Option<String>,
     /// How to print.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -82,6 +91,58 @@ pub fn follow(pos: Position, event: &Event) -> Result<Position, Failure> {
     })
 }
 
+/// What the tail's `event: head` messages are checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadPin<'a> {
+    /// The group followed.
+    pub group: &'a Id,
+    /// The pinned authority key, if any.
+    pub key: Option<&'a PublicKey>,
+}
+
+/// Checks a signed head the tail sent at `pos`: it decodes, is of the group, verifies under
+/// the pinned key, and names the id of the last event printed when it is at its seq.
+pub fn check_head(pos: Position, data: &str, pin: HeadPin<'_>) -> Result<SignedHead, Failure> {
+    let head = SignedHead::from_json(data).map_err(|e| {
+        Failure::new(
+            EXIT_BAD_INPUT,
+            format!(
+                "the stream sent a head that is not an mwp signed head after seq {}: {e}",
+                pos.seq
+            ),
+        )
+    })?;
+    if &head.group != pin.group {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "the stream sent a signed head of group {}, not {}",
+                head.group, pin.group
+            ),
+        ));
+    }
+    if let Some(key) = pin.key {
+        head.verify(key, pin.group).map_err(|e| {
+            Failure::new(
+                EXIT_FAILED,
+                format!("the signed head at seq {} does not verify: {e}", head.seq),
+            )
+        })?;
+    }
+    if let (true, Some(id)) = (head.seq == pos.seq, pos.id) {
+        if head.id != id {
+            return Err(Failure::new(
+                EXIT_FAILED,
+                format!(
+                    "fork: the signed head names {} at seq {}, but the tail printed {id} there",
+                    head.id, head.seq
+                ),
+            ));
+        }
+    }
+    Ok(head)
+}
+
 /// How one connection ended.
 enum End {
     /// The stream closed or the connection dropped: reconnect.
@@ -93,6 +154,16 @@ enum End {
 /// Runs `mwp tail`.
 pub fn run(args: &TailArgs) -> Outcome {
     let group = id(&args.group, "--group")?;
+    let key = args
+        .authority_key
+        .as_deref()
+        .map(PublicKey::from_hex)
+        .transpose()
+        .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--authority-key: {e}")))?;
+    let pin = HeadPin {
+        group: &group,
+        key: key.as_ref(),
+    };
     let client = args.server.client()?;
     let json = args.output.json();
     let mut pos = Position {
@@ -110,7 +181,7 @@ pub fn run(args: &TailArgs) -> Outcome {
             Ok(body) => {
                 connected_once = true;
                 wait = Duration::from_millis(100);
-                match read_stream(BufReader::new(body), &mut pos, args.until, json)? {
+                match read_stream(BufReader::new(body), &mut pos, args.until, json, pin)? {
                     End::Done => return Ok(EXIT_OK),
                     End::Dropped(why) => why,
                 }
@@ -149,7 +220,8 @@ fn gap_failure(pos: &Position, e: &Error) -> Failure {
 }
 
 /// Reads one connection's messages (SSE: `id:`, `event:`, `data:` lines, a blank line ends
-/// a message, `:` lines are comments) and prints each event.
+/// a message, `:` lines are comments) and prints each event; `event: head` messages are
+/// checked ([`check_head`]) and print nothing.
 ///
 /// A message is bounded by [`MAX_MESSAGE_BYTES`]: a longer line or message is not from an
 /// mwp server and ends the tail (`EXIT_FAILED`) before it can take unbounded memory.
@@ -158,6 +230,7 @@ fn read_stream(
     pos: &mut Position,
     until: Option<u64>,
     json: bool,
+    pin: HeadPin<'_>,
 ) -> Result<End, Failure> {
     let (mut kind, mut data) = (String::new(), String::new());
     let mut raw = Vec::new();
@@ -221,6 +294,12 @@ fn read_stream(
                 ),
             ));
         }
+        if kind == "head" {
+            check_head(*pos, &data, pin)?;
+            kind.clear();
+            data.clear();
+            continue;
+        }
         let event: Event = serde_json::from_str(&data).map_err(|e| {
             Failure::new(
                 EXIT_BAD_INPUT,
@@ -259,7 +338,7 @@ fn human(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mwp_core::Id;
+    use mwp_core::SecretKey;
 
     fn events() -> Vec<Event> {
         let text = include_str!("../../../../tests/transcripts/lifecycle.jsonl");
@@ -269,6 +348,67 @@ mod tests {
             .filter_map(|l| l.get("event"))
             .map(|e| serde_json::from_value(e.clone()).expect("event"))
             .collect()
+    }
+
+    fn g1() -> Id {
+        Id::new("g1").expect("id")
+    }
+
+    fn pin(group: &Id) -> HeadPin<'_> {
+        HeadPin { group, key: None }
+    }
+
+    fn head_message(head: &SignedHead) -> String {
+        format!("event: head\ndata: {}\n\n", json!(head))
+    }
+
+    #[test]
+    fn heads_print_nothing_verify_under_the_pin_and_a_fork_is_an_error() {
+        let ev = events();
+        let key = SecretKey::for_transcript("@authority");
+        let sign = |seq: u64, id: Hash, k: &SecretKey| {
+            SignedHead::sign(&Id::new("acme").expect("id"), &g1(), seq, id, 5, k).expect("signs")
+        };
+        let good = sign(2, ev[1].id, &key);
+        let text = format!(
+            "{}{}{}",
+            sse(&[&ev[0], &ev[1]]),
+            head_message(&good),
+            sse(&[&ev[2]])
+        );
+        let public = key.public();
+        let pinned = HeadPin {
+            group: &g1(),
+            key: Some(&public),
+        };
+        let mut pos = Position {
+            seq: 0,
+            id: Some(Hash::ZERO),
+        };
+        assert!(matches!(
+            read_stream(text.as_bytes(), &mut pos, None, true, pinned),
+            Ok(End::Dropped(_))
+        ));
+        assert_eq!(pos.seq, 3, "the head was no event");
+        // Another key, another id at the last seq, another group, not a head: each refused.
+        let at2 = Position {
+            seq: 2,
+            id: Some(ev[1].id),
+        };
+        let other = SecretKey::for_transcript("mallory");
+        let forged = json!(sign(2, ev[1].id, &other)).to_string();
+        let e = check_head(at2, &forged, pinned).expect_err("another key");
+        assert!(e.message.contains("does not verify"), "{}", e.message);
+        let forked = json!(sign(2, ev[0].id, &key)).to_string();
+        let e = check_head(at2, &forked, pin(&g1())).expect_err("fork");
+        assert!(e.message.contains("fork"), "{}", e.message);
+        let g2 = Id::new("g2").expect("id");
+        let e = check_head(at2, &json!(good).to_string(), pin(&g2)).expect_err("group");
+        assert!(e.message.contains("not g2"), "{}", e.message);
+        let e = check_head(at2, "{\"seq\": 2}", pin(&g1())).expect_err("not a head");
+        assert_eq!(e.exit, EXIT_BAD_INPUT);
+        // A head ahead of the tail is kept quiet.
+        check_head(at2, &json!(sign(9, ev[0].id, &key)).to_string(), pinned).expect("ahead");
     }
 
     fn sse(events: &[&Event]) -> String {
@@ -287,7 +427,7 @@ mod tests {
             id: Some(Hash::ZERO),
         };
         let text = sse(&[&ev[0], &ev[2]]);
-        let err = match read_stream(text.as_bytes(), &mut pos, None, true) {
+        let err = match read_stream(text.as_bytes(), &mut pos, None, true, pin(&g1())) {
             Err(f) => f,
             Ok(_) => panic!("a gap must fail"),
         };
@@ -320,7 +460,7 @@ mod tests {
         };
         let text = sse(&[&ev[0], &ev[1]]);
         assert!(matches!(
-            read_stream(text.as_bytes(), &mut pos, Some(2), true),
+            read_stream(text.as_bytes(), &mut pos, Some(2), true, pin(&g1())),
             Ok(End::Done)
         ));
         let mut pos = Position {
@@ -328,7 +468,7 @@ mod tests {
             id: Some(Hash::ZERO),
         };
         assert!(matches!(
-            read_stream(text.as_bytes(), &mut pos, None, true),
+            read_stream(text.as_bytes(), &mut pos, None, true, pin(&g1())),
             Ok(End::Dropped(_))
         ));
         assert_eq!(pos.seq, 2);
@@ -347,7 +487,7 @@ mod tests {
                 seq: 0,
                 id: Some(Hash::ZERO),
             };
-            match read_stream(text, &mut pos, None, true) {
+            match read_stream(text, &mut pos, None, true, pin(&g1())) {
                 Err(f) => assert_eq!(f.exit, EXIT_FAILED, "{}", f.message),
                 _ => panic!("an oversized message was accepted"),
             }

@@ -7,9 +7,13 @@
 //! snapshot verifies under the authority key (SPEC §8: schema, state hash, signature, org and
 //! group), and its chain head and state hash equal the replica's at the snapshot's seq. The
 //! authority key is `--authority-key HEX` when given (a pin), else the one the server (or the
-//! store) names. Any mismatch prints `{"ok": false, "seq": S, "error": …}` and exits 1.
+//! store) names. From a server, its signed head (SPEC §8a, `GET …/head`, read before the
+//! history) must verify under that key and name the id the history has at its seq; the
+//! answer reports `verified_through`, the seq it vouches for. Any mismatch prints
+//! `{"ok": false, "seq": S, "error": …}` and exits 1.
 
 use clap::Args;
+use mwp_core::head::SignedHead;
 use mwp_core::replica::{Offer, Replica};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Hash, PublicKey};
@@ -73,15 +77,23 @@ pub fn run(args: &VerifyArgs) -> Outcome {
     };
     // The snapshot first: the history read after it reaches at least its seq.
     let snapshot = source.latest_snapshot(&group)?;
+    // The signed head next, for the same reason.
+    let head = source.signed_head(&group)?;
     let json = args.output.json();
-    match check(&source, &group, &key, &snapshot)? {
+    match check(&source, &group, &key, &snapshot, head.as_ref())? {
         Ok(report) => {
             let mut value = report;
             value["authority_key"] = json!(key);
             value["authority_key_from"] = json!(key_from);
             super::print(json, &value, || {
+                let signed = match value["verified_through"].as_u64() {
+                    Some(seq) if head.is_some() => {
+                        format!("; the signed head vouches through seq {seq}")
+                    }
+                    _ => String::new(),
+                };
                 format!(
-                    "ok: {} seqs of {group} checked (1..={}), head {}; snapshot at seq {} verifies under {key} ({key_from})",
+                    "ok: {} seqs of {group} checked (1..={}), head {}; snapshot at seq {} verifies under {key} ({key_from}){signed}",
                     value["seqs_checked"], value["head_seq"], value["head_id"].as_str().unwrap_or(""),
                     value["snapshot_seq"],
                 )
@@ -99,13 +111,15 @@ pub fn run(args: &VerifyArgs) -> Outcome {
     }
 }
 
-/// Replays the history into a replica and checks the snapshot against it. The outer error
-/// is a failure to read; the inner one a check that failed.
+/// Replays the history into a replica and checks the snapshot (and the signed head, when
+/// given) against it. The outer error is a failure to read; the inner one a check that
+/// failed.
 fn check(
     source: &Source,
     group: &mwp_core::Id,
     key: &PublicKey,
     snapshot: &[u8],
+    signed: Option<&SignedHead>,
 ) -> Result<Result<Value, Mismatch>, Failure> {
     let snap = match Snapshot::from_cbor(snapshot) {
         Ok(s) => s,
@@ -117,6 +131,16 @@ fn check(
         }
     };
     let mut replica = Replica::new(group.clone());
+    if let Some(head) = signed {
+        // Kept by the replica until the history reaches its seq, where an event with another
+        // id is refused as a fork.
+        if let Err(e) = replica.offer_head(head, key) {
+            return Ok(Err(mismatch(
+                head.seq,
+                format!("the server's signed head does not verify: {e}"),
+            )));
+        }
+    }
     let mut at_snapshot: Option<(Hash, Hash)> = None;
     loop {
         let events = source.events(group, replica.cursor(), PAGE)?;
@@ -196,6 +220,26 @@ fn check(
             ),
         )));
     }
+    if let Some(signed) = signed {
+        if signed.org != state.org {
+            return Ok(Err(mismatch(
+                signed.seq,
+                format!(
+                    "the server's signed head is of org {}, the history's is {}",
+                    signed.org, state.org
+                ),
+            )));
+        }
+        if replica.verified_through() < signed.seq {
+            return Ok(Err(mismatch(
+                signed.seq,
+                format!(
+                    "the server's signed head is at seq {}, beyond the history's head {head}",
+                    signed.seq
+                ),
+            )));
+        }
+    }
     let final_hash = replica
         .state_hash()
         .map_err(|e| Failure::from_error("cannot hash the replica's state", &e))?;
@@ -208,5 +252,6 @@ fn check(
         "state_hash": final_hash,
         "snapshot_seq": snap.seq,
         "snapshot_state_hash": snap.state_hash,
+        "verified_through": replica.verified_through(),
     })))
 }

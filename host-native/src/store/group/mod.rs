@@ -270,6 +270,14 @@ impl GroupLog {
         Ok(state)
     }
 
+    /// The org, seq and id of the last event, once it is durable (a staged event is waited
+    /// for, as [`GroupLog::state`] does, without copying the state).
+    pub(crate) fn durable_head(&self) -> Result<(Id, u64, Hash)> {
+        let (org, seq, head) = self.with_state(|s| (s.org.clone(), s.seq, s.head));
+        self.wait_durable(seq)?;
+        Ok((org, seq, head))
+    }
+
     /// Runs `f` on the state (possibly ahead of durability by staged events).
     pub(crate) fn with_state<T>(&self, f: impl FnOnce(&GroupState) -> T) -> T {
         f(lock(&self.core).state())
