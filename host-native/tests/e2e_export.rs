@@ -529,3 +529,111 @@ fn export_from_a_server_verifies_like_one_from_the_store() {
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert_eq!(json_line(&ok)["ok"], true);
 }
+
+/// A static file server over `dir` (GET only, 404 for anything missing or not plain
+/// names), recording every path asked for. Returns its base URL.
+fn static_host(dir: PathBuf, asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let base = format!("http://{}/site", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|r| r == 1) {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).into_owned();
+            let target = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            asked.lock().expect("lock").push(target.clone());
+            let body = target
+                .strip_prefix("/site/")
+                .filter(|p| !p.split('/').any(|c| c == ".." || c.is_empty()))
+                .and_then(|p| std::fs::read(dir.join(p)).ok());
+            let (status, body) = match body {
+                Some(b) => ("200 OK", b),
+                None => ("404 Not Found", b"not found".to_vec()),
+            };
+            let mut out = format!(
+                "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            out.extend_from_slice(&body);
+            let _ = conn.write_all(&out);
+        }
+    });
+    base
+}
+
+#[test]
+fn an_export_served_over_http_verifies_and_a_missing_file_is_named() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", transcript_lines().len());
+    let out = tmp.path().join("site");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let base = static_host(out.clone(), asked.clone());
+    let key = hex_key(&authority());
+    let run = mwp()
+        .args([
+            "verify",
+            "--group",
+            "g1",
+            "--source",
+            &base,
+            "--authority-key",
+            &key,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    assert_eq!(json_line(&run)["ok"], true);
+    let paths = asked.lock().expect("lock").clone();
+    assert_eq!(paths[0], "/site/head.json");
+    assert!(paths[1].starts_with("/site/index/"));
+    assert!(paths.iter().all(|p| p.starts_with("/site/")), "{paths:?}");
+
+    // A chunk the host lost: exit 1, naming it.
+    let chunk = files(&out)
+        .into_keys()
+        .find(|k| k.starts_with("chunks/"))
+        .expect("chunk");
+    std::fs::remove_file(out.join(&chunk)).expect("rm");
+    let run = mwp()
+        .args([
+            "verify",
+            "--group",
+            "g1",
+            "--source",
+            &base,
+            "--authority-key",
+            &key,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(1));
+    assert_eq!(json_line(&run)["error"]["file"], chunk.as_str());
+}
+
+#[test]
+fn a_directory_export_does_not_follow_a_link_out_of_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", 12);
+    let out = tmp.path().join("site");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    let chunk = files(&out)
+        .into_keys()
+        .find(|k| k.starts_with("chunks/"))
+        .expect("chunk");
+    // The same bytes, but outside the export, reached through a link.
+    let outside = tmp.path().join("outside.cbor");
+    std::fs::rename(out.join(&chunk), &outside).expect("move");
+    std::os::unix::fs::symlink(&outside, out.join(&chunk)).expect("link");
+    let bad = verify(&out, &["--authority-key", &hex_key(&authority())]);
+    assert_eq!(bad.status.code(), Some(1));
+    let v = json_line(&bad);
+    assert_eq!(v["error"]["code"], "MALFORMED");
+    assert_eq!(v["error"]["file"], chunk.as_str());
+}
