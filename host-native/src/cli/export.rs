@@ -230,6 +230,15 @@ fn collect(
     Ok((out, org, last))
 }
 
+/// The latest snapshot, if the source has one: an export without one is still whole (a
+/// reader replays from seq 1), so a failure to read it is a warning, not an error.
+fn no_snapshot(read: mwp_core::Result<Vec<u8>>) -> Option<Vec<u8>> {
+    read.map_err(|e| {
+        eprintln!("mwp: exporting without a snapshot: cannot read the latest one: {e}")
+    })
+    .ok()
+}
+
 /// Runs `mwp export`.
 pub fn run(args: &ExportArgs) -> Outcome {
     let group = id(&args.group, "--group")?;
@@ -266,7 +275,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
                 }
             };
             let head = sign_head(&org, &group, seq, id, key)?;
-            let snapshot = service.latest_snapshot(&group).ok();
+            let snapshot = no_snapshot(service.latest_snapshot(&group));
             (head, key.public(), events, snapshot)
         }
         From::Server(client) => {
@@ -289,7 +298,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
                     .map_err(|e| fail(&format!("cannot read the events of {group}"), &e))
             };
             let (events, _, _) = collect(&read, after, head.seq, SERVER_PAGE)?;
-            let snapshot = client.snapshot(&group).ok();
+            let snapshot = no_snapshot(client.snapshot(&group));
             (head, trusted, events, snapshot)
         }
     };
