@@ -1316,15 +1316,69 @@ fn checkpoints(state: &GroupState, event: &Event, out: &mut Vec<CheckpointRecord
 /// `{"offer": N, "seq": S, "result": "applied"|"duplicate"|"buffered"|"rejected", "cursor": C}`
 /// (a rejected line also carries `"error"`; a line that is not an event has `"seq": null`) —
 /// then `{"cursor": C, "state_hash": H}`, H being the state hash at seq C.
+/// Signed heads are refused here (no key to check them): see [`run_lines_with`].
 pub fn run_lines(text: &str) -> Vec<Value> {
+    run_lines_with(text, None)
+}
+
+/// Whether a line is a signed head (an object whose `schema` is `mwp.head.v1`) rather than
+/// an event: decided on the JSON, without trusting anything in it.
+fn is_head_line(line: &str) -> bool {
+    line.contains(crate::head::SCHEMA)
+        && serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|v| v.get("schema").and_then(Value::as_str).map(str::to_owned))
+            .is_some_and(|s| s == crate::head::SCHEMA)
+}
+
+/// [`run_lines`] with signed heads: a line whose `schema` is `mwp.head.v1` is offered with
+/// [`Replica::offer_head`] under `trusted` (the key given with `--authority-key`) and
+/// answered `{"offer": N, "head": SEQ, "result": "verified"|"ahead"|"stale"|"rejected",
+/// "verified_through": V}` (plus `"error"` when rejected; a head without a key is rejected).
+/// When a key is given or a head line was seen, the final line also carries
+/// `"verified_through"`; otherwise the output is exactly [`run_lines`]'s.
+pub fn run_lines_with(text: &str, trusted: Option<&PublicKey>) -> Vec<Value> {
     let mut replica: Option<Replica> = None;
     let mut out = Vec::new();
     let mut n = 0u64;
+    let mut heads_seen = false;
     for line in text.lines() {
         if line.trim().is_empty() {
             continue;
         }
         n += 1;
+        if is_head_line(line) {
+            heads_seen = true;
+            let head = SignedHead::from_json(line);
+            let seq = head.as_ref().map_or(Value::Null, |h| json!(h.seq));
+            let answer = match (head, trusted) {
+                (Err(e), _) => Err(e),
+                (Ok(_), None) => Err(Error::new(
+                    Code::HeadInvalid,
+                    format!(
+                        "line {n} is a signed head, and no authority key was given to check it \
+                         (--authority-key HEX)"
+                    ),
+                )
+                .with("check", "key")),
+                (Ok(h), Some(key)) => replica
+                    .get_or_insert_with(|| Replica::new(h.group.clone()))
+                    .offer_head(&h, key),
+            };
+            let through = replica.as_ref().map_or(0, Replica::verified_through);
+            let mut v = json!({"offer": n, "head": seq, "verified_through": through});
+            match answer {
+                Ok(HeadOffer::Verified { .. }) => v["result"] = json!("verified"),
+                Ok(HeadOffer::Ahead { .. }) => v["result"] = json!("ahead"),
+                Ok(HeadOffer::Stale { .. }) => v["result"] = json!("stale"),
+                Err(e) => {
+                    v["result"] = json!("rejected");
+                    v["error"] = json!(e);
+                }
+            }
+            out.push(v);
+            continue;
+        }
         match serde_json::from_str::<Event>(line) {
             Ok(event) => {
                 let seq = event.seq;
@@ -1351,9 +1405,13 @@ pub fn run_lines(text: &str) -> Vec<Value> {
         Some(r) => (r.cursor(), r.state_hash()),
         None => (0, Ok(Hash::ZERO)),
     };
-    match hash {
-        Ok(h) => out.push(json!({"cursor": cursor, "state_hash": h})),
-        Err(e) => out.push(json!({"cursor": cursor, "error": e})),
+    let mut last = match hash {
+        Ok(h) => json!({"cursor": cursor, "state_hash": h}),
+        Err(e) => json!({"cursor": cursor, "error": e}),
+    };
+    if trusted.is_some() || heads_seen {
+        last["verified_through"] = json!(replica.as_ref().map_or(0, Replica::verified_through));
     }
+    out.push(last);
     out
 }

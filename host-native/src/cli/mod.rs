@@ -11,11 +11,13 @@
 pub mod bench;
 pub mod client;
 pub mod demo;
+pub mod export;
 pub mod replay;
 pub mod replica;
 pub mod snapshot;
 pub mod store;
 pub mod transcript;
+pub mod verify_proof;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -167,8 +169,13 @@ pub enum Command {
     /// Offer the events in FILE (JSON lines, any order, repeats allowed) to a fresh replica;
     /// print the answer to each, then the final cursor and state hash.
     Replica {
-        /// Events as JSON lines (e.g. the output of `mwp replay`).
+        /// Events as JSON lines (e.g. the output of `mwp replay`); signed heads
+        /// (`"schema": "mwp.head.v1"`) may be mixed in.
         file: PathBuf,
+        /// The authority's public key, 64 hex digits: check signed-head lines under it and
+        /// report how far the replica is verified.
+        #[arg(long, value_name = "HEX")]
+        authority_key: Option<String>,
     },
     /// Write the latest signed snapshot of a group (canonical CBOR) to --out, or to stdout.
     Snapshot {
@@ -241,8 +248,29 @@ pub enum Command {
     /// snapshot, and print a report. Exit 1 on any mismatch.
     #[command(after_help = "Examples:
   mwp verify --server http://127.0.0.1:7878 --group g1
-  mwp verify --data ./mwp-data --group g1 --authority-key 3b6a27bc…")]
+  mwp verify --data ./mwp-data --group g1 --authority-key 3b6a27bc…
+  mwp verify --source https://cdn.example/g1 --group g1 --authority-key 3b6a27bc…")]
     Verify(client::verify::VerifyArgs),
+    /// Write a group's history as a static export (content-addressed chunks, snapshots and
+    /// index, and `head.json`) that any static file host or CDN can serve; run again, it
+    /// adds only what is new. Exit 1 if the export in DIR is damaged.
+    #[command(after_help = "Examples:
+  mwp export --data ./mwp-data --group g1 --out ./site/g1
+  mwp export --server http://127.0.0.1:7878 --group g1 --out ./site/g1
+  mwp verify --source https://cdn.example/g1 --group g1 --authority-key 3b6a27bc…")]
+    Export(export::ExportArgs),
+    /// Check a fork proof file: exit 0 if it proves the authority signed two histories of
+    /// one group, 1 if it does not, 2 if the file cannot be read.
+    VerifyProof {
+        /// The proof file (canonical CBOR, as `mwp verify` writes it).
+        file: PathBuf,
+        /// The authority's public key, 64 hex digits: the proof must be about this key.
+        #[arg(long, value_name = "HEX")]
+        authority_key: Option<String>,
+        /// How to print.
+        #[command(flatten)]
+        output: client::OutputArgs,
+    },
     /// Print a shell completion script.
     #[command(after_help = "Examples:
   mwp completions bash > ~/.local/share/bash-completion/completions/mwp
@@ -501,7 +529,10 @@ pub fn run(cli: Cli) -> Outcome {
             group,
             after,
         } => replay::run(&source, &group, after),
-        Command::Replica { file } => replica::run(&file),
+        Command::Replica {
+            file,
+            authority_key,
+        } => replica::run(&file, authority_key.as_deref()),
         Command::Snapshot { store, group, out } => {
             snapshot::take(&store.required()?, &group, out.as_deref())
         }
@@ -520,6 +551,12 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Tail(args) => client::tail::run(&args),
         Command::Groups(args) => client::groups::run(&args),
         Command::Verify(args) => client::verify::run(&args),
+        Command::Export(args) => export::run(&args),
+        Command::VerifyProof {
+            file,
+            authority_key,
+            output,
+        } => verify_proof::run(&file, authority_key.as_deref(), &output),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "mwp", &mut std::io::stdout());

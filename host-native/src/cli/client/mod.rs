@@ -15,6 +15,7 @@ pub mod source;
 pub mod submit;
 pub mod tail;
 pub mod verify;
+pub mod verify_source;
 
 use std::io::{IsTerminal, Write};
 

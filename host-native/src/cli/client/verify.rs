@@ -39,9 +39,35 @@ pub struct VerifyArgs {
     /// server names.
     #[arg(long, value_name = "HEX")]
     pub authority_key: Option<String>,
+    /// A static export to check instead (what `mwp export` writes): an http(s) base URL or
+    /// a directory. Checked offline; see `verify_source`.
+    #[arg(long = "source", id = "export_source", value_name = "URL|DIR", conflicts_with_all = ["data", "store"])]
+    pub export_source: Option<String>,
+    /// With --source: replay from the first event (`genesis`, every event checked) or from
+    /// the latest signed snapshot in the export (`snapshot`).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "genesis",
+        requires = "export_source"
+    )]
+    pub from: From,
+    /// With --source: where to write a fork proof when one is found (default
+    /// `mwp-fork-<group>-<seq>.proof`).
+    #[arg(long, value_name = "FILE", requires = "export_source")]
+    pub proof_out: Option<std::path::PathBuf>,
     /// How to print.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// Where `mwp verify --source` starts replaying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum From {
+    /// From seq 1: every event is checked.
+    Genesis,
+    /// From the export's latest signed snapshot at or below the head.
+    Snapshot,
 }
 
 /// A check that failed: the seq it concerns (if one) and what was wrong.
@@ -59,6 +85,9 @@ fn mismatch(seq: impl Into<Option<u64>>, message: impl Into<String>) -> Mismatch
 
 /// Runs `mwp verify`.
 pub fn run(args: &VerifyArgs) -> Outcome {
+    if let Some(source) = &args.export_source {
+        return super::verify_source::run(args, source);
+    }
     let group = id(&args.group, "--group")?;
     let source = args.source.open()?;
     let (key, key_from) = match &args.authority_key {

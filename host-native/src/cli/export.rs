@@ -1,0 +1,558 @@
+//! `mwp export --group G --out DIR`: writes a Group's history as a static export (SPEC §8b,
+//! docs/format.md "Static export") that any static file host or CDN can serve, and that
+//! `mwp verify --source` (or any `StaticReader`) checks with nothing but the authority key.
+//!
+//! The source is a store opened read-only (`--data DIR`, `--store URL`: no writer lock,
+//! nothing in it changes) or a server (`--server URL`). With a store, the head is signed here
+//! with the authority key the store keeps (`DIR/authority.key`, or `--authority-key-file` for
+//! PostgreSQL); with a server it is the signed head `GET /v1/groups/{g}/head` answers.
+//!
+//! Writing is crash safe: each new file goes to a temporary name in its directory, is synced,
+//! then linked to its name (never replacing a file), and the directory is synced; `head.json`
+//! goes last the same way, replacing the old one by rename. A crash at any point leaves the
+//! old export whole (at worst with unreferenced new files, or a leftover temporary file).
+//! Files are 0644 and directories 0755: an export is public by design.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use mwp_core::export::{self, ExportIndex, HEAD_FILE};
+use mwp_core::head::SignedHead;
+use mwp_core::{Error, Hash, Id, PublicKey, SecretKey};
+use serde_json::json;
+
+use super::client::source::SourceArgs;
+use super::client::{id, OutputArgs};
+use super::store::{self, StoreUrl};
+use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE};
+use crate::server::client::Client;
+use crate::service::AuthorityService;
+
+/// Events read per page from a store.
+const STORE_PAGE: usize = 8192;
+/// Events asked for per page from a server.
+const SERVER_PAGE: usize = 1000;
+
+/// `mwp export` arguments.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Where the history is.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// The group.
+    #[arg(long, env = "MWP_GROUP")]
+    pub group: String,
+    /// The export directory (created if missing; an export already there is continued).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// PostgreSQL: the authority's secret key (64 hex digits, mode 0600) to sign the head
+    /// with. A file store's key is read from DIR/authority.key.
+    #[arg(long, value_name = "FILE")]
+    pub authority_key_file: Option<PathBuf>,
+    /// How to print.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Where the history comes from, with what signs (or signed) its head.
+enum From {
+    /// A store read-only, and the authority's secret key.
+    Store(std::sync::Arc<dyn AuthorityService>, SecretKey),
+    /// A server.
+    Server(Client),
+}
+
+fn failed(message: impl Into<String>) -> Failure {
+    Failure::new(EXIT_FAILED, message)
+}
+
+/// Opens the source: a store (read-only) with its authority key, or a server.
+fn open(args: &ExportArgs) -> Result<From, Failure> {
+    let s = &args.source;
+    let url = match (&s.data, &s.store, &s.server) {
+        (Some(dir), _, _) => StoreUrl::File(dir.clone()),
+        (None, Some(url), _) => url.clone(),
+        (None, None, Some(server)) => {
+            return super::client::client(server, s.token.as_deref()).map(From::Server)
+        }
+        (None, None, None) => store::from_env()?.ok_or_else(|| {
+            Failure::new(
+                EXIT_BAD_INPUT,
+                "name the history with --data DIR, --store URL or --server URL",
+            )
+        })?,
+    };
+    let key_file = match (&url, &args.authority_key_file) {
+        (StoreUrl::File(_), Some(_)) => {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                "--authority-key-file is for PostgreSQL stores; a file store keeps its key in DIR/authority.key",
+            ))
+        }
+        (StoreUrl::File(dir), None) => dir.join(crate::server::key::FILE_NAME),
+        (StoreUrl::Memory, _) => {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                "memory: holds no history to export; use --data DIR, --store URL or --server URL",
+            ))
+        }
+        (StoreUrl::Postgres(_), Some(file)) => file.clone(),
+        (StoreUrl::Postgres(_), None) => {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                "exporting from PostgreSQL signs the head with the authority key: give it with --authority-key-file FILE (or export through --server)",
+            ))
+        }
+    };
+    let key = crate::server::key::load_protected(&key_file)
+        .map_err(|e| Failure::new(EXIT_BAD_INPUT, e.message))?;
+    let options = store::Options {
+        read_only: true,
+        authority_key: matches!(url, StoreUrl::Postgres(_)).then(|| key.clone()),
+        ..store::Options::default()
+    };
+    let service = store::open(&url, &options)?;
+    if service.authority_key() != key.public() {
+        return Err(Failure::new(
+            EXIT_BAD_INPUT,
+            format!(
+                "{} holds the key {}, but the store's authority key is {}",
+                key_file.display(),
+                key.public(),
+                service.authority_key()
+            ),
+        ));
+    }
+    Ok(From::Store(service, key))
+}
+
+/// What the export directory holds now: its index, if any.
+fn previous(out: &Path) -> Result<Option<ExportIndex>, Failure> {
+    let head_path = out.join(HEAD_FILE);
+    let bytes = match std::fs::read(&head_path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(Failure::new(
+                EXIT_UNAVAILABLE,
+                format!("cannot read {}: {e}", head_path.display()),
+            ))
+        }
+    };
+    let bad = |e: Error| {
+        failed(format!(
+            "the export in {} is damaged, so it is not continued: {e}",
+            out.display()
+        ))
+    };
+    let hf = export::read_head_file(&bytes).map_err(bad)?;
+    let index_path = out.join(&hf.index);
+    let index_bytes = std::fs::read(&index_path).map_err(|e| {
+        failed(format!(
+            "the export in {} names {}, which cannot be read: {e}",
+            out.display(),
+            hf.index
+        ))
+    })?;
+    export::read_index(&hf.index, &index_bytes)
+        .map(Some)
+        .map_err(bad)
+}
+
+/// The current time in ms since the epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Signs the head of `group`'s log (`seq`, `id`) with the authority key: what a store's
+/// `sign_head` does (the service gains one; this is the CLI's own until then).
+pub fn sign_head(
+    org: &Id,
+    group: &Id,
+    seq: u64,
+    id: Hash,
+    key: &SecretKey,
+) -> Result<SignedHead, Failure> {
+    SignedHead::sign(org, group, seq, id, now_ms(), key)
+        .map_err(|e| Failure::from_error("cannot sign the head", &e))
+}
+
+/// Events read for an export: their canonical CBOR, the org (named by the genesis event,
+/// when read) and the id of the last.
+type Collected = (Vec<Vec<u8>>, Option<Id>, Option<Hash>);
+
+/// The events of `group` with seq in `after+1 ..= upto`, as canonical CBOR, with the org
+/// (named by the genesis event, when read) and the id of the last.
+fn collect(
+    read: &dyn Fn(u64, usize) -> Result<Vec<mwp_core::Event>, Failure>,
+    after: u64,
+    upto: u64,
+    page: usize,
+) -> Result<Collected, Failure> {
+    let mut out = Vec::with_capacity(usize::try_from(upto.saturating_sub(after)).unwrap_or(0));
+    let (mut org, mut last) = (None, None);
+    let mut cursor = after;
+    while cursor < upto {
+        let want = usize::try_from(upto - cursor)
+            .unwrap_or(usize::MAX)
+            .min(page);
+        let events = read(cursor, want)?;
+        if events.is_empty() {
+            return Err(failed(format!(
+                "the source's events end at seq {cursor}, short of the head's seq {upto}"
+            )));
+        }
+        for e in events {
+            if e.seq != cursor + 1 {
+                return Err(failed(format!(
+                    "the source answered seq {} where seq {} was due",
+                    e.seq,
+                    cursor + 1
+                )));
+            }
+            if e.seq > upto {
+                break;
+            }
+            cursor = e.seq;
+            out.push(
+                e.to_cbor()
+                    .map_err(|err| Failure::from_error("cannot encode an event", &err))?,
+            );
+            if let mwp_core::EventKind::GroupOpened(g) = &e.kind {
+                org = Some(g.org.clone());
+            }
+            last = Some(e.id);
+        }
+    }
+    Ok((out, org, last))
+}
+
+/// The latest snapshot, if the source has one: an export without one is still whole (a
+/// reader replays from seq 1), so a failure to read it is a warning, not an error.
+fn no_snapshot(read: mwp_core::Result<Vec<u8>>) -> Option<Vec<u8>> {
+    read.map_err(|e| {
+        eprintln!("mwp: exporting without a snapshot: cannot read the latest one: {e}")
+    })
+    .ok()
+}
+
+/// Runs `mwp export`.
+pub fn run(args: &ExportArgs) -> Outcome {
+    let group = id(&args.group, "--group")?;
+    let source = open(args)?;
+    let prev = previous(&args.out)?;
+    let after = prev.as_ref().map_or(0, |p| p.seq);
+    let (head, trusted, events, snapshot) = match &source {
+        From::Store(service, key) => {
+            let fail = |e: &Error| Failure::from_error(&format!("cannot read group {group}"), e);
+            let seq = service.head_seq(&group).map_err(|e| fail(&e))?;
+            if seq == 0 {
+                return Err(Failure::new(
+                    EXIT_BAD_INPUT,
+                    format!("the store holds no events of group {group}"),
+                ));
+            }
+            let read = |after: u64, limit: usize| {
+                service.events(&group, after, limit).map_err(|e| fail(&e))
+            };
+            let (events, org, last) = collect(&read, after, seq, STORE_PAGE)?;
+            let (org, id) = match (org, last, &prev) {
+                (_, Some(id), Some(p)) => (p.org.clone(), id),
+                (Some(org), Some(id), None) => (org, id),
+                (_, None, Some(p)) if p.seq == seq => (p.org.clone(), p.id),
+                (None, _, None) => {
+                    return Err(failed(format!(
+                        "the first event of {group} does not open the group"
+                    )))
+                }
+                _ => {
+                    return Err(failed(format!(
+                    "the store's group {group} ends at seq {seq}, behind the export's seq {after}"
+                )))
+                }
+            };
+            let head = sign_head(&org, &group, seq, id, key)?;
+            let snapshot = no_snapshot(service.latest_snapshot(&group));
+            (head, key.public(), events, snapshot)
+        }
+        From::Server(client) => {
+            let fail = |ctx: &str, e: &Error| super::client::server_failure(ctx, e);
+            let trusted = client
+                .authority_key()
+                .map_err(|e| fail("cannot read the authority key", &e))?;
+            let path = format!("/v1/groups/{group}/head");
+            let body = client
+                .fetch(&path, "application/json")
+                .map_err(|e| fail(&format!("cannot read the signed head of {group}"), &e))?;
+            let text = String::from_utf8_lossy(&body);
+            let head = SignedHead::from_json(&text)
+                .map_err(|e| failed(format!("{path} answered no signed head: {e}")))?;
+            head.verify(&trusted, &group)
+                .map_err(|e| failed(format!("the server's head: {e}")))?;
+            let read = |after: u64, limit: usize| {
+                client
+                    .events(&group, after, limit)
+                    .map_err(|e| fail(&format!("cannot read the events of {group}"), &e))
+            };
+            let (events, _, _) = collect(&read, after, head.seq, SERVER_PAGE)?;
+            let snapshot = no_snapshot(client.snapshot(&group));
+            (head, trusted, events, snapshot)
+        }
+    };
+    if let Some(p) = &prev {
+        if p.authority != trusted {
+            return Err(failed(format!(
+                "the export in {} is under authority key {}, the source's is {trusted}; export to a new directory",
+                args.out.display(),
+                p.authority
+            )));
+        }
+    }
+    let planned = export::plan(
+        prev.as_ref(),
+        &events,
+        snapshot.as_deref(),
+        &head,
+        &trusted,
+        export::CHUNK_EVENTS,
+    )
+    .map_err(|e| failed(format!("cannot export group {group}: {e}")))?;
+    drop(events);
+    let written = write_export(&args.out, &planned)?;
+    let value = json!({
+        "group": group,
+        "seq": head.seq,
+        "head_id": head.id,
+        "chunks_added": written.chunks,
+        "files_written": written.files,
+        "bytes_written": written.bytes,
+        "authority_key": trusted,
+        "out": args.out.display().to_string(),
+    });
+    super::client::print(args.output.json(), &value, || {
+        format!(
+            "exported {group} through seq {} to {}: {} new chunks, {} files, {} bytes (authority key {trusted})",
+            head.seq,
+            args.out.display(),
+            written.chunks,
+            written.files,
+            written.bytes
+        )
+    })?;
+    Ok(EXIT_OK)
+}
+
+/// What [`write_export`] wrote.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// New chunk files.
+    pub chunks: u64,
+    /// Files written, `head.json` included.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+fn io_fail(what: &str, path: &Path, e: std::io::Error) -> Failure {
+    Failure::new(
+        EXIT_UNAVAILABLE,
+        format!("cannot {what} {}: {e}", path.display()),
+    )
+}
+
+/// Creates `dir` (0755) if missing, syncing its parent.
+fn ensure_dir(dir: &Path) -> Result<(), Failure> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .map_err(|e| io_fail("create", dir, e))?;
+    // Not narrowed by the umask: an export is public.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| io_fail("set the mode of", dir, e))?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// Makes a directory's entries durable.
+pub fn sync_dir(dir: &Path) -> Result<(), Failure> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_fail("sync", dir, e))
+}
+
+/// Writes `bytes` to a temporary file in `path`'s directory (mode 0644) and syncs it;
+/// returns its path. The caller links or renames it into place.
+fn write_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, Failure> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&tmp)
+        .map_err(|e| io_fail("create", &tmp, e))?;
+    let done = f
+        .write_all(bytes)
+        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(0o644)))
+        .and_then(|()| f.sync_all());
+    if let Err(e) = done {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_fail("write", &tmp, e));
+    }
+    Ok(tmp)
+}
+
+/// Writes an immutable file at `path` crash-safely: nothing at `path` until its whole bytes
+/// are durable, and an existing file is never replaced. Answers whether it was written
+/// (`false`: the same bytes were already there); other bytes already there fail (exit 1).
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, Failure> {
+    if let Some(written) = same_or_other(path, bytes)? {
+        return Ok(written);
+    }
+    let tmp = write_temp(path, bytes)?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(true),
+        // Another writer put it there meanwhile: it must hold the same bytes.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            same_or_other(path, bytes)?.map_or(Ok(false), Ok)
+        }
+        Err(e) => Err(io_fail("link", path, e)),
+    }
+}
+
+/// `Some(false)` when `path` holds `bytes`, an error when it holds others, `None` when it is
+/// missing.
+fn same_or_other(path: &Path, bytes: &[u8]) -> Result<Option<bool>, Failure> {
+    match std::fs::read(path) {
+        Ok(old) if old == bytes => Ok(Some(false)),
+        Ok(_) => Err(failed(format!(
+            "{} exists with other bytes than the export plans for it; the export directory is damaged or not this group's (nothing was changed)",
+            path.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_fail("read", path, e)),
+    }
+}
+
+/// Replaces `path` crash-safely: the temporary file is synced, renamed over it, and the
+/// directory synced.
+pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let tmp = write_temp(path, bytes)?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_fail("rename", &tmp, e));
+    }
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Writes a planned export into `out`: every new file (each durable, directories synced),
+/// then `head.json`.
+pub fn write_export(out: &Path, planned: &export::Export) -> Result<Written, Failure> {
+    ensure_dir(out)?;
+    let mut written = Written::default();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for file in &planned.files {
+        // `plan` names only `dir/<hex>.ext`; checked again before touching the disk.
+        let (dir, ext) = file
+            .path
+            .split_once('/')
+            .and_then(|(d, rest)| rest.rsplit_once('.').map(|(_, ext)| (d, ext)))
+            .unwrap_or(("", ""));
+        export::check_name(&file.path, dir, ext)
+            .map_err(|e| failed(format!("refusing to write {}: {e}", file.path)))?;
+        let dir_path = out.join(dir);
+        ensure_dir(&dir_path)?;
+        if write_new(&out.join(&file.path), &file.bytes)? {
+            written.files += 1;
+            written.bytes += file.bytes.len() as u64;
+            if dir == "chunks" {
+                written.chunks += 1;
+            }
+            if !dirs.contains(&dir_path) {
+                dirs.push(dir_path);
+            }
+        }
+    }
+    for dir in &dirs {
+        sync_dir(dir)?;
+    }
+    replace(&out.join(HEAD_FILE), &planned.head_file)?;
+    written.files += 1;
+    written.bytes += planned.head_file.len() as u64;
+    Ok(written)
+}
+
+/// Reads a pinned key given as hex.
+pub fn parse_key(hex: &str, flag: &str) -> Result<PublicKey, Failure> {
+    PublicKey::from_hex(hex).map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("{flag}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_appears_whole_or_not_at_all_and_is_never_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.cbor");
+        assert!(write_new(&path, b"one").expect("written"));
+        assert!(!write_new(&path, b"one").expect("same bytes: nothing to do"));
+        let err = write_new(&path, b"two").expect_err("other bytes are refused");
+        assert_eq!(err.exit, EXIT_FAILED);
+        assert_eq!(std::fs::read(&path).expect("read"), b"one");
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.cbor")]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+    }
+
+    #[test]
+    fn a_crash_before_the_link_leaves_no_file_at_the_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("b.cbor");
+        // What a crash between the temporary write and the link leaves: a temporary file
+        // only, which no reader ever asks for, and which the next write replaces.
+        let tmp = write_temp(&path, b"partial").expect("temp");
+        assert!(!path.exists());
+        assert!(tmp
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .starts_with('.'));
+        assert!(write_new(&path, b"whole").expect("written"));
+        assert_eq!(std::fs::read(&path).expect("read"), b"whole");
+        assert!(!tmp.exists());
+    }
+
+    #[test]
+    fn replacing_the_head_keeps_the_old_one_until_the_new_is_durable() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(HEAD_FILE);
+        replace(&path, b"old").expect("written");
+        replace(&path, b"new").expect("replaced");
+        assert_eq!(std::fs::read(&path).expect("read"), b"new");
+        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
+    }
+}
