@@ -108,7 +108,7 @@ step "npm package in Node (node --test; the file store against the native one)"
 (cd js && node --test test/*.test.js)
 
 step "npm package in Deno (the same file store cases)"
-(cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --no-lock test/deno/)
+(cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --allow-net=127.0.0.1 --no-lock test/deno/)
 
 step "TypeScript: tsc --strict over the examples (.mjs with checkJs, and types.ts) against index.d.ts"
 (cd js/examples && "$MWP_TOOLS_DIR/node_modules/.bin/tsc" -p tsconfig.json --typeRoots "$MWP_TOOLS_DIR/node_modules/@types")
