@@ -307,6 +307,8 @@ export interface FromStaticOptions {
   fetch?: (input: URL, init?: { signal?: AbortSignal }) => Promise<Response>;
   signal?: AbortSignal;
   onProgress?: (progress: StaticProgress, file: string) => void;
+  /** The events each chunk applied (verified), in seq order. */
+  onEvents?: (events: Event[], progress: StaticProgress) => void;
 }
 /** What a verified fork proof shows. */
 export interface ForkInfo {
@@ -325,7 +327,8 @@ export interface ExportFile {
 export class StaticReader {
   constructor(group: Id, authorityKey: Hex, start?: "snapshot" | "genesis");
   pollFetch(): string | undefined;
-  handleFetched(file: string, bytes: Uint8Array): StaticProgress;
+  /** With `withEvents`, a chunk's progress carries `applied`: the events it applied. */
+  handleFetched(file: string, bytes: Uint8Array, withEvents?: boolean): StaticProgress & { applied?: Event[] };
   progress(): StaticProgress;
   head(): SignedHead | null;
   intoReplica(): Replica;

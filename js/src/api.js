@@ -174,14 +174,16 @@ export class Replica {
    * @param {string | URL} baseUrl the export's folder (the one holding `head.json`)
    * @param {{authorityKey: string, group: string, start?: "snapshot" | "genesis",
    *   fetch?: typeof fetch, signal?: AbortSignal,
-   *   onProgress?: (progress: StaticProgress, file: string) => void}} options
+   *   onProgress?: (progress: StaticProgress, file: string) => void,
+   *   onEvents?: (events: object[], progress: StaticProgress) => void}} options
    *   `start`: from the latest signed snapshot (default) or every event from seq 1;
-   *   `onProgress` hears the progress after each file.
+   *   `onProgress` hears the progress after each file; `onEvents` the events (JSON form)
+   *   each chunk applied, verified, in seq order (for a host that shows them).
    * @returns {Promise<Replica>} throws the core's error naming the file (ExportError
    *   `HEAD_INVALID`, `LOG_CORRUPT`, `FORK`, `SNAPSHOT_INVALID`, `MALFORMED`; `NOT_FOUND` or
    *   `STORAGE` when a file does not come), or the signal's AbortError.
    */
-  static async fromStatic(baseUrl, { authorityKey, group, start = "snapshot", fetch = globalThis.fetch, signal, onProgress } = {}) {
+  static async fromStatic(baseUrl, { authorityKey, group, start = "snapshot", fetch = globalThis.fetch, signal, onProgress, onEvents } = {}) {
     if (typeof authorityKey !== "string" || authorityKey === "") {
       throw new ExportError("MALFORMED", "Replica.fromStatic needs `authorityKey`, the authority key (hex) you pin: it is never read from the export");
     }
@@ -191,7 +193,8 @@ export class Replica {
     try {
       for (let file = reader.pollFetch(); file !== undefined; file = reader.pollFetch()) {
         signal?.throwIfAborted();
-        const progress = reader.handleFetched(file, await fetchFile(fetch, new URL(file, base), file, signal));
+        const { applied, ...progress } = reader.handleFetched(file, await fetchFile(fetch, new URL(file, base), file, signal), onEvents !== undefined);
+        if (applied?.length) onEvents(applied, progress);
         onProgress?.(progress, file);
       }
       return reader.intoReplica();
@@ -315,9 +318,12 @@ export class StaticReader {
     return this.#inner.pollFetch();
   }
 
-  /** Checks the bytes of the file `pollFetch()` named: the progress, or ExportError naming the file. */
-  handleFetched(file, bytes) {
-    return guard(() => this.#inner.handleFetched(file, bytes));
+  /**
+   * Checks the bytes of the file `pollFetch()` named: the progress, or ExportError naming the
+   * file. With `withEvents`, a chunk's progress carries `applied`, the events it applied.
+   */
+  handleFetched(file, bytes, withEvents = false) {
+    return guard(() => this.#inner.handleFetched(file, bytes, withEvents));
   }
 
   /** `{cursor, verifiedThrough, headSeq, events, bytes, done}`. */

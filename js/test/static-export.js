@@ -11,10 +11,10 @@ import { serveStatic } from "./static-server.js";
 /**
  * Writes an export of a group to `dir`: `open`, then `items` work items (each after the
  * previous one's, so the graph has edges), a signed snapshot after `snapshotAt` events, in
- * chunks of `chunkEvents`. Returns `{authority, authorityKey, head, index, group, org}`.
+ * chunks of `chunkEvents`; with `claim`, bob then claims the first item. Returns `{authority, authorityKey, head, index, group, org}`.
  * `group` and `tag` make another history of the same group (a forged one).
  */
-export async function writeExport(mwp, dir, { items = 12, snapshotAt = 5, chunkEvents = 4, tag = "w", at = 1_700_000_000_000 } = {}) {
+export async function writeExport(mwp, dir, { items = 12, snapshotAt = 5, chunkEvents = 4, tag = "w", at = 1_700_000_000_000, claim = false } = {}) {
   const c = makeCommands(mwp);
   const secretKey = c.key("@authority");
   const authority = new mwp.Authority({ secretKey });
@@ -24,6 +24,7 @@ export async function writeExport(mwp, dir, { items = 12, snapshotAt = 5, chunkE
     authority.submit(c.create(`${tag}${i}`, `create-${tag}${i}`, i === 0 ? [] : [`${tag}${i - 1}`]), at + i + 1);
     if (authority.seq === snapshotAt) snapshot = authority.snapshot();
   }
+  if (claim) authority.submit(c.claim(`${tag}0`, "claim-0", 1), at + items + 1);
   const { org, group } = authority.state();
   const head = mwp.signHead(org, group, authority.seq, authority.head, at + 10_000, secretKey);
   const x = mwp.planExport(authority.eventFrames(0), { head, authorityKey: c.pub("@authority"), snapshot, chunkEvents });
@@ -79,7 +80,14 @@ export function staticCases(mwp) {
       const x = await writeExport(mwp, s.dir);
       for (const start of ["genesis", "snapshot"]) {
         const files = [];
-        const r = await mwp.Replica.fromStatic(s.url, { authorityKey: x.authorityKey, group: "g1", start, onProgress: (p, f) => files.push([f, p.verifiedThrough]) });
+        const seqs = [];
+        const r = await mwp.Replica.fromStatic(s.url, {
+          authorityKey: x.authorityKey, group: "g1", start,
+          onProgress: (p, f) => files.push([f, p.verifiedThrough]),
+          onEvents: (events) => seqs.push(...events.map((e) => e.seq)),
+        });
+        const from = start === "genesis" ? 1 : 6;
+        assert(seqs.join() === Array.from({ length: x.head.seq - from + 1 }, (_, i) => from + i).join(), `${start}: events ${seqs.join()}`);
         assert(r.cursor === x.head.seq && r.verifiedThrough === x.head.seq, `${start}: cursor ${r.cursor}, verified through ${r.verifiedThrough}`);
         assert(r.stateHash() === x.authority.stateHash(), `${start}: state differs`);
         assert(r.verifiedHead?.seq === x.head.seq && r.verifiedHead.at === x.head.at, `${start}: verified head ${JSON.stringify(r.verifiedHead)}`);

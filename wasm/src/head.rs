@@ -5,7 +5,7 @@
 use mwp_core::export::{self, ExportIndex, Progress, Start, StaticReader as CoreReader};
 use mwp_core::head::{ForkProof, SignedHead};
 use mwp_core::replica::{HeadOffer, Replica as CoreReplica};
-use mwp_core::{Error, Hash, Id};
+use mwp_core::{Error, Event, Hash, Id};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -197,13 +197,33 @@ impl StaticReader {
     /// `{cursor, verifiedThrough, headSeq, events, bytes, done}`; throws the core's error
     /// naming the file (`details.file`): `HEAD_INVALID`, `SNAPSHOT_INVALID`, `LOG_CORRUPT`,
     /// `FORK`, `MALFORMED`. The reader stays where it was.
+    ///
+    /// With `withEvents`, a chunk's progress also carries `applied`: the events (JSON form)
+    /// it applied, each now verified by the replica, for a host that shows them.
     #[wasm_bindgen(js_name = handleFetched)]
-    pub fn handle_fetched(&mut self, path: &str, bytes: &[u8]) -> Result<JsValue, ExportError> {
+    pub fn handle_fetched(
+        &mut self,
+        path: &str,
+        bytes: &[u8],
+        with_events: Option<bool>,
+    ) -> Result<JsValue, ExportError> {
         let reader = self.inner.as_mut().ok_or_else(|| {
             ExportError::malformed("the reader was turned into its replica already")
         })?;
+        let before = reader.progress().cursor;
         let p = reader.handle_fetched(path, bytes)?;
-        Ok(progress_to_js(&p)?)
+        let js = progress_to_js(&p)?;
+        if with_events == Some(true) && export::check_name(path, "chunks", "cbor").is_ok() {
+            let applied = js_sys::Array::new();
+            for item in export::split_chunk(path, bytes)? {
+                let event = Event::from_cbor(item)?;
+                if event.seq > before && event.seq <= p.cursor {
+                    applied.push(&to_js(&event)?);
+                }
+            }
+            let _ = js_sys::Reflect::set(&js, &"applied".into(), &applied);
+        }
+        Ok(js)
     }
 
     /// How far the reader got: `{cursor, verifiedThrough, headSeq, events, bytes, done}`.
