@@ -15,7 +15,8 @@
 # Usage: scripts/test-wasm.sh
 #        scripts/test-wasm.sh --repeat-e2e N   sets up and builds, then runs only the
 #                                               end-to-end and browser steps N times in a row
-#        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png
+#        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png and
+#                                                       docs/dashboard-static.png
 set -euo pipefail
 repeat=""
 case "${1:-}" in
