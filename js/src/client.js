@@ -238,7 +238,9 @@ export class Client {
    * Brings `replica` (a Replica or IdbReplica) up to the server's head: pages of events
    * after its cursor; on CURSOR_TOO_OLD, fetches the signed snapshot it names, verifies it
    * against `trustedKey` and restores it, then resumes strictly after it. Resolves to
-   * `{cursor, restored}`.
+   * `{cursor, restored}`. With `trustedKey`, each page's signed head is offered to the
+   * replica after the page's events (when it has `offerHead`); `onHead(head, result)` hears
+   * each (`result` undefined without a key); a `FORK` or `HEAD_INVALID` is thrown.
    */
   async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents, onHead } = {}) {
     let restored = false;
