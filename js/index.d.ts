@@ -16,6 +16,7 @@ export type ErrorCode =
   | "DEPENDENCIES_PENDING" | "NOT_YET" | "DEADLINE_PASSED" | "ATTEMPTS_EXHAUSTED"
   | "APPROVAL_REQUIRED" | "EFFECT_UNSETTLED" | "DISPOSITION_CONFLICT" | "BUDGET_EXCEEDED"
   | "CURSOR_TOO_OLD" | "SNAPSHOT_INVALID" | "LOG_CORRUPT" | "STORAGE" | "UNAUTHORIZED" | "FORBIDDEN"
+  | "HEAD_INVALID" | "FORK"
   /** Client side only: a live tail skipped events (GapError). */
   | "TAIL_GAP";
 
@@ -46,6 +47,8 @@ export class StoreError extends MwpError {}
 /** A transcript could not be run. */
 export class AgentError extends MwpError {}
 export class TranscriptError extends MwpError {}
+/** A static export could not be read or planned; `details.file` names the file. */
+export class ExportError extends MwpError {}
 /** An HTTP request failed; `status` 0 means no answer. */
 export class HttpError extends MwpError {
   constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, status?: number);
@@ -267,9 +270,88 @@ export interface RestoreOptions {
 }
 
 /** One Group rebuilt from events delivered at least once, in any order. */
+/** The authority's signed statement "event `seq` of `group` has id `id`" (SPEC §8a), JSON form. */
+export interface SignedHead {
+  schema: "mwp.head.v1";
+  org: Id;
+  group: Id;
+  seq: number;
+  id: Hex;
+  /** Authority time of signing (ms). */
+  at: number;
+  sig: Hex;
+}
+/** What offering a signed head did. */
+export interface HeadOfferResult {
+  /** `verified`: it named an applied event; `ahead`: checked when its seq is applied; `stale`: too old to check. */
+  result: "verified" | "ahead" | "stale";
+  /** The replica's verified seq after the offer. */
+  verifiedThrough: number;
+}
+/** How far a static export read got. */
+export interface StaticProgress {
+  cursor: number;
+  verifiedThrough: number;
+  headSeq: number;
+  events: number;
+  bytes: number;
+  done: boolean;
+}
+/** Options of `Replica.fromStatic`. */
+export interface FromStaticOptions {
+  /** The authority key (hex) you pin: never read from the export. */
+  authorityKey: Hex;
+  group: Id;
+  /** From the latest signed snapshot (default) or every event from seq 1. */
+  start?: "snapshot" | "genesis";
+  fetch?: (input: URL, init?: { signal?: AbortSignal }) => Promise<Response>;
+  signal?: AbortSignal;
+  onProgress?: (progress: StaticProgress, file: string) => void;
+  /** The events each chunk applied (verified), in seq order. */
+  onEvents?: (events: Event[], progress: StaticProgress) => void;
+}
+/** What a verified fork proof shows. */
+export interface ForkInfo {
+  org: Id;
+  group: Id;
+  seq: number;
+  ids: [Hex, Hex];
+  kind: "heads" | "chain";
+}
+/** One file of a planned export. */
+export interface ExportFile {
+  path: string;
+  bytes: Uint8Array;
+}
+/** The sans-IO reader of a static export (SPEC §8b). */
+export class StaticReader {
+  constructor(group: Id, authorityKey: Hex, start?: "snapshot" | "genesis");
+  pollFetch(): string | undefined;
+  /** With `withEvents`, a chunk's progress carries `applied`: the events it applied. */
+  handleFetched(file: string, bytes: Uint8Array, withEvents?: boolean): StaticProgress & { applied?: Event[] };
+  progress(): StaticProgress;
+  head(): SignedHead | null;
+  intoReplica(): Replica;
+  free(): void;
+}
+export function signHead(org: Id, group: Id, seq: number, id: Hex, atMs: number, secretKey: Hex): SignedHead;
+export function verifyForkProof(proof: Uint8Array | Hex, pinnedKey?: Hex): ForkInfo;
+export function planExport(
+  events: Events,
+  options: { head: SignedHead | string; authorityKey: Hex; snapshot?: Uint8Array; previous?: unknown; chunkEvents?: number },
+): { files: ExportFile[]; headFile: Uint8Array; index: Record<string, unknown> };
+
 export class Replica {
   constructor(group: Id);
   static fromStateCbor(bytes: Uint8Array): Replica;
+  /** Rebuilds a replica from a static export, verified through its signed head under the pinned key. */
+  static fromStatic(baseUrl: string | URL, options: FromStaticOptions): Promise<Replica>;
+  /** Offers a signed head under the pinned key; throws `HEAD_INVALID` or `FORK`. */
+  offerHead(head: SignedHead | string, authorityKey: Hex): HeadOfferResult;
+  /** The highest seq a signed head vouched for: later events are provisional. */
+  readonly verifiedThrough: number;
+  readonly verifiedHead: SignedHead | null;
+  isProvisional(seq: number): boolean;
   offer(event: Event | Uint8Array): OfferResult;
   offerBatch(events: Events): OfferSummary;
   restore(snapshot: Uint8Array, options: RestoreOptions): void;
@@ -475,6 +557,8 @@ export const runtime: "node" | "deno" | "browser" | "slim";
 export interface ReplicaLike {
   readonly group: Id;
   readonly cursor: number;
+  /** When present (Replica, IdbReplica), the client offers the signed heads it receives. */
+  offerHead?(head: SignedHead, authorityKey: Hex): HeadOfferResult | Promise<HeadOfferResult>;
   offerBatch(events: Events): OfferSummary | Promise<OfferSummary>;
   restore(snapshot: Uint8Array, options: RestoreOptions): void | Promise<void>;
 }
@@ -498,12 +582,25 @@ export class Client {
   authorityKey(): Promise<Hex>;
   groups(): Promise<{ groups: { group: Id; head: number }[] }>;
   submit(command: Command): Promise<{ receipt: Receipt; duplicate: boolean }>;
-  events(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<Event[]>;
+  /** The events of one page; the page's signed head rides along as the array's `head`. */
+  events(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<Event[] & { head?: SignedHead }>;
+  /** One page: its events and the server's signed head (undefined from a server that signs none). */
+  page(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<{ events: Event[]; head?: SignedHead }>;
+  /** The group's latest signed head. */
+  head(group: Id, options?: { signal?: AbortSignal }): Promise<SignedHead>;
   receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;
   snapshot(group: Id, location?: string): Promise<Uint8Array>;
   replay(
     replica: ReplicaLike,
-    options?: { trustedKey?: Hex; org?: Id; limit?: number; signal?: AbortSignal; onEvents?: (events: Event[], summary: OfferSummary) => void },
+    options?: {
+      trustedKey?: Hex;
+      org?: Id;
+      limit?: number;
+      signal?: AbortSignal;
+      onEvents?: (events: Event[], summary: OfferSummary) => void;
+      /** Each page's signed head, after it was offered to the replica (with `trustedKey`). */
+      onHead?: (head: SignedHead, result: HeadOfferResult | undefined) => void;
+    },
   ): Promise<{ cursor: number; restored: boolean }>;
   /**
    * The live tail. `onOpen` is called once the first stream is open: every later event arrives
@@ -512,7 +609,15 @@ export class Client {
    */
   tail(
     group: Id,
-    options?: { after?: number; signal?: AbortSignal; onOpen?: () => void; onReconnect?: (r: TailReconnect) => void; retry?: TailRetry | false },
+    options?: {
+      after?: number;
+      signal?: AbortSignal;
+      onOpen?: () => void;
+      onReconnect?: (r: TailReconnect) => void;
+      /** Each signed head the stream carries, in order with the events; awaited. */
+      onHead?: (head: SignedHead) => void | Promise<void>;
+      retry?: TailRetry | false;
+    },
   ): AsyncGenerator<Event, void, undefined>;
   /** `onEvent` sees each event from the tail; `onLive` is called once the replay is done and the tail is open. */
   follow(
@@ -524,6 +629,7 @@ export class Client {
       onEvent?: (event: Event, summary: OfferSummary) => void;
       onLive?: () => void;
       onReconnect?: (r: TailReconnect) => void;
+      onHead?: (head: SignedHead, result: HeadOfferResult | undefined) => void;
       retry?: TailRetry | false;
     },
   ): Promise<void>;
@@ -657,6 +763,12 @@ export class IdbReplica implements ReplicaLike {
   readonly group: Id;
   readonly cursor: number;
   readonly head: Hex;
+  /** Offers a signed head after the queued writes; rejects with `HEAD_INVALID` or `FORK`. */
+  offerHead(head: SignedHead | string, authorityKey: Hex): Promise<HeadOfferResult>;
+  /** The highest seq a signed head vouched for since the store was opened. */
+  readonly verifiedThrough: number;
+  readonly verifiedHead: SignedHead | null;
+  isProvisional(seq: number): boolean;
   stateHash(): Hex;
   state(): GroupState | null;
   frontier(nowMs?: number): Id[];

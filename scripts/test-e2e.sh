@@ -7,7 +7,8 @@
 #      directory, read-only tools beside a loaded server), unless
 #      MWP_E2E_RUST=0 (the workspace's `cargo test` has run them already);
 #   2. wasm-bindgen-test in headless Chromium with IndexedDB (wasm/tests/browser.rs);
-#   3. the npm package, the dashboard (stand-in server, `mwp serve`, the embedded dashboard
+#   3. the npm package, the dashboard (stand-in server, a static export on a plain file host,
+#      `mwp serve`, the embedded dashboard
 #      over `mwp demo --exit`'s data and over a 100,000-item Group, each checked by axe-core)
 #      and the packaging test, in headless Chromium.
 # Every wait in these steps waits for a state and is bounded generously (js/test/static-server.js,
@@ -45,6 +46,9 @@ node js/test/browser/run.js
 
 step "dashboard in headless Chromium (replay, verify, graph, live tail, cached reload)"
 node js/test/browser/dashboard.js
+
+step "dashboard over a static export from a plain file host (no /v1/), its error phase, and signed heads live"
+node js/test/browser/dashboard-static.js
 
 step "end to end against mwp serve: HTTP client and the dashboard it serves"
 node js/test/e2e/serve.js

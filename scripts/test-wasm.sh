@@ -15,7 +15,8 @@
 # Usage: scripts/test-wasm.sh
 #        scripts/test-wasm.sh --repeat-e2e N   sets up and builds, then runs only the
 #                                               end-to-end and browser steps N times in a row
-#        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png
+#        MWP_UPDATE_SCREENSHOT=1 scripts/test-wasm.sh   also rewrites docs/dashboard.png and
+#                                                       docs/dashboard-static.png
 set -euo pipefail
 repeat=""
 case "${1:-}" in
@@ -108,7 +109,7 @@ step "npm package in Node (node --test; the file store against the native one)"
 (cd js && node --test test/*.test.js)
 
 step "npm package in Deno (the same file store cases)"
-(cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --no-lock test/deno/)
+(cd js && "$deno" test --quiet --no-check --allow-read --allow-write --allow-run --allow-env --allow-net=127.0.0.1 --no-lock test/deno/)
 
 step "TypeScript: tsc --strict over the examples (.mjs with checkJs, and types.ts) against index.d.ts"
 (cd js/examples && "$MWP_TOOLS_DIR/node_modules/.bin/tsc" -p tsconfig.json --typeRoots "$MWP_TOOLS_DIR/node_modules/@types")

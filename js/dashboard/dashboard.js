@@ -7,12 +7,21 @@
 // the effects' settlement. `mwp serve` embeds this folder (host-native/build.rs).
 // The live tail reconnects (live.js); the history draws only the lanes in view, so a Group
 // of 100,000 items stays usable; the graph and the history are used from the keyboard.
-import { Client, IdbReplica, canonical, encodeEvent, verifySnapshot } from "mwp";
+// Signed heads (SPEC §8a): the heads of pages and of the tail are offered to the replica
+// under the trusted key; the view says how far they verify the history ("verified through
+// seq N") and marks the events past it as provisional; a FORK or HEAD_INVALID stops
+// everything with a loud error (and the fork proof to download when there is one).
+// Static mode, `?source=URL&authority=HEX[&group=G][&start=genesis]`: the Group is read from
+// a static export (SPEC §8b) on any file host with `Replica.fromStatic`, verified through its
+// signed head under the key given here; no mwp server is asked anything, and there is no tail.
+import { Client, IdbReplica, Replica, canonical, encodeEvent, verifySnapshot } from "mwp";
 import { followTail } from "./live.js";
 import { LANE, effectsSvg, historyAxisSvg, historyLanesSvg, historyLayout, legendHtml, worksOf } from "./views.js";
 
 const params = new URLSearchParams(location.search);
 const server = params.get("server") ?? location.origin;
+/** Static mode: the export's folder, or null. */
+const source = params.get("source");
 // An operator token (docs/http.md, "Access"): `?token=…` is moved at once into this tab's
 // sessionStorage and out of the address bar (and so out of history and bookmarks); the
 // token field sets or clears it.
@@ -55,7 +64,7 @@ let session = null;
  * Shows what the dashboard is doing. `phase` is the stage it names, set on `<body>` as
  * `data-phase` in the same step as the text, so whoever reads it (a person or a test) sees
  * the two agree: `cache` (showing the local cache), `fetching`, `live` (replayed and
- * verified, following the tail) or `error`.
+ * verified, following the tail), `static` (read from a static export, final) or `error`.
  */
 function setStatus(text, kind = "", phase = kind || "fetching") {
   const el = $("status");
@@ -68,14 +77,19 @@ const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&
 const short = (hex) => (hex ? `${hex.slice(0, 8)}…` : "");
 const pill = (s) => `<span class="pill ${esc(s)}">${esc(s)}</span>`;
 const time = (ms) => (ms ? new Date(ms).toISOString().replace("T", " ").replace("Z", "") : "");
-/** A table of the first TABLE_ROWS of `all`, each made a row of cells by `toRow`. */
-const table = (head, all, toRow = (r) => r) => {
-  const rows = (all.length > TABLE_ROWS ? all.slice(0, TABLE_ROWS) : all).map(toRow);
+/**
+ * A table of the first TABLE_ROWS of `all`, each made a row of cells by `toRow`; `rowClass`
+ * may name a class for a row.
+ */
+const table = (head, all, toRow = (r) => r, rowClass = () => "") => {
+  const first = all.length > TABLE_ROWS ? all.slice(0, TABLE_ROWS) : all;
+  const classes = first.map(rowClass);
+  const rows = first.map(toRow);
   const note = rows.length < all.length ? `<p class="note">showing the first ${rows.length} of ${all.length} rows</p>` : "";
   return rows.length === 0
     ? `<p class="empty">none</p>`
     : `${note}<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join("")}</tr></thead><tbody>${rows
-        .map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join("")}</tr>`)
+        .map((r, i) => `<tr${classes[i] ? ` class="${classes[i]}"` : ""}>${r.map((c) => `<td>${c}</td>`).join("")}</tr>`)
         .join("")}</tbody></table>`;
 };
 
@@ -189,6 +203,7 @@ async function render() {
   $("summary").innerHTML = `<div class="summary">
     <div><b>${esc(state.group)}</b>group · org ${esc(state.org)} · mission ${esc(state.mission)}</div>
     <div><b>${state.seq}</b>events</div>
+    <div><b>${Math.max(0, replica.cursor - replica.verifiedThrough)}</b>provisional</div>
     <div><b>${work.length}</b>work items</div>
     <div><b>${count("running") + count("leased")}</b>leased or running</div>
     <div><b>${count("succeeded")}</b>succeeded</div>
@@ -227,9 +242,17 @@ async function render() {
   $("evidence").innerHTML = table(["seq", "work", "actor", "what"], (state.evidence ?? []).map((n) => [n.seq, esc(n.work), esc(n.actor), evidenceText(n, events)]));
   $("effects-picture").innerHTML = effectsSvg(state);
   await renderVerification(stateHash);
+  // Events past the last verified head are provisional: marked by a class and in words.
+  const verifiedThrough = replica.verifiedThrough;
+  const provisional = (e) => e.seq > verifiedThrough;
   $("timeline").innerHTML = table(
     ["seq", "at", "actor", "event", "aggregate", "detail"],
-    events.slice(-TIMELINE_EVENTS).reverse().map((e) => [e.seq, esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind)]),
+    events.slice(-TIMELINE_EVENTS).reverse(),
+    (e) => [
+      `${e.seq}${provisional(e) ? `<span class="provisional-mark">provisional</span>` : ""}`,
+      esc(time(e.at)), esc(e.actor), pill(e.kind.type), `${esc(e.aggregate)}@${e.revision}`, kindSummary(e.kind),
+    ],
+    (e) => (provisional(e) ? "provisional" : ""),
   );
   // Everything above shows the state at this cursor. Whoever waits for a final view waits for
   // `data-phase="live"` as well: the status line is written after the last render.
@@ -359,8 +382,50 @@ function evidenceText(record, events) {
   return `<span class="wrap">late ${esc(kind.of)} under ${esc(lease)}: ${esc(JSON.stringify(value ?? null))}; the outcome stands</span>`;
 }
 
+/**
+ * The line that says how far signed heads verify the history: "verified through seq N,
+ * signed at T" (T: the verified head's `at`), and how many events after it are provisional.
+ */
+function renderHeadLine() {
+  const { replica } = session;
+  const head = replica.verifiedHead;
+  const through = replica.verifiedThrough;
+  const after = Math.max(0, replica.cursor - through);
+  const line = $("head-line");
+  line.className = `head-line${head ? "" : " none"}`;
+  line.textContent = head
+    ? `verified through seq ${through}, signed at ${time(head.at)} UTC by the authority key ${short(session.trustedKey)}${after > 0 ? `; ${after} later event(s) provisional` : ""}`
+    : `no signed head verified yet: all ${replica.cursor} event(s) provisional`;
+  document.body.dataset.verifiedThrough = String(through);
+}
+
+/**
+ * A failure of the history itself (a FORK, a head or file that does not verify): the
+ * dashboard stops in the error phase, says so loudly, and offers the fork proof (canonical
+ * CBOR, checkable by anyone with `verifyForkProof`) when the error carries one.
+ */
+function showFatal(e) {
+  if (session) session.abort.abort();
+  const code = e?.code ?? e?.name ?? "ERROR";
+  const alert = $("alert");
+  const file = e?.details?.file ? ` (file ${esc(e.details.file)})` : "";
+  let html = `<b>${esc(code)}</b>${esc(e?.message ?? e)}${file}`;
+  const proof = e?.details?.proof;
+  if (typeof proof === "string" && /^(?:[0-9a-f]{2})+$/.test(proof)) {
+    const bytes = Uint8Array.from(proof.match(/../g), (b) => parseInt(b, 16));
+    const url = URL.createObjectURL(new Blob([bytes], { type: "application/cbor" }));
+    html += `<a id="fork-proof" href="${url}" download="mwp-fork-proof.cbor">download the fork proof</a>`;
+  }
+  alert.innerHTML = html;
+  alert.hidden = false;
+  document.body.dataset.verified = "false";
+  document.body.dataset.error = code;
+  setStatus(`${code}: ${e?.message ?? e}${file ? ` ${file}` : ""}; not showing this history as verified`, "error");
+}
+
 /** What this browser verified: the chain (by the wasm replica) and the latest signed snapshot. */
 async function renderVerification(stateHash) {
+  renderHeadLine();
   const { replica, verified: v } = session;
   // The first seq held locally changes only with a restore (open() forgets it then): read once.
   session.base ??= ((await replica.events(0, 1))[0]?.seq ?? replica.cursor + 1) - 1;
@@ -369,6 +434,13 @@ async function renderVerification(stateHash) {
     what: "chain", result: "ok",
     text: `${replica.cursor - base} event(s) applied by the wasm core: each event's id is the hash of its bytes and names the previous event's id${base > 0 ? `; seq 1..${base} come from a signed snapshot` : ""}`,
   }];
+  const head = replica.verifiedHead;
+  checks.push(head
+    ? { what: "head", result: "ok", text: `verified through seq ${replica.verifiedThrough}: the head signed at ${esc(time(head.at))} UTC under the trusted key names the id of event ${head.seq}` }
+    : { what: "head", result: "none", text: "no signed head verified yet" });
+  if (v.source) {
+    checks.push({ what: "source", result: "ok", text: `read from the static export ${esc(v.source)}: every file's bytes hash to its name; no mwp server was asked` });
+  }
   if (v.snapshot) {
     const s = v.snapshot;
     const atHead = s.seq === replica.cursor;
@@ -432,7 +504,7 @@ async function open(group, trustedKey) {
   }
   const replica = await IdbReplica.open(`mwp-dashboard ${server} ${group}`, group, { checkpointEvery: CHECKPOINT_EVERY });
   const abort = new AbortController();
-  session = { group, replica, abort, verified: {} };
+  session = { group, replica, abort, verified: {}, trustedKey };
   const cached = replica.cursor;
   const org = params.get("org") ?? replica.state()?.org;
   // A snapshot names its org: when none is known yet, read it from the snapshot itself; the
@@ -441,6 +513,7 @@ async function open(group, trustedKey) {
     get group() { return replica.group; },
     get cursor() { return replica.cursor; },
     offerBatch: (events) => replica.offerBatch(events),
+    offerHead: (head, key) => replica.offerHead(head, key),
     restore: (bytes, o) => replica.restore(bytes, { ...o, org: o.org ?? canonical.decode(bytes).org }),
   };
   setStatus(`${cached} events from the local cache; fetching new ones…`, "", cached > 0 ? "cache" : "fetching");
@@ -457,12 +530,22 @@ async function open(group, trustedKey) {
   setStatus(`seq ${replica.cursor} · ${cached} cached, ${fetched} fetched${restored ? " (restored a signed snapshot)" : ""} · key ${short(trustedKey)} · live`, "live");
   followTail({
     // The dashboard reconnects itself (live.js), showing each state: the client's own retry off.
-    tail: (after, onOpen) => client.tail(group, { after, signal: abort.signal, onOpen, retry: false }),
+    // Each signed head of the stream is offered after the events before it (FORK and
+    // HEAD_INVALID end the tail: live.js).
+    tail: (after, onOpen) => client.tail(group, {
+      after, signal: abort.signal, onOpen, retry: false,
+      onHead: async (head) => {
+        await replica.offerHead(head, trustedKey);
+        scheduleRender();
+      },
+    }),
     cursor: () => replica.cursor,
     offer: async (event) => {
       const summary = await replica.offerBatch([encodeEvent(event)]);
       if (summary.rejected > 0) {
-        throw Object.assign(new Error(`event ${event.seq} rejected: ${summary.errors[0].error.message}`), { code: "REJECTED" });
+        const error = summary.errors[0].error;
+        // An event that contradicts a signed head is a fork, not a bad delivery.
+        throw Object.assign(new Error(`event ${event.seq} rejected: ${error.message}`), { code: error.code === "FORK" ? "FORK" : "REJECTED", details: error });
       }
       setStatus(`seq ${replica.cursor} · live · key ${short(trustedKey)}`, "live");
       scheduleRender();
@@ -486,6 +569,7 @@ function showConnection(s) {
     el.textContent = `live tail lost (${s.reason}); reconnecting in ${(s.delay / 1000).toFixed(1)} s (attempt ${s.attempt}), after seq ${s.after}`;
   } else {
     el.textContent = `live tail stopped: ${s.error.message}`;
+    if (s.error?.code === "FORK" || s.error?.code === "HEAD_INVALID") return showFatal(s.error);
     setStatus(`${s.state === "gap" ? "gap in the live tail" : "live tail ended"}: ${s.error.message}; reload to replay`, "error");
   }
 }
@@ -514,7 +598,60 @@ async function forgetKey() {
   location.reload();
 }
 
+/**
+ * Static mode: reads the Group from the export at `source` (a plain file host) with
+ * `Replica.fromStatic`, verified through its signed head under `?authority=`, and shows it.
+ * Nothing is cached and nothing else is fetched: no `/v1/` call, no live tail.
+ */
+async function openStatic() {
+  const trustedKey = params.get("authority");
+  if (!trustedKey) {
+    setStatus("?source= needs &authority=HEX: the authority key you trust (it is never read from the export)", "error");
+    return;
+  }
+  const base = new URL(source.replace(/\/*$/, "/"), location.href);
+  let group = params.get("group");
+  if (!group) {
+    // Only to learn which group the export holds; the reader then checks the signed head
+    // names that group, under the trusted key.
+    const response = await fetch(new URL("head.json", base));
+    group = response.ok ? (await response.json())?.head?.group : undefined;
+    if (typeof group !== "string") throw Object.assign(new Error(`no head.json at ${base} (or it names no group)`), { code: "NOT_FOUND" });
+  }
+  $("group").innerHTML = `<option value="${esc(group)}">${esc(group)} (static)</option>`;
+  setStatus(`reading the static export at ${base}…`, "", "fetching");
+  // The history and timeline show the last events: those the chunks applied, verified.
+  const kept = [];
+  const started = performance.now();
+  const replica = await Replica.fromStatic(base, {
+    authorityKey: trustedKey,
+    group,
+    start: params.get("start") === "genesis" ? "genesis" : "snapshot",
+    onEvents: (events) => {
+      kept.push(...events);
+      if (kept.length > 2 * HISTORY_EVENTS) kept.splice(0, kept.length - HISTORY_EVENTS);
+    },
+    onProgress: (p, file) => setStatus(`${p.verifiedThrough} of ${p.headSeq} events verified (read ${file})…`, "", "fetching"),
+  });
+  performance.measure("mwp:replay", { start: started });
+  const view = {
+    group,
+    get cursor() { return replica.cursor; },
+    get verifiedThrough() { return replica.verifiedThrough; },
+    get verifiedHead() { return replica.verifiedHead; },
+    state: () => replica.state(),
+    stateHash: () => replica.stateHash(),
+    frontier: (nowMs) => replica.frontier(nowMs),
+    events: async (after = 0, limit = Infinity) => kept.filter((e) => e.seq > after).slice(0, limit),
+    close: async () => replica.free(),
+  };
+  session = { group, replica: view, abort: new AbortController(), verified: { source: String(base) }, trustedKey };
+  await render();
+  setStatus(`seq ${replica.cursor} · static export ${base} · key ${short(trustedKey)} · no live tail`, "", "static");
+}
+
 async function main() {
+  if (source !== null) return openStatic();
   const trustedKey = await client.authorityKey();
   // Trust on first use: the key is remembered per server; a different key later is refused.
   const remembered = localStorage.getItem(authorityKeyName);
@@ -572,6 +709,7 @@ if (tokenField) {
 }
 
 main().catch((e) => {
+  if (source !== null || e?.code === "FORK" || e?.code === "HEAD_INVALID") return showFatal(e);
   const hint = e.code === "UNAUTHORIZED" || e.code === "FORBIDDEN"
     ? " (enter an operator token, or open ?group=G&member=ACTOR&key=HEX as a member of G)" : "";
   setStatus(`${e.code ?? e.name}: ${e.message}${hint}`, "error");

@@ -29,6 +29,8 @@ export class GapError extends Error {
 
 /** Whether an error ends the tail for good rather than being retried. */
 function permanent(e) {
+  // A signed head that does not verify, or a history it contradicts, is not a network fault.
+  if (e?.code === "FORK" || e?.code === "HEAD_INVALID") return true;
   return e instanceof GapError || e?.code === "REJECTED" || e instanceof SyntaxError || (e?.status >= 400 && e?.status < 500);
 }
 

@@ -2,6 +2,7 @@
 // run): Body and EventKind are discriminated unions, so narrowing on `type` gives each
 // variant's fields, and a misspelt field or an unknown command does not compile.
 import { Client, runAgent, type Body, type Event, type EventKind } from "mwp";
+import * as mwp from "mwp";
 
 /** One line per event, with the fields its kind has. */
 export function describe(kind: EventKind): string {
@@ -45,4 +46,22 @@ export function work(client: Client, key: string, signal: AbortSignal): Promise<
       },
     },
   });
+}
+
+// Static exports and signed heads: a replica verified through an export's head under the
+// pinned key; the heads of pages and the tail offered to a replica.
+export async function staticReplica(baseUrl: string, authorityKey: string): Promise<number> {
+  const r: mwp.Replica = await mwp.Replica.fromStatic(baseUrl, {
+    authorityKey,
+    group: "g1",
+    start: "genesis",
+    onProgress: (p: mwp.StaticProgress, file: string) => void `${file} ${p.verifiedThrough}`,
+  });
+  const head: mwp.SignedHead | null = r.verifiedHead;
+  const offered: mwp.HeadOfferResult | undefined = head ? r.offerHead(head, authorityKey) : undefined;
+  const client = new mwp.Client("http://127.0.0.1:7878");
+  const page: { events: mwp.Event[]; head?: mwp.SignedHead } = await client.page("g1", { after: r.cursor });
+  if (page.head) r.offerHead(page.head, authorityKey);
+  const fork: mwp.ForkInfo = mwp.verifyForkProof("00", authorityKey);
+  return (offered?.verifiedThrough ?? r.verifiedThrough) + (r.isProvisional(r.cursor) ? 1 : 0) + fork.seq;
 }

@@ -4,7 +4,7 @@
 // it round-trips to `mwp serve`, transcripts and files unchanged.
 
 import * as w from "../pkg/mwp_wasm.js";
-import { guard } from "./errors.js";
+import { CodecError, ExportError, guard } from "./errors.js";
 import { asBatch, frameBatch, splitBatch } from "./frames.js";
 
 export * from "./errors.js";
@@ -165,6 +165,70 @@ export class Replica {
     guard(() => this.#inner.restore(snapshot, trustedKey, org, requestedCursor));
   }
 
+  /**
+   * A replica rebuilt from a static export (SPEC §8b) at `baseUrl` (any static file host, or
+   * whatever `fetch` serves), verified through the export's signed head under `authorityKey`,
+   * the key the caller pins (never read from the export). The core names each file to fetch
+   * and checks every byte; this only fetches.
+   *
+   * @param {string | URL} baseUrl the export's folder (the one holding `head.json`)
+   * @param {{authorityKey: string, group: string, start?: "snapshot" | "genesis",
+   *   fetch?: typeof fetch, signal?: AbortSignal,
+   *   onProgress?: (progress: StaticProgress, file: string) => void,
+   *   onEvents?: (events: object[], progress: StaticProgress) => void}} options
+   *   `start`: from the latest signed snapshot (default) or every event from seq 1;
+   *   `onProgress` hears the progress after each file; `onEvents` the events (JSON form)
+   *   each chunk applied, verified, in seq order (for a host that shows them).
+   * @returns {Promise<Replica>} throws the core's error naming the file (ExportError
+   *   `HEAD_INVALID`, `LOG_CORRUPT`, `FORK`, `SNAPSHOT_INVALID`, `MALFORMED`; `NOT_FOUND` or
+   *   `STORAGE` when a file does not come), or the signal's AbortError.
+   */
+  static async fromStatic(baseUrl, { authorityKey, group, start = "snapshot", fetch = globalThis.fetch, signal, onProgress, onEvents } = {}) {
+    if (typeof authorityKey !== "string" || authorityKey === "") {
+      throw new ExportError("MALFORMED", "Replica.fromStatic needs `authorityKey`, the authority key (hex) you pin: it is never read from the export");
+    }
+    if (typeof group !== "string" || group === "") throw new ExportError("MALFORMED", "Replica.fromStatic needs `group`, the group the export is of");
+    const base = new URL(String(baseUrl).replace(/\/*$/, "/"), globalThis.location?.href);
+    const reader = new StaticReader(group, authorityKey, start);
+    try {
+      for (let file = reader.pollFetch(); file !== undefined; file = reader.pollFetch()) {
+        signal?.throwIfAborted();
+        const { applied, ...progress } = reader.handleFetched(file, await fetchFile(fetch, new URL(file, base), file, signal), onEvents !== undefined);
+        if (applied?.length) onEvents(applied, progress);
+        onProgress?.(progress, file);
+      }
+      return reader.intoReplica();
+    } finally {
+      reader.free();
+    }
+  }
+
+  /**
+   * Offers a signed head (SPEC §8a; its JSON form, an object or a JSON string) under the
+   * authority key the caller pins (hex). Resolves to `{result: "verified"|"ahead"|"stale",
+   * verifiedThrough}`: a head at an applied seq is checked now, one ahead when its seq is
+   * applied. Throws OfferError `HEAD_INVALID` (`details.check`) or `FORK` (`details.heads`,
+   * `details.proof` in hex when two heads conflict); on error nothing changes.
+   */
+  offerHead(head, authorityKey) {
+    return guard(() => this.#inner.offerHead(head, authorityKey));
+  }
+
+  /** The highest seq a signed head vouched for (0 before any): later events are provisional. */
+  get verifiedThrough() {
+    return this.#inner.verifiedThrough;
+  }
+
+  /** The latest signed head that verified against the chain (JSON form), or `null`. */
+  get verifiedHead() {
+    return this.#inner.verifiedHead;
+  }
+
+  /** Whether event `seq` is provisional: past the last signed head that verified. */
+  isProvisional(seq) {
+    return guard(() => this.#inner.isProvisional(seq));
+  }
+
   /** The group. */
   get group() {
     return this.#inner.group;
@@ -214,6 +278,96 @@ export class Replica {
   free() {
     this.#inner.free();
   }
+}
+
+/**
+ * Fetches one export file's bytes; a failure is an ExportError naming the file (`NOT_FOUND`
+ * for a 404 or 410, `STORAGE` otherwise). An abort is rethrown as it is.
+ */
+async function fetchFile(fetch, url, file, signal) {
+  let response;
+  try {
+    response = await fetch(url, { signal });
+  } catch (e) {
+    if (e?.name === "AbortError" || signal?.aborted) throw e;
+    throw new ExportError("STORAGE", `${file}: no answer from ${url}: ${e?.message ?? e}`, { file, url: String(url) });
+  }
+  if (!response.ok) {
+    const code = response.status === 404 || response.status === 410 ? "NOT_FOUND" : "STORAGE";
+    throw new ExportError(code, `${file}: HTTP ${response.status} from ${url}`, { file, url: String(url), status: response.status });
+  }
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+/**
+ * The sans-IO reader of a static export (the core's): `pollFetch()` names the next file
+ * (relative to the export's folder) or `undefined` once done, `handleFetched(file, bytes)`
+ * checks it and answers the progress, `intoReplica()` gives the verified replica.
+ * `Replica.fromStatic` is the loop over it; use this to fetch some other way.
+ */
+export class StaticReader {
+  #inner;
+
+  /** A reader of `group`'s export trusting only `authorityKey` (hex); `start`: "snapshot" (default) or "genesis". */
+  constructor(group, authorityKey, start = "snapshot") {
+    this.#inner = guard(() => new w.StaticReader(group, authorityKey, start));
+  }
+
+  /** The next file to fetch, or `undefined` once the export is read whole. */
+  pollFetch() {
+    return this.#inner.pollFetch();
+  }
+
+  /**
+   * Checks the bytes of the file `pollFetch()` named: the progress, or ExportError naming the
+   * file. With `withEvents`, a chunk's progress carries `applied`, the events it applied.
+   */
+  handleFetched(file, bytes, withEvents = false) {
+    return guard(() => this.#inner.handleFetched(file, bytes, withEvents));
+  }
+
+  /** `{cursor, verifiedThrough, headSeq, events, bytes, done}`. */
+  progress() {
+    return guard(() => this.#inner.progress());
+  }
+
+  /** The signed head read from `head.json`, or `null` before. */
+  head() {
+    return guard(() => this.#inner.head());
+  }
+
+  /** The replica, verified through the head, once done (the reader is empty afterwards). */
+  intoReplica() {
+    return new Replica(guard(() => this.#inner.intoReplica()));
+  }
+
+  /** Frees the wasm memory now. */
+  free() {
+    this.#inner.free();
+  }
+}
+
+/** Signs a head (SPEC §8a): event `seq` of `org`/`group` has id `id` (hex), at `atMs`. Its JSON form. */
+export const signHead = (org, group, seq, id, atMs, secretKey) => guard(() => w.signHead(org, group, seq, id, atMs, secretKey));
+/**
+ * Checks a fork proof (bytes, or the hex a `FORK` error's `details.proof` carries) with
+ * nothing but its contents and the key you pin, if given: `{org, group, seq, ids, kind}`;
+ * CodecError `MALFORMED` when it proves nothing.
+ */
+export const verifyForkProof = (proof, pinnedKey) =>
+  guard(() => w.verifyForkProof(typeof proof === "string" ? hexBytes(proof) : proof, pinnedKey));
+/**
+ * Plans a static export (SPEC §8b) of events (stored CBOR, in seq order) ending at the signed
+ * `head`: `{files: [{path, bytes}], headFile, index}`; write the files, then `head.json`.
+ * `previous`: the index JSON of the export in place (only new files are planned);
+ * `snapshot`: the latest signed snapshot's bytes; `chunkEvents`: events per chunk (4096).
+ */
+export const planExport = (events, { head, authorityKey, snapshot, previous, chunkEvents } = {}) =>
+  guard(() => w.planExport(previous === undefined ? undefined : typeof previous === "string" ? previous : JSON.stringify(previous), asBatch(events), snapshot, head, authorityKey, chunkEvents));
+
+function hexBytes(hex) {
+  if (!/^(?:[0-9a-f]{2})*$/i.test(hex)) throw new CodecError("MALFORMED", "fork proof: not hex");
+  return Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
 }
 
 /** Canonical CBOR (RFC 8949 §4.2.1) of JSON-like data; floats are refused. */

@@ -42,8 +42,11 @@ function sleep(ms, signal) {
   });
 }
 
-/** The events of a Server-Sent Events body, JSON-decoded; an `event: error` message throws. */
-async function* readSse(body) {
+/**
+ * The events of a Server-Sent Events body, JSON-decoded; an `event: error` message throws;
+ * an `event: head` message (a signed head) is awaited through `onHead`, in stream order.
+ */
+async function* readSse(body, onHead) {
   const decoder = new TextDecoder();
   let buffer = "";
   let data = [];
@@ -63,6 +66,7 @@ async function* readSse(body) {
             const payload = JSON.parse(data.join("\n"));
             if (type === "error") throw new HttpError(payload.code, payload.message, payload, 200);
             if (type === "message" || type === "event") yield payload;
+            else if (type === "head") await onHead?.(payload);
           }
           data = [];
           type = "message";
@@ -76,6 +80,16 @@ async function* readSse(body) {
   } finally {
     reader.cancel().catch(() => {});
   }
+}
+
+/**
+ * Offers a signed head to `replica` under `trustedKey` when both can (a replica with
+ * `offerHead`, a pinned key), then tells `onHead(head, result)`; without a key the head is
+ * only told (`result` undefined).
+ */
+async function offerHeadTo(replica, head, trustedKey, onHead) {
+  const result = trustedKey && typeof replica.offerHead === "function" ? await replica.offerHead(head, trustedKey) : undefined;
+  onHead?.(head, result);
 }
 
 /** A client of one `mwp serve` instance. */
@@ -177,8 +191,27 @@ export class Client {
    * `CURSOR_TOO_OLD` (status 410) whose `details.snapshot` is `{seq, hash, location}`.
    */
   async events(group, { after = 0, limit, signal } = {}) {
+    const { events, head } = await this.page(group, { after, limit, signal });
+    // The page's signed head rides along, out of the way of code that reads the array.
+    Object.defineProperty(events, "head", { value: head, enumerable: false });
+    return events;
+  }
+
+  /**
+   * One page of events: `{events, head}`, where `head` is the server's signed head (SPEC §8a;
+   * it may be behind the page's last event, and is `undefined` from a server that signs none).
+   * Offer it to a replica (`offerHead`) with the authority key you pin.
+   */
+  async page(group, { after = 0, limit, signal } = {}) {
     const r = await this.#request(`/v1/groups/${Client.#group(group)}/events`, { query: { after, limit }, signal });
-    return (await r.json()).events;
+    const { events, head } = await r.json();
+    return { events, head: head ?? undefined };
+  }
+
+  /** The group's latest signed head (`GET /v1/groups/{group}/head`), JSON form. */
+  async head(group, { signal } = {}) {
+    const r = await this.#request(`/v1/groups/${Client.#group(group)}/head`, { signal });
+    return r.json();
   }
 
   /** The original receipt of (actor, action), or `undefined` if there is none. */
@@ -205,14 +238,16 @@ export class Client {
    * Brings `replica` (a Replica or IdbReplica) up to the server's head: pages of events
    * after its cursor; on CURSOR_TOO_OLD, fetches the signed snapshot it names, verifies it
    * against `trustedKey` and restores it, then resumes strictly after it. Resolves to
-   * `{cursor, restored}`.
+   * `{cursor, restored}`. With `trustedKey`, each page's signed head is offered to the
+   * replica after the page's events (when it has `offerHead`); `onHead(head, result)` hears
+   * each (`result` undefined without a key); a `FORK` or `HEAD_INVALID` is thrown.
    */
-  async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents } = {}) {
+  async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents, onHead } = {}) {
     let restored = false;
     for (;;) {
-      let events;
+      let events, head;
       try {
-        events = await this.events(replica.group, { after: replica.cursor, limit, signal });
+        ({ events, head } = await this.page(replica.group, { after: replica.cursor, limit, signal }));
       } catch (e) {
         if (!(e instanceof HttpError) || e.code !== "CURSOR_TOO_OLD" || restored) throw e;
         const bytes = await this.snapshot(replica.group, e.details?.snapshot?.location);
@@ -220,12 +255,15 @@ export class Client {
         restored = true;
         continue;
       }
-      if (events.length === 0) return { cursor: replica.cursor, restored };
-      const summary = await replica.offerBatch(events.map((e) => encodeEvent(e)));
-      onEvents?.(events, summary);
-      if (summary.rejected > 0) {
-        throw new HttpError("LOG_CORRUPT", `the server sent events the replica rejects: ${JSON.stringify(summary.errors[0])}`, { errors: summary.errors }, 200);
+      if (events.length > 0) {
+        const summary = await replica.offerBatch(events.map((e) => encodeEvent(e)));
+        onEvents?.(events, summary);
+        if (summary.rejected > 0) {
+          throw new HttpError("LOG_CORRUPT", `the server sent events the replica rejects: ${JSON.stringify(summary.errors[0])}`, { errors: summary.errors }, 200);
+        }
       }
+      if (head) await offerHeadTo(replica, head, trustedKey, onHead);
+      if (events.length === 0) return { cursor: replica.cursor, restored };
     }
   }
 
@@ -247,8 +285,10 @@ export class Client {
    * Ends only when `signal` aborts. `onOpen()` is called once, when the first connection is
    * open: from then on every event after `after` that the server accepts arrives through this
    * tail. `onReconnect({attempt, delayMs, after, error})` is called before each wait.
+   * `onHead(head)` hears each signed head the stream carries (`event: head`, SPEC §8a), in
+   * order with the events and awaited before the next one; an error it throws ends the tail.
    */
-  async *tail(group, { after = 0, signal, onOpen, onReconnect, retry = {} } = {}) {
+  async *tail(group, { after = 0, signal, onOpen, onReconnect, onHead, retry = {} } = {}) {
     const { initialMs = 250, maxMs = 10_000, attempts = Infinity } = retry === false ? {} : retry;
     let last = after;
     let failures = 0;
@@ -266,7 +306,7 @@ export class Client {
           opened = true;
           onOpen?.();
         }
-        for await (const event of readSse(r.body)) {
+        for await (const event of readSse(r.body, onHead)) {
           // A stream that delivers is a good connection: the next drop starts the backoff over.
           failures = 0;
           if (event.seq <= last) continue;
@@ -301,12 +341,15 @@ export class Client {
    * Resolves when `signal` aborts. The tail reconnects as `tail` does (`retry`,
    * `onReconnect`), and a gap throws its `GapError`. `onEvent(event, result)` sees each event offered from the
    * tail (not those the replay applied); `onLive()` is called once, when the replay is done
-   * and the tail is open.
+   * and the tail is open. With `trustedKey`, every signed head the pages and the tail carry
+   * is offered to the replica (`offerHead`): `onHead(head, result)` hears each; a `FORK` or
+   * `HEAD_INVALID` is thrown. Events past `replica.verifiedThrough` are provisional.
    */
-  async follow(replica, { trustedKey, org, signal, onEvent, onLive, onReconnect, retry } = {}) {
-    await this.replay(replica, { trustedKey, org, signal });
+  async follow(replica, { trustedKey, org, signal, onEvent, onLive, onReconnect, onHead, retry } = {}) {
+    await this.replay(replica, { trustedKey, org, signal, onHead });
+    const offerHead = (head) => offerHeadTo(replica, head, trustedKey, onHead);
     try {
-      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive, onReconnect, retry })) {
+      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive, onReconnect, onHead: offerHead, retry })) {
         const result = await replica.offerBatch([encodeEvent(event)]);
         onEvent?.(event, result);
       }

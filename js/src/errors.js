@@ -35,6 +35,12 @@ export class StoreError extends MwpError {}
 export class AgentError extends MwpError {}
 /** A transcript could not be run. */
 export class TranscriptError extends MwpError {}
+/**
+ * A static export could not be read or planned (`HEAD_INVALID`, `LOG_CORRUPT`, `FORK`,
+ * `SNAPSHOT_INVALID`, `MALFORMED`, or `NOT_FOUND`/`STORAGE` for a file that did not come);
+ * `details.file` names the file.
+ */
+export class ExportError extends MwpError {}
 /** An HTTP request to `mwp serve` failed; `status` is the HTTP status (0: no answer). */
 export class HttpError extends MwpError {
   constructor(code, message, details = {}, status = 0) {
@@ -49,7 +55,7 @@ export class HttpError extends MwpError {
  */
 export class GapError extends MwpError {}
 
-const byName = { AcceptError, AgentError, OfferError, SnapshotError, CodecError, StoreError, TranscriptError };
+const byName = { AcceptError, AgentError, OfferError, SnapshotError, CodecError, StoreError, TranscriptError, ExportError };
 
 /** Turns an error from the wasm core (or any `{code, message}` object) into an MwpError. */
 export function toMwpError(e) {

@@ -120,9 +120,25 @@ export class IdbReplica {
     return this.#queue.run(() => guardAsync(() => this.#inner.events(after, limit)));
   }
 
+  /**
+   * Offers a signed head under the authority key you pin (hex), after the writes queued
+   * before it: resolves to `{result, verifiedThrough}`; rejects with `HEAD_INVALID` or
+   * `FORK` (see `Replica#offerHead`). What heads verify is kept in memory: a reopened
+   * store is provisional until a head verifies again.
+   */
+  offerHead(head, authorityKey) {
+    return this.#queue.run(() => guardAsync(async () => this.#inner.offerHead(head, authorityKey)));
+  }
+
   get group() { return this.#inner.group; }
   get cursor() { return this.#inner.cursor; }
   get head() { return this.#inner.head; }
+  /** The highest seq a signed head vouched for since the store was opened (0 before). */
+  get verifiedThrough() { return this.#inner.verifiedThrough; }
+  /** The latest signed head that verified against the chain, or `null`. */
+  get verifiedHead() { return this.#inner.verifiedHead; }
+  /** Whether event `seq` is past the last verified head. */
+  isProvisional(seq) { return guard(() => this.#inner.isProvisional(seq)); }
   stateHash() { return guard(() => this.#inner.stateHash()); }
   state() { return guard(() => this.#inner.state()); }
   frontier(nowMs) { return guard(() => this.#inner.frontier(now(nowMs))); }

@@ -2,12 +2,17 @@
 // for testing the HTTP client without the native server. `oldest` makes it answer
 // CURSOR_TOO_OLD for cursors before it, pointing at a signed snapshot. `state.dropStreams`
 // closes that many live tails right after their backlog; `state.skip` leaves seqs out of them.
+// Pages, `GET …/head` and the live tail carry heads signed by the authority key (SPEC §8a), as
+// `mwp serve` does; `state.signHead(head)` may replace the head served (a forged one).
 import { createServer } from "node:http";
 
 export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir } = {}) {
   const groups = new Map();
   const streams = new Set();
-  const state = { oldest, snapshot: null, requests: [], streams: [], dropStreams: 0, skip: new Set() };
+  const state = { oldest, snapshot: null, requests: [], streams: [], dropStreams: 0, skip: new Set(), signHead: (h) => h };
+  /** The signed head of group `a` (undefined before its first event). */
+  const headOf = (a) => (a.seq > 0 ? state.signHead(mwp.signHead(a.state().org, a.state().group, a.seq, a.head, Date.now(), authorityKey)) : undefined);
+  const sseHead = (a) => (a.seq > 0 ? `event: head\ndata: ${JSON.stringify(headOf(a))}\n\n` : "");
   const { readFile } = await import("node:fs/promises");
   const { join, extname } = await import("node:path");
   const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
@@ -43,7 +48,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
       try {
         const d = auth.submit(JSON.parse(body), Date.now());
         groups.set(g, auth);
-        if (d.outcome === "accepted") for (const s of streams) if (s.group === g && !state.skip.has(d.event.seq)) s.res.write(`id: ${d.event.seq}\ndata: ${JSON.stringify(d.event)}\n\n`);
+        if (d.outcome === "accepted") for (const s of streams) if (s.group === g && !state.skip.has(d.event.seq)) s.res.write(`id: ${d.event.seq}\ndata: ${JSON.stringify(d.event)}\n\n${sseHead(auth)}`);
         return send(res, 200, d.receipt, d.outcome === "duplicate" ? { "mwp-duplicate": "true" } : {});
       } catch (e) {
         const status = e.code === "MALFORMED" ? 400 : e.code === "BAD_SIGNATURE" ? 401 : 409;
@@ -63,6 +68,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
       const drop = state.dropStreams > 0;
       if (drop) state.dropStreams -= 1;
       for (const e of a.events(after)) if (!state.skip.has(e.seq)) res.write(`id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`);
+      res.write(sseHead(a));
       if (drop) return res.socket.end();
       const s = { group: g, res };
       streams.add(s);
@@ -81,8 +87,9 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
           snapshot: { seq, hash: a.stateHash(), location: `/v1/groups/${g}/snapshots/latest` },
         });
       }
-      return send(res, 200, { events: a.events(after, limit) });
+      return send(res, 200, { events: a.events(after, limit), head: headOf(a) });
     }
+    if (parts[3] === "head") return send(res, 200, headOf(a));
     if (parts[3] === "snapshots" && parts[4] === "latest") {
       res.writeHead(200, { "content-type": "application/cbor" });
       return res.end(state.snapshot ?? a.snapshot(authorityKey));

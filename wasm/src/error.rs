@@ -65,6 +65,9 @@ export_errors! {
     AgentError;
     /// Raised by the transcript runner and the vector runner for unreadable input.
     TranscriptError;
+    /// Raised by the static export reader and planner (`HEAD_INVALID`, `LOG_CORRUPT`, `FORK`,
+    /// `SNAPSHOT_INVALID`, `MALFORMED`), naming the file in `details.file`.
+    ExportError;
 }
 
 /// A `STORAGE` error naming what failed.

@@ -1055,6 +1055,41 @@ impl IdbReplica {
         self.inner.head().to_hex()
     }
 
+    /// Offers a signed head under the pinned authority key (hex), as `Replica.offerHead`:
+    /// `{result, verifiedThrough}`, or `HEAD_INVALID` / `FORK`. What a head verifies is
+    /// kept in memory (a reopened store starts at 0 until a head verifies again).
+    #[wasm_bindgen(js_name = offerHead)]
+    pub fn offer_head(
+        &mut self,
+        head: JsValue,
+        authority_key: &str,
+    ) -> Result<JsValue, StoreError> {
+        self.check()?;
+        Ok(crate::head::offer_head(
+            &mut self.inner,
+            head,
+            authority_key,
+        )?)
+    }
+
+    /// The highest seq a signed head vouched for since the store was opened.
+    #[wasm_bindgen(getter, js_name = verifiedThrough)]
+    pub fn verified_through(&self) -> f64 {
+        num(self.inner.verified_through())
+    }
+
+    /// Whether event `seq` is past the last verified head.
+    #[wasm_bindgen(js_name = isProvisional)]
+    pub fn is_provisional(&self, seq: f64) -> Result<bool, StoreError> {
+        Ok(self.inner.is_provisional(uint(seq, "seq")?))
+    }
+
+    /// The latest signed head that verified against the chain (JSON form), or `null`.
+    #[wasm_bindgen(getter, js_name = verifiedHead)]
+    pub fn verified_head(&self) -> JsValue {
+        crate::head::verified_head(&self.inner)
+    }
+
     /// Hash (hex) of the canonical state.
     #[wasm_bindgen(js_name = stateHash)]
     pub fn state_hash(&self) -> Result<String, StoreError> {

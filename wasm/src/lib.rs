@@ -23,6 +23,7 @@ pub mod authority;
 pub mod codec;
 pub mod error;
 pub mod frames;
+pub mod head;
 pub mod idb_agent;
 pub mod idb_store;
 pub mod log_format;
@@ -34,5 +35,6 @@ pub mod vectors;
 
 pub use agent::{Agent, AgentImage};
 pub use authority::Authority;
+pub use head::StaticReader;
 pub use replica::Replica;
 pub use store_group::StoreGroup;

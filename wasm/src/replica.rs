@@ -143,6 +143,14 @@ impl Replica {
     pub fn core(&self) -> &CoreReplica {
         &self.inner
     }
+
+    /// A replica over a core one (e.g. what a static export was read into).
+    pub fn from_core(inner: CoreReplica) -> Replica {
+        Replica {
+            inner,
+            pending: Pending::new(),
+        }
+    }
 }
 
 #[wasm_bindgen]
@@ -220,6 +228,43 @@ impl Replica {
         let cursor = self.inner.cursor();
         self.pending.retain(|seq, _| *seq > cursor);
         Ok(())
+    }
+
+    /// Offers a signed head (an object or JSON string in its JSON form) under the authority
+    /// key the caller pins (hex): `{result: "verified"|"ahead"|"stale", verifiedThrough}`.
+    /// Throws `HEAD_INVALID` (`details.check`) for a head that does not verify, and `FORK`
+    /// (`details.heads`, and `details.proof` in hex when two heads conflict) for one the
+    /// chain contradicts. On error nothing changes.
+    #[wasm_bindgen(js_name = offerHead)]
+    pub fn offer_head(
+        &mut self,
+        head: JsValue,
+        authority_key: &str,
+    ) -> Result<JsValue, OfferError> {
+        Ok(crate::head::offer_head(
+            &mut self.inner,
+            head,
+            authority_key,
+        )?)
+    }
+
+    /// The highest seq a signed head vouched for (0 before any): events past it are
+    /// provisional.
+    #[wasm_bindgen(getter, js_name = verifiedThrough)]
+    pub fn verified_through(&self) -> f64 {
+        num(self.inner.verified_through())
+    }
+
+    /// Whether event `seq` is past the last verified head.
+    #[wasm_bindgen(js_name = isProvisional)]
+    pub fn is_provisional(&self, seq: f64) -> Result<bool, OfferError> {
+        Ok(self.inner.is_provisional(uint(seq, "seq")?))
+    }
+
+    /// The latest signed head that verified against the chain (JSON form), or `null`.
+    #[wasm_bindgen(getter, js_name = verifiedHead)]
+    pub fn verified_head(&self) -> JsValue {
+        crate::head::verified_head(&self.inner)
     }
 
     /// The group.

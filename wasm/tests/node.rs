@@ -338,3 +338,70 @@ fn a_hostile_length_after_damage_does_not_trap_on_32_bits() {
     assert_eq!(records.len(), 1);
     assert!(end.torn.is_some());
 }
+
+#[wasm_bindgen_test]
+fn a_planned_export_reads_back_verified_and_heads_mark_provisional_events() {
+    use mwp_wasm::head::{plan_export, sign_head, verify_fork_proof, StaticReader};
+    let (a, log) = authority_with_work();
+    let authority = key("@authority");
+    let pinned = public("@authority");
+    let head = sign_head("acme", "g1", 3.0, &a.head(), 9000.0, &authority)
+        .map_err(JsValue::from)
+        .expect("signed");
+    let mut batch = Vec::new();
+    for e in &log {
+        frames::push(&mut batch, e).expect("framed");
+    }
+    let x = plan_export(None, &batch, None, head.clone(), &pinned, Some(2))
+        .map_err(JsValue::from)
+        .expect("planned");
+    let mut files = std::collections::BTreeMap::new();
+    for f in js_sys::Array::from(&js_sys::Reflect::get(&x, &"files".into()).unwrap()).iter() {
+        let path = prop_str(&f, "path");
+        let bytes = js_sys::Uint8Array::new(&js_sys::Reflect::get(&f, &"bytes".into()).unwrap());
+        files.insert(path, bytes.to_vec());
+    }
+    let head_file = js_sys::Uint8Array::new(&js_sys::Reflect::get(&x, &"headFile".into()).unwrap());
+    files.insert("head.json".to_owned(), head_file.to_vec());
+    let mut reader = StaticReader::new("g1", &pinned, Some("genesis".into()))
+        .map_err(JsValue::from)
+        .expect("reader");
+    while let Some(path) = reader.poll_fetch() {
+        reader
+            .handle_fetched(&path, &files[&path], Some(true))
+            .map_err(JsValue::from)
+            .expect("accepted");
+    }
+    let r = reader.into_replica().map_err(JsValue::from).expect("done");
+    assert_eq!((r.cursor(), r.verified_through()), (3.0, 3.0));
+    assert!(!r.is_provisional(3.0).unwrap() && r.is_provisional(4.0).unwrap());
+
+    // A fresh replica: provisional until a head verifies; a second head at seq 3 naming
+    // another id is a FORK whose proof verifies.
+    let mut fresh = Replica::new("g1").map_err(JsValue::from).expect("replica");
+    for e in &log {
+        fresh
+            .offer(js_sys::Uint8Array::from(&e[..]).into())
+            .expect("offered");
+    }
+    assert_eq!(fresh.verified_through(), 0.0);
+    let offered = fresh
+        .offer_head(head, &pinned)
+        .map_err(JsValue::from)
+        .expect("verified");
+    assert_eq!(prop_str(&offered, "result"), "verified");
+    let other = sign_head("acme", "g1", 3.0, &"ab".repeat(32), 9001.0, &authority)
+        .unwrap_or_else(|_| panic!("signed"));
+    let err = fresh
+        .offer_head(other, &pinned)
+        .err()
+        .map(JsValue::from)
+        .expect("FORK");
+    assert_eq!(code_of(&err), "FORK");
+    let details = js_sys::Reflect::get(&err, &"details".into()).unwrap();
+    let proof = hex::decode(prop_str(&details, "proof")).expect("hex proof");
+    let fork = verify_fork_proof(&proof, Some(pinned))
+        .map_err(JsValue::from)
+        .expect("a proof");
+    assert_eq!(prop_str(&fork, "kind"), "heads");
+}

@@ -1425,6 +1425,18 @@ export class IdbReplica {
         }
     }
     /**
+     * Whether event `seq` is past the last verified head.
+     * @param {number} seq
+     * @returns {boolean}
+     */
+    isProvisional(seq) {
+        const ret = wasm.idbreplica_isProvisional(this.__wbg_ptr, seq);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return ret[0] !== 0;
+    }
+    /**
      * Test hook: like `offerBatch`, but aborts the transaction after issuing every write.
      * @param {Uint8Array | number[]} batch
      * @returns {Promise<any>}
@@ -1447,6 +1459,23 @@ export class IdbReplica {
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.idbreplica_offerBatch(this.__wbg_ptr, ptr0, len0);
         return ret;
+    }
+    /**
+     * Offers a signed head under the pinned authority key (hex), as `Replica.offerHead`:
+     * `{result, verifiedThrough}`, or `HEAD_INVALID` / `FORK`. What a head verifies is
+     * kept in memory (a reopened store starts at 0 until a head verifies again).
+     * @param {any} head
+     * @param {string} authority_key
+     * @returns {any}
+     */
+    offerHead(head, authority_key) {
+        const ptr0 = passStringToWasm0(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.idbreplica_offerHead(this.__wbg_ptr, head, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
     }
     /**
      * Opens (creating if needed) the store `name` for `group` and rebuilds the projection
@@ -1533,6 +1562,22 @@ export class IdbReplica {
             throw takeFromExternrefTable0(ret[1]);
         }
         return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The latest signed head that verified against the chain (JSON form), or `null`.
+     * @returns {any}
+     */
+    get verifiedHead() {
+        const ret = wasm.idbreplica_verifiedHead(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * The highest seq a signed head vouched for since the store was opened.
+     * @returns {number}
+     */
+    get verifiedThrough() {
+        const ret = wasm.idbreplica_verifiedThrough(this.__wbg_ptr);
+        return ret;
     }
 }
 if (Symbol.dispose) IdbReplica.prototype[Symbol.dispose] = IdbReplica.prototype.free;
@@ -1734,6 +1779,18 @@ export class Replica {
         }
     }
     /**
+     * Whether event `seq` is past the last verified head.
+     * @param {number} seq
+     * @returns {boolean}
+     */
+    isProvisional(seq) {
+        const ret = wasm.replica_isProvisional(this.__wbg_ptr, seq);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return ret[0] !== 0;
+    }
+    /**
      * An empty replica of `group`.
      * @param {string} group
      */
@@ -1766,6 +1823,25 @@ export class Replica {
         const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.replica_offerBatch(this.__wbg_ptr, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Offers a signed head (an object or JSON string in its JSON form) under the authority
+     * key the caller pins (hex): `{result: "verified"|"ahead"|"stale", verifiedThrough}`.
+     * Throws `HEAD_INVALID` (`details.check`) for a head that does not verify, and `FORK`
+     * (`details.heads`, and `details.proof` in hex when two heads conflict) for one the
+     * chain contradicts. On error nothing changes.
+     * @param {any} head
+     * @param {string} authority_key
+     * @returns {any}
+     */
+    offerHead(head, authority_key) {
+        const ptr0 = passStringToWasm0(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.replica_offerHead(this.__wbg_ptr, head, ptr0, len0);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -1864,8 +1940,154 @@ export class Replica {
         }
         return takeFromExternrefTable0(ret[0]);
     }
+    /**
+     * The latest signed head that verified against the chain (JSON form), or `null`.
+     * @returns {any}
+     */
+    get verifiedHead() {
+        const ret = wasm.replica_verifiedHead(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * The highest seq a signed head vouched for (0 before any): events past it are
+     * provisional.
+     * @returns {number}
+     */
+    get verifiedThrough() {
+        const ret = wasm.replica_verifiedThrough(this.__wbg_ptr);
+        return ret;
+    }
 }
 if (Symbol.dispose) Replica.prototype[Symbol.dispose] = Replica.prototype.free;
+
+/**
+ * The sans-IO reader of a static export (SPEC §8b): ask `pollFetch()` for the next path,
+ * fetch it relative to the export's base, hand the bytes to `handleFetched(path, bytes)`,
+ * until `pollFetch()` answers `undefined`; then `intoReplica()` is verified through the
+ * export's signed head under the pinned key and nothing else.
+ */
+export class StaticReader {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        StaticReaderFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_staticreader_free(ptr, 0);
+    }
+    /**
+     * Handles the bytes of the file `pollFetch()` named. Returns the progress
+     * `{cursor, verifiedThrough, headSeq, events, bytes, done}`; throws the core's error
+     * naming the file (`details.file`): `HEAD_INVALID`, `SNAPSHOT_INVALID`, `LOG_CORRUPT`,
+     * `FORK`, `MALFORMED`. The reader stays where it was.
+     *
+     * With `withEvents`, a chunk's progress also carries `applied`: the events (JSON form)
+     * it applied, each now verified by the replica, for a host that shows them.
+     * @param {string} path
+     * @param {Uint8Array | number[]} bytes
+     * @param {boolean | null} [with_events]
+     * @returns {any}
+     */
+    handleFetched(path, bytes, with_events) {
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.staticreader_handleFetched(this.__wbg_ptr, ptr0, len0, ptr1, len1, isLikeNone(with_events) ? 0xFFFFFF : with_events ? 1 : 0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The signed head read from `head.json` (JSON form), or `null` before.
+     * @returns {any}
+     */
+    head() {
+        const ret = wasm.staticreader_head(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * The replica, once the export is read whole (`MALFORMED` before): verified through
+     * the head. The reader is empty afterwards.
+     * @returns {Replica}
+     */
+    intoReplica() {
+        const ret = wasm.staticreader_intoReplica(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return Replica.__wrap(ret[0]);
+    }
+    /**
+     * A reader of `group`'s export trusting only `authorityKey` (hex); `start` is
+     * `"snapshot"` (the default: the latest signed snapshot, then the chunks after it) or
+     * `"genesis"` (every event from seq 1).
+     * @param {string} group
+     * @param {string} authority_key
+     * @param {string | null} [start]
+     */
+    constructor(group, authority_key, start) {
+        let ptr0, len0, ptr1, len1, ptr2, len2;
+        try {
+            ptr0 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+            ptr2 = isLikeNone(start) ? 0 : passStringToWasm0(start, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len2 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.staticreader_new(ptr0, len0, ptr1, len1, ptr2, len2);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
+        StaticReaderFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * The next file to fetch, relative to the export's base; `undefined` once done.
+     * @returns {string | undefined}
+     */
+    pollFetch() {
+        const ret = wasm.staticreader_pollFetch(this.__wbg_ptr);
+        let v1;
+        if (ret[0] !== 0) {
+            v1 = getStringFromWasm0(ret[0], ret[1]);
+            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        }
+        return v1;
+    }
+    /**
+     * How far the reader got: `{cursor, verifiedThrough, headSeq, events, bytes, done}`.
+     * @returns {any}
+     */
+    progress() {
+        const ret = wasm.staticreader_progress(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+}
+if (Symbol.dispose) StaticReader.prototype[Symbol.dispose] = StaticReader.prototype.free;
 
 /**
  * One Group's authority driver, for a host that stores the log itself.
@@ -2761,6 +2983,46 @@ export function parseRecordHeader(bytes, at) {
 }
 
 /**
+ * Plans a static export (`export::plan`): the events (a frame batch of stored CBOR, in seq
+ * order, after the previous export's index if given as JSON text), the latest signed
+ * snapshot if any, the signed head they end at, the authority key (hex) and the chunk size.
+ * Returns `{files: [{path, bytes}], headFile: bytes, index}`; the caller writes the files,
+ * then `head.json`.
+ * @param {string | null | undefined} previous
+ * @param {Uint8Array | number[]} events
+ * @param {Uint8Array | number[] | null | undefined} snapshot
+ * @param {any} head
+ * @param {string} trusted_key
+ * @param {number | null} [chunk_events]
+ * @returns {any}
+ */
+export function planExport(previous, events, snapshot, head, trusted_key, chunk_events) {
+    const val5 = +(isLikeNone(chunk_events) ? Number.MAX_SAFE_INTEGER : (chunk_events) >>> 0);
+    let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
+    try {
+        ptr0 = isLikeNone(previous) ? 0 : passStringToWasm0(previous, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passArray8ToWasm0(events, wasm.__wbindgen_malloc);
+        len1 = WASM_VECTOR_LEN;
+        ptr2 = isLikeNone(snapshot) ? 0 : passArray8ToWasm0(snapshot, wasm.__wbindgen_malloc);
+        len2 = WASM_VECTOR_LEN;
+        ptr3 = passStringToWasm0(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len3 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
+        if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.planExport(ptr0, len0, ptr1, len1, ptr2, len2, head, ptr3, len3, val5);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * The public key (hex) of a secret key seed (hex).
  * @param {string} secret_key_hex
  * @returns {string}
@@ -3012,6 +3274,44 @@ export function signCommand(command, secret_key_hex) {
 }
 
 /**
+ * Signs a head: "event `seq` of `org`/`group` has id `id` (hex)", at `atMs`, with the
+ * authority's secret key seed (hex). Returns its JSON form.
+ * @param {string} org
+ * @param {string} group
+ * @param {number} seq
+ * @param {string} id
+ * @param {number} at_ms
+ * @param {string} secret_key_hex
+ * @returns {any}
+ */
+export function signHead(org, group, seq, id, at_ms, secret_key_hex) {
+    const val5 = +seq;
+    const val6 = +at_ms;
+    let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
+    try {
+        ptr0 = passStringToWasm0(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+        ptr2 = passStringToWasm0(id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len2 = WASM_VECTOR_LEN;
+        ptr3 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len3 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
+        if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.signHead(ptr0, len0, ptr1, len1, val5, ptr2, len2, val6, ptr3, len3);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * The `Authorization` header value of a member-signed read (docs/http.md): `actor` signs
  * `method` and `target` (the path with its query, exactly as sent) at `at_ms` (milliseconds
  * since the epoch) with its secret key seed (hex). The bytes are built and signed by the core.
@@ -3163,6 +3463,33 @@ export function verifyEvent(event) {
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
+}
+
+/**
+ * Checks a fork proof (canonical CBOR, as a `FORK` error's `details.proof` carries it in
+ * hex) with nothing but its contents, and the authority key the caller pins if given.
+ * Returns `{org, group, seq, ids, kind}`; `MALFORMED` naming what fails otherwise.
+ * @param {Uint8Array | number[]} bytes
+ * @param {string | null} [pinned_key]
+ * @returns {any}
+ */
+export function verifyForkProof(bytes, pinned_key) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = isLikeNone(pinned_key) ? 0 : passStringToWasm0(pinned_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.verifyForkProof(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
 }
 
 /**
@@ -3799,12 +4126,12 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 373, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 377, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 334, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 338, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
             return ret;
         },
@@ -3903,6 +4230,9 @@ const LogScannerFinalization = (typeof FinalizationRegistry === 'undefined')
 const ReplicaFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_replica_free(ptr, 1));
+const StaticReaderFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_staticreader_free(ptr, 1));
 const StoreGroupFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_storegroup_free(ptr, 1));
