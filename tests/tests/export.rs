@@ -301,6 +301,9 @@ fn a_file_over_its_size_cap_is_refused_before_it_is_parsed() {
     assert_eq!(e.details["file"], HEAD_FILE);
     assert!(e.message.contains("over the"), "{}", e.message);
     assert_eq!(r.failure(), Some(&e));
-    assert_eq!(export::max_file_bytes("index/a.json"), export::MAX_INDEX_FILE);
+    assert_eq!(
+        export::max_file_bytes("index/a.json"),
+        export::MAX_INDEX_FILE
+    );
     assert!(export::max_file_bytes("chunks/a.cbor") > export::CHUNK_BYTES as u64);
 }

@@ -3,9 +3,10 @@
 //! `mwp verify --source` (or any `StaticReader`) checks with nothing but the authority key.
 //!
 //! The source is a store opened read-only (`--data DIR`, `--store URL`: no writer lock,
-//! nothing in it changes) or a server (`--server URL`). With a store, the head is signed here
-//! with the authority key the store keeps (`DIR/authority.key`, or `--authority-key-file` for
-//! PostgreSQL); with a server it is the signed head `GET /v1/groups/{g}/head` answers.
+//! nothing in it changes) or a server (`--server URL`). With a store, the head is the one the
+//! store's own `sign_head` signs (its last durable event) with the authority key it keeps
+//! (`DIR/authority.key`, or `--authority-key-file` for PostgreSQL); with a server it is the
+//! signed head `GET /v1/groups/{g}/head` answers.
 //!
 //! Writing is crash safe: each new file goes to a temporary name in its directory, is synced,
 //! then linked to its name (never replacing a file), and the directory is synced; `head.json`
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use mwp_core::export::{self, ExportIndex, HEAD_FILE};
 use mwp_core::head::SignedHead;
-use mwp_core::{Error, Hash, Id, PublicKey, SecretKey};
+use mwp_core::{Error, PublicKey};
 use serde_json::json;
 
 use super::client::source::SourceArgs;
@@ -57,8 +58,8 @@ pub struct ExportArgs {
 
 /// Where the history comes from, with what signs (or signed) its head.
 enum From {
-    /// A store read-only, and the authority's secret key.
-    Store(std::sync::Arc<dyn AuthorityService>, SecretKey),
+    /// A store opened read-only, holding the authority's secret key (its `sign_head`).
+    Store(std::sync::Arc<dyn AuthorityService>),
     /// A server.
     Server(Client),
 }
@@ -124,7 +125,7 @@ fn open(args: &ExportArgs) -> Result<From, Failure> {
             ),
         ));
     }
-    Ok(From::Store(service, key))
+    Ok(From::Store(service))
 }
 
 /// What the export directory holds now: its index, if any.
@@ -167,33 +168,14 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// Signs the head of `group`'s log (`seq`, `id`) with the authority key: what a store's
-/// `sign_head` does (the service gains one; this is the CLI's own until then).
-pub fn sign_head(
-    org: &Id,
-    group: &Id,
-    seq: u64,
-    id: Hash,
-    key: &SecretKey,
-) -> Result<SignedHead, Failure> {
-    SignedHead::sign(org, group, seq, id, now_ms(), key)
-        .map_err(|e| Failure::from_error("cannot sign the head", &e))
-}
-
-/// Events read for an export: their canonical CBOR, the org (named by the genesis event,
-/// when read) and the id of the last.
-type Collected = (Vec<Vec<u8>>, Option<Id>, Option<Hash>);
-
-/// The events of `group` with seq in `after+1 ..= upto`, as canonical CBOR, with the org
-/// (named by the genesis event, when read) and the id of the last.
+/// The events of `group` with seq in `after+1 ..= upto`, as canonical CBOR.
 fn collect(
     read: &dyn Fn(u64, usize) -> Result<Vec<mwp_core::Event>, Failure>,
     after: u64,
     upto: u64,
     page: usize,
-) -> Result<Collected, Failure> {
+) -> Result<Vec<Vec<u8>>, Failure> {
     let mut out = Vec::with_capacity(usize::try_from(upto.saturating_sub(after)).unwrap_or(0));
-    let (mut org, mut last) = (None, None);
     let mut cursor = after;
     while cursor < upto {
         let want = usize::try_from(upto - cursor)
@@ -221,13 +203,9 @@ fn collect(
                 e.to_cbor()
                     .map_err(|err| Failure::from_error("cannot encode an event", &err))?,
             );
-            if let mwp_core::EventKind::GroupOpened(g) = &e.kind {
-                org = Some(g.org.clone());
-            }
-            last = Some(e.id);
         }
     }
-    Ok((out, org, last))
+    Ok(out)
 }
 
 /// The latest snapshot, if the source has one: an export without one is still whole (a
@@ -246,37 +224,33 @@ pub fn run(args: &ExportArgs) -> Outcome {
     let prev = previous(&args.out)?;
     let after = prev.as_ref().map_or(0, |p| p.seq);
     let (head, trusted, events, snapshot) = match &source {
-        From::Store(service, key) => {
+        From::Store(service) => {
             let fail = |e: &Error| Failure::from_error(&format!("cannot read group {group}"), e);
-            let seq = service.head_seq(&group).map_err(|e| fail(&e))?;
-            if seq == 0 {
-                return Err(Failure::new(
-                    EXIT_BAD_INPUT,
-                    format!("the store holds no events of group {group}"),
-                ));
+            // The head first (the last durable event, signed by the store's own
+            // `sign_head`), then the events up to it: a writer still appending meanwhile
+            // cannot make the export name an event it does not hold.
+            let head = service.sign_head(&group, now_ms()).map_err(|e| {
+                if e.code == mwp_core::Code::NotFound {
+                    Failure::new(
+                        EXIT_BAD_INPUT,
+                        format!("the store holds no events of group {group}"),
+                    )
+                } else {
+                    fail(&e)
+                }
+            })?;
+            if head.seq < after {
+                return Err(failed(format!(
+                    "the store's group {group} ends at seq {}, behind the export's seq {after}",
+                    head.seq
+                )));
             }
             let read = |after: u64, limit: usize| {
                 service.events(&group, after, limit).map_err(|e| fail(&e))
             };
-            let (events, org, last) = collect(&read, after, seq, STORE_PAGE)?;
-            let (org, id) = match (org, last, &prev) {
-                (_, Some(id), Some(p)) => (p.org.clone(), id),
-                (Some(org), Some(id), None) => (org, id),
-                (_, None, Some(p)) if p.seq == seq => (p.org.clone(), p.id),
-                (None, _, None) => {
-                    return Err(failed(format!(
-                        "the first event of {group} does not open the group"
-                    )))
-                }
-                _ => {
-                    return Err(failed(format!(
-                    "the store's group {group} ends at seq {seq}, behind the export's seq {after}"
-                )))
-                }
-            };
-            let head = sign_head(&org, &group, seq, id, key)?;
+            let events = collect(&read, after, head.seq, STORE_PAGE)?;
             let snapshot = no_snapshot(service.latest_snapshot(&group));
-            (head, key.public(), events, snapshot)
+            (head, service.authority_key(), events, snapshot)
         }
         From::Server(client) => {
             let fail = |ctx: &str, e: &Error| super::client::server_failure(ctx, e);
@@ -297,7 +271,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
                     .events(&group, after, limit)
                     .map_err(|e| fail(&format!("cannot read the events of {group}"), &e))
             };
-            let (events, _, _) = collect(&read, after, head.seq, SERVER_PAGE)?;
+            let events = collect(&read, after, head.seq, SERVER_PAGE)?;
             let snapshot = no_snapshot(client.snapshot(&group));
             (head, trusted, events, snapshot)
         }

@@ -7,15 +7,19 @@
 // Then against a stand-in server: the heads of the pages and of the tail verify the live
 // view, and a second head for a verified seq with another id stops it with a FORK whose proof
 // the page offers for download (checked with `verifyForkProof`). axe-core finds no serious
-// or critical violation. Screenshot: docs/dashboard-static.png with MWP_UPDATE_SCREENSHOT=1,
-// else $MWP_STATIC_SCREENSHOT (default $TMPDIR/mwp-dashboard-static.png).
-// The export is planned by the core through the package (`planExport`, test/static-export.js);
-// once `mwp export` is merged this can use `mwp demo --exit` + `mwp export` instead.
+// or critical violation. Screenshot of the demo's export: docs/dashboard-static.png with
+// MWP_UPDATE_SCREENSHOT=1, else $MWP_STATIC_SCREENSHOT (default $TMPDIR/mwp-dashboard-static.png).
+// First the real thing: `mwp demo --exit` runs the mission into a folder, `mwp export` writes
+// its static export, and the dashboard reads it from the plain host (this is the screenshot);
+// the same export with one chunk byte flipped is refused, by the dashboard and by
+// `mwp verify --source`. The binary is $MWP_BIN (default target/debug/mwp). The other
+// exports are planned by the core through the package (`planExport`, test/static-export.js).
 // Prints `N passed, N failed`.
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { homedir, tmpdir } from "node:os";
-import { cp, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, rm, symlink } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
 import * as mwp from "../../src/node.js";
 import { makeCommands } from "../helpers.js";
 import { startMockServer } from "../mock-server.js";
@@ -43,6 +47,21 @@ await flipByte(join(root, "flipped"), chunk);
 await mkdir(join(root, "forged"));
 await writeExport(mwp, join(root, "forged"), { tag: "forged", claim: true });
 await replaceHead(join(root, "forged"), x.head);
+// The demo's mission, exported by `mwp export` from its file store.
+const bin = process.env.MWP_BIN ?? fileURLToPath(new URL("../../../target/debug/mwp", import.meta.url));
+const run = (args) => JSON.parse(execFileSync(bin, args, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").pop());
+const summary = run(["demo", "--exit", "--json", "--addr", "127.0.0.1:0", "--data", join(root, "demo-data")]);
+const exported = run(["export", "--data", join(root, "demo-data"), "--group", summary.group, "--out", join(root, "demo"), "--json"]);
+const demoChunks = (await readdir(join(root, "demo", "chunks"))).filter((f) => f.endsWith(".cbor"));
+await cp(join(root, "demo"), join(root, "demo-flipped"), { recursive: true });
+await flipByte(join(root, "demo-flipped"), `chunks/${demoChunks[0]}`);
+const verify = (dir) => {
+  try {
+    return { code: 0, out: run(["verify", "--source", join(root, dir), "--group", summary.group, "--authority-key", exported.authority_key, "--from", "genesis", "--json"]) };
+  } catch (e) {
+    return { code: e.status, out: String(e.stdout ?? "") };
+  }
+};
 const files = await serveStatic(root);
 const c = makeCommands(mwp);
 const server = await startMockServer(mwp, { authorityKey: c.key("@authority"), staticDir: dashboard });
@@ -56,6 +75,33 @@ try {
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   page.on("request", (r) => requests.push(new URL(r.url()).pathname));
   const open = (dir, extra = "") => page.goto(`${files.url}/dashboard/index.html?source=../${dir}/&authority=${x.authorityKey}${extra}`);
+
+  // mwp demo --exit → mwp export → a plain static host → the dashboard.
+  check("mwp export wrote the demo's whole log", exported.seq === summary.events && demoChunks.length >= 1, JSON.stringify(exported));
+  const verified = verify("demo");
+  check("mwp verify --source checks the demo's export from genesis", verified.code === 0 && verified.out.verified_through === summary.events, JSON.stringify(verified));
+  await page.goto(`${files.url}/dashboard/index.html?source=../demo/&authority=${exported.authority_key}`);
+  await page.waitForSelector(`body[data-phase='static'][data-cursor='${summary.events}']`);
+  const demoNodes = Object.fromEntries(await page.$$eval("#graph svg .node", (ns) => ns.map((n) => [n.dataset.work, n.dataset.state])));
+  const wanted = Object.entries(summary.work);
+  check("demo: the work graph shows each item of the mission in its final state", wanted.length > 0 && wanted.every(([w, st]) => demoNodes[w] === st), `${JSON.stringify(demoNodes)} vs ${JSON.stringify(summary.work)}`);
+  check("demo: the expanded shards are marked", (await page.$$("#graph svg .node.expanded")).length === 3);
+  check("demo: the history draws a lane per agent", (await page.$$eval("#history .lane", (ls) => ls.length)) > 1);
+  const demoLine = await page.textContent("#head-line");
+  check("demo: verified through the export's head", demoLine.startsWith(`verified through seq ${summary.events}, signed at `) && (await page.$$("#timeline tr.provisional")).length === 0, demoLine);
+  const shot = process.env.MWP_UPDATE_SCREENSHOT === "1" ? join(docs, "dashboard-static.png") : (process.env.MWP_STATIC_SCREENSHOT ?? join(tmpdir(), "mwp-dashboard-static.png"));
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log(`# screenshot: ${shot}`);
+  await page.goto(`${files.url}/dashboard/index.html?source=../demo/&authority=${exported.authority_key}&start=genesis`);
+  await page.waitForSelector(`body[data-phase='static'][data-cursor='${summary.events}']`);
+  const demoRows = await page.$$eval("#timeline tbody tr", (r) => r.length);
+  check("demo: from genesis, the timeline lists every event of the mission", demoRows === summary.events, demoRows);
+  await page.goto(`${files.url}/dashboard/index.html?source=../demo-flipped/&authority=${exported.authority_key}&start=genesis`);
+  await page.waitForSelector("body[data-phase='error']");
+  const demoAlert = await page.textContent("#alert");
+  check("demo: the export with one chunk byte flipped is refused, naming the chunk", demoAlert.includes(demoChunks[0]), demoAlert);
+  const refused = verify("demo-flipped");
+  check("demo: mwp verify --source refuses the flipped export", refused.code !== 0, JSON.stringify(refused));
 
   await open("export");
   await page.waitForSelector(`body[data-phase='static'][data-cursor='${x.head.seq}']`);
@@ -76,9 +122,6 @@ try {
   const axe = await axeCheck(page, tools);
   console.log(`# axe-core (static): ${JSON.stringify(axe.counts)} in ${axe.total} rule(s)${axe.all.map((v) => `\n#   ${v.impact} ${v.id}: ${v.help}`).join("")}`);
   check("axe-core: no serious or critical violation", axe.serious.length === 0, axe.serious.join("; "));
-  const shot = process.env.MWP_UPDATE_SCREENSHOT === "1" ? join(docs, "dashboard-static.png") : (process.env.MWP_STATIC_SCREENSHOT ?? join(tmpdir(), "mwp-dashboard-static.png"));
-  await page.screenshot({ path: shot, fullPage: true });
-  console.log(`# screenshot: ${shot}`);
 
   // From genesis: every event is read and shown.
   await open("export", "&group=g1&start=genesis");
