@@ -9,6 +9,9 @@
 //! * `snapshot/build_sign` and `snapshot/verify_restore` on the state of a 100,000-event
 //!   group (receipt index included).
 //!
+//! * `head/sign` and `head/verify`: one signed head (SPEC §8a), what a server pays at most
+//!   ten times a second per group read, and what a replica pays per head offered.
+//!
 //! `cargo bench -p mwp-core --bench replica`
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
@@ -202,6 +205,22 @@ fn benches(c: &mut Criterion) {
                 .expect("restores");
             (r, ws)
         })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("head");
+    let head_id = mwp_core::Hash([7; 32]);
+    g.bench_function("sign", |b| {
+        b.iter(|| {
+            mwp_core::head::SignedHead::sign(&id("acme"), &id("g"), 100_000, head_id, 1, &key)
+                .expect("signs")
+        })
+    });
+    let head = mwp_core::head::SignedHead::sign(&id("acme"), &id("g"), 100_000, head_id, 1, &key)
+        .expect("signs");
+    let public = key.public();
+    g.bench_function("verify", |b| {
+        b.iter(|| head.verify(&public, &id("g")).expect("verifies"))
     });
     g.finish();
 }

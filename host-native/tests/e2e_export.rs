@@ -637,3 +637,26 @@ fn a_directory_export_does_not_follow_a_link_out_of_it() {
     assert_eq!(v["error"]["code"], "MALFORMED");
     assert_eq!(v["error"]["file"], chunk.as_str());
 }
+
+#[test]
+fn a_file_over_its_size_cap_is_refused_without_being_read_whole() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", 12);
+    let out = tmp.path().join("site");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    // A head.json padded past 64 KiB (still valid JSON): refused by its size alone.
+    let mut bytes = std::fs::read(out.join("head.json")).expect("read");
+    bytes.extend(std::iter::repeat_n(b' ', 70 << 10));
+    std::fs::write(out.join("head.json"), bytes).expect("write");
+    let bad = verify(&out, &["--authority-key", &hex_key(&authority())]);
+    assert_eq!(bad.status.code(), Some(1));
+    let v = json_line(&bad);
+    assert_eq!(v["error"]["code"], "MALFORMED");
+    assert_eq!(v["error"]["file"], "head.json");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("over the 65536")),
+        "{v}"
+    );
+}

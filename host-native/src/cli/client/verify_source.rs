@@ -80,6 +80,14 @@ impl Files {
                 if !full.starts_with(base) {
                     return Err(refuse());
                 }
+                let max = export::max_file_bytes(path);
+                let len = std::fs::metadata(&full).map_or(0, |m| m.len());
+                if len > max {
+                    return Err(Error::malformed(format!(
+                        "{path} is {len} bytes, over the {max} a reader accepts for it"
+                    ))
+                    .with("file", path));
+                }
                 std::fs::read(&full).map_err(|e| {
                     Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
                         .with("file", path)
