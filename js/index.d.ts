@@ -326,6 +326,8 @@ export interface ExportFile {
 /** The sans-IO reader of a static export (SPEC §8b). */
 export class StaticReader {
   constructor(group: Id, authorityKey: Hex, start?: "snapshot" | "genesis");
+  /** The most bytes a reader accepts for the export file `file`; a host stops fetching past it. */
+  static maxFileBytes(file: string): number;
   pollFetch(): string | undefined;
   /** With `withEvents`, a chunk's progress carries `applied`: the events it applied. */
   handleFetched(file: string, bytes: Uint8Array, withEvents?: boolean): StaticProgress & { applied?: Event[] };

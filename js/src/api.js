@@ -193,7 +193,8 @@ export class Replica {
     try {
       for (let file = reader.pollFetch(); file !== undefined; file = reader.pollFetch()) {
         signal?.throwIfAborted();
-        const { applied, ...progress } = reader.handleFetched(file, await fetchFile(fetch, new URL(file, base), file, signal), onEvents !== undefined);
+        const bytes = await fetchFile(fetch, new URL(file, base), file, signal, StaticReader.maxFileBytes(file));
+        const { applied, ...progress } = reader.handleFetched(file, bytes, onEvents !== undefined);
         if (applied?.length) onEvents(applied, progress);
         onProgress?.(progress, file);
       }
@@ -281,10 +282,11 @@ export class Replica {
 }
 
 /**
- * Fetches one export file's bytes; a failure is an ExportError naming the file (`NOT_FOUND`
- * for a 404 or 410, `STORAGE` otherwise). An abort is rethrown as it is.
+ * Fetches one export file's bytes, at most `max` of them; a failure is an ExportError naming
+ * the file (`NOT_FOUND` for a 404 or 410, `STORAGE` otherwise, `MALFORMED` for a file longer
+ * than the reader accepts, stopped there). An abort is rethrown as it is.
  */
-async function fetchFile(fetch, url, file, signal) {
+async function fetchFile(fetch, url, file, signal, max) {
   let response;
   try {
     response = await fetch(url, { signal });
@@ -296,7 +298,37 @@ async function fetchFile(fetch, url, file, signal) {
     const code = response.status === 404 || response.status === 410 ? "NOT_FOUND" : "STORAGE";
     throw new ExportError(code, `${file}: HTTP ${response.status} from ${url}`, { file, url: String(url), status: response.status });
   }
-  return new Uint8Array(await response.arrayBuffer());
+  const tooBig = (n) => new ExportError("MALFORMED", `${file} is over the ${max} bytes a reader accepts for it (${n} from ${url})`, { file, url: String(url) });
+  const declared = Number(response.headers?.get?.("content-length") ?? NaN);
+  if (declared > max) {
+    await response.body?.cancel?.().catch(() => {});
+    throw tooBig(declared);
+  }
+  if (!response.body?.getReader) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    if (bytes.length > max) throw tooBig(bytes.length);
+    return bytes;
+  }
+  const parts = [];
+  let length = 0;
+  const body = response.body.getReader();
+  for (;;) {
+    const { done, value } = await body.read();
+    if (done) break;
+    length += value.length;
+    if (length > max) {
+      await body.cancel().catch(() => {});
+      throw tooBig(`more than ${max}`);
+    }
+    parts.push(value);
+  }
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  return bytes;
 }
 
 /**
@@ -311,6 +343,11 @@ export class StaticReader {
   /** A reader of `group`'s export trusting only `authorityKey` (hex); `start`: "snapshot" (default) or "genesis". */
   constructor(group, authorityKey, start = "snapshot") {
     this.#inner = guard(() => new w.StaticReader(group, authorityKey, start));
+  }
+
+  /** The most bytes a reader accepts for the export file `file` (a host stops fetching past it). */
+  static maxFileBytes(file) {
+    return w.StaticReader.maxFileBytes(file);
   }
 
   /** The next file to fetch, or `undefined` once the export is read whole. */

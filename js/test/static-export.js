@@ -147,6 +147,24 @@ export function staticCases(mwp) {
     }
   });
 
+  test("fromStatic stops reading a file past the size the reader accepts (an endless head.json)", async () => {
+    let sent = 0;
+    const endless = () => new Response(new ReadableStream({
+      pull(c) {
+        sent += 65536;
+        c.enqueue(new Uint8Array(65536).fill(32));
+      },
+    }));
+    const e = await rejects(() => mwp.Replica.fromStatic("https://mirror.invalid/x/", { authorityKey: "ab".repeat(32), group: "g1", fetch: endless }));
+    assert(e.code === "MALFORMED" && e.details.file === "head.json" && /over the 65536 bytes/.test(e.message), `${e.code} ${e.message}`);
+    // The stream may pull a chunk or two ahead of the reader; what matters is that it stops.
+    assert(sent <= 4 * 65536, `read ${sent} bytes of an endless file`);
+    assert(mwp.StaticReader.maxFileBytes("chunks/x.cbor") > 1 << 20, "a chunk may hold 1 MiB and one event");
+    const declared = () => new Response("{}", { headers: { "content-length": String(1 << 30) } });
+    const d = await rejects(() => mwp.Replica.fromStatic("https://mirror.invalid/x/", { authorityKey: "ab".repeat(32), group: "g1", fetch: declared }));
+    assert(d.code === "MALFORMED" && d.details.file === "head.json", `${d.code} ${d.message}`);
+  });
+
   test("fromStatic refuses a forged history served under the honest head (FORK)", async () => {
     const honest = await mkdtemp(join(tmpdir(), "mwp-honest-"));
     const s = await served();

@@ -193,10 +193,19 @@ impl StaticReader {
         self.inner.as_ref()?.poll_fetch()
     }
 
+    /// The most bytes the reader accepts for the file at `path` (`export::max_file_bytes`): a
+    /// host stops downloading a file past it, so a hostile mirror cannot make it buffer
+    /// without end.
+    #[wasm_bindgen(js_name = maxFileBytes)]
+    pub fn max_file_bytes(path: &str) -> f64 {
+        mwp_core::export::max_file_bytes(path) as f64
+    }
+
     /// Handles the bytes of the file `pollFetch()` named. Returns the progress
     /// `{cursor, verifiedThrough, headSeq, events, bytes, done}`; throws the core's error
     /// naming the file (`details.file`): `HEAD_INVALID`, `SNAPSHOT_INVALID`, `LOG_CORRUPT`,
-    /// `FORK`, `MALFORMED`. The reader stays where it was.
+    /// `FORK`, `MALFORMED`. A file refused before any of its events applied leaves the reader
+    /// where it was; one that failed part-way leaves it failed for good.
     ///
     /// With `withEvents`, a chunk's progress also carries `applied`: the events (JSON form)
     /// it applied, each now verified by the replica, for a host that shows them.

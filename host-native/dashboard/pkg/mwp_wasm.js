@@ -1981,7 +1981,8 @@ export class StaticReader {
      * Handles the bytes of the file `pollFetch()` named. Returns the progress
      * `{cursor, verifiedThrough, headSeq, events, bytes, done}`; throws the core's error
      * naming the file (`details.file`): `HEAD_INVALID`, `SNAPSHOT_INVALID`, `LOG_CORRUPT`,
-     * `FORK`, `MALFORMED`. The reader stays where it was.
+     * `FORK`, `MALFORMED`. A file refused before any of its events applied leaves the reader
+     * where it was; one that failed part-way leaves it failed for good.
      *
      * With `withEvents`, a chunk's progress also carries `applied`: the events (JSON form)
      * it applied, each now verified by the replica, for a host that shows them.
@@ -2030,6 +2031,19 @@ export class StaticReader {
             throw takeFromExternrefTable0(ret[1]);
         }
         return Replica.__wrap(ret[0]);
+    }
+    /**
+     * The most bytes the reader accepts for the file at `path` (`export::max_file_bytes`): a
+     * host stops downloading a file past it, so a hostile mirror cannot make it buffer
+     * without end.
+     * @param {string} path
+     * @returns {number}
+     */
+    static maxFileBytes(path) {
+        const ptr0 = passStringToWasm0(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.staticreader_maxFileBytes(ptr0, len0);
+        return ret;
     }
     /**
      * A reader of `group`'s export trusting only `authorityKey` (hex); `start` is
