@@ -169,9 +169,15 @@ struct World {
     operator_n: u64,
     /// The planner's slot.
     planner: usize,
-    /// Triggers the planner knew undisposed when it last restarted: none of its claims or
-    /// starts may be decided while one of them lacks a disposition in the log.
+    /// Triggers the planner knew undisposed when it last restarted: none of the claims or
+    /// starts it makes after that restart may be decided while one of them lacks a
+    /// disposition in the log.
     restart_pending: BTreeSet<u64>,
+    /// Actions the planner made before its last restart (sent, or in its outbox then): their
+    /// copies may still be in flight or resent, and they were decided before the restart.
+    planner_earlier: BTreeSet<Id>,
+    /// Actions the planner sent since its last restart.
+    planner_sent: BTreeSet<Id>,
 }
 
 type Check = Result<(), Violation>;
@@ -305,6 +311,7 @@ impl World {
             .get(self.planner)
             .is_some_and(|p| p.name == cmd.actor)
             && matches!(cmd.body, Body::ClaimWork(_) | Body::StartWork(_))
+            && !self.planner_earlier.contains(&cmd.action)
         {
             let s = self.state();
             if let Some(t) = self
@@ -421,6 +428,9 @@ impl World {
             let _ = agent.replace_session(now);
         }
         if i == self.planner {
+            let sent = std::mem::take(&mut self.planner_sent);
+            self.planner_earlier.extend(sent);
+            self.planner_earlier.extend(agent.outbox().keys().cloned());
             let known = agent.replica().state();
             let durable = agent.durable_cursor();
             self.restart_pending = known
@@ -534,6 +544,9 @@ impl World {
             other => format!("{} sends {other:?}", self.slots[i].name),
         };
         self.log(line);
+        if let (Transmit::Command(c), true) = (&t, i == self.planner) {
+            self.planner_sent.insert(c.action.clone());
+        }
         if self.link_up(i) {
             self.send(Msg::ToAuth(i, Box::new(t)));
         }
@@ -1224,6 +1237,8 @@ fn world(seed: u64) -> Result<World, Violation> {
         operator_n: 0,
         planner: 1,
         restart_pending: BTreeSet::new(),
+        planner_earlier: BTreeSet::new(),
+        planner_sent: BTreeSet::new(),
     };
     let workers = ["bob", "carol", "dave"];
     let key = |a: &str| SecretKey::for_transcript(a).public().to_hex();
