@@ -1,6 +1,12 @@
 //! Replay throughput: events per second rebuilding a Group's state from a 100,000-event log,
 //! from decoded events (apply only) and from the encoded log (decode, verify payload hash
-//! and id, check the chain, apply).
+//! and id, check the chain, apply), beside its floor: SHA-256 over each event's stored bytes
+//! (what the id and the payload hash must hash at least) plus applying the already-decoded
+//! event. The gap between the replay from bytes and the floor is decoding and checking.
+//!
+//! After criterion's groups, the bench runs the three interleaved (5 rounds, medians) and
+//! prints one JSON line: events/s of each, the ratio of the floor's rate to the replay's
+//! (issue goal: at most 1.5), and the process's peak RSS.
 //!
 //! `cargo bench -p mwp-core --bench replay`
 // criterion's macros generate undocumented public functions.
@@ -62,6 +68,66 @@ fn replay_bytes(log: &[Vec<u8>]) -> GroupState {
     state.expect("open")
 }
 
+/// The floor of a replay from bytes: SHA-256 of every event's stored bytes, and applying the
+/// already-decoded event.
+fn replay_floor(log: &[Vec<u8>], events: &[Event]) -> (GroupState, u8) {
+    let mut state = None;
+    let mut fold = 0u8;
+    for (bytes, e) in log.iter().zip(events) {
+        fold ^= mwp_core::canonical::sha256(bytes)[0];
+        GroupState::apply_to(&mut state, e).expect("replays");
+    }
+    (state.expect("open"), fold)
+}
+
+/// The process's peak RSS in KiB (Linux `VmHWM`), or 0 where unknown.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Interleaved rounds of the three replays, medians, as one JSON line.
+fn summary(events: &[Event], encoded: &[Vec<u8>]) {
+    let rounds = 5;
+    let mut t = [Vec::new(), Vec::new(), Vec::new()];
+    let secs = |f: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        f();
+        start.elapsed().as_secs_f64()
+    };
+    for _ in 0..rounds {
+        let mut keep = Vec::new();
+        t[0].push(secs(&mut || keep.push(replay_bytes(encoded))));
+        t[1].push(secs(&mut || keep.push(replay_floor(encoded, events).0)));
+        t[2].push(secs(&mut || keep.push(replay_decoded(events))));
+    }
+    let n = events.len() as f64;
+    let eps = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        n / v[v.len() / 2]
+    };
+    let (bytes, floor, decoded) = (eps(&mut t[0]), eps(&mut t[1]), eps(&mut t[2]));
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "replay",
+            "events": events.len(),
+            "rounds": rounds,
+            "from_bytes_events_per_s": bytes.round(),
+            "floor_events_per_s": floor.round(),
+            "decoded_apply_events_per_s": decoded.round(),
+            "floor_over_from_bytes": (floor / bytes * 1000.0).round() / 1000.0,
+            "peak_rss_kib": peak_rss_kib(),
+        })
+    );
+}
+
 fn bench(c: &mut Criterion) {
     // 14,286 items × 7 + genesis = 100,003 events.
     let events = log(14_286);
@@ -71,6 +137,10 @@ fn bench(c: &mut Criterion) {
         .collect();
     let live = replay_decoded(&events).hash().expect("hash");
     assert_eq!(replay_bytes(&encoded).hash().expect("hash"), live);
+    assert_eq!(
+        replay_floor(&encoded, &events).0.hash().expect("hash"),
+        live
+    );
 
     let mut group = c.benchmark_group("replay");
     group.sample_size(10);
@@ -83,7 +153,11 @@ fn bench(c: &mut Criterion) {
     group.bench_function("encoded log, decode+verify+apply", |b| {
         b.iter_with_large_drop(|| replay_bytes(&encoded))
     });
+    group.bench_function("floor: sha256 of the bytes + apply decoded", |b| {
+        b.iter_with_large_drop(|| replay_floor(&encoded, &events))
+    });
     group.finish();
+    summary(&events, &encoded);
 }
 
 criterion_group!(benches, bench);
