@@ -356,3 +356,111 @@ fn the_advance_transcript_prints_the_same_bytes_on_every_store() {
     let url = format!("{server}{sep}schema={schema}");
     assert_eq!(run(&["--store", &url]), memory, "--store postgres");
 }
+
+#[test]
+fn bench_spreads_durable_accepts_over_groups_of_a_file_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let out = mwp()
+        .arg("bench")
+        .arg("--data")
+        .arg(&data)
+        .args(["--groups", "3", "--clients", "4", "--commands", "60"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figures = &lines(&out.stdout)[0];
+    assert_eq!(figures["accepted"], 60, "{figures}");
+    assert_eq!(figures["rejected"], 0, "{figures}");
+    assert_eq!(figures["groups"], 3, "{figures}");
+    assert_eq!(figures["store"], "file", "{figures}");
+    assert!(
+        figures["verify_us"].as_f64().is_some_and(|v| v > 0.0),
+        "{figures}"
+    );
+    for field in [
+        "process_cpu_us_per_accept",
+        "cpu_per_verify",
+        "peak_rss_kib",
+    ] {
+        assert!(figures[field].is_number(), "{field}: {figures}");
+    }
+
+    // The store holds the three groups and nothing else: clients 0 and 3 posted 15 commands
+    // each to the first group, clients 1 and 2 15 each to the second and third.
+    let fsck = mwp()
+        .arg("fsck")
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        fsck.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
+    let mut groups = lines(&fsck.stdout);
+    assert_eq!(groups.len(), 3, "{groups:?}");
+    groups.sort_by_key(|g| g["group"].as_str().unwrap_or_default().to_owned());
+    let events: Vec<u64> = groups
+        .iter()
+        .map(|g| {
+            let name = g["group"].as_str().expect("a group");
+            assert!(name.starts_with("bench-"), "{name}");
+            g["events"].as_u64().expect("events")
+        })
+        .collect();
+    let opened = events[1] - 15;
+    assert!(opened > 0, "{events:?}");
+    assert_eq!(
+        events,
+        [opened + 30, opened + 15, opened + 15],
+        "{groups:?}"
+    );
+}
+
+#[test]
+fn bench_refuses_zero_groups_and_a_group_without_commands() {
+    let zero = mwp()
+        .args([
+            "bench",
+            "--groups",
+            "0",
+            "--clients",
+            "2",
+            "--commands",
+            "4",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&zero.stderr).contains("--groups"),
+        "{}",
+        String::from_utf8_lossy(&zero.stderr)
+    );
+    let sparse = mwp()
+        .args([
+            "bench",
+            "--groups",
+            "5",
+            "--clients",
+            "2",
+            "--commands",
+            "4",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(sparse.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&sparse.stderr);
+    assert!(
+        message.contains("--groups 5") && message.contains("6 commands"),
+        "{message}"
+    );
+}

@@ -1,9 +1,15 @@
 //! `mwp bench`: accepted commands per second over HTTP with many concurrent clients.
 //!
-//! One group, one owner and `--clients` workers; each client thread posts its share of
-//! pre-signed `create_work` commands one after another over a kept-alive connection. The
-//! figure is accepted commands divided by wall time, with latency percentiles. Without
-//! `--server` it starts an in-process server on a free loopback port.
+//! `--groups` groups (one by default) with the same owner and `--clients` workers; each client
+//! thread posts its share of pre-signed `create_work` commands one after another over a
+//! kept-alive connection, client `i` to group `i mod N` (or, with more groups than clients,
+//! round-robin over groups `i`, `i + clients`, …). The figure is accepted commands divided by
+//! wall time, with latency percentiles. Without `--server` it starts an in-process server on
+//! a free loopback port, on the memory store or, with `--data DIR`, on the file store in DIR.
+//!
+//! The same run measures its signature floor: the time of one strict Ed25519 verification of
+//! a bench command by the core's own path ([`Command::verify_prepared`], what the file store
+//! calls per command), and the CPU time per accepted command against it.
 //!
 //! With `--tail` a live tail on the bench group stays open during the run, so the server signs
 //! heads (SPEC §8a) as a reader asks for them; the figures then count the heads the server
@@ -12,6 +18,7 @@
 //! `/proc/PID/stat`, so runs with and without a tail compare the server's cost.
 
 use std::io::BufRead;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -21,8 +28,8 @@ use mwp_core::command::{Contract, CreateWork, MemberSpec, OpenGroup, Risk, Role}
 use mwp_core::{Body, Command, Id, SecretKey};
 use serde_json::json;
 
+use super::store::{self, StoreUrl};
 use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE};
-use crate::memory_service::MemoryService;
 use crate::server::client::Client;
 use crate::server::{now_ms, Server, ServerConfig};
 
@@ -35,14 +42,23 @@ pub struct BenchArgs {
     /// Commands in all.
     #[arg(long, default_value_t = 20_000)]
     pub commands: usize,
+    /// Groups to open and spread the commands over (client `i` posts to group `i mod N`; with
+    /// more groups than clients each client cycles over its share, so every group gets
+    /// commands).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub groups: u64,
     /// Send commands as CBOR instead of JSON.
     #[arg(long)]
     pub cbor: bool,
     /// Measure a running server (e.g. http://127.0.0.1:7878) instead of an in-process one.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
-    /// Keep a live tail of the bench group open during the run (the server signs heads for
-    /// it) and count the heads signed and received.
+    /// Run the in-process server on the file store in DIR (created if missing) instead of
+    /// the memory store: every receipt then follows a durable write.
+    #[arg(long, value_name = "DIR", conflicts_with = "server")]
+    pub data: Option<PathBuf>,
+    /// Keep a live tail of the (first) bench group open during the run (the server signs
+    /// heads for it) and count the heads signed and received.
     #[arg(long)]
     pub tail: bool,
     /// The process id of the `--server` (Linux): report its CPU time per accepted command.
@@ -63,6 +79,10 @@ fn key(name: &str) -> SecretKey {
 pub struct Figures {
     /// Concurrent clients.
     pub clients: usize,
+    /// Groups the commands were spread over.
+    pub groups: usize,
+    /// The in-process server's store, `memory` or `file`; `None` with `--server`.
+    pub store: Option<&'static str>,
     /// Commands accepted.
     pub accepted: usize,
     /// Commands rejected (should be 0).
@@ -87,6 +107,76 @@ pub struct Figures {
     pub events_received: Option<u64>,
     /// Server CPU time (user + system) per accepted command, microseconds (`--server-pid`).
     pub server_cpu_us_per_accept: Option<f64>,
+    /// One strict Ed25519 verification of a bench command by the core's path
+    /// ([`Command::verify_prepared`]: the command's canonical content encoded, the signature
+    /// checked under a key decoded once), microseconds: the median of [`VERIFY_ROUNDS`]
+    /// rounds of [`VERIFY_PER_ROUND`] in this process.
+    pub verify_us: f64,
+    /// CPU time (user + system) of this process over the timed part per accepted command,
+    /// microseconds. With the in-process server it counts the server and the client threads
+    /// together; with `--server` only the clients. `None` where `/proc/self/stat` is missing.
+    pub process_cpu_us_per_accept: Option<f64>,
+    /// Server CPU per accepted command over [`Figures::verify_us`]: from
+    /// `server_cpu_us_per_accept` with `--server-pid`, from `process_cpu_us_per_accept` with
+    /// the in-process server (so clients included); `None` without a server CPU figure.
+    pub cpu_per_verify: Option<f64>,
+    /// Peak resident set, KiB (`VmHWM`): of the server with `--server-pid`, else of this
+    /// process (with the in-process server: server and clients).
+    pub peak_rss_kib: Option<u64>,
+}
+
+/// Rounds of verifications timed for [`Figures::verify_us`].
+pub const VERIFY_ROUNDS: usize = 5;
+/// Verifications in each round of [`Figures::verify_us`].
+pub const VERIFY_PER_ROUND: usize = 400;
+
+/// What a bench run sends.
+#[derive(Debug, Clone)]
+pub struct Load {
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Commands in all (a whole number per client; the rest is dropped).
+    pub commands: usize,
+    /// Groups to spread the commands over.
+    pub groups: usize,
+    /// Send CBOR instead of JSON.
+    pub cbor: bool,
+    /// Keep a live tail of the first group open during the run.
+    pub tail: bool,
+}
+
+impl Load {
+    /// The groups client `c` posts to, in turn: `c mod groups` with no more groups than
+    /// clients, else `c`, `c + clients`, … below `groups`.
+    fn share(&self, c: usize) -> std::iter::StepBy<std::ops::Range<usize>> {
+        (c % self.groups..self.groups).step_by(self.clients)
+    }
+
+    /// Refuses a load that leaves a client without commands or a group without any.
+    fn check(&self) -> Result<(), Failure> {
+        if self.clients == 0 || self.commands < self.clients {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                "need at least one client and one command per client",
+            ));
+        }
+        if self.groups == 0 {
+            return Err(Failure::new(EXIT_BAD_INPUT, "--groups must be at least 1"));
+        }
+        let widest = self.groups.div_ceil(self.clients);
+        if self.commands / self.clients < widest {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                format!(
+                    "--groups {} over --clients {} needs at least {} commands (--commands), so that every group gets one",
+                    self.groups,
+                    self.clients,
+                    widest * self.clients
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `mwp_heads_signed_total` of the server, if its metrics say.
@@ -101,13 +191,55 @@ fn heads_signed(client: &Client) -> Option<u64> {
 /// CPU time (user + system) of process `pid` in seconds, from `/proc/PID/stat` (clock ticks of
 /// 1/100 s); `None` off Linux or for a gone process.
 fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    proc_cpu_seconds(&pid.to_string())
+}
+
+/// [`cpu_seconds`] of `/proc/ENTRY` (a pid or `self`): every thread's, live or ended.
+fn proc_cpu_seconds(entry: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{entry}/stat")).ok()?;
     // The fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
     let mut fields = rest.split(' ').skip(11);
     let user: u64 = fields.next()?.parse().ok()?;
     let system: u64 = fields.next()?.parse().ok()?;
     Some((user + system) as f64 / 100.0)
+}
+
+/// Peak resident set of `/proc/ENTRY` (a pid or `self`) in KiB, its `VmHWM`; `None` off
+/// Linux or for a gone process.
+fn peak_rss_kib(entry: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{entry}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Microseconds per [`Command::verify_prepared`] of `cmd` under `key`: the median of
+/// [`VERIFY_ROUNDS`] rounds of [`VERIFY_PER_ROUND`] verifications.
+fn verify_floor(cmd: &Command, key: &mwp_core::PublicKey) -> Result<f64, Failure> {
+    let prepared = key
+        .prepare()
+        .ok_or_else(|| Failure::new(EXIT_FAILED, "a bench key is not a usable Ed25519 key"))?;
+    let mut rounds = Vec::with_capacity(VERIFY_ROUNDS);
+    for _ in 0..VERIFY_ROUNDS {
+        let start = Instant::now();
+        for _ in 0..VERIFY_PER_ROUND {
+            let ok = std::hint::black_box(cmd)
+                .verify_prepared(std::hint::black_box(&prepared))
+                .unwrap_or(false);
+            if !ok {
+                return Err(Failure::new(
+                    EXIT_FAILED,
+                    "a bench command's signature does not verify",
+                ));
+            }
+        }
+        rounds.push(start.elapsed().as_secs_f64() * 1e6 / VERIFY_PER_ROUND as f64);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[VERIFY_ROUNDS / 2])
 }
 
 /// What a bench tail counted: events and heads received.
@@ -141,21 +273,25 @@ fn follow(client: &Client, group: &Id) -> Result<Arc<TailCounts>, Failure> {
     Ok(counts)
 }
 
-/// Opens a group, then posts `commands` pre-signed commands from `clients` threads.
+/// Threads that open the bench groups before the clock starts.
+const OPENERS: usize = 8;
+
+/// Opens `load.groups` groups, then posts `load.commands` pre-signed commands from
+/// `load.clients` threads. `store` names the in-process server's store for the figures.
 pub fn measure(
     base: &str,
-    clients: usize,
-    commands: usize,
-    cbor: bool,
-    tail: bool,
+    load: &Load,
+    store: Option<&'static str>,
     server_pid: Option<u32>,
 ) -> Result<Figures, Failure> {
-    if clients == 0 || commands < clients {
-        return Err(Failure::new(
-            EXIT_BAD_INPUT,
-            "need at least one client and one command per client",
-        ));
-    }
+    load.check()?;
+    let Load {
+        clients,
+        commands,
+        groups,
+        cbor,
+        tail,
+    } = *load;
     let client = Client::new(base);
     let fail = |what: &str| {
         let what = what.to_owned();
@@ -164,7 +300,17 @@ pub fn measure(
     let authority = client
         .authority_key()
         .map_err(fail("reading the authority key"))?;
-    let (org, group) = (id("bench")?, id(&format!("bench-{}", now_ms()))?);
+    let org = id("bench")?;
+    let stem = format!("bench-{}", now_ms());
+    let group_ids = (0..groups)
+        .map(|g| {
+            if groups == 1 {
+                id(&stem)
+            } else {
+                id(&format!("{stem}-{g}"))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut members = vec![MemberSpec {
         actor: id("owner")?,
         role: Role::Owner,
@@ -184,22 +330,49 @@ pub fn measure(
         members,
         authority_key: authority,
     });
-    let open = Command::signed(
-        org.clone(),
-        group.clone(),
-        id("owner")?,
-        id("open")?,
-        1,
-        None,
-        open,
-        &key("owner"),
-    )
-    .map_err(fail("signing"))?;
-    client
-        .submit(&open)
-        .map_err(fail("opening the bench group"))?;
+    let opens = group_ids
+        .iter()
+        .map(|group| {
+            Command::signed(
+                org.clone(),
+                group.clone(),
+                id("owner")?,
+                id("open")?,
+                1,
+                None,
+                open.clone(),
+                &key("owner"),
+            )
+            .map_err(fail("signing"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Open the groups from a few threads: a file store syncs each open.
+    let openers = OPENERS.min(groups);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..openers)
+            .map(|t| {
+                let (opens, fail) = (&opens, &fail);
+                scope.spawn(move || {
+                    let client = Client::new(base);
+                    for open in opens.iter().skip(t).step_by(openers) {
+                        client
+                            .submit(open)
+                            .map_err(fail(&format!("opening the bench group {}", open.group)))?;
+                    }
+                    Ok::<(), Failure>(())
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .map_err(|_| Failure::new(EXIT_FAILED, "an opening thread panicked"))?
+        })
+    })?;
 
-    // Pre-sign everything so the clock measures the server, not the signing.
+    // Pre-sign everything so the clock measures the server, not the signing. Client `c`
+    // sends its commands to the groups of its share in turn; `create_work` commands with
+    // distinct work and action ids and no `expect` are accepted in any order, so each
+    // group's commands are valid in the order a client sends them.
     let per_client = commands / clients;
     let contract = Contract {
         max_attempts: 1,
@@ -210,11 +383,14 @@ pub fn measure(
         risk: Risk::Low,
     };
     let mut batches = Vec::with_capacity(clients);
+    let mut sample = None;
     for c in 0..clients {
         let name = format!("c{c}");
         let k = key(&name);
+        let share: Vec<&Id> = load.share(c).map(|g| &group_ids[g]).collect();
         let mut batch = Vec::with_capacity(per_client);
         for n in 0..per_client {
+            let group = share[n % share.len()];
             let body = Body::CreateWork(CreateWork {
                 work: id(&format!("w{c}-{n}"))?,
                 contract: contract.clone(),
@@ -237,10 +413,16 @@ pub fn measure(
             } else {
                 serde_json::to_vec(&cmd).map_err(|e| Failure::new(EXIT_FAILED, e.to_string()))?
             };
-            batch.push(bytes);
+            batch.push((group.clone(), bytes));
+            if sample.is_none() {
+                sample = Some((cmd, k.public()));
+            }
         }
         batches.push(batch);
     }
+    // The signature floor, in this process, before the clock starts.
+    let (sample, sample_key) = sample.expect("a checked load has a command");
+    let verify_us = verify_floor(&sample, &sample_key)?;
     let content_type = if cbor {
         "application/cbor"
     } else {
@@ -250,12 +432,12 @@ pub fn measure(
     let threads: Vec<_> = batches
         .into_iter()
         .map(|batch| {
-            let (client, barrier, group) = (Client::new(base), Arc::clone(&barrier), group.clone());
+            let (client, barrier) = (Client::new(base), Arc::clone(&barrier));
             std::thread::spawn(move || {
                 let mut latencies = Vec::with_capacity(batch.len());
                 let mut rejected = 0usize;
                 barrier.wait();
-                for bytes in batch {
+                for (group, bytes) in batch {
                     let t = Instant::now();
                     if client.submit_bytes(&group, &bytes, content_type).is_err() {
                         rejected += 1;
@@ -267,12 +449,13 @@ pub fn measure(
         })
         .collect();
     let counts = if tail {
-        Some(follow(&client, &group)?)
+        Some(follow(&client, &group_ids[0])?)
     } else {
         None
     };
     let signed_before = heads_signed(&client);
     let cpu_before = server_pid.and_then(cpu_seconds);
+    let own_cpu_before = proc_cpu_seconds("self");
     barrier.wait();
     let start = Instant::now();
     let mut latencies: Vec<Duration> = Vec::with_capacity(commands);
@@ -285,6 +468,7 @@ pub fn measure(
         rejected += r;
     }
     let seconds = start.elapsed().as_secs_f64();
+    let own_cpu_after = proc_cpu_seconds("self");
     if tail {
         // The tail's last head comes once it is idle, within 100 ms.
         std::thread::sleep(Duration::from_millis(300));
@@ -297,12 +481,25 @@ pub fn measure(
         latencies.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     };
     let accepted = latencies.len() - rejected;
-    let server_cpu_us_per_accept = match (cpu_before, cpu_after) {
+    let per_accept = |before: Option<f64>, after: Option<f64>| match (before, after) {
         (Some(a), Some(b)) if accepted > 0 => Some((b - a) * 1e6 / accepted as f64),
         _ => None,
     };
+    let server_cpu_us_per_accept = per_accept(cpu_before, cpu_after);
+    let process_cpu_us_per_accept = per_accept(own_cpu_before, own_cpu_after);
+    let server_cpu = match server_pid {
+        Some(_) => server_cpu_us_per_accept,
+        None if store.is_some() => process_cpu_us_per_accept,
+        None => None,
+    };
+    let peak_rss_kib = match server_pid {
+        Some(pid) => peak_rss_kib(&pid.to_string()),
+        None => peak_rss_kib("self"),
+    };
     Ok(Figures {
         clients,
+        groups,
+        store,
         accepted,
         rejected,
         seconds,
@@ -317,39 +514,47 @@ pub fn measure(
         heads_received: counts.as_ref().map(|c| c.heads.load(Ordering::Relaxed)),
         events_received: counts.as_ref().map(|c| c.events.load(Ordering::Relaxed)),
         server_cpu_us_per_accept,
+        verify_us,
+        process_cpu_us_per_accept,
+        cpu_per_verify: server_cpu
+            .filter(|_| verify_us > 0.0)
+            .map(|c| c / verify_us),
+        peak_rss_kib,
     })
 }
 
 /// Runs `mwp bench`.
 pub fn run(args: BenchArgs) -> Outcome {
+    let load = Load {
+        clients: args.clients,
+        commands: args.commands,
+        groups: usize::try_from(args.groups).unwrap_or(usize::MAX),
+        cbor: args.cbor,
+        tail: args.tail,
+    };
+    // Refuse a bad load before creating a data directory for it.
+    load.check()?;
     let figures = match &args.server {
-        Some(url) => measure(
-            url,
-            args.clients,
-            args.commands,
-            args.cbor,
-            args.tail,
-            args.server_pid,
-        )?,
+        Some(url) => measure(url, &load, None, args.server_pid)?,
         None => {
+            let (url, name) = match &args.data {
+                Some(dir) => (StoreUrl::File(dir.clone()), "file"),
+                None => (StoreUrl::Memory, "memory"),
+            };
+            let service = store::open(
+                &url,
+                &store::Options {
+                    create: true,
+                    ..store::Options::default()
+                },
+            )?;
             let rt = super::runtime()?;
-            let service = Arc::new(
-                MemoryService::generate()
-                    .map_err(|e| Failure::from_error("cannot create a key", &e))?,
-            );
             let addr = "127.0.0.1:0".parse().expect("a literal socket address");
             let server = rt
                 .block_on(Server::bind(service, addr, ServerConfig::default()))
                 .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot listen: {e}")))?;
             let base = format!("http://{}", server.addr());
-            let figures = measure(
-                &base,
-                args.clients,
-                args.commands,
-                args.cbor,
-                args.tail,
-                None,
-            );
+            let figures = measure(&base, &load, Some(name), None);
             rt.block_on(server.shutdown());
             figures?
         }
