@@ -295,6 +295,30 @@ impl Snapshot {
         Ok(snap)
     }
 
+    /// [`Snapshot::verify_stored`] for the `len` stored bytes that `reader` gives, read in
+    /// pieces: the state is decoded as the bytes pass and both digests are computed on the
+    /// way, so the bytes are never held whole (a store opening from a large snapshot). The
+    /// checks, their order and their errors are those of [`Snapshot::verify_stored`]; a reader
+    /// that fails or ends early fails the `decode` check (the caller can tell an IO error from
+    /// its reader). Without `trusted`, the signature is checked against the snapshot's own
+    /// signer, as [`Snapshot::verify`] would be given it, which still shows it is whole.
+    ///
+    /// Nothing decoded is handed back before every check has passed.
+    pub fn verify_stored_from(
+        reader: impl std::io::Read,
+        len: u64,
+        trusted: Option<&PublicKey>,
+        group: &Id,
+    ) -> Result<Snapshot> {
+        let (snap, digests) = decode_streamed(reader, len)?;
+        if snap.schema != SCHEMA {
+            return Err(snap.schema_error());
+        }
+        let trusted = trusted.copied().unwrap_or(snap.signer);
+        snap.check(&digests, &trusted, &snap.org, group, 0)?;
+        Ok(snap)
+    }
+
     fn schema_error(&self) -> Error {
         invalid(
             "schema",
@@ -512,6 +536,83 @@ fn decode_snapshot(bytes: &[u8]) -> Result<(Snapshot, Spans)> {
         ))
     };
     read().map_err(|e| invalid("decode", format!("does not decode: {e}")))
+}
+
+/// The digest fed every byte of the map but its `sig` entry.
+const SIGNED_TAP: usize = 0;
+/// The digest fed the bytes of the `state` value.
+const STATE_TAP: usize = 1;
+
+/// [`decode_snapshot`] and [`Spans::digests`] in one pass over `len` bytes from `reader`.
+fn decode_streamed(reader: impl std::io::Read, len: u64) -> Result<(Snapshot, Digests)> {
+    let len = usize::try_from(len).map_err(|_| invalid("decode", "too large to read"))?;
+    let mut de = canonical::StreamDecoder::new(reader, len);
+    read_streamed(&mut de).map_err(|e| invalid("decode", format!("does not decode: {e}")))
+}
+
+/// Reads one field of the snapshot map: its key `name`, then its value.
+fn streamed_field<T: serde::de::DeserializeOwned, R: std::io::Read>(
+    de: &mut canonical::StreamDecoder<R>,
+    previous: &mut Vec<u8>,
+    name: &str,
+) -> std::result::Result<T, canonical::CanonError> {
+    de.key(name, previous)?;
+    let at = de.src.pos();
+    T::deserialize(&mut *de).map_err(|mut e| {
+        if e.offset == 0 {
+            e.offset = at;
+        }
+        e
+    })
+}
+
+fn read_streamed<R: std::io::Read>(
+    de: &mut canonical::StreamDecoder<R>,
+) -> std::result::Result<(Snapshot, Digests), canonical::CanonError> {
+    de.map_of(10)?;
+    // The signed map has one entry fewer: its one-byte head says nine.
+    de.src.tap_extra(SIGNED_TAP, &[0xa0 | 9]);
+    de.src.tap(SIGNED_TAP, true);
+    let p = &mut Vec::new();
+    let org = streamed_field(de, p, "org")?;
+    let seq = streamed_field(de, p, "seq")?;
+    de.src.tap(SIGNED_TAP, false);
+    let sig = streamed_field(de, p, "sig")?;
+    de.src.tap(SIGNED_TAP, true);
+    let group = streamed_field(de, p, "group")?;
+    de.key("state", p)?;
+    de.src.tap(STATE_TAP, true);
+    let at = de.src.pos();
+    let state = GroupState::deserialize(&mut *de).map_err(|mut e| {
+        if e.offset == 0 {
+            e.offset = at;
+        }
+        e
+    })?;
+    de.src.tap(STATE_TAP, false);
+    let schema = streamed_field(de, p, "schema")?;
+    let signer = streamed_field(de, p, "signer")?;
+    let mission = streamed_field(de, p, "mission")?;
+    let chain_head = streamed_field(de, p, "chain_head")?;
+    let state_hash = streamed_field(de, p, "state_hash")?;
+    de.finish()?;
+    let digests = Digests {
+        state_hash: Hash(de.src.digest(STATE_TAP)),
+        signed: de.src.digest(SIGNED_TAP),
+    };
+    let snap = Snapshot {
+        schema,
+        org,
+        group,
+        mission,
+        seq,
+        chain_head,
+        state_hash,
+        state,
+        signer,
+        sig,
+    };
+    Ok((snap, digests))
 }
 
 #[cfg(all(test, feature = "parallel", not(target_family = "wasm")))]

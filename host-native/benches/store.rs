@@ -6,7 +6,10 @@
 //!   a receipt row) deciding the same pre-signed commands with the same core.
 //! * `cold_open_1m/{snapshot_and_tail,full_log}`: opening a 1,000,000-event Group in a fresh
 //!   process, from the latest snapshot plus a 1,000-event tail and from the full log; each
-//!   child process reports its own open time and peak RSS (VmHWM), printed to stderr.
+//!   child process reports its own open time and peak RSS (VmHWM), printed to stderr. Run as
+//!   a child by hand (`MWP_BENCH_COLD_OPEN=<dir>`, `MWP_BENCH_NO_SNAPSHOT=1` for the full log,
+//!   `MWP_BENCH_STATE_HASH=1` to print the restored state's hash last) it prints open time in
+//!   ns, head, VmHWM in KiB, CPU ms and the hash.
 //!
 //! Run: `cargo bench -p mwp-host --bench store`. The 1M-event data set is built once under
 //! `target/mwp-bench-1m` (about a minute). `MWP_BENCH_QUICK=1` skips the cold opens.
@@ -440,12 +443,24 @@ fn cold_open_child(dir: &str, without_snapshot: bool) {
             Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
         })
         .unwrap_or(0);
+    // With MWP_BENCH_STATE_HASH=1, the state hash last (after the peak RSS is read): the two
+    // opens must restore the same state.
+    let state_hash = if std::env::var("MWP_BENCH_STATE_HASH").is_ok_and(|v| v == "1") {
+        store
+            .state_hash(&id("g1"))
+            .expect("state hash")
+            .map(|h| h.to_hex())
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
     println!(
-        "{} {} {} {}",
+        "{} {} {} {} {}",
         elapsed.as_nanos(),
         head,
         rss.split_whitespace().nth(1).unwrap_or("0"),
-        cpu_ticks * 10
+        cpu_ticks * 10,
+        state_hash
     );
 }
 

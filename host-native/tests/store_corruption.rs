@@ -296,6 +296,102 @@ fn a_damaged_snapshot_is_passed_over_and_reported() {
     assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
 }
 
+/// The open reads a snapshot file in pieces. What it refuses, and why, is what checking the
+/// whole file in memory refuses: a flipped payload byte under the old checksum is a checksum
+/// mismatch; with the checksum made to match, the snapshot check that fails on the bytes held
+/// whole fails, with the same message (the wording of a decode error may differ). Either way
+/// the open falls back to the log and restores the same state.
+#[test]
+fn a_snapshot_read_in_pieces_is_refused_as_the_whole_file_is() {
+    use mwp_core::snapshot::Snapshot;
+    use mwp_host::store::format::{decode_snapshot_file, encode_snapshot_file};
+
+    let (be, _) = written();
+    let want = open(&be).unwrap().state_hash(&id("g1")).unwrap();
+    let dir = Path::new("/d/groups/g1");
+    let name = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".snap"))
+        .max()
+        .unwrap();
+    let path = dir.join(&name);
+    let clean = be.read_file(&path).unwrap();
+    let (seq, payload) = decode_snapshot_file(&clean).unwrap();
+    let key = opts().authority_key.unwrap().public();
+    let group = id("g1");
+    let whole = Snapshot::verify_stored(payload, &key, &group).unwrap();
+    let streamed =
+        Snapshot::verify_stored_from(payload, payload.len() as u64, Some(&key), &group).unwrap();
+    assert_eq!(whole, streamed);
+    assert_eq!(whole.state.hash().unwrap(), streamed.state.hash().unwrap());
+
+    let n = payload.len();
+    let mut checked = 0;
+    for at in (0..n).step_by(1.max(n / 97)).chain([1, 2, n - 2, n - 1]) {
+        for bit in [0x01u8, 0x20, 0x80] {
+            let mut p = payload.to_vec();
+            p[at] ^= bit;
+            let whole = Snapshot::verify_stored(&p, &key, &group);
+            let streamed = Snapshot::verify_stored_from(&p[..], n as u64, Some(&key), &group);
+            let context = format!("byte {at} of {n}, bit {bit:#x}");
+            let whole_error = match (whole, streamed) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "{context}");
+                    None
+                }
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.code, b.code, "{context}");
+                    assert_eq!(a.details.get("check"), b.details.get("check"), "{context}");
+                    if a.details.get("check").and_then(|c| c.as_str()) != Some("decode") {
+                        assert_eq!(a.message, b.message, "{context}");
+                    }
+                    Some(a)
+                }
+                (a, b) => panic!("{context}: whole {a:?}, streamed {b:?}"),
+            };
+            if bit != 0x20 || checked >= 24 {
+                continue;
+            }
+            checked += 1;
+            // Through the open: the old checksum, then a matching one.
+            let mut damaged = clean.clone();
+            let header = damaged.len() - n;
+            damaged[header + at] ^= bit;
+            be.write_file(&path, &damaged).unwrap();
+            let store = open(&be).unwrap();
+            let skipped = &store.report().skipped_snapshots;
+            assert_eq!(skipped.len(), 1, "{context}");
+            assert!(
+                skipped[0].1.ends_with("checksum mismatch"),
+                "{context}: {skipped:?}"
+            );
+            assert_eq!(store.state_hash(&group).unwrap(), want, "{context}");
+            drop(store);
+            be.write_file(&path, &encode_snapshot_file(seq, &p))
+                .unwrap();
+            let store = open(&be).unwrap();
+            let skipped = &store.report().skipped_snapshots;
+            match &whole_error {
+                Some(e) => {
+                    assert_eq!(skipped.len(), 1, "{context}");
+                    if e.details.get("check").and_then(|c| c.as_str()) == Some("decode") {
+                        assert!(skipped[0].1.contains("(decode)"), "{context}: {skipped:?}");
+                    } else {
+                        assert_eq!(skipped[0].1, e.message, "{context}");
+                    }
+                }
+                None => assert!(skipped.is_empty(), "{context}: {skipped:?}"),
+            }
+            assert_eq!(store.state_hash(&group).unwrap(), want, "{context}");
+            drop(store);
+            be.write_file(&path, &clean).unwrap();
+        }
+    }
+    assert!(checked > 10);
+}
+
 /// A log long enough that the open decodes records on both of its threads (the reader leaves
 /// some batches raw for the applier), over many segments, and with no snapshot to start from.
 fn long_log(events: usize) -> MemBackend {

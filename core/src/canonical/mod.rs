@@ -22,8 +22,10 @@ use std::cmp::Ordering;
 use std::fmt::Display;
 
 mod de;
+mod stream;
 
 pub(crate) use de::{Fields, Items, Tagged, ITEM_BYTES};
+pub(crate) use stream::StreamDecoder;
 
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;

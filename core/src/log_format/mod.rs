@@ -305,31 +305,63 @@ pub fn encode_snapshot_file(seq: u64, payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A snapshot file's header, checked against the file's length: what [`decode_snapshot_file`]
+/// checks before the checksum, for a reader that streams the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotHeader {
+    /// The seq the file says it holds.
+    pub seq: u64,
+    /// Length of the payload after the header.
+    pub len: u64,
+    /// CRC32C of the header's first 28 bytes and the payload.
+    pub crc: u32,
+}
+
+impl SnapshotHeader {
+    /// Checks the header bytes (the first [`SNAPSHOT_HEADER_LEN`] of a file of `file_len`
+    /// bytes, or all of a shorter file): magic, version and a length field that matches the
+    /// file. The error says what is wrong, in [`decode_snapshot_file`]'s words.
+    pub fn check(b: &[u8], file_len: u64) -> Result<SnapshotHeader, String> {
+        if b.len() < SNAPSHOT_HEADER_LEN || file_len < SNAPSHOT_HEADER_LEN as u64 {
+            return Err("shorter than its header".into());
+        }
+        if b[0..8] != SNAPSHOT_MAGIC {
+            return Err("wrong magic".into());
+        }
+        let version = u32_at(b, 8);
+        if version != VERSION {
+            return Err(format!("format version {version} is not supported"));
+        }
+        let seq = u64_at(b, 12);
+        let len = u64_at(b, 20);
+        let held = file_len - SNAPSHOT_HEADER_LEN as u64;
+        if len != held {
+            return Err(format!(
+                "length field says {len} bytes, the file holds {held}"
+            ));
+        }
+        Ok(SnapshotHeader {
+            seq,
+            len,
+            crc: u32_at(b, 28),
+        })
+    }
+
+    /// The checksum's starting value: the CRC32C of the header's first 28 bytes, to which the
+    /// payload is appended with [`crc32c_append`].
+    pub fn crc_start(b: &[u8]) -> u32 {
+        crc32c(&b[..28])
+    }
+}
+
 /// Checks a snapshot file's frame and returns (seq, payload); the error says what is wrong.
 pub fn decode_snapshot_file(b: &[u8]) -> Result<(u64, &[u8]), String> {
-    if b.len() < SNAPSHOT_HEADER_LEN {
-        return Err("shorter than its header".into());
-    }
-    if b[0..8] != SNAPSHOT_MAGIC {
-        return Err("wrong magic".into());
-    }
-    let version = u32_at(b, 8);
-    if version != VERSION {
-        return Err(format!("format version {version} is not supported"));
-    }
-    let seq = u64_at(b, 12);
-    let len = u64_at(b, 20);
-    let held = b.len() - SNAPSHOT_HEADER_LEN;
-    if len != held as u64 {
-        return Err(format!(
-            "length field says {len} bytes, the file holds {held}"
-        ));
-    }
+    let header = SnapshotHeader::check(b, b.len() as u64)?;
     let payload = &b[SNAPSHOT_HEADER_LEN..];
-    if crc32c_append(crc32c(&b[..28]), payload) != u32_at(b, 28) {
+    if crc32c_append(SnapshotHeader::crc_start(b), payload) != header.crc {
         return Err("checksum mismatch".into());
     }
-    Ok((seq, payload))
+    Ok((header.seq, payload))
 }
 
 /// File name of the segment whose first record is `first_seq`.

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use mwp_core::log_format::{crc32c_append, SnapshotHeader, SNAPSHOT_HEADER_LEN};
+
 impl GroupLog {
     pub(super) fn latest_snapshot_info(&self) -> Result<SnapInfo> {
         if let Some(info) = lock(&self.snaps).clone() {
@@ -84,6 +86,13 @@ impl GroupLog {
 /// signature under `key` (the authority's), bound to `group`. Without a key (its file is
 /// damaged, which `mwp fsck` reports) the signature is checked against the snapshot's own
 /// signer, which still shows the file is whole.
+///
+/// The file is read in pieces ([`Snapshot::verify_stored_from`]): the state is decoded and
+/// hashed as the bytes pass, and the frame's checksum is computed on the way, so the file is
+/// never held whole beside the state it decodes to. The outcome is the one of checking the
+/// frame first and then the snapshot: a checksum mismatch is the error whenever there is one,
+/// even if the payload failed to decode before the end (the rest is then read for the
+/// checksum), and nothing decoded is returned before the checksum has matched.
 pub(crate) fn load_snapshot(
     be: &dyn Backend,
     path: &Path,
@@ -91,23 +100,74 @@ pub(crate) fn load_snapshot(
     group: &Id,
     key: Option<&PublicKey>,
 ) -> Result<Snapshot> {
-    let bytes = read_snapshot_file(be, path)?;
     let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
-    let (frame_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
-    let snap = match key {
-        Some(key) => Snapshot::verify_stored(payload, key, group)?,
-        None => {
-            let snap = Snapshot::from_cbor(payload)?;
-            snap.verify(&snap.signer, &snap.org, group, 0)?;
-            snap
-        }
+    let file = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
+    let file_len = file
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
+    let mut head = [0u8; SNAPSHOT_HEADER_LEN];
+    let head_len = head.len().min(file_len as usize);
+    file.read_at(0, &mut head[..head_len])
+        .map_err(io_err(format!("read {}", path.display())))?;
+    let header = SnapshotHeader::check(&head[..head_len], file_len).map_err(invalid)?;
+    let mut reader = FileReader {
+        file: &*file,
+        offset: SNAPSHOT_HEADER_LEN as u64,
+        end: file_len,
+        crc: SnapshotHeader::crc_start(&head),
+        failed: None,
     };
-    drop(bytes);
-    if frame_seq != seq || snap.seq != seq {
+    let verified = Snapshot::verify_stored_from(&mut reader, header.len, key, group);
+    if let Some(e) = reader.failed.take() {
+        return Err(io_err(format!("read {}", path.display()))(e));
+    }
+    if verified.is_err() {
+        // The checksum comes first: read what the decode left.
+        let mut rest = vec![0u8; 1 << 20];
+        while std::io::Read::read(&mut reader, &mut rest)
+            .map_err(io_err(format!("read {}", path.display())))?
+            > 0
+        {}
+    }
+    if reader.crc != header.crc {
+        return Err(invalid("checksum mismatch".into()));
+    }
+    let snap = verified?;
+    if header.seq != seq || snap.seq != seq {
         return Err(invalid(format!(
             "holds seq {}, its name says {seq}",
             snap.seq
         )));
     }
     Ok(snap)
+}
+
+/// A snapshot file's payload as a reader: `read_at` in pieces from `offset` to `end`, folding
+/// every byte into the frame's checksum, and keeping an IO error for the caller to report as
+/// one (the decoder only sees that reading stopped).
+struct FileReader<'a> {
+    file: &'a dyn StorageFile,
+    offset: u64,
+    end: u64,
+    crc: u32,
+    failed: Option<std::io::Error>,
+}
+
+impl std::io::Read for FileReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min((self.end - self.offset) as usize);
+        if n == 0 {
+            return Ok(0);
+        }
+        if let Err(e) = self.file.read_at(self.offset, &mut buf[..n]) {
+            let kind = e.kind();
+            self.failed = Some(e);
+            return Err(kind.into());
+        }
+        self.crc = crc32c_append(self.crc, &buf[..n]);
+        self.offset += n as u64;
+        Ok(n)
+    }
 }
