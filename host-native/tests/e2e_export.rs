@@ -494,7 +494,6 @@ fn replica_checks_signed_head_lines_under_the_given_key() {
 /// that is merged the server answers 404 and this test fails, so it is ignored with that
 /// reason. Run it with `--ignored` after the merge.
 #[test]
-#[ignore = "needs GET /v1/groups/{g}/head from the server branch (issue #18); run with --ignored after merging it"]
 fn export_from_a_server_verifies_like_one_from_the_store() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = store(tmp.path(), "d", transcript_lines().len());

@@ -13,6 +13,7 @@
 //! (default `mwp-fork-<group>-<seq>.proof` in the current directory) and its path printed.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use mwp_core::export::{self, Start, StaticReader, HEAD_FILE};
@@ -80,18 +81,24 @@ impl Files {
                 if !full.starts_with(base) {
                     return Err(refuse());
                 }
+                // Read at most one byte past the cap, so a file that grows after a length
+                // check (another process writing it) still cannot make this buffer without end.
                 let max = export::max_file_bytes(path);
-                let len = std::fs::metadata(&full).map_or(0, |m| m.len());
-                if len > max {
+                let unreadable = |e: std::io::Error| {
+                    Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
+                        .with("file", path)
+                };
+                let mut bytes = Vec::new();
+                std::fs::File::open(&full)
+                    .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+                    .map_err(unreadable)?;
+                if bytes.len() as u64 > max {
                     return Err(Error::malformed(format!(
-                        "{path} is {len} bytes, over the {max} a reader accepts for it"
+                        "{path} is over the {max} bytes a reader accepts for it"
                     ))
                     .with("file", path));
                 }
-                std::fs::read(&full).map_err(|e| {
-                    Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
-                        .with("file", path)
-                })
+                Ok(bytes)
             }
         }
     }
