@@ -22,6 +22,7 @@
 use std::sync::Arc;
 
 use crate::accept::{accept, accept_preverified, Decision};
+use crate::audit::{OrgPolicies, OrgPolicy};
 use crate::command::{Body, Command, Tick};
 use crate::crypto::{PublicKey, SecretKey};
 use crate::error::{Code, Error, Rejection, Result};
@@ -46,6 +47,9 @@ pub struct Policy {
     pub snapshot_every: Option<u64>,
     /// How many of the latest events a replay always serves (`None`: the whole log).
     pub online_events: Option<u64>,
+    /// The Organizations' archival policies (SPEC §6a): a Group of an org named here is
+    /// sealed when archived (`None`, or an org not named: its history stays in the clear).
+    pub audit: Option<Arc<OrgPolicies>>,
 }
 
 impl Default for Policy {
@@ -54,6 +58,7 @@ impl Default for Policy {
             limits: Limits::default(),
             snapshot_every: Some(DEFAULT_SNAPSHOT_EVERY),
             online_events: None,
+            audit: None,
         }
     }
 }
@@ -66,6 +71,21 @@ impl Policy {
             || self
                 .snapshot_every
                 .is_some_and(|n| n > 0 && event.seq % n == 0)
+    }
+
+    /// The archival policy a Group of `org` is sealed under once archived, if any.
+    pub fn seal_policy(&self, org: &Id) -> Option<&OrgPolicy> {
+        self.audit.as_ref()?.get(org)
+    }
+
+    /// [`Authority::check_replay`] for a sealed Group whose plain history was removed: only
+    /// the final snapshot at `seq` (state hash `hash`) and what follows it are served, and an
+    /// older cursor is `CURSOR_TOO_OLD` naming that snapshot (SPEC §6a).
+    pub fn check_replay_sealed(group: &Id, after: u64, seq: u64, hash: crate::Hash) -> Replay {
+        if after >= seq {
+            return Replay::Serve;
+        }
+        Replay::TooOld(snapshot_ref(group, seq, hash).cursor_too_old(after, seq))
     }
 
     /// [`Authority::check_replay`] for a host that knows only the head and the latest
@@ -170,6 +190,10 @@ pub struct Commit {
     /// The signed snapshot that is due after this event, to be signed and stored once the
     /// event is durable (in the background if the host likes, except after an archive).
     pub snapshot: Option<SnapshotDue>,
+    /// The archival policy the Group is now sealed under (SPEC §6a): set when this event
+    /// archives a Group whose org has a policy. The host seals the audit log once the final
+    /// snapshot is durable, and removes nothing before the sealed artifact is.
+    pub seal: Option<OrgPolicy>,
 }
 
 impl Commit {
@@ -336,6 +360,13 @@ impl Authority {
         self.keys.policy()
     }
 
+    /// The archival policy the Group must be sealed under, when it is archived and its org
+    /// has one (SPEC §6a): what a host checks on open, to finish a seal a crash interrupted.
+    pub fn seal_due(&self) -> Option<&OrgPolicy> {
+        let state = self.state.as_ref().filter(|s| s.archived)?;
+        self.policy().seal_policy(&state.org)
+    }
+
     /// The seq of the last accepted event (0 before genesis).
     pub fn head(&self) -> u64 {
         self.state.as_ref().map_or(0, |s| s.seq)
@@ -411,11 +442,18 @@ impl Authority {
             }),
             _ => None,
         };
+        let seal = match (&event.kind, &self.state) {
+            (EventKind::GroupArchived(_), Some(state)) => {
+                self.policy().seal_policy(&state.org).cloned()
+            }
+            _ => None,
+        };
         Ok(Step::Accepted(Commit {
             event,
             bytes,
             erase,
             snapshot,
+            seal,
         }))
     }
 

@@ -64,6 +64,9 @@ pub enum Code {
     /// A signed head does not decode, is of another group, or does not verify under the
     /// authority key (SPEC §8a).
     HeadInvalid,
+    /// A sealed audit artifact, its manifest, its log or a tombstone does not verify, or does
+    /// not decrypt with the identity given (SPEC §6a). Carries `check` naming which.
+    AuditInvalid,
     /// A signed head contradicts the chain it should vouch for: another id at its seq
     /// (SPEC §8a). Carries the heads as evidence.
     Fork,
@@ -110,6 +113,7 @@ impl Code {
             Code::CursorTooOld => "CURSOR_TOO_OLD",
             Code::SnapshotInvalid => "SNAPSHOT_INVALID",
             Code::HeadInvalid => "HEAD_INVALID",
+            Code::AuditInvalid => "AUDIT_INVALID",
             Code::Fork => "FORK",
             Code::LogCorrupt => "LOG_CORRUPT",
             Code::Storage => "STORAGE",
@@ -192,6 +196,7 @@ impl Code {
             Code::CursorTooOld
                 | Code::SnapshotInvalid
                 | Code::HeadInvalid
+                | Code::AuditInvalid
                 | Code::Fork
                 | Code::LogCorrupt
                 | Code::Storage

@@ -44,6 +44,7 @@
 
 pub mod accept;
 pub mod agent;
+pub mod audit;
 pub mod authority;
 pub mod canonical;
 pub mod command;

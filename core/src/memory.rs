@@ -110,6 +110,9 @@ impl MemoryGroup {
             bytes,
             erase,
             snapshot,
+            // Nothing of an in-memory log outlives the process: there is no history to seal
+            // (its hosts set no archival policy).
+            seal: _,
         } = commit;
         self.log.push(bytes);
         if let Some(seq) = erase {

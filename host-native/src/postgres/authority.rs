@@ -170,6 +170,7 @@ impl PostgresAuthority {
                     limits: config.limits,
                     snapshot_every: Some(config.snapshot_every).filter(|n| *n > 0),
                     online_events: config.online_window,
+                    audit: None,
                 },
             ),
             cache_groups: config.cache_groups.max(1),

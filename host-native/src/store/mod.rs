@@ -39,6 +39,7 @@ use crate::service::AuthorityService;
 use backend::{Backend, FsBackend};
 use format::{group_dir_name, group_from_dir_name, storage, GROUPS_DIR, KEY_NAME};
 use group::{lock, GroupLog};
+use mwp_core::audit::OrgPolicies;
 
 pub use fsck::{fsck, fsck_with, FsckReport};
 
@@ -72,6 +73,9 @@ pub struct StoreOptions {
     /// is ever written, trimmed, renamed or removed; the log is read to its last complete
     /// record, which makes it safe beside a live writer. Commands are refused (`STORAGE`).
     pub read_only: bool,
+    /// The Organizations' archival policies (SPEC §6a): a group of an org named here is
+    /// sealed when archived (`None`: every history stays in the clear).
+    pub org_policy: Option<Arc<OrgPolicies>>,
 }
 
 impl Default for StoreOptions {
@@ -86,6 +90,7 @@ impl Default for StoreOptions {
             authority_key: None,
             background_snapshots: true,
             read_only: false,
+            org_policy: None,
         }
     }
 }
@@ -373,6 +378,7 @@ impl FileStore {
                     limits: opts.limits.clone(),
                     snapshot_every: opts.snapshot_every,
                     online_events: opts.online_events,
+                    audit: opts.org_policy.clone(),
                 },
             ),
             snapshots_kept: opts.snapshots_kept,
