@@ -112,15 +112,96 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// Seals the audit log of an archived Group into `out`: [`ARTIFACT_MAGIC`], the age
-/// ciphertext of the plaintext log (every event `events` gives, in seq order from 1, then
-/// the final snapshot), then the signed manifest. `events` is called with a sink that takes
-/// each event's stored bytes; the log is encrypted as it is written, never held whole.
-///
-/// The final snapshot's stored bytes are verified under `key` first. Returns `out` and the
-/// manifest. `STORAGE` if `out` fails, `AUDIT_INVALID` if the events given are not the
-/// chain the snapshot closes (checked by the caller's count: see [`open`] for the full
-/// check).
+/// Seals the audit log of an archived Group as it is written: [`ARTIFACT_MAGIC`], the age
+/// ciphertext of the plaintext log (every event in seq order from 1, then the final
+/// snapshot), then the signed manifest. The log is encrypted as it is written, never held
+/// whole; a host that reads its log in pieces feeds [`Sealer::event`] piece by piece.
+pub struct Sealer<W: Write> {
+    log: LogWriter<age::stream::StreamWriter<Hashing<W>>>,
+    policy: OrgPolicy,
+}
+
+impl<W: Write> Sealer<W> {
+    /// Starts an artifact on `out`, encrypted to the policy's recipients.
+    pub fn new(mut out: W, policy: &OrgPolicy) -> Result<Self> {
+        let recipients = recipients(policy)?;
+        out.write_all(&ARTIFACT_MAGIC)
+            .map_err(io_error("write the audit artifact"))?;
+        let hashing = Hashing {
+            inner: out,
+            hash: Sha256::new(),
+            len: 0,
+        };
+        let encryptor =
+            age::Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))
+                .map_err(|e| Error::malformed(format!("audit recipients: {e}")))?;
+        let stream = encryptor
+            .wrap_output(hashing)
+            .map_err(io_error("write the audit artifact"))?;
+        let log = LogWriter::new(stream).map_err(io_error("write the audit artifact"))?;
+        Ok(Sealer {
+            log,
+            policy: policy.clone(),
+        })
+    }
+
+    /// Appends the stored bytes of the next event (seq 1 first).
+    pub fn event(&mut self, bytes: &[u8]) -> Result<()> {
+        self.log
+            .event(bytes)
+            .map_err(io_error("write the audit artifact"))
+    }
+
+    /// How many events were appended.
+    pub fn events(&self) -> u64 {
+        self.log.events()
+    }
+
+    /// Closes the log with the final snapshot's stored bytes, which must verify under `key`
+    /// and be at the seq of the last event appended, and appends the manifest signed with
+    /// `key` at `sealed_at`. Returns `out` and the manifest. `SNAPSHOT_INVALID` for a
+    /// snapshot that does not verify, `AUDIT_INVALID` (check `chain`) when the events
+    /// appended are not as many as its seq, `STORAGE` if `out` fails.
+    pub fn finish(
+        self,
+        snapshot_bytes: &[u8],
+        sealed_at: u64,
+        key: &SecretKey,
+    ) -> Result<(W, Manifest)> {
+        let group = Snapshot::from_cbor(snapshot_bytes)?.group;
+        let snapshot = Snapshot::verify_stored(snapshot_bytes, &key.public(), &group)?;
+        if self.log.events() != snapshot.seq {
+            return Err(invalid(
+                "chain",
+                format!(
+                    "sealing gave {} events, but the final snapshot is at seq {}",
+                    self.log.events(),
+                    snapshot.seq
+                ),
+            ));
+        }
+        let hashing = self
+            .log
+            .finish(snapshot_bytes)
+            .and_then(|s| s.finish())
+            .map_err(io_error("write the audit artifact"))?;
+        let ciphertext = Hash(hashing.hash.finalize().into());
+        let sealed = Sealed {
+            snapshot: &snapshot,
+            snapshot_hash: Hash::of(snapshot_bytes),
+            policy: &self.policy,
+            sealed_at,
+        };
+        let manifest = Manifest::sign(&sealed, ciphertext, hashing.len, key)?;
+        let mut out = hashing.inner;
+        out.write_all(&manifest_trailer(&manifest)?)
+            .map_err(io_error("write the audit artifact"))?;
+        Ok((out, manifest))
+    }
+}
+
+/// [`Sealer`] in one call: `events` is called with a sink that takes each event's stored
+/// bytes in seq order.
 pub fn seal<W: Write>(
     out: W,
     policy: &OrgPolicy,
@@ -129,65 +210,9 @@ pub fn seal<W: Write>(
     key: &SecretKey,
     events: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()>,
 ) -> Result<(W, Manifest)> {
-    let authority = key.public();
-    let snapshot = Snapshot::verify_stored_from(
-        snapshot_bytes,
-        snapshot_bytes.len() as u64,
-        Some(&authority),
-        &snapshot_group(snapshot_bytes)?,
-    )?;
-    let recipients = recipients(policy)?;
-    let mut out = out;
-    out.write_all(&ARTIFACT_MAGIC)
-        .map_err(io_error("write the audit artifact"))?;
-    let hashing = Hashing {
-        inner: out,
-        hash: Sha256::new(),
-        len: 0,
-    };
-    let encryptor =
-        age::Encryptor::with_recipients(recipients.iter().map(|r| r as &dyn age::Recipient))
-            .map_err(|e| Error::malformed(format!("audit recipients: {e}")))?;
-    let stream = encryptor
-        .wrap_output(hashing)
-        .map_err(io_error("write the audit artifact"))?;
-    let mut log = LogWriter::new(stream).map_err(io_error("write the audit artifact"))?;
-    events(&mut |bytes: &[u8]| {
-        log.event(bytes)
-            .map_err(io_error("write the audit artifact"))
-    })?;
-    if log.events() != snapshot.seq {
-        return Err(invalid(
-            "chain",
-            format!(
-                "sealing gave {} events, but the final snapshot is at seq {}",
-                log.events(),
-                snapshot.seq
-            ),
-        ));
-    }
-    let hashing = log
-        .finish(snapshot_bytes)
-        .and_then(|s| s.finish())
-        .map_err(io_error("write the audit artifact"))?;
-    let ciphertext = Hash(hashing.hash.finalize().into());
-    let sealed = Sealed {
-        snapshot: &snapshot,
-        snapshot_hash: Hash::of(snapshot_bytes),
-        policy,
-        sealed_at,
-    };
-    let manifest = Manifest::sign(&sealed, ciphertext, hashing.len, key)?;
-    let mut out = hashing.inner;
-    out.write_all(&manifest_trailer(&manifest)?)
-        .map_err(io_error("write the audit artifact"))?;
-    Ok((out, manifest))
-}
-
-/// The group a snapshot's stored bytes name (decoded without checks: [`seal`] verifies it
-/// against that group next).
-fn snapshot_group(bytes: &[u8]) -> Result<mwp_core::Id> {
-    Ok(mwp_core::snapshot::Snapshot::from_cbor(bytes)?.group)
+    let mut sealer = Sealer::new(out, policy)?;
+    events(&mut |bytes: &[u8]| sealer.event(bytes))?;
+    sealer.finish(snapshot_bytes, sealed_at, key)
 }
 
 /// [`seal`] into memory, from events already in memory.
