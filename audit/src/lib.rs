@@ -9,6 +9,9 @@
 
 use std::io::{Read, Write};
 
+/// An age X25519 identity (`AGE-SECRET-KEY-1…`) and recipient (`age1…`).
+pub use age::x25519::{Identity, Recipient};
+
 use age::x25519;
 use mwp_core::audit::{
     self, manifest_trailer, split_artifact, AuditLog, LogWriter, Manifest, OrgPolicies, OrgPolicy,
@@ -76,6 +79,11 @@ pub fn parse_identities(text: &str) -> Result<Vec<x25519::Identity>> {
         ));
     }
     Ok(out)
+}
+
+/// The recipient (`age1…`) of an identity: what a policy names to seal to it.
+pub fn recipient_of(identity: &Identity) -> String {
+    identity.to_public().to_string()
 }
 
 /// A new Organization key pair: the identity file's text (with its public key as a comment,

@@ -355,6 +355,30 @@ pub fn manifest_trailer(manifest: &Manifest) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Reads the manifest from the end of an artifact (`tail`: at least its last
+/// `12 + manifest length` bytes, or the whole file), checks it (schema, seq, and the signature
+/// under `trusted` or its own key) and gives it with the offset, from the end, at which the
+/// ciphertext ends. The ciphertext itself is not read: [`split_artifact`] checks it.
+pub fn read_trailer(tail: &[u8], trusted: Option<&PublicKey>) -> Result<(Manifest, usize)> {
+    let layout = |what: &str| invalid("layout", format!("audit artifact rejected: {what}"));
+    let end = tail.len();
+    if end < 12 || tail[end - 8..] != MANIFEST_MAGIC {
+        return Err(layout("it does not end with MWPAUDM1"));
+    }
+    let mut l = [0u8; 4];
+    l.copy_from_slice(&tail[end - 12..end - 8]);
+    let mlen = u32::from_be_bytes(l);
+    if mlen > MAX_MANIFEST_LEN || (mlen as usize) > end - 12 {
+        return Err(layout(&format!(
+            "its manifest length {mlen} does not fit the file"
+        )));
+    }
+    let mstart = end - 12 - mlen as usize;
+    let manifest = Manifest::from_cbor(&tail[mstart..end - 12])?;
+    manifest.verify(trusted)?;
+    Ok((manifest, 12 + mlen as usize))
+}
+
 /// Splits an artifact into its manifest and ciphertext and checks the manifest (schema,
 /// signature under `trusted` or its own key) and that the ciphertext is the one it names
 /// (length and SHA-256). This needs no key: anyone can run it. `AUDIT_INVALID` naming the
@@ -363,26 +387,14 @@ pub fn split_artifact<'a>(
     bytes: &'a [u8],
     trusted: Option<&PublicKey>,
 ) -> Result<(Manifest, &'a [u8])> {
-    let layout = |what: &str| invalid("layout", format!("audit artifact rejected: {what}"));
     if bytes.len() < 8 + 12 || bytes[..8] != ARTIFACT_MAGIC {
-        return Err(layout("it does not start with MWPAUDT1"));
+        return Err(invalid(
+            "layout",
+            "audit artifact rejected: it does not start with MWPAUDT1",
+        ));
     }
-    let end = bytes.len();
-    if bytes[end - 8..] != MANIFEST_MAGIC {
-        return Err(layout("it does not end with MWPAUDM1"));
-    }
-    let mut l = [0u8; 4];
-    l.copy_from_slice(&bytes[end - 12..end - 8]);
-    let mlen = u32::from_be_bytes(l);
-    if mlen > MAX_MANIFEST_LEN || (mlen as usize) > end - 20 {
-        return Err(layout(&format!(
-            "its manifest length {mlen} does not fit the file"
-        )));
-    }
-    let mstart = end - 12 - mlen as usize;
-    let manifest = Manifest::from_cbor(&bytes[mstart..end - 12])?;
-    manifest.verify(trusted)?;
-    let ciphertext = &bytes[8..mstart];
+    let (manifest, trailer) = read_trailer(&bytes[8..], trusted)?;
+    let ciphertext = &bytes[8..bytes.len() - trailer];
     if ciphertext.len() as u64 != manifest.ciphertext_len
         || Hash::of(ciphertext) != manifest.ciphertext
     {

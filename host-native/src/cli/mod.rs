@@ -8,6 +8,7 @@
 //! * 2 — bad input: a usage error, an unreadable or undecodable file, an unknown group;
 //! * 3 — the store or the server is unavailable (cannot open, cannot bind, storage failed).
 
+pub mod audit;
 pub mod bench;
 pub mod client;
 pub mod demo;
@@ -271,6 +272,9 @@ pub enum Command {
         #[command(flatten)]
         output: client::OutputArgs,
     },
+    /// Sealed audit logs of archived groups (SPEC §6a): open, verify, expire.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Print a shell completion script.
     #[command(after_help = "Examples:
   mwp completions bash > ~/.local/share/bash-completion/completions/mwp
@@ -295,6 +299,11 @@ pub struct ServeArgs {
     /// CURSOR_TOO_OLD with a signed snapshot to restore from.
     #[arg(long, value_name = "N")]
     pub online_events: Option<u64>,
+    /// The Organization policy file (docs/format.md, "Organization policy"): groups of the
+    /// orgs it names are sealed into an encrypted audit log when archived. Without it every
+    /// archived group keeps its history in the clear.
+    #[arg(long, env = "MWP_ORG_POLICY", value_name = "FILE")]
+    pub org_policy: Option<PathBuf>,
     /// Serve the dashboard from this directory instead of the one built into mwp (for
     /// dashboard development: `js/dashboard` after scripts/build-wasm.sh).
     #[arg(long, value_name = "DIR")]
@@ -445,6 +454,7 @@ fn serve(args: ServeArgs) -> Outcome {
                 .map_err(|e| Failure::new(EXIT_BAD_INPUT, e.message))?,
         ),
     };
+    let org_policy = load_org_policy(args.org_policy.as_deref())?;
     let tokens = match &args.token_file {
         Some(path) => Tokens::load(path).map_err(|e| Failure::new(EXIT_BAD_INPUT, e))?,
         None => Tokens::default(),
@@ -456,6 +466,7 @@ fn serve(args: ServeArgs) -> Outcome {
             create: true,
             authority_key,
             read_only: false,
+            org_policy: org_policy.clone(),
         },
     )?;
     if !args.allow_test_key {
@@ -544,6 +555,7 @@ pub fn run(cli: Cli) -> Outcome {
             min_seq,
         } => snapshot::verify(&file, &key, &org, &group, min_seq),
         Command::Fsck { store } => store::fsck(&store.required()?),
+        Command::Audit(cmd) => audit::run(cmd),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Keygen(args) => client::keygen::run(&args),
@@ -576,4 +588,31 @@ pub fn main() -> ExitCode {
             ExitCode::from(f.exit)
         }
     }
+}
+
+/// Reads `--org-policy FILE` and says at start what it means (SPEC §6a).
+fn load_org_policy(
+    path: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<mwp_core::audit::OrgPolicies>>, Failure> {
+    let Some(path) = path else {
+        tracing::info!(
+            "no --org-policy: archived groups keep their history in the clear (SPEC §6a)"
+        );
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::new(
+            EXIT_BAD_INPUT,
+            format!("cannot read the org policy {}: {e}", path.display()),
+        )
+    })?;
+    let policy = mwp_audit::load_policy(&text)
+        .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("{}: {}", path.display(), e.message)))?;
+    let orgs: Vec<String> = policy.orgs.keys().map(|o| o.to_string()).collect();
+    tracing::info!(
+        orgs = %orgs.join(","),
+        "org policy {}: groups of these orgs are sealed when archived; groups of other orgs keep their history in the clear",
+        path.display()
+    );
+    Ok(Some(std::sync::Arc::new(policy)))
 }

@@ -97,6 +97,8 @@ pub struct Options {
     /// Open a file store read-only: no writer lock, nothing written (`mwp replay`,
     /// `mwp snapshot`); safe beside a running server.
     pub read_only: bool,
+    /// The Organizations' archival policies (`mwp serve --org-policy`).
+    pub org_policy: Option<std::sync::Arc<mwp_core::audit::OrgPolicies>>,
 }
 
 fn not_built(url: &StoreUrl) -> Failure {
@@ -148,6 +150,7 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
                 online_events: options.online_events,
                 authority_key: options.authority_key.clone(),
                 read_only: options.read_only,
+                org_policy: options.org_policy.clone(),
                 ..crate::store::StoreOptions::default()
             };
             let store = crate::store::FileStore::open(dir, store_options)

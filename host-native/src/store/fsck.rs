@@ -19,7 +19,10 @@ use super::backend::{Backend, FsBackend};
 use super::format::{
     group_from_dir_name, snapshot_name, storage, GROUPS_DIR, KEY_NAME, OVERLAY_NAME,
 };
-use super::group::{load_snapshot, read_overlay, replay, snapshot_ahead, GroupFiles, Torn};
+use super::group::{
+    load_snapshot, plain_from, read_overlay, read_seal_record, read_snapshot_file, replay,
+    snapshot_ahead, GroupFiles, SealRecord, Torn,
+};
 
 /// One thing fsck found.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +52,20 @@ pub struct GroupSummary {
     pub state_hash: Option<Hash>,
     /// Snapshots that verified.
     pub snapshots_ok: usize,
+    /// The archival of a sealed group (SPEC §6a).
+    pub sealed: Option<SealSummary>,
+}
+
+/// What fsck found of a sealed group's archival.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealSummary {
+    /// The final seq sealed.
+    pub seq: u64,
+    /// `sealed` (`audit.mwpa` verified whole, ciphertext hash included) or `expired`
+    /// (`audit.tombstone`: the artifact was deleted past its retention).
+    pub state: &'static str,
+    /// Whether the plain history below the final snapshot was removed.
+    pub plain_removed: bool,
 }
 
 /// What fsck found.
@@ -146,6 +163,7 @@ fn check_group(
         events: 0,
         state_hash: None,
         snapshots_ok: 0,
+        sealed: None,
     };
     let mut findings = Vec::new();
     if let Err(e) = check_group_inner(be, dir, id, key, &mut summary, &mut findings) {
@@ -166,7 +184,55 @@ fn check_group_inner(
     // What an open reads, read the same way, repairing nothing.
     let files = GroupFiles::list(&**be, dir)?;
     files.require_segments(dir, id)?;
-    let (overlay, torn) = read_overlay(&**be, dir, id, &files)?;
+    // A sealed group whose plain history was removed is checked from its final snapshot.
+    let mut skipped = Vec::new();
+    let record = read_seal_record(&**be, dir, key, &mut skipped)?;
+    for (file, message) in skipped {
+        findings.push(Finding {
+            group: Some(id.clone()),
+            file,
+            offset: None,
+            code: Code::AuditInvalid,
+            message,
+            damage: true,
+        });
+    }
+    let from = plain_from(record.as_ref(), &files.segments);
+    let segments: Vec<u64> = files
+        .segments
+        .iter()
+        .copied()
+        .filter(|s| *s >= from)
+        .collect();
+    if let Some(r) = &record {
+        let state = match r {
+            SealRecord::Sealed(_) => {
+                let path = dir.join(mwp_core::audit::ARTIFACT_NAME);
+                let bytes = read_snapshot_file(&**be, &path)?;
+                if let Err(e) = mwp_core::audit::split_artifact(&bytes, key) {
+                    findings.push(finding(Some(id), &e, mwp_core::audit::ARTIFACT_NAME, true));
+                }
+                "sealed"
+            }
+            SealRecord::Expired(_) => "expired",
+        };
+        summary.sealed = Some(SealSummary {
+            seq: r.seq(),
+            state,
+            plain_removed: from > 1,
+        });
+    }
+    let base = if from > 1 {
+        let name = snapshot_name(from - 1);
+        Some(load_snapshot(&**be, &dir.join(&name), from - 1, id, key)?)
+    } else {
+        None
+    };
+    let (overlay, torn) = if from > 1 {
+        (Default::default(), None)
+    } else {
+        read_overlay(&**be, dir, id, &files)?
+    };
     findings.extend(torn.map(|t| torn_warning(id, t)));
 
     // Every snapshot, to compare against the state replayed from genesis at its seq.
@@ -186,9 +252,10 @@ fn check_group_inner(
         be,
         dir,
         id,
-        &files.segments,
+        &segments,
         &overlay,
-        None,
+        base,
+        from,
         false,
         &mut |event, state| {
             summary.events = event.seq;

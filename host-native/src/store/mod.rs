@@ -41,7 +41,7 @@ use format::{group_dir_name, group_from_dir_name, storage, GROUPS_DIR, KEY_NAME}
 use group::{lock, GroupLog};
 use mwp_core::audit::OrgPolicies;
 
-pub use fsck::{fsck, fsck_with, FsckReport};
+pub use fsck::{fsck, fsck_with, FsckReport, GroupSummary, SealSummary};
 
 /// How a [`FileStore`] behaves.
 #[derive(Debug, Clone)]
@@ -472,6 +472,79 @@ impl FileStore {
         let g = self.known(group)?;
         let state = g.state()?;
         Ok(g.write_snapshot(&state)?.seq)
+    }
+
+    /// The sealed audit artifact of a group (`audit.mwpa`, SPEC §6a), if it has one.
+    pub fn audit_artifact(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        self.known(group)?.audit_artifact()
+    }
+
+    /// Deletes every sealed artifact whose retention has passed at `now_ms`, each leaving a
+    /// tombstone signed by the authority (`audit.tombstone`); with `dry_run`, deletes nothing.
+    /// Returns the manifests of the artifacts deleted (or that would be), by group.
+    pub fn expire_audit(
+        &self,
+        now_ms: u64,
+        dry_run: bool,
+    ) -> Result<Vec<mwp_core::audit::Manifest>> {
+        let groups: Vec<Arc<GroupLog>> = self
+            .groups
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        let mut out = Vec::new();
+        for g in groups {
+            if let Some(m) = g.expire_audit(now_ms, dry_run)? {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes `events` (stored bytes, seq 1 first, already verified: a chain from genesis)
+    /// as the log of a group this store does not hold yet, then reopens the store, which
+    /// replays and checks it like any other (and, for an archived group, signs its final
+    /// snapshot with this store's key). What `mwp audit open --out DIR` restores into.
+    pub fn restore_group(self, events: &[Vec<u8>]) -> Result<FileStore> {
+        let first = events
+            .first()
+            .ok_or_else(|| Error::malformed("nothing to restore: no event"))?;
+        let genesis = mwp_core::Event::from_cbor_verified(first)?;
+        if self.group(&genesis.group).is_some() {
+            return Err(Error::new(
+                Code::AlreadyExists,
+                format!(
+                    "group {} is already in {}; restore into another directory",
+                    genesis.group,
+                    self.root.display()
+                ),
+            ));
+        }
+        let be = self.ctx.backend.clone();
+        let groups = self.root.join(GROUPS_DIR);
+        let name = group_dir_name(&genesis.group);
+        let building = groups.join(format!("{NEW_GROUP_PREFIX}{name}"));
+        create_dir(&*be, &building)?;
+        let mut data = mwp_core::log_format::FileHeader {
+            magic: mwp_core::log_format::SEGMENT_MAGIC,
+            first_seq: 1,
+            prev: Hash::ZERO,
+            group: genesis.group.clone(),
+        }
+        .encode()
+        .to_vec();
+        for (i, bytes) in events.iter().enumerate() {
+            mwp_core::log_format::encode_record(&mut data, i as u64 + 1, i as u64 + 1, bytes);
+        }
+        group::write_new_file(&self.ctx, &building, &format::segment_name(1), &data)?;
+        let dir = groups.join(&name);
+        be.rename(&building, &dir)
+            .map_err(io_err(format!("rename {}", building.display())))?;
+        be.sync_dir(&groups)
+            .map_err(io_err(format!("sync {}", groups.display())))?;
+        self.reopen()
     }
 
     /// Closes the store and opens the directory again, as a restart would.

@@ -616,5 +616,6 @@ fn verify(
         },
         dashboard: format!("{}/?group={group}", client.base()),
         planner: PlannerCheck::default(),
+        audit: None,
     })
 }

@@ -132,6 +132,21 @@ pub struct Summary {
     pub dashboard: String,
     /// What the planner did.
     pub planner: PlannerCheck,
+    /// The sealed audit log of the archived group (SPEC §6a).
+    pub audit: Option<AuditCheck>,
+}
+
+/// The archived group's sealed audit log, opened again with the demo org's identity.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditCheck {
+    /// The artifact.
+    pub artifact: PathBuf,
+    /// The demo org's identity file (mode 0600), beside the data.
+    pub identity: PathBuf,
+    /// Whether it opened with that identity, verified, and replayed to the group's state.
+    pub opened: bool,
+    /// The command that opens it.
+    pub command: String,
 }
 
 /// The planner's part: the graph grown from outcomes.
@@ -165,7 +180,10 @@ pub struct SnapshotCheck {
 impl Summary {
     /// Whether the run proved what it set out to.
     pub fn ok(&self) -> bool {
-        self.snapshot.verified && self.snapshot.replica_agrees && self.planner.fetch_expands == 1
+        self.snapshot.verified
+            && self.snapshot.replica_agrees
+            && self.planner.fetch_expands == 1
+            && self.audit.as_ref().is_some_and(|a| a.opened)
     }
 
     fn render(&self) -> String {
@@ -196,6 +214,7 @@ impl Summary {
              \x20 effects    {effects}\n\
              \x20 planner    {expansions}; {empty} empty disposition(s); fetch's outcome disposed of {fetch} time(s) after {restarts} planner crash(es)\n\
              \x20 snapshot   seq {seq}, state {hash}, signed by {signer}: {verdict}{agree}\n\
+             \x20 audit log  {audit}\n\
              dashboard: {dashboard}",
             group = self.group,
             events = self.events,
@@ -216,6 +235,14 @@ impl Summary {
                 "; a fresh replica of the log DISAGREES"
             },
             dashboard = self.dashboard,
+            audit = match &self.audit {
+                Some(a) if a.opened => format!(
+                    "sealed for the demo org and opened again: {}",
+                    a.command
+                ),
+                Some(a) => format!("sealed, but it did NOT open: {}", a.command),
+                None => "NOT sealed".to_owned(),
+            },
         )
     }
 }
@@ -229,6 +256,85 @@ fn private_dirs(dir: &std::path::Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// The demo org's identity file: `DATA/demo-org.key` (mode 0600), made on the first run.
+const DEMO_IDENTITY: &str = "demo-org.key";
+
+/// Reads or makes the demo org's identity and the policy that seals `acme`'s archived
+/// groups to it (the plain history kept, the artifact retained a year).
+fn demo_org_policy(data: &Path) -> Result<(PathBuf, mwp_core::audit::OrgPolicies), Failure> {
+    let path = data.join(DEMO_IDENTITY);
+    let unavailable = |e: std::io::Error| {
+        Failure::new(
+            EXIT_UNAVAILABLE,
+            format!("cannot write the demo org key {}: {e}", path.display()),
+        )
+    };
+    if !path.exists() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let (text, _) = mwp_audit::generate_identity();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(unavailable)?;
+        std::io::Write::write_all(&mut f, text.as_bytes()).map_err(unavailable)?;
+        f.sync_all().map_err(unavailable)?;
+    }
+    let bad = |m: String| Failure::new(crate::cli::EXIT_BAD_INPUT, m);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        bad(format!(
+            "cannot read the demo org key {}: {e}",
+            path.display()
+        ))
+    })?;
+    let ids = mwp_audit::parse_identities(&text)
+        .map_err(|e| bad(format!("{}: {}", path.display(), e.message)))?;
+    let mut policy = mwp_core::audit::OrgPolicies {
+        schema: mwp_core::audit::POLICY_SCHEMA.to_owned(),
+        ..Default::default()
+    };
+    policy.orgs.insert(
+        id("acme"),
+        mwp_core::audit::OrgPolicy {
+            recipients: ids.iter().map(mwp_audit::recipient_of).collect(),
+            retain_days: 365,
+            remove_plain: false,
+        },
+    );
+    Ok((path, policy))
+}
+
+/// Opens the archived group's sealed audit log again with the demo org's identity: it must
+/// verify and replay to the state the mission ended in.
+fn check_audit(
+    store: &FileStore,
+    data: &Path,
+    identity: &Path,
+    summary: &Summary,
+) -> Option<AuditCheck> {
+    let artifact = store.audit_artifact(&summary.group).ok()??;
+    let path = data
+        .join(crate::store::format::GROUPS_DIR)
+        .join(mwp_core::log_format::group_dir_name(&summary.group))
+        .join(mwp_core::audit::ARTIFACT_NAME);
+    let opened = std::fs::read_to_string(identity)
+        .ok()
+        .and_then(|t| mwp_audit::parse_identities(&t).ok())
+        .and_then(|ids| mwp_audit::open(&artifact, &ids, Some(&summary.snapshot.signer)).ok())
+        .is_some_and(|log| log.state_hash == summary.snapshot.state_hash);
+    Some(AuditCheck {
+        command: format!(
+            "mwp audit open {} --identity {}",
+            path.display(),
+            identity.display()
+        ),
+        artifact: path,
+        identity: identity.to_path_buf(),
+        opened,
+    })
+}
+
 /// Runs `mwp demo`.
 pub fn run(args: DemoArgs) -> Outcome {
     crate::cli::init_logging("warn");
@@ -238,16 +344,27 @@ pub fn run(args: DemoArgs) -> Outcome {
             format!("cannot create the demo folder {}: {e}", args.data.display()),
         )
     })?;
+    // The demo org's audit identity, beside the data: archived groups of `acme` are sealed
+    // to it (SPEC §6a).
+    let (identity, org_policy) = demo_org_policy(&args.data)?;
     // The durable file store in the demo's folder (its key in DATA/authority.key): `mwp serve
     // --data DIR` serves the demo's groups afterwards, and each run adds a group.
-    let service: Arc<dyn AuthorityService> = Arc::new(
-        FileStore::open(&args.data, StoreOptions::default()).map_err(|e| {
+    let store = Arc::new(
+        FileStore::open(
+            &args.data,
+            StoreOptions {
+                org_policy: Some(Arc::new(org_policy)),
+                ..StoreOptions::default()
+            },
+        )
+        .map_err(|e| {
             Failure::from_error(
                 &format!("cannot open the demo's data folder {}", args.data.display()),
                 &e,
             )
         })?,
     );
+    let service: Arc<dyn AuthorityService> = store.clone();
     let rt = crate::cli::runtime()?;
     let server = rt.block_on(async {
         match Server::bind(service.clone(), args.addr, ServerConfig::default()).await {
@@ -272,7 +389,10 @@ pub fn run(args: DemoArgs) -> Outcome {
         args.data.display()
     );
     let story = Story::new(STEPS);
-    let result = mission(&base, &args.data, &story);
+    let result = mission(&base, &args.data, &story).map(|mut summary| {
+        summary.audit = check_audit(&store, &args.data, &identity, &summary);
+        summary
+    });
     story.finish();
     let code = match result {
         Ok(summary) => {

@@ -25,7 +25,7 @@ impl GroupLog {
                 .unwrap_or(false)
                 .then_some(key)
         });
-        let (decision, wait_for, snapshot) = {
+        let (decision, wait_for, snapshot, seal) = {
             let mut core = lock(&self.core);
             self.ctx.check_sticky()?;
             let decided = match &verified {
@@ -33,11 +33,11 @@ impl GroupLog {
                 None => core.driver.handle_command(cmd, now_ms),
             };
             match decided {
-                Err(e) => (Err(e), core.state().seq, None),
-                Ok(Step::Rejected(r)) => (Ok(Decision::Rejected(r)), core.state().seq, None),
+                Err(e) => (Err(e), core.state().seq, None, None),
+                Ok(Step::Rejected(r)) => (Ok(Decision::Rejected(r)), core.state().seq, None, None),
                 Ok(Step::Duplicate(r)) => {
                     let seq = r.seq;
-                    (Ok(Decision::Duplicate(r)), seq, None)
+                    (Ok(Decision::Duplicate(r)), seq, None, None)
                 }
                 Ok(Step::Accepted(commit)) => {
                     // The driver applied the event; it must reach the log or the store
@@ -58,6 +58,7 @@ impl GroupLog {
                         event,
                         bytes,
                         snapshot,
+                        seal,
                         ..
                     } = commit;
                     core.pending.push(Staged {
@@ -66,7 +67,7 @@ impl GroupLog {
                         bytes,
                     });
                     let seq = event.seq;
-                    (Ok(Decision::Accepted(event)), seq, snapshot)
+                    (Ok(Decision::Accepted(event)), seq, snapshot, seal)
                 }
             }
         };
@@ -86,6 +87,11 @@ impl GroupLog {
                 } else {
                     self.fail_sticky(self.write_snapshot(due.state()))?;
                 }
+            }
+            // Archived under an Organization policy: seal once the final snapshot is
+            // durable, before the receipt is returned (SPEC §6a).
+            if let Some(policy) = &seal {
+                self.fail_sticky(self.seal(policy, now_ms))?;
             }
         }
         decision

@@ -40,11 +40,14 @@ mod commit;
 mod overlay;
 mod recover;
 mod replay;
+mod seal;
 mod snapshots;
 
 use recover::*;
+pub(crate) use recover::{read_snapshot_file, write_new_file};
 use replay::*;
 pub(crate) use replay::{read_overlay, replay, snapshot_ahead, GroupFiles, Torn};
+pub(crate) use seal::{plain_from, read_seal_record, SealRecord};
 pub(crate) use snapshots::load_snapshot;
 
 /// Largest number of record bytes one `events` call reads.
@@ -150,6 +153,8 @@ pub(crate) struct GroupLog {
     overlay: RwLock<Overlay>,
     erasing: Mutex<()>,
     snaps: Mutex<Option<SnapInfo>>,
+    /// The archival, once sealed (SPEC §6a).
+    sealed: Mutex<Option<seal::Sealed>>,
 }
 
 fn io_err(what: impl std::fmt::Display) -> impl FnOnce(std::io::Error) -> Error {
@@ -244,6 +249,7 @@ impl GroupLog {
             overlay: RwLock::new(Overlay::default()),
             erasing: Mutex::new(()),
             snaps: Mutex::new(None),
+            sealed: Mutex::new(None),
         };
         let group = Arc::new(group);
         if let Some(due) = &genesis_snapshot {
@@ -296,11 +302,33 @@ impl GroupLog {
         lock(&self.core).driver.next_wake()
     }
 
-    /// Events with seq > `after`, at most `limit`, durable ones only.
+    /// Events with seq > `after`, at most `limit`, durable ones only; `CURSOR_TOO_OLD` for a
+    /// cursor before the online window, or before the final snapshot of a group whose plain
+    /// history was removed when sealed.
     pub(crate) fn events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
         let head = self.durable();
         let policy = self.ctx.authority.policy();
         let mut latest = lock(&self.snaps).clone();
+        if let Some(sealed) = *lock(&self.sealed) {
+            if sealed.plain_removed {
+                let hash = latest
+                    .as_ref()
+                    .filter(|l| l.seq == sealed.seq)
+                    .map(|l| l.state_hash)
+                    .ok_or_else(|| {
+                        Error::corrupt(format!(
+                            "group {}: its plain history was removed but its final snapshot {} is not known",
+                            self.id, sealed.seq
+                        ))
+                    })?;
+                return match authority::Policy::check_replay_sealed(
+                    &self.id, after, sealed.seq, hash,
+                ) {
+                    authority::Replay::TooOld(e) => Err(e),
+                    _ => self.read_events(after, limit),
+                };
+            }
+        }
         loop {
             let known = latest.as_ref().map(|i| (i.seq, i.state_hash));
             match policy.check_replay(&self.id, after, head, known) {
@@ -309,6 +337,13 @@ impl GroupLog {
                 authority::Replay::TooOld(e) => return Err(e),
             }
         }
+        self.read_events(after, limit)
+    }
+
+    /// Events with seq > `after`, at most `limit`, durable ones only, from the log whatever
+    /// the online window.
+    pub(crate) fn read_events(&self, after: u64, limit: usize) -> Result<Vec<Event>> {
+        let head = self.durable();
         if after >= head || limit == 0 {
             // Nothing after the head; `after + 1` below must not wrap at u64::MAX.
             return Ok(Vec::new());

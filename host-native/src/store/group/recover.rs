@@ -27,6 +27,19 @@ impl GroupLog {
                 .map_err(io_err(format!("sync {}", dir.display())))?;
         }
         files.require_segments(&dir, &id)?;
+        let key = ctx.authority.public_key();
+
+        // A sealed group whose plain history was removed starts at its final snapshot
+        // (SPEC §6a): segments before the empty one after it are leftovers of an interrupted
+        // removal, which a writer finishes below.
+        let record = read_seal_record(&*be, &dir, Some(&key), &mut report.skipped_snapshots)?;
+        let plain_from = plain_from(record.as_ref(), &files.segments);
+        let segments: Vec<u64> = files
+            .segments
+            .iter()
+            .copied()
+            .filter(|s| *s >= plain_from)
+            .collect();
 
         // The overlay first: the segment scan needs to know which records are erased.
         let (overlay, torn) = read_overlay(&*be, &dir, &id, &files)?;
@@ -37,7 +50,6 @@ impl GroupLog {
 
         // The newest snapshot that verifies is the base; older ones are fallbacks.
         let mut base: Option<Snapshot> = None;
-        let key = ctx.authority.public_key();
         for seq in files.snapshots.iter().rev() {
             let path = dir.join(snapshot_name(*seq));
             match load_snapshot(&*be, &path, *seq, &id, Some(&key)) {
@@ -59,9 +71,10 @@ impl GroupLog {
             &be,
             &dir,
             &id,
-            &files.segments,
+            &segments,
             &overlay,
             base,
+            plain_from,
             !ctx.read_only,
             &mut |_, _| Ok(()),
         )?;
@@ -116,12 +129,18 @@ impl GroupLog {
             overlay: RwLock::new(overlay),
             erasing: Mutex::new(()),
             snaps: Mutex::new(snap_info),
+            sealed: Mutex::new(record.as_ref().map(|r| seal::Sealed {
+                seq: r.seq(),
+                plain_removed: plain_from > 1,
+            })),
         });
         if group.ctx.read_only {
             // Repairs are the writer's: a read-only open changes nothing.
             return Ok(group);
         }
-        // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
+        // Finish what a crash interrupted: erasures, then the final snapshot of an archive,
+        // then its seal and the removal of its plain history.
+        let redacted = if plain_from > 1 { Vec::new() } else { redacted };
         for seq in redacted.into_iter().chain(pending_zero) {
             let known = read(&group.overlay).entries.contains_key(&seq);
             if !known || group.needs_zeroing(seq)? {
@@ -137,6 +156,26 @@ impl GroupLog {
             report
                 .repaired
                 .push(format!("wrote the final snapshot at seq {head}"));
+        }
+        let due = lock(&group.core).driver.seal_due().cloned();
+        let removal = match &record {
+            Some(SealRecord::Sealed(m)) => m.remove_plain && m.seq == head,
+            Some(SealRecord::Expired(t)) => plain_from > 1 && t.seq == head,
+            None => false,
+        };
+        let leftovers = files.segments.iter().any(|s| *s < plain_from)
+            || (plain_from > 1 && (files.overlay || files.snapshots.iter().any(|s| *s < head)));
+        if record.is_none() {
+            if let Some(policy) = due {
+                if let Some(did) = group.seal(&policy, now_ms())? {
+                    report.repaired.push(did);
+                }
+            }
+        } else if removal && (plain_from == 1 || leftovers) {
+            group.remove_plain(head)?;
+            report.repaired.push(format!(
+                "removed the plain history below the sealed seq {head}"
+            ));
         }
         Ok(group)
     }
@@ -201,4 +240,11 @@ pub(crate) fn read_snapshot_file(be: &dyn Backend, path: &Path) -> Result<Vec<u8
     file.read_at(0, &mut buf)
         .map_err(io_err(format!("read {}", path.display())))?;
     Ok(buf)
+}
+
+/// The time a seal that an open finishes is made at.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -154,6 +154,7 @@ pub(crate) fn replay(
     segments: &[u64],
     overlay: &Overlay,
     base: Option<Snapshot>,
+    plain_from: u64,
     trim: bool,
     on_event: &mut dyn FnMut(&Event, &GroupState) -> Result<()>,
 ) -> Result<(Option<GroupState>, Scanned)> {
@@ -163,8 +164,11 @@ pub(crate) fn replay(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(8);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<Batch>();
     let scanned: Result<Scanned> = std::thread::scope(|scope| {
-        let worker = scope
-            .spawn(|| scan_segments(be, dir, id, segments, overlay, base_seq, trim, tx, done_rx));
+        let worker = scope.spawn(|| {
+            scan_segments(
+                be, dir, id, segments, overlay, base_seq, plain_from, trim, tx, done_rx,
+            )
+        });
         let mut applied: Result<()> = Ok(());
         for batch in rx.iter() {
             for (name, offset, item) in &batch.items {
@@ -364,6 +368,7 @@ pub(super) fn scan_segments(
     seg_seqs: &[u64],
     overlay: &Overlay,
     from_seq: u64,
+    plain_from: u64,
     trim_torn: bool,
     tx: std::sync::mpsc::SyncSender<Batch>,
     done: std::sync::mpsc::Receiver<Batch>,
@@ -372,7 +377,8 @@ pub(super) fn scan_segments(
     let mut pending_zero: Vec<u64> = Vec::new();
     let mut torn = Vec::new();
     let mut reserved = 0;
-    let mut next_seq = 1u64;
+    // 1, or the seq after the final snapshot of a sealed group whose plain history was removed.
+    let mut next_seq = plain_from;
     let erased = |seq: u64| overlay.entries.get(&seq).map(|e| e.orig);
     let mut replay = Replay::new(overlay, dir);
     let mut batch = Batch::new(0);
