@@ -803,6 +803,66 @@ export interface FileStoreOptions {
    * to their last complete record; commands are refused with `STORAGE`.
    */
   readOnly?: boolean;
+  /**
+   * The operator's Organization policy file (`mwp.org-policy.v1`), as its JSON text or parsed
+   * object (default none: nothing is sealed). A group of an org it names is sealed when
+   * archived (SPEC §6a): `audit.mwpa` in its directory, the stored events and the final
+   * snapshot encrypted to the org's recipients, with a manifest signed by the authority; if the
+   * policy says `remove_plain`, the plain history is then removed (the final snapshot stays,
+   * and reads of events before it are `CURSOR_TOO_OLD`). Errors: `MALFORMED` at open.
+   */
+  orgPolicy?: string | OrgPolicies | null;
+}
+
+/** One Organization's archival policy (SPEC §6a). */
+export interface OrgPolicy {
+  /** The Organization's age X25519 public keys (`age1…`). */
+  recipients: string[];
+  /** Days a sealed artifact is kept before `mwp audit expire` may delete it. */
+  retain_days: number;
+  /** Whether the plain history is removed once the sealed artifact is durable. */
+  remove_plain: boolean;
+}
+
+/** The Organization policy file (`--org-policy`). */
+export interface OrgPolicies {
+  schema: "mwp.org-policy.v1";
+  orgs: Record<Id, OrgPolicy>;
+}
+
+/** The manifest of a sealed audit log, signed by the authority (in the clear in `audit.mwpa`). */
+export interface AuditManifest {
+  schema: "mwp.audit-manifest.v1";
+  org: Id;
+  group: Id;
+  /** The final seq: the sealed log holds events `1..=seq`. */
+  seq: number;
+  /** Id of event `seq`. */
+  id: Hex;
+  /** SHA-256 of the final snapshot's stored bytes. */
+  snapshot: Hex;
+  state_hash: Hex;
+  /** SHA-256 and length of the ciphertext. */
+  ciphertext: Hex;
+  ciphertext_len: number;
+  recipients: string[];
+  sealed_at: number;
+  retain_until: number;
+  remove_plain: boolean;
+  /** The authority key that signed it. */
+  authority: Hex;
+  sig: Hex;
+}
+
+/** A sealed audit log, opened and verified (`openAudit`). */
+export interface AuditLog {
+  manifest: AuditManifest;
+  /** Every event's stored bytes (canonical CBOR; redacted events as stored), seq 1 first. */
+  events: Uint8Array[];
+  /** The final snapshot's stored bytes. */
+  snapshot: Uint8Array;
+  /** The state hash the events reach (the final snapshot's). */
+  stateHash: Hex;
 }
 
 /** What opening a data directory (and its groups) found and did. */
@@ -811,7 +871,7 @@ export interface FileStoreReport {
   trimmed: { file: string; offset: number; bytes: number }[];
   /** Snapshots that did not verify and were passed over. */
   skippedSnapshots: { file: string; reason: string }[];
-  /** Work a crash had interrupted and the open finished (erasures, final snapshots). */
+  /** Work a crash had interrupted and the open finished (erasures, final snapshots, seals, removals of sealed history). */
   repaired: string[];
   /** Group directories that held no complete group (an interrupted creation), removed. */
   removed: string[];
@@ -840,6 +900,10 @@ export class FileGroup {
   snapshotNow(): Promise<number>;
   /** Sends the authority's `tick` (expires due leases); `undefined` if none is due or archived. */
   tick(nowMs?: number): Promise<Decision | undefined>;
+  /** The checked manifest of the group's sealed audit log (`audit.mwpa`), or `undefined`. */
+  auditManifest(): Promise<AuditManifest | undefined>;
+  /** Whether the plain history was removed after sealing (events before the final snapshot are `CURSOR_TOO_OLD`). */
+  readonly historyRemoved: boolean;
 }
 
 /** Node and Deno only: a data directory in the native file store's format (docs/format.md). */
@@ -861,6 +925,8 @@ export class FileStore {
   stateHash(group: Id): Promise<Hex>;
   state(group: Id): Promise<GroupState | null>;
   tick(group: Id, nowMs?: number): Promise<Decision | undefined>;
+  /** The checked manifest of a group's sealed audit log, or `undefined`. */
+  auditManifest(group: Id): Promise<AuditManifest | undefined>;
   /** Waits for pending writes and closes every file. */
   close(): Promise<void>;
 }
@@ -873,3 +939,17 @@ export function crc32c(bytes: Uint8Array, crc?: number): number;
 export function groupDirName(group: Id): string;
 /** The group a directory name stands for, or `null`. */
 export function groupFromDirName(name: string): Id | null;
+/**
+ * Node and Deno only (`src/file-store.js`): a new Organization key pair for an `orgPolicy`:
+ * the identity file's text (`AGE-SECRET-KEY-1…`) and its recipient (`age1…`).
+ */
+export function generateAuditIdentity(): { identity: string; recipient: string };
+/**
+ * Node and Deno only (`src/file-store.js`): opens a sealed artifact with an identity file's
+ * text, checking the manifest (under `trustedKey` when given), the ciphertext, the chain and
+ * the final snapshot. Errors: `StoreError` `AUDIT_INVALID` with `details.check`
+ * (`identity` when no identity given opens it, `layout`, `signature`, `ciphertext`, …).
+ */
+export function openAudit(artifact: Uint8Array, identity: string, trustedKey?: Hex): AuditLog;
+/** Node and Deno only (`src/file-store.js`): the checked manifest of a sealed artifact; no key needed. */
+export function auditManifest(artifact: Uint8Array, trustedKey?: Hex): AuditManifest;

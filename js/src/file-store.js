@@ -29,6 +29,17 @@ export const crc32c = (bytes, crc = 0) => w.crc32c(bytes, crc);
 export const groupDirName = (group) => w.groupDirName(group);
 /** The group ID a directory name stands for, or `null` if `groupDirName` would not make it. */
 export const groupFromDirName = (name) => w.groupFromDirName(name) ?? null;
+/** A new Organization key pair for an `orgPolicy`: `{identity, recipient}` (the identity file's text, and the `age1…` recipient). */
+export const generateAuditIdentity = () => guardStore(() => w.generateAuditIdentity());
+/**
+ * Opens a sealed artifact (`audit.mwpa`) with an identity file's text (`mwp_audit::open`),
+ * checking its manifest under `trustedKey` (hex) when given, the ciphertext, the chain and the
+ * final snapshot: `{manifest, events: Uint8Array[] (stored bytes, seq 1 first), snapshot, stateHash}`.
+ * `AUDIT_INVALID` naming the `check` otherwise (`identity`: no identity given opens it).
+ */
+export const openAudit = (artifact, identity, trustedKey) => guardStore(() => w.openAudit(artifact, identity, trustedKey));
+/** The checked manifest of a sealed artifact (`AUDIT_INVALID` naming the `check` otherwise); no key needed. */
+export const auditManifest = (artifact, trustedKey) => guardStore(() => w.auditManifest(artifact, trustedKey));
 
 // Sizes and names of the layout (docs/format.md; core/src/log_format defines them).
 const FILE_HEADER_LEN = 192;
@@ -42,7 +53,10 @@ const ERASURE = ["none", "pending", "done"];
 
 /** Largest number of record bytes one `events` call reads (as the native store). */
 const MAX_READ_BYTES = 8 << 20;
-const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2, readOnly: false };
+const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2, readOnly: false, orgPolicy: null };
+/** A group's sealed audit log and the tombstone its expiry leaves (docs/format.md, "Sealed audit log"). */
+const ARTIFACT_NAME = "audit.mwpa";
+const TOMBSTONE_NAME = "audit.tombstone";
 /** Prefix of a group directory being created (docs/format.md, "Creating a group"). */
 const NEW_GROUP_PREFIX = ".new-";
 
@@ -137,6 +151,16 @@ export async function syncDir(dir) {
       await h.close();
     }
   });
+}
+
+/** A whole file's bytes, or `null` if it does not exist. */
+async function readIfExists(path) {
+  try {
+    return new Uint8Array(await fsp.readFile(path));
+  } catch (e) {
+    if (e?.code === "ENOENT") return null;
+    throw storage(`read ${path}`, e);
+  }
 }
 
 async function exists(path) {
@@ -243,9 +267,14 @@ export class FileGroup {
   #snap;
   #erasing = new Queue();
   #snapshots = new Queue();
+  /**
+   * `{seq, stateHash}` of the final snapshot once the plain history is removed (SPEC §6a):
+   * reads before it are `CURSOR_TOO_OLD`; `null` while the log is whole.
+   */
+  #removed = null;
 
   /** @internal use `FileStore.openGroup`. */
-  constructor(store, id, dir, sg, segments, overlay, snap) {
+  constructor(store, id, dir, sg, segments, overlay, snap, removed = null) {
     this.#store = store;
     /** The group's ID. */
     this.id = id;
@@ -257,6 +286,7 @@ export class FileGroup {
     this.#durable = sg.seq;
     this.#durableId = sg.head;
     this.#snap = snap;
+    this.#removed = removed;
   }
 
   /** Seq of the last durable event. */
@@ -320,6 +350,7 @@ export class FileGroup {
     const results = [];
     const after = [];
     let snapshot = null;
+    let seal = null;
     for (const command of list) {
       // The core's authority driver decides, and says what to persist after the event.
       let step;
@@ -335,12 +366,15 @@ export class FileGroup {
         this.#pending.push({ seq: d.event.seq, id: d.event.id, bytes: d.eventCbor });
         if (step.erase !== undefined) after.push(step.erase);
         if (step.snapshot !== undefined) snapshot = step.snapshot;
+        if (step.seal !== undefined) seal = step.seal;
       }
       results.push(d);
     }
     await this.#waitDurable(this.#sg.seq);
     for (const seq of after) await this.#sticky(() => this.#erase(seq));
     if (snapshot) await this.#sticky(() => this.#writeSnapshot(snapshot));
+    // Archived under an org policy: seal once the event and the final snapshot are durable.
+    if (seal) await this.#sticky(() => this.#seal(seal, at));
     return results;
   }
 
@@ -469,6 +503,11 @@ export class FileGroup {
    * from the last seq returned to read on.
    */
   async eventFrames(after = 0, limit = Number.MAX_SAFE_INTEGER) {
+    if (this.#removed !== null) {
+      // The plain history is sealed and removed: the core decides what is still served.
+      const { seq, stateHash } = this.#removed;
+      guardStore(() => w.auditReplay(after, seq, stateHash, this.id));
+    }
     const last = Math.min(this.#durable, after + limit);
     const items = [];
     let seq = after + 1;
@@ -613,6 +652,161 @@ export class FileGroup {
     }
   }
 
+  /**
+   * The manifest (JSON form) of the group's sealed audit log, checked under the store's key
+   * (`w.auditManifest`), or `undefined` when there is none.
+   */
+  async auditManifest() {
+    const bytes = await readIfExists(join(this.dir, ARTIFACT_NAME));
+    return bytes === null ? undefined : guardStore(() => w.auditManifest(bytes, this.#store.authorityKey));
+  }
+
+  /** Whether the plain history was removed after sealing (only the final snapshot and the artifact remain). */
+  get historyRemoved() {
+    return this.#removed !== null;
+  }
+
+  /**
+   * Seals the audit log of the archived group under `policy` (SPEC §6a) at `sealedAt`: every
+   * stored event in seq order (redacted ones as stored) and the final snapshot, through the
+   * wasm module's `AuditSealer` (mwp-audit), into `audit.mwpa` by the new-file protocol.
+   * An artifact already there whose manifest verifies under the store key at the final seq
+   * is kept as is. Then, if its manifest says `remove_plain`, removes the plain history.
+   */
+  async #seal(policy, sealedAt) {
+    return this.#snapshots.run(async () => {
+      const finalSeq = this.#durable;
+      let manifest = await this.#validArtifact(finalSeq);
+      if (manifest === undefined) {
+        if (this.#removed !== null) throw new StoreError("LOG_CORRUPT", `group ${this.id}: its plain history is removed and ${ARTIFACT_NAME} does not verify`);
+        manifest = await this.#writeArtifact(policy, finalSeq, sealedAt);
+      }
+      if (manifest.remove_plain) await this.#removePlain(manifest);
+    });
+  }
+
+  /** The manifest of `audit.mwpa` if it verifies under the store key at `seq` for this group, else `undefined`. */
+  async #validArtifact(seq) {
+    const bytes = await readIfExists(join(this.dir, ARTIFACT_NAME));
+    if (bytes === null) return undefined;
+    try {
+      const m = w.auditManifest(bytes, this.#store.authorityKey);
+      return m.group === this.id && m.seq === seq ? m : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Streams the artifact into `audit.mwpa.tmp`, syncs it and renames it into place; resolves to its manifest. */
+  async #writeArtifact(policy, finalSeq, sealedAt) {
+    const snapPath = join(this.dir, w.snapshotName(finalSeq));
+    const stored = new Uint8Array(await io(`read ${snapPath}`, () => fsp.readFile(snapPath)));
+    const { payload } = guardStore(() => w.decodeSnapshotFile(stored));
+    const tmp = join(this.dir, `${ARTIFACT_NAME}.tmp`);
+    const sealer = guardStore(() => new w.AuditSealer(policy));
+    const file = await File.create(tmp);
+    try {
+      let at = 0;
+      const append = async (chunk) => {
+        if (chunk.length === 0) return;
+        await file.writeAt(at, chunk);
+        at += chunk.length;
+      };
+      await append(sealer.take());
+      // Every stored event, seq 1 first, a page (at most 8 MiB) at a time.
+      for (let after = 0; after < finalSeq;) {
+        const frames = await this.eventFrames(after, finalSeq - after);
+        const view = new DataView(frames.buffer, frames.byteOffset, frames.byteLength);
+        let i = 0;
+        while (i < frames.length) {
+          const len = view.getUint32(i, true);
+          await append(guardStore(() => sealer.event(frames.subarray(i + 4, i + 4 + len))));
+          i += 4 + len;
+          after += 1;
+        }
+      }
+      const { bytes, manifest } = guardStore(() => sealer.finish(payload, sealedAt, this.#store._secretKey));
+      await append(bytes);
+      await file.datasync();
+      await file.close();
+      await io(`rename ${tmp}`, () => fsp.rename(tmp, join(this.dir, ARTIFACT_NAME)));
+      await syncDir(this.dir);
+      return manifest;
+    } catch (e) {
+      await file.close();
+      throw e;
+    } finally {
+      sealer.free();
+    }
+  }
+
+  /**
+   * Removes the plain history once the artifact of `manifest` (final seq N) is durable: a new,
+   * empty segment for seq N+1 (header only, prev = the head id) by the new-file protocol —
+   * the durable record that removal began — then every older segment, the redaction
+   * overlay and every snapshot but the final one; fsync of the directory. Idempotent: an
+   * open finishes an interrupted removal with it. Resolves to whether anything was done.
+   */
+  async #removePlain(manifest) {
+    const seq = manifest.seq;
+    const next = seq + 1;
+    let did = false;
+    let last = this.#segments[this.#segments.length - 1];
+    if (last === undefined || last.firstSeq !== next) {
+      const name = w.segmentName(next);
+      const header = guardStore(() => w.encodeFileHeader("segment", next, manifest.id, this.id));
+      const file = await writeNewFile(this.dir, name, header);
+      last = { firstSeq: next, name, file, offsets: [], end: FILE_HEADER_LEN, alloc: FILE_HEADER_LEN };
+      did = true;
+    }
+    for (const s of this.#segments) if (s !== last) await s.file.close();
+    this.#segments = [last];
+    if (this.#overlay.file !== null) await this.#overlay.file.close();
+    this.#overlay = { file: null, end: 0, entries: new Map() };
+    const names = await io(`list ${this.dir}`, () => fsp.readdir(this.dir));
+    const stale = names.filter((n) => {
+      const segSeq = w.parseNumbered(n, "seg");
+      if (segSeq !== undefined) return segSeq < next;
+      const snapSeq = w.parseNumbered(n, "snap");
+      if (snapSeq !== undefined) return snapSeq !== seq;
+      return n === OVERLAY_NAME;
+    });
+    for (const n of stale.sort()) await io(`remove ${join(this.dir, n)}`, () => fsp.unlink(join(this.dir, n)));
+    if (stale.length > 0 || did) await syncDir(this.dir);
+    this.#removed = { seq, stateHash: this.#sg.stateHash() };
+    this.#snap = { seq };
+    return did || stale.length > 0;
+  }
+
+  /** @internal On open (the writer's): finishes an interrupted removal of the plain history. */
+  async _removePlain(manifest) {
+    return this.#snapshots.run(() => this.#removePlain(manifest));
+  }
+
+  /**
+   * @internal On open (the writer's), for an archived group: finishes what a crash
+   * interrupted after the archive: seals when a seal is due (`StoreGroup.sealDue`) and
+   * neither a valid artifact nor a tombstone (an expired artifact) exists at the final seq,
+   * and removes the plain history when the artifact's manifest asks for it. `manifest`,
+   * `tombstone`: what the open found (checked under the store key), or `null`.
+   */
+  async _sealIfDue(report, manifest, tombstone) {
+    if (!this.#sg.archived) return;
+    const finalSeq = this.#durable;
+    const policy = this.#sg.sealDue;
+    await this.#snapshots.run(async () => {
+      let m = manifest?.seq === finalSeq ? manifest : undefined;
+      if (m === undefined) {
+        if (policy === undefined || tombstone?.seq === finalSeq) return;
+        m = await this.#writeArtifact(policy, finalSeq, Date.now());
+        report.repaired.push(`sealed the audit log of ${this.id} at seq ${finalSeq}`);
+      }
+      if (m.remove_plain && (await this.#removePlain(m))) {
+        report.repaired.push(`removed the plain history of ${this.id} up to seq ${finalSeq}`);
+      }
+    });
+  }
+
   /** Waits for pending writes, then closes the group's files. */
   async close() {
     if (this.#flushing !== null) await this.#flushing;
@@ -641,7 +835,7 @@ export class FileStore {
     /** The data directory. */
     this.root = root;
     this.#secret = secret;
-    /** Options in effect: `{segmentBytes, reserveBytes, snapshotEvery, snapshotsKept}`. */
+    /** Options in effect: `{segmentBytes, reserveBytes, snapshotEvery, snapshotsKept, readOnly, orgPolicy}` (`orgPolicy`: the policy file's JSON text, or `null`). */
     this.options = options;
     /** What opening found and did: `{trimmed, skippedSnapshots, repaired, removed}`. */
     this.report = { trimmed: [], skippedSnapshots: [], repaired: [], removed: [] };
@@ -656,7 +850,7 @@ export class FileStore {
 
   /** @internal A group not open yet, under the core's authority driver with this store's key and cadence; with `group`, a log replayed into it must be that group's. */
   _newStoreGroup(group) {
-    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined, group);
+    return new w.StoreGroup(this.#secret, this.options.snapshotEvery ?? undefined, group, this.options.orgPolicy ?? undefined);
   }
 
   /** @internal */
@@ -808,6 +1002,11 @@ export class FileStore {
     return g?.receipt(actor, action);
   }
 
+  /** The manifest (JSON form) of a group's sealed audit log, checked under the store key, or `undefined`. */
+  async auditManifest(group) {
+    return (await this.#known(group)).auditManifest();
+  }
+
   /** Hash (hex) of a group's durable state. */
   async stateHash(group) {
     return (await this.#known(group)).stateHash();
@@ -922,7 +1121,7 @@ async function openGroupDir(store, id, dir, report) {
   }
   names = names.filter((n) => !n.endsWith(".tmp"));
   const numbered = (ext) => names.map((n) => w.parseNumbered(n, ext)).filter((s) => s !== undefined).sort((a, b) => a - b);
-  const segSeqs = numbered("seg");
+  let segSeqs = numbered("seg");
   if (segSeqs.length === 0) {
     // A group directory is renamed into place holding its first segment: events are missing.
     const what = numbered("snap").length > 0 || names.includes(OVERLAY_NAME)
@@ -930,12 +1129,26 @@ async function openGroupDir(store, id, dir, report) {
       : "holds no log segment";
     throw new StoreError("LOG_CORRUPT", `${dir}: group ${id} ${what}: its acknowledged events are missing`, { file: dir });
   }
-  const snapSeqs = numbered("snap");
+  let snapSeqs = numbered("snap");
+  // A sealed group (SPEC §6a): the manifest of its artifact (or the tombstone an expired one
+  // left), checked under the store key. When the log holds the empty segment N+1 written
+  // once the artifact of final seq N was durable, the plain history is removed (or being
+  // removed): the final snapshot N is the base, older segments and the overlay are ignored
+  // (and removed by the writer).
+  const manifest = names.includes(ARTIFACT_NAME) ? await sealedRecord(store, id, join(dir, ARTIFACT_NAME), w.auditManifest) : null;
+  const tombstone = names.includes(TOMBSTONE_NAME) ? await sealedRecord(store, id, join(dir, TOMBSTONE_NAME), w.auditTombstone) : null;
+  let sealed = null;
+  if (manifest?.remove_plain && segSeqs.includes(manifest.seq + 1)) sealed = { seq: manifest.seq, id: manifest.id, snapshot: manifest.snapshot, remove_plain: true };
+  else if (tombstone !== null && segSeqs.includes(tombstone.seq + 1)) sealed = { seq: tombstone.seq, remove_plain: true };
+  if (sealed !== null) {
+    segSeqs = segSeqs.filter((s) => s > sealed.seq);
+    snapSeqs = snapSeqs.filter((s) => s === sealed.seq);
+  }
   const opened = [];
   try {
     // The overlay first: the segment scan needs to know which records are erased.
     const overlay = { file: null, end: 0, entries: new Map() };
-    if (names.includes(OVERLAY_NAME)) {
+    if (sealed === null && names.includes(OVERLAY_NAME)) {
       const path = join(dir, OVERLAY_NAME);
       const file = await File.open(path);
       opened.push(file);
@@ -963,7 +1176,10 @@ async function openGroupDir(store, id, dir, report) {
       try {
         const bytes = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
         const { seq: frameSeq, payload } = w.decodeSnapshotFile(bytes);
-        const candidate = w.StoreGroup.fromSnapshot(payload, store._secretKey, id, store.options.snapshotEvery ?? undefined);
+        if (sealed?.snapshot !== undefined && w.sha256(payload) !== sealed.snapshot) {
+          throw new Error(`is not the final snapshot the manifest of ${ARTIFACT_NAME} names`);
+        }
+        const candidate = w.StoreGroup.fromSnapshot(payload, store._secretKey, id, store.options.snapshotEvery ?? undefined, store.options.orgPolicy ?? undefined);
         if (frameSeq !== seq || candidate.seq !== seq) {
           candidate.free();
           throw new Error(`holds seq ${candidate.seq}, its name says ${seq}`);
@@ -975,14 +1191,21 @@ async function openGroupDir(store, id, dir, report) {
         report.skippedSnapshots.push({ file: path, reason: e?.message ?? String(e) });
       }
     }
+    if (sealed !== null && snap === null) {
+      throw new StoreError(
+        "LOG_CORRUPT",
+        `group ${id}: its plain history was removed after sealing at seq ${sealed.seq}, but its final snapshot ${w.snapshotName(sealed.seq)} does not verify`,
+        { file: join(dir, w.snapshotName(sealed.seq)) },
+      );
+    }
     const baseSeq = snap?.seq ?? 0;
     const chainHead = sg?.head;
     if (sg === null) sg = store._newStoreGroup(id);
 
     const segments = [];
     const pendingZero = [];
-    let lastId = ZERO_ID;
-    let nextSeq = 1;
+    let lastId = sealed === null ? ZERO_ID : chainHead;
+    let nextSeq = sealed === null ? 1 : sealed.seq + 1;
     for (let i = 0; i < segSeqs.length; i++) {
       const firstSeq = segSeqs[i];
       const name = w.segmentName(firstSeq);
@@ -1071,10 +1294,19 @@ async function openGroupDir(store, id, dir, report) {
       );
     }
     if (sg.seq === 0) throw new StoreError("LOG_CORRUPT", `group ${id}: the log holds no event`);
-    const g = new FileGroup(store, id, dir, sg, segments, overlay, snap);
+    const removed = sealed === null ? null : { seq: sealed.seq, stateHash: sg.stateHash() };
+    const g = new FileGroup(store, id, dir, sg, segments, overlay, snap, removed);
     // Repairs are the writer's: a read-only open changes nothing.
     if (readOnly) return g;
-    // Finish what a crash interrupted: erasures, then the final snapshot of an archive.
+    if (sealed !== null) {
+      // Finish an interrupted removal of the plain history (older segments, overlay, snapshots).
+      if (await g._removePlain({ seq: sealed.seq, id: chainHead, remove_plain: true })) {
+        report.repaired.push(`removed the plain history of ${id} up to seq ${sealed.seq}`);
+      }
+      return g;
+    }
+    // Finish what a crash interrupted: erasures, the final snapshot of an archive, then its
+    // seal and the removal of the plain history its manifest asks for.
     for (const seq of new Set([...sg.redacted, ...pendingZero])) {
       if (!overlay.entries.has(seq) || (await g._needsZeroing(seq))) {
         await g._erase(seq);
@@ -1082,10 +1314,27 @@ async function openGroupDir(store, id, dir, report) {
       }
     }
     await g._writeSnapshotIfMissing(report);
+    await g._sealIfDue(report, manifest, tombstone);
     return g;
   } catch (e) {
     for (const f of opened) await f.close();
     throw toMwpError(e);
+  }
+}
+
+/**
+ * The manifest of a group's artifact (`check`: `w.auditManifest`) or its tombstone
+ * (`w.auditTombstone`) if it verifies under the store key and names group `id`, else `null`
+ * (an artifact that does not verify is sealed again by the writer while the log is whole).
+ */
+async function sealedRecord(store, id, path, check) {
+  const bytes = await readIfExists(path);
+  if (bytes === null) return null;
+  try {
+    const m = check(bytes, store.authorityKey);
+    return m.group === id ? m : null;
+  } catch {
+    return null;
   }
 }
 
@@ -1140,7 +1389,12 @@ async function loadOrCreateKey(root, given) {
  * on archive), `snapshotsKept` (default 2), `authorityKey` (secret key seed, hex; default:
  * the one in `authority.key`, generated on first open), `readOnly` (default false: take the
  * directory's writer lock, refusing with `STORAGE` one another writer holds; true: no lock,
- * nothing written, the log read to its last complete record; commands refused).
+ * nothing written, the log read to its last complete record; commands refused), `orgPolicy`
+ * (the Organization policy file, `mwp.org-policy.v1`, as its JSON text or parsed object;
+ * default none: nothing is sealed): a group of an org it names is sealed when archived —
+ * `audit.mwpa` in its directory, encrypted to the org's recipients — and, if the policy says
+ * `remove_plain`, its plain history is then removed (the final snapshot stays; reads before
+ * it are `CURSOR_TOO_OLD`).
  */
 export async function openFileStore(dir, options = {}) {
   const opts = { ...DEFAULTS };
@@ -1157,6 +1411,15 @@ export async function openFileStore(dir, options = {}) {
   count("snapshotsKept", 1);
   opts.reserveBytes = Math.min(opts.reserveBytes, opts.segmentBytes);
   if (typeof opts.readOnly !== "boolean") throw new StoreError("MALFORMED", "openFileStore: `readOnly` must be a boolean");
+  if (opts.orgPolicy !== null) {
+    if (typeof opts.orgPolicy === "object") opts.orgPolicy = JSON.stringify(opts.orgPolicy);
+    if (typeof opts.orgPolicy !== "string") {
+      throw new StoreError("MALFORMED", "openFileStore: `orgPolicy` must be the policy file's JSON text or its parsed object");
+    }
+    // mwp_audit::load_policy, through the wasm module: a policy that does not parse refuses the open.
+    const text = opts.orgPolicy;
+    guardStore(() => w.parseOrgPolicy(text));
+  }
   if (opts.readOnly) {
     // No lock, nothing created, trimmed, renamed or removed: safe beside a live writer.
     try {

@@ -5,7 +5,8 @@
 //! `Error` whose `name` says which export failed and whose `code` is the spec's), the agent
 //! driver ([`agent`]), the IndexedDB stores for browsers ([`idb_store`], [`idb_agent`]), and
 //! the state-only group the Node/Deno file store drives ([`store_group`]) and the file store's
-//! byte layout it frames and scans its files with ([`log_format`]).
+//! byte layout it frames and scans its files with ([`log_format`]), and the sealing of an
+//! archived group's audit log with the `mwp-audit` crate ([`audit`]).
 //!
 //! What crosses the boundary, and how:
 //! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
@@ -13,12 +14,14 @@
 //! * data a caller reads or writes by hand — commands, receipts, decoded events, the state —
 //!   crosses as plain JS objects in the spec's JSON form (`serde-wasm-bindgen`).
 //!
-//! Like the core, nothing here reads a clock or draws randomness: `nowMs` is an argument of
-//! every call that needs the time.
+//! Like the core, nothing here reads a clock: `nowMs` is an argument of every call that needs
+//! the time. The only randomness is the audit encryption's ([`audit`], age's file and
+//! ephemeral keys, from `crypto.getRandomValues`).
 #![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod agent_journal;
+pub mod audit;
 pub mod authority;
 pub mod codec;
 pub mod error;
@@ -34,6 +37,7 @@ pub mod transcript;
 pub mod vectors;
 
 pub use agent::{Agent, AgentImage};
+pub use audit::AuditSealer;
 pub use authority::Authority;
 pub use head::StaticReader;
 pub use replica::Replica;

@@ -28,14 +28,25 @@ pub struct StoreGroup {
 }
 
 /// The driver's key and policy: signing with `secret_key` (hex seed), a signed snapshot after
-/// every `snapshot_every` events (`None`: only after `group_archived`).
-fn config(secret_key: &str, snapshot_every: Option<f64>) -> Result<Arc<Config>, Error> {
+/// every `snapshot_every` events (`None`: only after `group_archived`), and the
+/// Organizations' archival policies from the text of the operator's policy file
+/// (`mwp_audit::load_policy`; `None`: no group is sealed).
+fn config(
+    secret_key: &str,
+    snapshot_every: Option<f64>,
+    org_policy: Option<String>,
+) -> Result<Arc<Config>, Error> {
     let snapshot_every = match snapshot_every {
         Some(n) => Some(uint(n, "snapshotEvery")?),
         None => None,
     };
+    let audit = match org_policy {
+        Some(text) => Some(Arc::new(mwp_audit::load_policy(&text)?)),
+        None => None,
+    };
     let policy = Policy {
         snapshot_every,
+        audit,
         ..Policy::default()
     };
     Ok(Config::new(parse_secret_key(secret_key)?, policy))
@@ -57,34 +68,38 @@ impl StoreGroup {
     /// and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
     /// accepted command must be an `open_group` naming that key. With `group`, the log
     /// replayed into it with `applyStored` must be that group's (its first event belongs to
-    /// `group`): a log stored under another group's name is `LOG_CORRUPT`.
+    /// `group`): a log stored under another group's name is `LOG_CORRUPT`. `orgPolicy`: the
+    /// text of the operator's Organization policy file (`mwp.org-policy.v1`), under which an
+    /// archived group of a named org is sealed (`MALFORMED` if it does not parse).
     #[wasm_bindgen(constructor)]
     pub fn new(
         secret_key: &str,
         snapshot_every: Option<f64>,
         group: Option<String>,
+        org_policy: Option<String>,
     ) -> Result<StoreGroup, StoreError> {
         let group = match group {
             Some(g) => Some(Id::new(g).map_err(|e| StoreError::malformed(format!("group: {e}")))?),
             None => None,
         };
         Ok(StoreGroup {
-            driver: Authority::new(config(secret_key, snapshot_every)?),
+            driver: Authority::new(config(secret_key, snapshot_every, org_policy)?),
             group,
         })
     }
 
     /// A group resumed from a signed snapshot (canonical CBOR) that verifies under the
-    /// public half of `secretKey` and belongs to `group`; `snapshotEvery` as for the
-    /// constructor. Throws `SNAPSHOT_INVALID` with the reason.
+    /// public half of `secretKey` and belongs to `group`; `snapshotEvery` and `orgPolicy` as
+    /// for the constructor. Throws `SNAPSHOT_INVALID` with the reason.
     #[wasm_bindgen(js_name = fromSnapshot)]
     pub fn from_snapshot(
         bytes: &[u8],
         secret_key: &str,
         group: &str,
         snapshot_every: Option<f64>,
+        org_policy: Option<String>,
     ) -> Result<StoreGroup, StoreError> {
-        let config = config(secret_key, snapshot_every)?;
+        let config = config(secret_key, snapshot_every, org_policy)?;
         let group = Id::new(group).map_err(|e| StoreError::malformed(format!("group: {e}")))?;
         let snap = Snapshot::verify_stored(bytes, &config.public_key(), &group)?;
         Ok(StoreGroup {
@@ -140,7 +155,10 @@ impl StoreGroup {
     /// decision `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`, the seq
     /// whose stored values a redaction erases once the event is durable, and the signed
     /// snapshot that is due after it (`{bytes, seq, state_hash}`, to store once the event is
-    /// durable). A rejection throws a `StoreError` with the spec's code and changes nothing.
+    /// durable), and `seal`: the Organization's policy (`{recipients, retain_days,
+    /// remove_plain}`) when the event archives a group whose org has one: the host seals
+    /// the audit log (`AuditSealer`) once the event and the final snapshot are durable. A
+    /// rejection throws a `StoreError` with the spec's code and changes nothing.
     pub fn submit(&mut self, command: JsValue, now_ms: f64) -> Result<JsValue, StoreError> {
         let cmd = command_from_js(command, self.limits())?;
         let out = js_sys::Object::new();
@@ -158,6 +176,10 @@ impl StoreGroup {
             None => None,
         };
         let erase = commit.erase;
+        let seal = match &commit.seal {
+            Some(policy) => Some(to_js(policy)?),
+            None => None,
+        };
         let decision = decision_to_js(&commit.into_decision())?;
         let _ = js_sys::Reflect::set(&out, &"decision".into(), &decision);
         if let Some(seq) = erase {
@@ -165,6 +187,9 @@ impl StoreGroup {
         }
         if let Some(snapshot) = snapshot {
             let _ = js_sys::Reflect::set(&out, &"snapshot".into(), &snapshot);
+        }
+        if let Some(seal) = seal {
+            let _ = js_sys::Reflect::set(&out, &"seal".into(), &seal);
         }
         Ok(out.into())
     }
@@ -199,6 +224,18 @@ impl StoreGroup {
     #[wasm_bindgen(getter)]
     pub fn archived(&self) -> bool {
         self.state_ref().is_some_and(|s| s.archived)
+    }
+
+    /// The Organization's policy (`{recipients, retain_days, remove_plain}`) the group must
+    /// be sealed under, when it is archived and its org has one (`Authority::seal_due`):
+    /// what a host checks on open, to finish a seal a crash interrupted. `undefined`
+    /// otherwise.
+    #[wasm_bindgen(getter, js_name = sealDue)]
+    pub fn seal_due(&self) -> Result<JsValue, StoreError> {
+        match self.driver.seal_due() {
+            Some(policy) => Ok(to_js(policy)?),
+            None => Ok(JsValue::UNDEFINED),
+        }
     }
 
     /// Seqs of the redacted events, ascending.
