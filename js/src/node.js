@@ -6,6 +6,6 @@ initSync({ module: readFileSync(new URL("../pkg/mwp_wasm_bg.wasm", import.meta.u
 
 export * from "./api.js";
 export { Client } from "./client.js";
-export { openFileStore, FileStore, FileGroup, crc32c, groupDirName, groupFromDirName } from "./file-store.js";
+export { openFileStore, FileStore, FileGroup, crc32c, groupDirName, groupFromDirName, generateAuditIdentity, openAudit, auditManifest } from "./file-store.js";
 export { openAgentJournal, FileAgentJournal } from "./agent-journal.js";
 export const runtime = "node";

@@ -79,8 +79,11 @@ async function archivedGroup(mwp, dir, options, { archive = true } = {}) {
   return { store, c, g, final: g.seq };
 }
 
-/** The cases: `[name, async fn]`. */
-export function auditCases(mwp) {
+/**
+ * The cases: `[name, async fn]`. `native(args)`, when given, runs the native `mwp` binary and
+ * returns its stdout (it throws on a non-zero exit): the cross-format checks.
+ */
+export function auditCases(mwp, native) {
   return [
     ["an archive under an org policy seals audit.mwpa; the org identity opens it byte-identical, with the final state hash", async () => {
       const dir = tempDir("seal");
@@ -177,6 +180,18 @@ export function auditCases(mwp) {
       eq(await ro.stateHash("g1"), hash, "a reader opens it too");
       await rejects(ro.events("g1", 0), "CURSOR_TOO_OLD");
       await ro.close();
+
+      // The native store reads the same directory the same way: fsck knows the sealed state,
+      // and `mwp audit open` opens the artifact with the org identity.
+      if (native) {
+        const f = JSON.parse(native(["fsck", "--data", dir]).split("\n")[0]);
+        eq([f.events, f.state_hash], [final, hash], "native fsck of the sealed directory");
+        const idFile = join(dir, "org.key");
+        fs.writeFileSync(idFile, identity, { mode: 0o600 });
+        const lines = native(["audit", "open", join(groupDir(dir), "audit.mwpa"), "--identity", idFile]).trim().split("\n");
+        eq(lines.length, final, "native audit open prints every event");
+        fs.rmSync(idFile);
+      }
 
       // Without a manifest that verifies, a log starting after seq 1 is missing its events.
       const artifact = join(groupDir(dir), "audit.mwpa");

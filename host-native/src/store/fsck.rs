@@ -311,6 +311,8 @@ fn check_group_inner(
             damage: false,
         });
     }
+    // From a sealed group's final snapshot, no event is replayed: the head is its seq.
+    summary.events = summary.events.max(state.seq);
     summary.state_hash = Some(state.hash()?);
     Ok(())
 }
