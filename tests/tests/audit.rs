@@ -283,3 +283,14 @@ fn a_tombstone_is_signed_and_names_what_was_deleted() {
         .unwrap_err();
     assert_eq!(check_of(&e), "signature");
 }
+
+#[test]
+fn the_policy_example_in_the_format_document_parses() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/format.md")).unwrap();
+    let at = doc.find("## Organization policy").unwrap();
+    let start = at + doc[at..].find("```json\n").unwrap() + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let p = mwp_audit::load_policy(&doc[start..end]).unwrap();
+    assert_eq!(p.orgs.len(), 1);
+}

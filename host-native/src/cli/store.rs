@@ -195,8 +195,14 @@ pub fn fsck(url: &StoreUrl) -> Outcome {
             for g in &report.groups {
                 println!(
                     "{}",
-                    serde_json::json!({"group": g.group, "events": g.events,
-                        "state_hash": g.state_hash, "snapshots_ok": g.snapshots_ok})
+                    match &g.sealed {
+                        None => serde_json::json!({"group": g.group, "events": g.events,
+                            "state_hash": g.state_hash, "snapshots_ok": g.snapshots_ok}),
+                        Some(s) => serde_json::json!({"group": g.group, "events": g.events,
+                            "state_hash": g.state_hash, "snapshots_ok": g.snapshots_ok,
+                            "sealed": {"seq": s.seq, "state": s.state,
+                                "plain_removed": s.plain_removed}}),
+                    }
                 );
             }
             for f in &report.findings {
