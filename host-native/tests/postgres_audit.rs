@@ -534,3 +534,43 @@ fn an_artifact_larger_than_the_cap_is_refused_and_nothing_is_removed() {
         archived.seq
     );
 }
+
+#[test]
+fn concurrent_seals_of_one_group_store_one_artifact() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "audit_race");
+    let (identity, recipient) = mwp_audit::generate_identity();
+    let g = id("g1");
+    let plain = schema.open("snapshot_every=0");
+    let mut before = history(&plain, &schema);
+    before.push(archive(&plain).to_cbor().expect("cbor"));
+    // Two processes (two pools) finish the seal at once.
+    let stores: Vec<PostgresAuthority> = (0..2)
+        .map(|_| open_with_policy(&schema, &recipient, true))
+        .collect();
+    let manifests: Vec<_> = std::thread::scope(|scope| {
+        let runs: Vec<_> = stores
+            .iter()
+            .enumerate()
+            .map(|(i, pg)| scope.spawn(move || pg.seal_audit(&id("g1"), 7_000 + i as u64)))
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().expect("thread").expect("seal").expect("due"))
+            .collect()
+    });
+    assert_eq!(
+        manifests[0], manifests[1],
+        "the second keeps the first's artifact"
+    );
+    assert_eq!(
+        count(&schema, "SELECT count(*) FROM mwp_audit"),
+        1,
+        "one row"
+    );
+    assert!(event_rows(&schema).is_empty());
+    let artifact = stores[0].audit_artifact(&g).expect("read").expect("sealed");
+    let ids = mwp_audit::parse_identities(&identity).expect("identity");
+    let opened = mwp_audit::open(&artifact, &ids, Some(&plain.authority_key())).expect("opens");
+    assert_eq!(opened.events, before);
+    assert_eq!(opened.manifest, manifests[0]);
+}

@@ -416,11 +416,13 @@ impl PostgresAuthority {
         };
         let manifest = Manifest::from_cbor(row.get(0))?;
         manifest.verify(Some(&self.public))?;
+        check_group(group, &manifest.group)?;
         let tombstone = row
             .get::<_, Option<&[u8]>>(2)
             .map(|t| {
                 let t = Tombstone::from_cbor(t)?;
                 t.verify(Some(&self.public))?;
+                check_group(group, &t.group)?;
                 Ok::<_, Error>(t)
             })
             .transpose()?;
@@ -513,15 +515,7 @@ impl PostgresAuthority {
         }
         let manifest = Manifest::from_cbor(&row.manifest)?;
         manifest.verify(Some(&self.public))?;
-        if manifest.group != *group {
-            return Err(audit_invalid(
-                "group",
-                format!(
-                    "the stored audit manifest of group {group} names group {}",
-                    manifest.group
-                ),
-            ));
-        }
+        check_group(group, &manifest.group)?;
         if !manifest.expired(now_ms) {
             return Ok(None);
         }
@@ -547,6 +541,17 @@ impl PostgresAuthority {
             .map_err(sql_error("committing the expiry of an audit artifact"))?;
         Ok(Some(item))
     }
+}
+
+/// `AUDIT_INVALID` (check `group`) when a stored manifest or tombstone names another Group.
+fn check_group(group: &Id, named: &Id) -> Result<()> {
+    if named == group {
+        return Ok(());
+    }
+    Err(audit_invalid(
+        "group",
+        format!("the stored audit record of group {group} names group {named}"),
+    ))
 }
 
 fn read_head(c: &mut impl GenericClient, group: &Id) -> Result<HeadRow> {
