@@ -239,6 +239,18 @@ impl PostgresAuthority {
             tx.execute(&sql.lock, &[&key])
                 .map_err(sql_error("locking the group"))?;
             let seq = to_i64(manifest.seq, "seq")?;
+            // Still the row just committed or checked, and its removal still to do.
+            let due = tx
+                .query_opt(
+                    "SELECT remove_plain AND NOT plain_removed FROM mwp_audit
+                     WHERE group_id = $1 AND seq = $2 AND manifest = $3 FOR UPDATE",
+                    &[&group.as_str(), &seq, &manifest.to_cbor()?],
+                )
+                .map_err(sql_error("reading the audit row"))?
+                .is_some_and(|r| r.get::<_, bool>(0));
+            if !due {
+                return Ok(Some(manifest));
+            }
             tx.execute(
                 "DELETE FROM mwp_events WHERE group_id = $1 AND seq <= $2",
                 &[&group.as_str(), &seq],
