@@ -70,11 +70,11 @@ fn db(context: &'static str) -> impl Fn(postgres::Error) -> Failure {
     }
 }
 
-fn corrupt(group: &Id, what: impl std::fmt::Display) -> Error {
+pub(super) fn corrupt(group: &Id, what: impl std::fmt::Display) -> Error {
     Error::corrupt(format!("group {group} in PostgreSQL: {what}"))
 }
 
-fn to_i64(v: u64, what: &str) -> Result<i64> {
+pub(super) fn to_i64(v: u64, what: &str) -> Result<i64> {
     i64::try_from(v).map_err(|_| {
         Error::new(
             Code::Storage,
@@ -83,7 +83,7 @@ fn to_i64(v: u64, what: &str) -> Result<i64> {
     })
 }
 
-fn to_u64(v: i64, group: &Id, what: &str) -> Result<u64> {
+pub(super) fn to_u64(v: i64, group: &Id, what: &str) -> Result<u64> {
     u64::try_from(v).map_err(|_| corrupt(group, format!("negative {what} {v}")))
 }
 
@@ -93,6 +93,9 @@ fn to_u64(v: i64, group: &Id, what: &str) -> Result<u64> {
 struct Slot {
     state: Option<GroupState>,
     fresh: bool,
+    /// Set when a reload found the Group archived under an Organization with an archival
+    /// policy: its seal is checked (and finished) once the reload's connection is released.
+    audit_pending: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -111,11 +114,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Blocking: call it from plain threads or `tokio::task::spawn_blocking`, never directly on
 /// an async runtime thread (the sync driver runs its own small runtime per connection).
 pub struct PostgresAuthority {
-    pool: Pool,
-    /// The key and the policy (limits, snapshot cadence, online window) every group's
-    /// driver decides with.
-    authority: Arc<authority::Config>,
-    public: PublicKey,
+    pub(super) pool: Pool,
+    /// The key and the policy (limits, snapshot cadence, online window, archival policies)
+    /// every group's driver decides with.
+    pub(super) authority: Arc<authority::Config>,
+    pub(super) public: PublicKey,
+    /// The largest sealed artifact stored ([`super::audit::MAX_ARTIFACT_BYTES`] but in
+    /// tests).
+    pub(super) artifact_cap: usize,
     cache_groups: usize,
     lock_salt: String,
     label: String,
@@ -170,9 +176,10 @@ impl PostgresAuthority {
                     limits: config.limits,
                     snapshot_every: Some(config.snapshot_every).filter(|n| *n > 0),
                     online_events: config.online_window,
-                    audit: None,
+                    audit: config.org_policy.clone(),
                 },
             ),
+            artifact_cap: super::audit::MAX_ARTIFACT_BYTES,
             cache_groups: config.cache_groups.max(1),
             lock_salt: config.schema.unwrap_or_default(),
             label,
@@ -188,6 +195,15 @@ impl PostgresAuthority {
     #[doc(hidden)]
     pub fn with_unshared_locks_for_tests(mut self, namespace: &str) -> Self {
         self.lock_salt = format!("{}\0{namespace}", self.lock_salt);
+        self
+    }
+
+    /// Stores sealed artifacts of at most `cap` bytes instead of
+    /// [`super::MAX_ARTIFACT_BYTES`]: for tests of the refusal of an artifact too large.
+    /// Never use it in production.
+    #[doc(hidden)]
+    pub fn with_artifact_cap_for_tests(mut self, cap: usize) -> Self {
+        self.artifact_cap = cap;
         self
     }
 
@@ -216,14 +232,45 @@ impl PostgresAuthority {
     fn read_state<T>(&self, group: &Id, f: impl FnOnce(Option<&GroupState>) -> T) -> Result<T> {
         let slot = self.slot(group);
         let mut slot = lock(&slot);
-        let mut conn = self.pool.get()?;
-        let (client, sql) = conn.parts();
-        match self.sync(client, sql, &mut slot, group) {
-            Ok(()) => Ok(f(slot.state.as_ref())),
+        let synced = {
+            let mut conn = self.pool.get()?;
+            let (client, sql) = conn.parts();
+            self.sync(client, sql, &mut slot, group)
+        };
+        match synced {
+            Ok(()) => {
+                self.audit_after_load(group, &mut slot);
+                Ok(f(slot.state.as_ref()))
+            }
             Err(fail) => {
                 slot.fresh = false;
                 Err(fail.error)
             }
+        }
+    }
+
+    /// Once a reload found the Group archived and due to be sealed (its connection released):
+    /// finishes a seal or a removal of the plain history that a crash interrupted. A failure
+    /// is logged and tried again at the next reload; the Group is served meanwhile from its
+    /// plain history, which stays until a verified artifact is stored.
+    fn audit_after_load(&self, group: &Id, slot: &mut Slot) {
+        if !std::mem::take(&mut slot.audit_pending) {
+            return;
+        }
+        if let Err(e) = self.finish_audit(group, crate::server::now_ms()) {
+            tracing::error!(group = %group, error = %e, "sealing the audit log of an archived group failed; it is tried again when the group is next loaded");
+        }
+    }
+
+    /// [`Self::audit_after_load`] for a slot that is not held (after a decision).
+    fn seal_after_commit(&self, group: &Id, policy: Option<mwp_core::audit::OrgPolicy>, now: u64) {
+        if policy.is_none() {
+            return;
+        }
+        if let Err(e) = self.finish_audit(group, now) {
+            tracing::error!(group = %group, error = %e, "sealing the audit log of a group just archived failed; it is tried again when the group is next loaded");
+            let slot = self.slot(group);
+            lock(&slot).audit_pending = true;
         }
     }
 
@@ -252,7 +299,7 @@ impl PostgresAuthority {
 
     /// The advisory lock key of a group: 64 bits of SHA-256 over the schema and the group.
     /// A collision only makes two groups wait for each other.
-    fn lock_key(&self, group: &Id) -> i64 {
+    pub(super) fn lock_key(&self, group: &Id) -> i64 {
         let digest =
             canonical::sha256(format!("mwp group lock\0{}\0{}", self.lock_salt, group).as_bytes());
         let mut first = [0u8; 8];
@@ -297,21 +344,27 @@ impl PostgresAuthority {
             }
         }
         slot.fresh = false;
-        let mut state = self.load_base(c, sql, group, seq)?;
+        let mut state = self.load_base(c, sql, group, seq, head)?;
         self.catch_up(c, sql, group, &mut state, seq, head)?;
-        slot.state = state;
+        let driver = Authority::restore(self.authority.clone(), state);
+        slot.audit_pending = driver.seal_due().is_some();
+        slot.state = driver.into_state();
         slot.fresh = true;
         Ok(())
     }
 
     /// The state of the latest valid snapshot at or below `seq`, or `None` (replay from the
-    /// start). A snapshot that does not verify is skipped: the log is the truth.
+    /// start). A snapshot that does not verify is skipped: the log is the truth. A snapshot
+    /// at the head (`seq`, `head`) is checked against the head row, one below against its
+    /// event row: a sealed Group whose plain history was removed loads from its final
+    /// snapshot alone.
     fn load_base(
         &self,
         c: &mut impl GenericClient,
         sql: &Statements,
         group: &Id,
         seq: u64,
+        head: Hash,
     ) -> Result<Option<GroupState>, Failure> {
         let row = c
             .query_opt(
@@ -326,6 +379,9 @@ impl PostgresAuthority {
         let Ok(snap) = Snapshot::verify_bytes(row.get(1), &self.public, &org, group, 0) else {
             return Ok(None);
         };
+        if snap.seq == seq {
+            return Ok((snap.chain_head == head).then_some(snap.state));
+        }
         let id = c
             .query_opt(&sql.event_id, &[&group.as_str(), &to_i64(snap.seq, "seq")?])
             .map_err(db("reading the snapshot's event"))?;
@@ -405,7 +461,10 @@ impl PostgresAuthority {
         let mut last = None;
         for _ in 0..ATTEMPTS {
             match self.attempt(group, &mut slot, &mut f) {
-                Ok(out) => return out,
+                Ok(out) => {
+                    self.audit_after_load(group, &mut slot);
+                    return out;
+                }
                 Err(fail) => {
                     slot.fresh = false;
                     if !fail.retry {
@@ -454,6 +513,8 @@ impl PostgresAuthority {
 
     /// Decides `cmd` with the group's driver over the slot's state (at the database's head,
     /// group locked) and writes what an accepted command commits in the open transaction.
+    /// `seal` is set to the archival policy when the command archives a Group that is to be
+    /// sealed once the transaction is committed.
     fn decide(
         &self,
         tx: &mut Transaction<'_>,
@@ -461,7 +522,9 @@ impl PostgresAuthority {
         slot: &mut Slot,
         cmd: &Command,
         now_ms: u64,
+        seal: &mut Option<mwp_core::audit::OrgPolicy>,
     ) -> Result<Result<Decision>, Failure> {
+        *seal = None;
         // The driver applies an accepted event to the state it is given; if the write below
         // fails, `locked` marks the slot stale and it is reloaded from the database.
         let mut driver = Authority::restore(self.authority.clone(), slot.state.take());
@@ -477,6 +540,7 @@ impl PostgresAuthority {
             .as_ref()
             .expect("a state exists once an event applied");
         self.write(tx, sql, &commit, state)?;
+        seal.clone_from(&commit.seal);
         Ok(Ok(commit.into_decision()))
     }
 
@@ -727,14 +791,27 @@ fn load_key(
 
 impl AuthorityService for PostgresAuthority {
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        self.locked(&cmd.group, |this, tx, sql, slot| {
-            this.decide(tx, sql, slot, cmd, now_ms)
-        })
+        let mut seal = None;
+        let decision = self.locked(&cmd.group, |this, tx, sql, slot| {
+            this.decide(tx, sql, slot, cmd, now_ms, &mut seal)
+        })?;
+        self.seal_after_commit(&cmd.group, seal, now_ms);
+        Ok(decision)
     }
 
     fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
-        let head = self.head(group)?.ok_or_else(|| not_found(group))?;
-        self.check_replay(group, after, head)?;
+        let (head, sealed) = self.head_sealed(group)?.ok_or_else(|| not_found(group))?;
+        match sealed {
+            // The plain history was removed once sealed: only what follows the final
+            // snapshot is served (nothing: the Group is archived).
+            Some((seq, hash)) => {
+                match authority::Policy::check_replay_sealed(group, after, seq, hash) {
+                    authority::Replay::TooOld(e) => return Err(e),
+                    authority::Replay::Serve | authority::Replay::NeedSnapshot => {}
+                }
+            }
+            None => self.check_replay(group, after, head)?,
+        }
         if limit == 0 || after >= head {
             return Ok(Vec::new());
         }
@@ -831,7 +908,8 @@ impl AuthorityService for PostgresAuthority {
     }
 
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
-        self.locked(group, |this, tx, sql, slot| {
+        let mut seal = None;
+        let decision = self.locked(group, |this, tx, sql, slot| {
             if slot.state.is_none() {
                 return Ok(Err(not_found(group)));
             }
@@ -845,8 +923,12 @@ impl AuthorityService for PostgresAuthority {
                 Ok(None) => return Ok(Ok(None)),
                 Err(e) => return Ok(Err(e)),
             };
-            Ok(this.decide(tx, sql, slot, &cmd, now_ms)?.map(Some))
-        })
+            Ok(this
+                .decide(tx, sql, slot, &cmd, now_ms, &mut seal)?
+                .map(Some))
+        })?;
+        self.seal_after_commit(group, seal, now_ms);
+        Ok(decision)
     }
 
     fn sign_head(&self, group: &Id, now_ms: u64) -> Result<mwp_core::head::SignedHead> {

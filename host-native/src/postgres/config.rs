@@ -13,6 +13,9 @@
 //! | `cache_groups` | 10000 | group states kept in memory |
 //! | `shard` | host:port/db | the name rendezvous hashing gives this server (see `router`) |
 
+use std::sync::Arc;
+
+use mwp_core::audit::OrgPolicies;
 use mwp_core::{Code, Error, Limits, Result, SecretKey};
 
 /// Where the authority key comes from.
@@ -48,6 +51,12 @@ pub struct PostgresConfig {
     pub key: KeySource,
     /// Limits the authority enforces.
     pub limits: Limits,
+    /// The Organizations' archival policies (SPEC §6a, the operator's `--org-policy` file,
+    /// read with `mwp_audit::load_policy`): a Group of an Organization named here is sealed
+    /// into an encrypted audit artifact (table `mwp_audit`) when it is archived, and its plain
+    /// history is removed if the policy says so. `None` (the default): every history stays
+    /// in the clear. Not a URL parameter.
+    pub org_policy: Option<Arc<OrgPolicies>>,
 }
 
 impl std::fmt::Debug for PostgresConfig {
@@ -62,6 +71,7 @@ impl std::fmt::Debug for PostgresConfig {
             .field("shard", &self.shard)
             .field("key", &self.key)
             .field("limits", &self.limits)
+            .field("org_policy", &self.org_policy)
             .finish()
     }
 }
@@ -78,6 +88,7 @@ impl Default for PostgresConfig {
             shard: None,
             key: KeySource::Database,
             limits: Limits::default(),
+            org_policy: None,
         }
     }
 }

@@ -10,8 +10,10 @@ use mwp_core::{Code, Error, Result};
 use super::storage;
 
 /// The migrations this program knows: (version, name, SQL).
-pub const MIGRATIONS: &[(i32, &str, &str)] =
-    &[(1, "init", include_str!("../../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (1, "init", include_str!("../../migrations/0001_init.sql")),
+    (2, "audit", include_str!("../../migrations/0002_audit.sql")),
+];
 
 /// Advisory lock key held while migrating ("mwp-migr" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6d77_702d_6d69_6772;

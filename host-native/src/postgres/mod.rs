@@ -11,9 +11,14 @@
 //! connection. Call them from plain threads or `tokio::task::spawn_blocking`, never directly on
 //! an async runtime thread (the driver would panic there).
 //!
+//! Sealed audit logs (SPEC §6a): with [`PostgresConfig::org_policy`], an archived Group of a
+//! named Organization is sealed into table `mwp_audit` ([`PostgresAuthority::seal_audit`],
+//! [`PostgresAuthority::expire_audit`], [`PostgresAuthority::audit_artifact`]).
+//!
 //! docs/postgres.md explains the schema, the locking and the failure handling;
 //! docs/deploy.md how to run it.
 
+mod audit;
 mod authority;
 pub mod config;
 pub mod migrate;
@@ -21,6 +26,7 @@ mod pool;
 mod router;
 mod sql;
 
+pub use audit::{AuditStatus, ExpiredAudit, MAX_ARTIFACT_BYTES};
 pub use authority::PostgresAuthority;
 pub use config::{KeySource, PostgresConfig};
 pub use router::PostgresRouter;
