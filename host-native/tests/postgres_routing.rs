@@ -32,6 +32,7 @@ fn connect_keyed(list: &str) -> mwp_core::Result<PostgresRouter> {
         list,
         None,
         Some(mwp_core::SecretKey::for_transcript("@authority")),
+        None,
     )
 }
 

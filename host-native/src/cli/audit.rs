@@ -65,9 +65,10 @@ pub struct OpenArgs {
 /// `mwp audit expire` arguments.
 #[derive(Debug, Args)]
 pub struct ExpireArgs {
-    /// The data directory.
-    #[arg(long, value_name = "DIR")]
-    pub data: PathBuf,
+    /// Where the sealed logs are: a data directory (`--data DIR`) or a PostgreSQL store
+    /// (`--store postgres://…`).
+    #[command(flatten)]
+    pub store: super::StoreArgs,
     /// List what would be deleted; delete nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -214,22 +215,48 @@ fn verify(path: &Path, authority_key: Option<&str>) -> Outcome {
 }
 
 fn expire(args: &ExpireArgs) -> Outcome {
-    if !args.data.is_dir() {
-        return Err(Failure::new(
-            EXIT_BAD_INPUT,
-            format!("{} is not a data directory", args.data.display()),
-        ));
-    }
+    let url = args.store.required()?;
     let now = args.now_ms.unwrap_or_else(crate::server::now_ms);
-    let store = crate::store::FileStore::open(&args.data, crate::store::StoreOptions::default())
-        .map_err(|e| Failure::from_error(&format!("cannot open {}", args.data.display()), &e))?;
-    let done = store
-        .expire_audit(now, args.dry_run)
-        .map_err(|e| Failure::from_error("cannot expire", &e))?;
-    for m in &done {
+    // (group, seq, retain_until) of each artifact past its retention.
+    let done: Vec<(mwp_core::Id, u64, u64)> = match &url {
+        super::StoreUrl::File(dir) => {
+            if !dir.is_dir() {
+                return Err(Failure::new(
+                    EXIT_BAD_INPUT,
+                    format!("{} is not a data directory", dir.display()),
+                ));
+            }
+            let store = crate::store::FileStore::open(dir, crate::store::StoreOptions::default())
+                .map_err(|e| Failure::from_error(&format!("cannot open {url}"), &e))?;
+            store
+                .expire_audit(now, args.dry_run)
+                .map_err(|e| Failure::from_error("cannot expire", &e))?
+                .into_iter()
+                .map(|m| (m.group, m.seq, m.retain_until))
+                .collect()
+        }
+        #[cfg(feature = "postgres")]
+        super::StoreUrl::Postgres(list) => {
+            let router = crate::postgres::PostgresRouter::connect_with(list, None, None, None)
+                .map_err(|e| Failure::from_error("cannot open the PostgreSQL store", &e))?;
+            router
+                .expire_audit(now, args.dry_run)
+                .map_err(|e| Failure::from_error("cannot expire", &e))?
+                .into_iter()
+                .map(|x| (x.group, x.seq, x.retain_until))
+                .collect()
+        }
+        _ => {
+            return Err(Failure::new(
+                EXIT_BAD_INPUT,
+                format!("{url} keeps no sealed audit log; name --data DIR or a postgres:// store"),
+            ))
+        }
+    };
+    for (group, seq, retain_until) in &done {
         println!(
             "{}",
-            serde_json::json!({"group": m.group, "seq": m.seq, "retain_until": m.retain_until,
+            serde_json::json!({"group": group, "seq": seq, "retain_until": retain_until,
                 "deleted": !args.dry_run})
         );
     }

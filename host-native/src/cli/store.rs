@@ -163,6 +163,7 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
                 list,
                 options.online_events,
                 options.authority_key.clone(),
+                options.org_policy.clone(),
             )
             .map_err(|e| Failure::from_error("cannot open the PostgreSQL store", &e))?;
             Ok(Arc::new(service))

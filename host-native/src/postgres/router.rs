@@ -58,6 +58,7 @@ impl PostgresRouter {
         list: &str,
         online_window: Option<u64>,
         key: Option<SecretKey>,
+        org_policy: Option<std::sync::Arc<mwp_core::audit::OrgPolicies>>,
     ) -> Result<PostgresRouter> {
         let mut configs = split_store_list(list)
             .into_iter()
@@ -67,11 +68,31 @@ impl PostgresRouter {
             if online_window.is_some() {
                 config.online_window = online_window;
             }
+            config.org_policy = org_policy.clone();
         }
         if let (Some(key), Some(first)) = (key, configs.first_mut()) {
             first.key = KeySource::Given(Box::new(key));
         }
         PostgresRouter::open(configs)
+    }
+
+    /// [`PostgresAuthority::expire_audit`] on every server: the sealed audit logs past their
+    /// retention at `now_ms`, deleted (each leaving a signed tombstone) unless `dry_run`.
+    pub fn expire_audit(
+        &self,
+        now_ms: u64,
+        dry_run: bool,
+    ) -> Result<Vec<super::audit::ExpiredAudit>> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            out.extend(shard.expire_audit(now_ms, dry_run)?);
+        }
+        Ok(out)
+    }
+
+    /// The sealed audit artifact of `group`, from the server that holds it.
+    pub fn audit_artifact(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        self.shard_for(group).audit_artifact(group)
     }
 
     /// Opens every server. The first one's key (given, or from its database) becomes every
