@@ -688,6 +688,106 @@ export class AgentImage {
 if (Symbol.dispose) AgentImage.prototype[Symbol.dispose] = AgentImage.prototype.free;
 
 /**
+ * Streams the sealed artifact of an archived Group (`mwp_audit::Sealer`): `MWPAUDT1`, the
+ * age ciphertext of every stored event in seq order and the final snapshot, then the signed
+ * manifest. Memory holds only what was produced since the last call.
+ */
+export class AuditSealer {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        AuditSealerFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_auditsealer_free(ptr, 0);
+    }
+    /**
+     * Appends the stored bytes of the next event (seq 1 first; a redacted event as stored)
+     * and returns the artifact bytes produced since the last call (often none: the
+     * encryption works in 64 KiB chunks).
+     * @param {Uint8Array | number[]} bytes
+     * @returns {Uint8Array}
+     */
+    event(bytes) {
+        const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.auditsealer_event(this.__wbg_ptr, ptr0, len0);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * How many events were appended.
+     * @returns {number}
+     */
+    get events() {
+        const ret = wasm.auditsealer_events(this.__wbg_ptr);
+        return ret;
+    }
+    /**
+     * Closes the log with the final snapshot's stored bytes (its canonical CBOR, which must
+     * verify under the authority key `secretKey` (hex seed) and be at the seq of the last
+     * event appended) and signs the manifest at `sealedAtMs`. Returns `{bytes, manifest}`:
+     * the rest of the artifact (the manifest trailer included) and the manifest (JSON form).
+     * `SNAPSHOT_INVALID`, or `AUDIT_INVALID` (check `chain`) when the events appended are
+     * not as many as the snapshot's seq. The sealer is finished afterwards, whatever the
+     * outcome.
+     * @param {Uint8Array | number[]} snapshot_bytes
+     * @param {number} sealed_at_ms
+     * @param {string} secret_key
+     * @returns {any}
+     */
+    finish(snapshot_bytes, sealed_at_ms, secret_key) {
+        const val3 = +sealed_at_ms;
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passArray8ToWasm0(snapshot_bytes, wasm.__wbindgen_malloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.auditsealer_finish(this.__wbg_ptr, ptr0, len0, val3, ptr1, len1);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
+     * Starts an artifact encrypted to the recipients of `orgPolicy` (one Organization's
+     * policy: `{recipients, retain_days, remove_plain}`, as JSON text or an object, e.g. the
+     * `seal` of a `StoreGroup.submit` step). `MALFORMED` for a policy or recipient that does
+     * not parse.
+     * @param {any} org_policy
+     */
+    constructor(org_policy) {
+        const ret = wasm.auditsealer_new(org_policy);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
+        AuditSealerFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * The artifact bytes produced so far and not yet returned (the first call's start with
+     * `MWPAUDT1`); the host appends them to the artifact file in order.
+     * @returns {Uint8Array}
+     */
+    take() {
+        const ret = wasm.auditsealer_take(this.__wbg_ptr);
+        return ret;
+    }
+}
+if (Symbol.dispose) AuditSealer.prototype[Symbol.dispose] = AuditSealer.prototype.free;
+
+/**
  * One Group's authority, in memory.
  */
 export class Authority {
@@ -2192,17 +2292,18 @@ export class StoreGroup {
     }
     /**
      * A group resumed from a signed snapshot (canonical CBOR) that verifies under the
-     * public half of `secretKey` and belongs to `group`; `snapshotEvery` as for the
-     * constructor. Throws `SNAPSHOT_INVALID` with the reason.
+     * public half of `secretKey` and belongs to `group`; `snapshotEvery` and `orgPolicy` as
+     * for the constructor. Throws `SNAPSHOT_INVALID` with the reason.
      * @param {Uint8Array | number[]} bytes
      * @param {string} secret_key
      * @param {string} group
      * @param {number | null} [snapshot_every]
+     * @param {string | null} [org_policy]
      * @returns {StoreGroup}
      */
-    static fromSnapshot(bytes, secret_key, group, snapshot_every) {
-        const val4 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
-        let ptr0, len0, ptr1, len1, ptr2, len2;
+    static fromSnapshot(bytes, secret_key, group, snapshot_every, org_policy) {
+        const val5 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
+        let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
         try {
             ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
             len0 = WASM_VECTOR_LEN;
@@ -2210,13 +2311,16 @@ export class StoreGroup {
             len1 = WASM_VECTOR_LEN;
             ptr2 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
+            ptr3 = isLikeNone(org_policy) ? 0 : passStringToWasm0(org_policy, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len3 = WASM_VECTOR_LEN;
         } catch (e) {
+            if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
             if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.storegroup_fromSnapshot(ptr0, len0, ptr1, len1, ptr2, len2, !isLikeNone(snapshot_every), val4);
+        const ret = wasm.storegroup_fromSnapshot(ptr0, len0, ptr1, len1, ptr2, len2, !isLikeNone(snapshot_every), val5, ptr3, len3);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -2270,25 +2374,31 @@ export class StoreGroup {
      * and snapshotting every `snapshotEvery` events (`null`: only on archive). The first
      * accepted command must be an `open_group` naming that key. With `group`, the log
      * replayed into it with `applyStored` must be that group's (its first event belongs to
-     * `group`): a log stored under another group's name is `LOG_CORRUPT`.
+     * `group`): a log stored under another group's name is `LOG_CORRUPT`. `orgPolicy`: the
+     * text of the operator's Organization policy file (`mwp.org-policy.v1`), under which an
+     * archived group of a named org is sealed (`MALFORMED` if it does not parse).
      * @param {string} secret_key
      * @param {number | null} [snapshot_every]
      * @param {string | null} [group]
+     * @param {string | null} [org_policy]
      */
-    constructor(secret_key, snapshot_every, group) {
-        const val3 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
-        let ptr0, len0, ptr1, len1;
+    constructor(secret_key, snapshot_every, group, org_policy) {
+        const val4 = +(isLikeNone(snapshot_every) ? 0 : snapshot_every);
+        let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
             ptr0 = passStringToWasm0(secret_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
             ptr1 = isLikeNone(group) ? 0 : passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
+            ptr2 = isLikeNone(org_policy) ? 0 : passStringToWasm0(org_policy, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len2 = WASM_VECTOR_LEN;
         } catch (e) {
+            if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val3, ptr1, len1);
+        const ret = wasm.storegroup_new(ptr0, len0, !isLikeNone(snapshot_every), val4, ptr1, len1, ptr2, len2);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -2367,6 +2477,20 @@ export class StoreGroup {
         return v1;
     }
     /**
+     * The Organization's policy (`{recipients, retain_days, remove_plain}`) the group must
+     * be sealed under, when it is archived and its org has one (`Authority::seal_due`):
+     * what a host checks on open, to finish a seal a crash interrupted. `undefined`
+     * otherwise.
+     * @returns {any}
+     */
+    get sealDue() {
+        const ret = wasm.storegroup_sealDue(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * Seq of the last event (0 before genesis).
      * @returns {number}
      */
@@ -2442,7 +2566,10 @@ export class StoreGroup {
      * decision `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}`, the seq
      * whose stored values a redaction erases once the event is durable, and the signed
      * snapshot that is due after it (`{bytes, seq, state_hash}`, to store once the event is
-     * durable). A rejection throws a `StoreError` with the spec's code and changes nothing.
+     * durable), and `seal`: the Organization's policy (`{recipients, retain_days,
+     * remove_plain}`) when the event archives a group whose org has one: the host seals
+     * the audit log (`AuditSealer`) once the event and the final snapshot are durable. A
+     * rejection throws a `StoreError` with the spec's code and changes nothing.
      * @param {any} command
      * @param {number} now_ms
      * @returns {any}
@@ -2456,6 +2583,93 @@ export class StoreGroup {
     }
 }
 if (Symbol.dispose) StoreGroup.prototype[Symbol.dispose] = StoreGroup.prototype.free;
+
+/**
+ * The manifest (JSON form) of a sealed artifact, after the core's checks
+ * (`mwp_core::audit::split_artifact`): the layout, the manifest's schema and signature
+ * under `trustedKey` (hex public key; without it, under the key it names, which shows only
+ * that it is whole) and that the ciphertext is the one it names. No key is needed.
+ * `AUDIT_INVALID` naming the `check` otherwise.
+ * @param {Uint8Array | number[]} artifact
+ * @param {string | null} [trusted_key_hex]
+ * @returns {any}
+ */
+export function auditManifest(artifact, trusted_key_hex) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(artifact, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = isLikeNone(trusted_key_hex) ? 0 : passStringToWasm0(trusted_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.auditManifest(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
+ * The replay answer for the events of `group` after `after` once its plain history was
+ * removed, the final snapshot being at `finalSeq` with state hash `stateHash` (hex): returns
+ * nothing when they are served (`after >= finalSeq`), else throws `CURSOR_TOO_OLD` with the
+ * final snapshot's reference (the core's `Policy::check_replay_sealed`).
+ * @param {number} after
+ * @param {number} final_seq
+ * @param {string} state_hash
+ * @param {string} group
+ */
+export function auditReplay(after, final_seq, state_hash, group) {
+    const val3 = +after;
+    const val4 = +final_seq;
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passStringToWasm0(state_hash, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.auditReplay(val3, val4, ptr0, len0, ptr1, len1);
+    if (ret[1]) {
+        throw takeFromExternrefTable0(ret[0]);
+    }
+}
+
+/**
+ * The tombstone (JSON form) an expired artifact left (`audit.tombstone`: its canonical
+ * CBOR), after the core's checks: it decodes and its signature verifies under `trustedKey`
+ * (hex public key) or, without one, under the key it names. `AUDIT_INVALID` naming the
+ * `check` (`decode`, `schema`, `signature`) otherwise.
+ * @param {Uint8Array | number[]} bytes
+ * @param {string | null} [trusted_key_hex]
+ * @returns {any}
+ */
+export function auditTombstone(bytes, trusted_key_hex) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = isLikeNone(trusted_key_hex) ? 0 : passStringToWasm0(trusted_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.auditTombstone(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
 
 /**
  * The deterministic benchmark log of [`crate::vectors::bench_log`] (a frame batch).
@@ -2904,6 +3118,20 @@ export function frameBatch(items) {
 }
 
 /**
+ * A new Organization key pair (`mwp_audit::generate_identity`): `{identity, recipient}`,
+ * the identity file's text (`AGE-SECRET-KEY-1…`, as `age-keygen` writes it) and the
+ * recipient (`age1…`) a policy names. Draws randomness (`crypto.getRandomValues`).
+ * @returns {any}
+ */
+export function generateAuditIdentity() {
+    const ret = wasm.generateAuditIdentity();
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * Directory name of a group: the ID itself when it is lowercase `[a-z0-9][a-z0-9._-]*`,
  * otherwise `~` and the lowercase base32 of its bytes (`G1` → `~i4yq`).
  * @param {string} group
@@ -2942,6 +3170,41 @@ export function groupFromDirName(name) {
 }
 
 /**
+ * Opens a sealed artifact with an identity file's text (`mwp_audit::open`): checks the
+ * manifest (under `trustedKey`, hex, when given) and the ciphertext, decrypts, and verifies
+ * the log against the manifest (chain, final snapshot, state hash). Returns `{manifest,
+ * events, snapshot, stateHash}`: the manifest (JSON form), every event's stored bytes (an
+ * array of `Uint8Array`, seq 1 first), the final snapshot's stored bytes and the state hash
+ * (hex) the events reach. `AUDIT_INVALID` naming the `check` (`identity` when no identity
+ * given is a recipient), `MALFORMED` for an identity file that does not parse.
+ * @param {Uint8Array | number[]} artifact
+ * @param {string} identity
+ * @param {string | null} [trusted_key_hex]
+ * @returns {any}
+ */
+export function openAudit(artifact, identity, trusted_key_hex) {
+    let ptr0, len0, ptr1, len1, ptr2, len2;
+    try {
+        ptr0 = passArray8ToWasm0(artifact, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(identity, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+        ptr2 = isLikeNone(trusted_key_hex) ? 0 : passStringToWasm0(trusted_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len2 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.openAudit(ptr0, len0, ptr1, len1, ptr2, len2);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * Parses a command (JSON-form object or CBOR bytes) and gives back its JSON form:
  * checks the limits and field rules without deciding anything.
  * @param {any} command
@@ -2976,6 +3239,23 @@ export function parseNumbered(name, ext) {
     }
     const ret = wasm.parseNumbered(ptr0, len0, ptr1, len1);
     return ret[0] === 0 ? undefined : ret[1];
+}
+
+/**
+ * Parses the operator's Organization policy file (`mwp_audit::load_policy`: the schema,
+ * every recipient an age X25519 public key, the retention) and returns it (JSON form).
+ * `MALFORMED` naming the first thing wrong.
+ * @param {string} text
+ * @returns {any}
+ */
+export function parseOrgPolicy(text) {
+    const ptr0 = passStringToWasm0(text, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.parseOrgPolicy(ptr0, len0);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
 }
 
 /**
@@ -3682,6 +3962,10 @@ function __wbg_get_imports() {
             const ret = arg0.createObjectStore(getStringFromWasm0(arg1, arg2), arg3);
             return ret;
         }, arguments); },
+        __wbg_crypto_23f565a907d30078: function(arg0) {
+            const ret = arg0.crypto;
+            return ret;
+        },
         __wbg_deleteDatabase_57379a14a755bec7: function() { return handleError(function (arg0, arg1, arg2) {
             const ret = arg0.deleteDatabase(getStringFromWasm0(arg1, arg2));
             return ret;
@@ -3735,6 +4019,9 @@ function __wbg_get_imports() {
         __wbg_getAll_fd2f81391609135a: function() { return handleError(function (arg0) {
             const ret = arg0.getAll();
             return ret;
+        }, arguments); },
+        __wbg_getRandomValues_d2908e0b99612b91: function() { return handleError(function (arg0, arg1) {
+            arg0.getRandomValues(arg1);
         }, arguments); },
         __wbg_get_2080c49015e35254: function() { return handleError(function (arg0, arg1) {
             const ret = Reflect.get(arg0, arg1);
@@ -3899,6 +4186,10 @@ function __wbg_get_imports() {
             const ret = IDBKeyRange.lowerBound(arg0, arg1 !== 0);
             return ret;
         }, arguments); },
+        __wbg_msCrypto_d5f06fad6bf1409b: function(arg0) {
+            const ret = arg0.msCrypto;
+            return ret;
+        },
         __wbg_multiEntry_4ad8511e0c6886e0: function(arg0) {
             const ret = arg0.multiEntry;
             return ret;
@@ -3926,7 +4217,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(a, state0.b, arg0, arg1);
+                        return wasm_bindgen__convert__closures_____invoke__h34355d76c64beb93(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -3952,7 +4243,7 @@ function __wbg_get_imports() {
                     const a = state0.a;
                     state0.a = 0;
                     try {
-                        return wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(a, state0.b, arg0, arg1);
+                        return wasm_bindgen__convert__closures_____invoke__h34355d76c64beb93(a, state0.b, arg0, arg1);
                     } finally {
                         state0.a = a;
                     }
@@ -3963,6 +4254,10 @@ function __wbg_get_imports() {
                 state0.a = 0;
             }
         },
+        __wbg_new_with_length_01b143a7e5dd5a3e: function(arg0) {
+            const ret = new Uint8Array(arg0 >>> 0);
+            return ret;
+        },
         __wbg_next_178c1651c11432b3: function(arg0) {
             const ret = arg0.next;
             return ret;
@@ -3971,6 +4266,10 @@ function __wbg_get_imports() {
             const ret = arg0.next();
             return ret;
         }, arguments); },
+        __wbg_node_86166ff8ce1f2002: function(arg0) {
+            const ret = arg0.node;
+            return ret;
+        },
         __wbg_objectStoreNames_2b913d9b7111553d: function(arg0) {
             const ret = arg0.objectStoreNames;
             return ret;
@@ -4003,6 +4302,10 @@ function __wbg_get_imports() {
             const ret = arg0.open(getStringFromWasm0(arg1, arg2));
             return ret;
         }, arguments); },
+        __wbg_process_91f425a63f58e399: function(arg0) {
+            const ret = arg0.process;
+            return ret;
+        },
         __wbg_prototypesetcall_13162965d1fe7aa3: function(arg0, arg1, arg2) {
             Uint8Array.prototype.set.call(getArrayU8FromWasm0(arg0, arg1), arg2);
         },
@@ -4025,6 +4328,13 @@ function __wbg_get_imports() {
         __wbg_queueMicrotask_4a1a4d8dd332373b: function(arg0) {
             queueMicrotask(arg0);
         },
+        __wbg_randomFillSync_34b023059e3363de: function() { return handleError(function (arg0, arg1) {
+            arg0.randomFillSync(arg1);
+        }, arguments); },
+        __wbg_require_9a7d8cc2e1d275c0: function() { return handleError(function () {
+            const ret = module.require;
+            return ret;
+        }, arguments); },
         __wbg_resolve_dbf78ab4942478b0: function(arg0) {
             const ret = Promise.resolve(arg0);
             return ret;
@@ -4099,6 +4409,10 @@ function __wbg_get_imports() {
             const ret = typeof window === 'undefined' ? undefined : window;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
         },
+        __wbg_subarray_58f388a9247ac0bb: function(arg0, arg1, arg2) {
+            const ret = arg0.subarray(arg1 >>> 0, arg2 >>> 0);
+            return ret;
+        },
         __wbg_target_e5cd9c7aa87dd8df: function(arg0) {
             const ret = arg0.target;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
@@ -4139,19 +4453,23 @@ function __wbg_get_imports() {
             const ret = arg0.value;
             return ret;
         },
+        __wbg_versions_6e128a981b0df859: function(arg0) {
+            const ret = arg0.versions;
+            return ret;
+        },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 377, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 666, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__hfa36945eb8a05c18);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 338, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 347, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0e02f36e4c60e55b);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 4, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h1f1fa8f69d139923);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h86c9ce6c7cd73d26);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -4165,16 +4483,21 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
+            // Cast intrinsic for `Ref(Slice(U8)) -> NamedExternref("Uint8Array")`.
+            const ret = getArrayU8FromWasm0(arg0, arg1);
+            return ret;
+        },
+        __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Ref(String) -> Externref`.
             const ret = getStringFromWasm0(arg0, arg1);
             return ret;
         },
-        __wbindgen_generic_0000000000000007: function(arg0) {
+        __wbindgen_generic_0000000000000008: function(arg0) {
             // Cast intrinsic for `U64 -> Externref`.
             const ret = BigInt.asUintN(64, arg0);
             return ret;
         },
-        __wbindgen_generic_0000000000000008: function(arg0, arg1) {
+        __wbindgen_generic_0000000000000009: function(arg0, arg1) {
             var v0 = getArrayU8FromWasm0(arg0, arg1).slice();
             wasm.__wbindgen_free(arg0, arg1 * 1, 1);
             // Cast intrinsic for `Vector(U8) -> Externref`.
@@ -4196,23 +4519,23 @@ function __wbg_get_imports() {
     };
 }
 
-function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h0e02f36e4c60e55b(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h0e02f36e4c60e55b(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h1f1fa8f69d139923(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h1f1fa8f69d139923(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h86c9ce6c7cd73d26(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h86c9ce6c7cd73d26(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
-    const ret = wasm.wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__hfa36945eb8a05c18(arg0, arg1, arg2) {
+    const ret = wasm.wasm_bindgen__convert__closures_____invoke__hfa36945eb8a05c18(arg0, arg1, arg2);
     if (ret[1]) {
         throw takeFromExternrefTable0(ret[0]);
     }
 }
 
-function wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(arg0, arg1, arg2, arg3) {
-    wasm.wasm_bindgen__convert__closures_____invoke__hb98d63cc49481475(arg0, arg1, arg2, arg3);
+function wasm_bindgen__convert__closures_____invoke__h34355d76c64beb93(arg0, arg1, arg2, arg3) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h34355d76c64beb93(arg0, arg1, arg2, arg3);
 }
 
 
@@ -4226,6 +4549,9 @@ const AgentFinalization = (typeof FinalizationRegistry === 'undefined')
 const AgentImageFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_agentimage_free(ptr, 1));
+const AuditSealerFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_auditsealer_free(ptr, 1));
 const AuthorityFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_authority_free(ptr, 1));
