@@ -251,6 +251,35 @@ def build():
         "required": ["schema", "org", "group", "seq", "id", "at", "sig"],
         "additionalProperties": False,
     }
+    schemas["AuditManifest"] = {
+        "description": "The manifest of a sealed audit log (SPEC §6a, docs/format.md): what was "
+        "sealed and the hash of its ciphertext; `sig` is Ed25519 by `authority` over the SHA-256 "
+        "of the canonical CBOR of the other fields",
+        "type": "object",
+        "properties": {
+            "schema": {"const": "mwp.audit-manifest.v1"},
+            "org": {"$ref": "#/components/schemas/Id"},
+            "group": {"$ref": "#/components/schemas/Id"},
+            "seq": {"$ref": "#/components/schemas/Uint"},
+            "id": {"$ref": "#/components/schemas/Hash"},
+            "snapshot": {"$ref": "#/components/schemas/Hash"},
+            "state_hash": {"$ref": "#/components/schemas/Hash"},
+            "ciphertext": {"$ref": "#/components/schemas/Hash"},
+            "ciphertext_len": {"$ref": "#/components/schemas/Uint"},
+            "recipients": {"type": "array", "items": {"type": "string", "pattern": "^age1[02-9ac-hj-np-z]{58}$"}},
+            "sealed_at": {"$ref": "#/components/schemas/Uint"},
+            "retain_until": {"$ref": "#/components/schemas/Uint"},
+            "remove_plain": {"type": "boolean"},
+            "authority": {"$ref": "#/components/schemas/PublicKey"},
+            "sig": {"$ref": "#/components/schemas/Signature"},
+        },
+        "required": [
+            "schema", "org", "group", "seq", "id", "snapshot", "state_hash", "ciphertext",
+            "ciphertext_len", "recipients", "sealed_at", "retain_until", "remove_plain",
+            "authority", "sig",
+        ],
+        "additionalProperties": False,
+    }
     schemas["Authority"] = {
         "type": "object",
         "properties": {"key": {"$ref": "#/components/schemas/PublicKey"}},
@@ -444,6 +473,26 @@ def paths():
                         },
                     },
                     **errors,
+                },
+            }
+        },
+        "/v1/groups/{group}/audit": {
+            "get": {
+                "summary": "The signed manifest of the group's sealed audit log (SPEC §6a)",
+                "operationId": "auditManifest",
+                "parameters": [group],
+                "responses": {
+                    "200": {
+                        "description": "The manifest (JSON, or CBOR by Accept)",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/AuditManifest"}
+                            },
+                            "application/cbor": {},
+                        },
+                    },
+                    **errors,
+                    "404": error_answer("NOT_FOUND: an unknown group, or one not sealed"),
                 },
             }
         },

@@ -52,6 +52,14 @@ pub trait AuthorityService: Send + Sync {
         ))
     }
 
+    /// The signed manifest of `group`'s sealed audit log (SPEC §6a), kept after the plain
+    /// history is removed and after the artifact expires; `Ok(None)` when the group was not
+    /// sealed (the default, for a service that seals nothing).
+    fn audit_manifest(&self, group: &Id) -> Result<Option<mwp_core::audit::Manifest>> {
+        let _ = group;
+        Ok(None)
+    }
+
     /// The authority's public key (signs ticks and snapshots).
     fn authority_key(&self) -> PublicKey;
 

@@ -385,6 +385,29 @@ fn over_http_a_group_whose_plain_history_was_removed_serves_its_final_snapshot_a
     assert_eq!(status, 200);
     let snap = mwp_core::snapshot::Snapshot::from_cbor(&body).expect("a snapshot");
     assert_eq!(snap.seq, 3);
+    // The manifest is served; an unsealed or unknown group is 404, a hostile name 400.
+    let (status, _, body) = request(
+        "GET",
+        &format!("{}/v1/groups/g1/audit", client.base()),
+        &[],
+        b"",
+    );
+    assert_eq!(status, 200);
+    let manifest: audit::Manifest = serde_json::from_slice(&body).expect("a manifest");
+    manifest
+        .verify(Some(&client.authority_key().expect("key")))
+        .expect("signed by the authority");
+    assert_eq!((manifest.seq, manifest.remove_plain), (3, true));
+    drop(opened(&server, "g2", 1));
+    for (path, want) in [("g2", 404), ("nope", 404), ("%00bad", 400)] {
+        let (status, _, body) = request(
+            "GET",
+            &format!("{}/v1/groups/{path}/audit", client.base()),
+            &[],
+            b"",
+        );
+        assert_eq!(status, want, "{path}: {}", String::from_utf8_lossy(&body));
+    }
     let artifact =
         std::fs::read(tmp.path().join("data/groups/g1").join(ARTIFACT_NAME)).expect("sealed");
     let log = mwp_audit::open(

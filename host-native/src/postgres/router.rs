@@ -171,6 +171,13 @@ impl PostgresRouter {
 }
 
 impl AuthorityService for PostgresRouter {
+    fn audit_manifest(&self, group: &Id) -> Result<Option<mwp_core::audit::Manifest>> {
+        Ok(self
+            .shard_for(group)
+            .audit_status(group)?
+            .map(|status| status.manifest))
+    }
+
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
         self.check_home(&cmd.group)?.submit(cmd, now_ms)
     }

@@ -35,6 +35,8 @@ pub enum Route {
     Receipt,
     /// `GET /v1/groups/{group}/snapshots/latest`.
     Snapshot,
+    /// `GET /v1/groups/{group}/audit`.
+    Audit,
     /// `GET /v1/openapi.json`.
     OpenApi,
     /// `GET /healthz`.
@@ -47,7 +49,7 @@ pub enum Route {
 
 impl Route {
     /// Every route the router serves.
-    pub const ALL: [Route; 12] = [
+    pub const ALL: [Route; 13] = [
         Route::Authority,
         Route::Groups,
         Route::Commands,
@@ -56,6 +58,7 @@ impl Route {
         Route::Head,
         Route::Receipt,
         Route::Snapshot,
+        Route::Audit,
         Route::OpenApi,
         Route::Healthz,
         Route::Readyz,
@@ -73,6 +76,7 @@ impl Route {
             Route::Head => (Method::GET, "/v1/groups/{group}/head"),
             Route::Receipt => (Method::GET, "/v1/groups/{group}/receipts/{actor}/{action}"),
             Route::Snapshot => (Method::GET, "/v1/groups/{group}/snapshots/latest"),
+            Route::Audit => (Method::GET, "/v1/groups/{group}/audit"),
             Route::OpenApi => (Method::GET, "/v1/openapi.json"),
             Route::Healthz => (Method::GET, "/healthz"),
             Route::Readyz => (Method::GET, "/readyz"),
@@ -96,6 +100,7 @@ impl Route {
             Route::Head => on(m, routes::head),
             Route::Receipt => on(m, routes::receipt),
             Route::Snapshot => on(m, routes::snapshot),
+            Route::Audit => on(m, routes::audit),
             Route::OpenApi => on(m, openapi::document),
             Route::Healthz => on(m, health::healthz),
             Route::Readyz => on(m, health::readyz),

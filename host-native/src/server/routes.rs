@@ -379,6 +379,32 @@ pub(super) async fn head(
     }
 }
 
+/// `GET /v1/groups/{group}/audit`: the signed manifest of the group's sealed audit log
+/// (SPEC §6a), JSON or CBOR; 404 `NOT_FOUND` when the group was not sealed.
+pub(super) async fn audit(
+    State(app): State<App>,
+    Path(group): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let format = Format::accepted(&headers, Format::Json);
+    let group = match path_id(&group, "group") {
+        Ok(g) => g,
+        Err(e) => return wire::error(format, &e),
+    };
+    let name = group.clone();
+    match blocking(&app, move |s| s.audit_manifest(&group)).await {
+        Ok(Some(m)) => wire::encode(StatusCode::OK, format, &m),
+        Ok(None) => read_error(
+            format,
+            &Error::new(
+                Code::NotFound,
+                format!("group {name} has no sealed audit log (it is not archived under an org policy, or unknown)"),
+            ),
+        ),
+        Err(e) => read_error(format, &e),
+    }
+}
+
 /// What a live tail remembers between events.
 struct Tail {
     app: App,

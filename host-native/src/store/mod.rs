@@ -614,6 +614,13 @@ fn remove_dir(be: &dyn Backend, path: &Path) -> Result<()> {
 }
 
 impl AuthorityService for FileStore {
+    fn audit_manifest(&self, group: &Id) -> Result<Option<mwp_core::audit::Manifest>> {
+        match self.group(group) {
+            Some(g) => g.audit_manifest(),
+            None => Ok(None),
+        }
+    }
+
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
         match self.group(&cmd.group) {
             Some(g) => g.submit(cmd, now_ms),

@@ -251,6 +251,21 @@ impl GroupLog {
         Ok(Some(*m))
     }
 
+    /// The manifest of the group's sealed audit log, if it has one that verifies (the
+    /// artifact's trailer only).
+    pub(crate) fn audit_manifest(&self) -> Result<Option<Manifest>> {
+        let key = self.ctx.authority.public_key();
+        let mut skipped = Vec::new();
+        let record = read_seal_record(&*self.ctx.backend, &self.dir, Some(&key), &mut skipped)?;
+        if let Some((file, message)) = skipped.into_iter().next() {
+            return Err(Error::new(Code::AuditInvalid, format!("{file}: {message}")));
+        }
+        Ok(match record {
+            Some(SealRecord::Sealed(m)) => Some(*m),
+            _ => None,
+        })
+    }
+
     /// The artifact's stored bytes, if the group has one.
     pub(crate) fn audit_artifact(&self) -> Result<Option<Vec<u8>>> {
         let p = self.path(ARTIFACT_NAME);
