@@ -371,3 +371,53 @@ fn a_policy_file_with_a_bad_recipient_is_refused_by_name() {
     assert_eq!(e.code, Code::Malformed);
     assert!(e.message.contains("acme"), "{e}");
 }
+
+#[test]
+fn another_groups_artifact_copied_into_a_group_is_refused_and_removes_nothing() {
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, policy_opts(true));
+    run(&mut rec, &workload());
+    // g2: the same workload, left open (no archive).
+    let text = workload().replace("\"group\": \"g1\"", "\"group\": \"g2\"");
+    let lines: Vec<&str> = text.lines().collect();
+    run(&mut rec, &lines[..lines.len() - 2].join("\n"));
+    let store = rec.store.take().unwrap();
+    let g2 = id("g2");
+    let state = store.state(&g2).unwrap().unwrap();
+    assert!(!state.archived);
+    drop(store);
+    let g2_dir = Path::new("/d/groups/g2");
+    let before = {
+        let mut n = be.list(g2_dir).unwrap();
+        n.sort();
+        n
+    };
+    let artifact = be
+        .read_file(&Path::new(GROUP_DIR).join(ARTIFACT_NAME))
+        .unwrap();
+    let f = be.create(&g2_dir.join(ARTIFACT_NAME), 0o600).unwrap();
+    f.write_at(0, &artifact).unwrap();
+    let store =
+        FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), policy_opts(true)).unwrap();
+    assert_eq!(store.state(&g2).unwrap().unwrap(), state);
+    assert!(store
+        .report()
+        .skipped_snapshots
+        .iter()
+        .any(|(f, why)| f.contains("g2") && why.contains("seals group g1")));
+    let mut after = be.list(g2_dir).unwrap();
+    after.sort();
+    let mut want = before.clone();
+    want.push(ARTIFACT_NAME.to_string());
+    want.sort();
+    assert_eq!(after, want, "nothing of g2 removed");
+    assert_eq!(
+        store.events(&g2, 0, usize::MAX).unwrap().len() as u64,
+        state.seq
+    );
+    let report = mwp_host::store::fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(report
+        .findings
+        .iter()
+        .any(|f| f.code == Code::AuditInvalid && f.damage));
+}

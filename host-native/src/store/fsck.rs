@@ -186,7 +186,7 @@ fn check_group_inner(
     files.require_segments(dir, id)?;
     // A sealed group whose plain history was removed is checked from its final snapshot.
     let mut skipped = Vec::new();
-    let record = read_seal_record(&**be, dir, key, &mut skipped)?;
+    let record = read_seal_record(&**be, dir, id, key, &mut skipped)?;
     for (file, message) in skipped {
         findings.push(Finding {
             group: Some(id.clone()),

@@ -32,7 +32,7 @@ impl GroupLog {
         // A sealed group whose plain history was removed starts at its final snapshot
         // (SPEC §6a): segments before the empty one after it are leftovers of an interrupted
         // removal, which a writer finishes below.
-        let record = read_seal_record(&*be, &dir, Some(&key), &mut report.skipped_snapshots)?;
+        let record = read_seal_record(&*be, &dir, &id, Some(&key), &mut report.skipped_snapshots)?;
         let plain_from = plain_from(record.as_ref(), &files.segments);
         let segments: Vec<u64> = files
             .segments
@@ -99,6 +99,16 @@ impl GroupLog {
                 "group {id}: the log holds no event"
             )));
         };
+        if plain_from > 1 && !(state.archived && state.seq + 1 == plain_from) {
+            // The seal record says the history before its final snapshot was removed; the
+            // log must then be that archived group's and end there.
+            return Err(Error::corrupt(format!(
+                "group {id}: its seal names seq {}, but the log is {} at seq {}",
+                plain_from - 1,
+                if state.archived { "archived" } else { "open" },
+                state.seq
+            )));
+        }
         let last = index.last().ok_or_else(|| Error::corrupt("no segment"))?;
         let writer = Writer {
             file: last.file.clone(),

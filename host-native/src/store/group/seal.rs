@@ -60,9 +60,16 @@ impl Write for FileWriter {
 pub(crate) fn read_seal_record(
     be: &dyn Backend,
     dir: &Path,
+    group: &Id,
     key: Option<&PublicKey>,
     skipped: &mut Vec<(String, String)>,
 ) -> Result<Option<SealRecord>> {
+    // A record of another group (a file copied or moved here) is not this group's seal.
+    let of_group = |g: &Id| {
+        (g == group)
+            .then_some(())
+            .ok_or_else(|| format!("it seals group {g}, not {group}"))
+    };
     let artifact = dir.join(ARTIFACT_NAME);
     if be.is_file(&artifact) {
         let file = be
@@ -76,7 +83,10 @@ pub(crate) fn read_seal_record(
         file.read_at(len - tail_len, &mut tail)
             .map_err(io_err(format!("read {}", artifact.display())))?;
         match read_trailer(&tail, key) {
-            Ok((m, _)) => return Ok(Some(SealRecord::Sealed(Box::new(m)))),
+            Ok((m, _)) => match of_group(&m.group) {
+                Ok(()) => return Ok(Some(SealRecord::Sealed(Box::new(m)))),
+                Err(why) => skipped.push((artifact.display().to_string(), why)),
+            },
             Err(e) => skipped.push((artifact.display().to_string(), e.message)),
         }
     }
@@ -84,7 +94,10 @@ pub(crate) fn read_seal_record(
     if be.is_file(&tombstone) {
         let bytes = read_snapshot_file(be, &tombstone)?;
         match Tombstone::from_cbor(&bytes).and_then(|t| t.verify(key).map(|()| t)) {
-            Ok(t) => return Ok(Some(SealRecord::Expired(Box::new(t)))),
+            Ok(t) => match of_group(&t.group) {
+                Ok(()) => return Ok(Some(SealRecord::Expired(Box::new(t)))),
+                Err(why) => skipped.push((tombstone.display().to_string(), why)),
+            },
             Err(e) => skipped.push((tombstone.display().to_string(), e.message)),
         }
     }
@@ -111,7 +124,13 @@ impl GroupLog {
         let head = self.durable();
         let mut skipped = Vec::new();
         let key = self.ctx.authority.public_key();
-        let record = read_seal_record(&*self.ctx.backend, &self.dir, Some(&key), &mut skipped)?;
+        let record = read_seal_record(
+            &*self.ctx.backend,
+            &self.dir,
+            &self.id,
+            Some(&key),
+            &mut skipped,
+        )?;
         let (manifest, did) = match record {
             Some(SealRecord::Sealed(m)) if m.seq == head => (*m, None),
             // Expired already: nothing is sealed again.
@@ -229,8 +248,13 @@ impl GroupLog {
     pub(crate) fn expire_audit(&self, now_ms: u64, dry_run: bool) -> Result<Option<Manifest>> {
         let key = self.ctx.authority.public_key();
         let mut skipped = Vec::new();
-        let Some(SealRecord::Sealed(m)) =
-            read_seal_record(&*self.ctx.backend, &self.dir, Some(&key), &mut skipped)?
+        let Some(SealRecord::Sealed(m)) = read_seal_record(
+            &*self.ctx.backend,
+            &self.dir,
+            &self.id,
+            Some(&key),
+            &mut skipped,
+        )?
         else {
             return Ok(None);
         };
@@ -256,7 +280,13 @@ impl GroupLog {
     pub(crate) fn audit_manifest(&self) -> Result<Option<Manifest>> {
         let key = self.ctx.authority.public_key();
         let mut skipped = Vec::new();
-        let record = read_seal_record(&*self.ctx.backend, &self.dir, Some(&key), &mut skipped)?;
+        let record = read_seal_record(
+            &*self.ctx.backend,
+            &self.dir,
+            &self.id,
+            Some(&key),
+            &mut skipped,
+        )?;
         if let Some((file, message)) = skipped.into_iter().next() {
             return Err(Error::new(Code::AuditInvalid, format!("{file}: {message}")));
         }
