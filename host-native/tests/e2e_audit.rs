@@ -418,3 +418,39 @@ fn over_http_a_group_whose_plain_history_was_removed_serves_its_final_snapshot_a
     .expect("opens");
     assert_eq!(log.events.len(), 3);
 }
+
+#[test]
+fn serve_says_at_start_which_orgs_are_sealed_and_that_the_others_keep_their_history() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (_, recipient) = keygen(tmp.path(), "org.key");
+    let file = tmp.path().join("policy.json");
+    std::fs::write(
+        &file,
+        serde_json::to_string(&policy(&recipient, false)).expect("JSON"),
+    )
+    .expect("writes");
+    for with_policy in [true, false] {
+        let mut cmd = mwp();
+        cmd.args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(tmp.path().join("d"))
+            .env("MWP_LOG", "info")
+            .stderr(std::process::Stdio::piped());
+        if with_policy {
+            cmd.arg("--org-policy").arg(&file);
+        }
+        let mut child = cmd.spawn().expect("starts");
+        let mut reader = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let (_, logged) = read_address(&mut reader);
+        let _ = child.kill();
+        let _ = child.wait();
+        let said = logged.join("");
+        if with_policy {
+            assert!(
+                said.contains("sealed when archived") && said.contains("acme"),
+                "{said}"
+            );
+        } else {
+            assert!(said.contains("keep their history in the clear"), "{said}");
+        }
+    }
+}
