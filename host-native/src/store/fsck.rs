@@ -20,8 +20,8 @@ use super::format::{
     group_from_dir_name, snapshot_name, storage, GROUPS_DIR, KEY_NAME, OVERLAY_NAME,
 };
 use super::group::{
-    load_snapshot, plain_from, read_overlay, read_seal_record, read_snapshot_file, replay,
-    snapshot_ahead, GroupFiles, SealRecord, Torn,
+    load_snapshot, plain_from, read_overlay, read_seal_record, replay, snapshot_ahead,
+    verify_artifact_file, GroupFiles, SealRecord, Torn,
 };
 
 /// One thing fsck found.
@@ -208,8 +208,7 @@ fn check_group_inner(
         let state = match r {
             SealRecord::Sealed(_) => {
                 let path = dir.join(mwp_core::audit::ARTIFACT_NAME);
-                let bytes = read_snapshot_file(&**be, &path)?;
-                if let Err(e) = mwp_core::audit::split_artifact(&bytes, key) {
+                if let Err(e) = verify_artifact_file(&**be, &path, key) {
                     findings.push(finding(Some(id), &e, mwp_core::audit::ARTIFACT_NAME, true));
                 }
                 "sealed"

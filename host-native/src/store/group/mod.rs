@@ -47,7 +47,7 @@ use recover::*;
 pub(crate) use recover::{read_snapshot_file, write_new_file};
 use replay::*;
 pub(crate) use replay::{read_overlay, replay, snapshot_ahead, GroupFiles, Torn};
-pub(crate) use seal::{plain_from, read_seal_record, SealRecord};
+pub(crate) use seal::{plain_from, read_seal_record, verify_artifact_file, SealRecord};
 pub(crate) use snapshots::load_snapshot;
 
 /// Largest number of record bytes one `events` call reads.

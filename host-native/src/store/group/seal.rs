@@ -92,7 +92,22 @@ pub(crate) fn read_seal_record(
     }
     let tombstone = dir.join(TOMBSTONE_NAME);
     if be.is_file(&tombstone) {
-        let bytes = read_snapshot_file(be, &tombstone)?;
+        let file = be
+            .open(&tombstone)
+            .map_err(io_err(format!("open {}", tombstone.display())))?;
+        let len = file
+            .len()
+            .map_err(io_err(format!("size of {}", tombstone.display())))?;
+        if len > u64::from(MAX_MANIFEST_LEN) {
+            skipped.push((
+                tombstone.display().to_string(),
+                format!("{len} bytes, more than a tombstone holds"),
+            ));
+            return Ok(None);
+        }
+        let mut bytes = vec![0u8; len as usize];
+        file.read_at(0, &mut bytes)
+            .map_err(io_err(format!("read {}", tombstone.display())))?;
         match Tombstone::from_cbor(&bytes).and_then(|t| t.verify(key).map(|()| t)) {
             Ok(t) => match of_group(&t.group) {
                 Ok(()) => return Ok(Some(SealRecord::Expired(Box::new(t)))),
@@ -102,6 +117,62 @@ pub(crate) fn read_seal_record(
         }
     }
     Ok(None)
+}
+
+/// Checks a stored artifact whole, reading it in pieces (never held whole): the magic, the
+/// manifest ([`read_trailer`]) under `key`, and the ciphertext's length and SHA-256 against
+/// the manifest. What `mwp fsck` runs; `AUDIT_INVALID` naming the check otherwise.
+pub(crate) fn verify_artifact_file(
+    be: &dyn Backend,
+    path: &Path,
+    key: Option<&PublicKey>,
+) -> Result<Manifest> {
+    use sha2::Digest;
+    let file = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
+    let len = file
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
+    let invalid = |check: &str, what: String| {
+        Error::new(
+            Code::AuditInvalid,
+            format!("audit artifact rejected: {what}"),
+        )
+        .with("check", check)
+    };
+    let mut magic = [0u8; 8];
+    if len < 20 || file.read_at(0, &mut magic).is_err() || magic != mwp_core::audit::ARTIFACT_MAGIC
+    {
+        return Err(invalid("layout", "it does not start with MWPAUDT1".into()));
+    }
+    let tail_len = (len - 8).min(u64::from(MAX_MANIFEST_LEN) + 12);
+    let mut tail = vec![0u8; tail_len as usize];
+    file.read_at(len - tail_len, &mut tail)
+        .map_err(io_err(format!("read {}", path.display())))?;
+    let (manifest, trailer) = read_trailer(&tail, key)?;
+    let cipher_len = len - 8 - trailer as u64;
+    let mut hash = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = 8u64;
+    while at < 8 + cipher_len {
+        let n = (8 + cipher_len - at).min(buf.len() as u64) as usize;
+        file.read_at(at, &mut buf[..n])
+            .map_err(io_err(format!("read {}", path.display())))?;
+        hash.update(&buf[..n]);
+        at += n as u64;
+    }
+    let got = Hash(hash.finalize().into());
+    if cipher_len != manifest.ciphertext_len || got != manifest.ciphertext {
+        return Err(invalid(
+            "ciphertext",
+            format!(
+                "its ciphertext ({cipher_len} bytes) is not the one the manifest names ({} bytes, sha256 {})",
+                manifest.ciphertext_len, manifest.ciphertext
+            ),
+        ));
+    }
+    Ok(manifest)
 }
 
 /// The first seq the plain log must start at: `final + 1` when the seal record says the plain
