@@ -160,17 +160,7 @@ fn open(args: &OpenArgs) -> Outcome {
             );
         }
         Some(dir) => {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| {
-                    Failure::new(
-                        EXIT_UNAVAILABLE,
-                        format!("cannot create {}: {e}", dir.display()),
-                    )
-                })?;
+            super::store::create_data_dir(dir)?;
             let store = crate::store::FileStore::open(dir, crate::store::StoreOptions::default())
                 .map_err(|e| {
                 Failure::from_error(&format!("cannot open {}", dir.display()), &e)

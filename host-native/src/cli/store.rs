@@ -110,6 +110,21 @@ fn not_built(url: &StoreUrl) -> Failure {
     )
 }
 
+/// Creates a data directory and its missing parents, mode 0700.
+pub fn create_data_dir(dir: &std::path::Path) -> Result<(), Failure> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            Failure::new(
+                EXIT_UNAVAILABLE,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })
+}
+
 /// Opens the authority a URL names, with a generated authority key for memory.
 pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityService>, Failure> {
     match url {
@@ -134,17 +149,7 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
                         ),
                     ));
                 }
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|e| {
-                        Failure::new(
-                            EXIT_UNAVAILABLE,
-                            format!("cannot create {}: {e}", dir.display()),
-                        )
-                    })?;
+                create_data_dir(dir)?;
             }
             let store_options = crate::store::StoreOptions {
                 online_events: options.online_events,

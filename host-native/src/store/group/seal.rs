@@ -54,6 +54,17 @@ impl Write for FileWriter {
     }
 }
 
+/// Opens a stored file and gives its length.
+fn open_sized(be: &dyn Backend, path: &Path) -> Result<(Arc<dyn StorageFile>, u64)> {
+    let file = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
+    let len = file
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
+    Ok((file, len))
+}
+
 /// Reads the seal record of a group directory: the artifact's manifest (its trailer only;
 /// `mwp fsck` and `mwp audit open` check the ciphertext), else the tombstone. One that does
 /// not verify under `key` is reported in `skipped` and not used.
@@ -72,12 +83,7 @@ pub(crate) fn read_seal_record(
     };
     let artifact = dir.join(ARTIFACT_NAME);
     if be.is_file(&artifact) {
-        let file = be
-            .open(&artifact)
-            .map_err(io_err(format!("open {}", artifact.display())))?;
-        let len = file
-            .len()
-            .map_err(io_err(format!("size of {}", artifact.display())))?;
+        let (file, len) = open_sized(be, &artifact)?;
         let tail_len = len.min(u64::from(MAX_MANIFEST_LEN) + 12);
         let mut tail = vec![0u8; tail_len as usize];
         file.read_at(len - tail_len, &mut tail)
@@ -92,12 +98,7 @@ pub(crate) fn read_seal_record(
     }
     let tombstone = dir.join(TOMBSTONE_NAME);
     if be.is_file(&tombstone) {
-        let file = be
-            .open(&tombstone)
-            .map_err(io_err(format!("open {}", tombstone.display())))?;
-        let len = file
-            .len()
-            .map_err(io_err(format!("size of {}", tombstone.display())))?;
+        let (file, len) = open_sized(be, &tombstone)?;
         if len > u64::from(MAX_MANIFEST_LEN) {
             skipped.push((
                 tombstone.display().to_string(),
@@ -128,12 +129,7 @@ pub(crate) fn verify_artifact_file(
     key: Option<&PublicKey>,
 ) -> Result<Manifest> {
     use sha2::Digest;
-    let file = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
-    let len = file
-        .len()
-        .map_err(io_err(format!("size of {}", path.display())))?;
+    let (file, len) = open_sized(be, path)?;
     let invalid = |check: &str, what: String| {
         Error::new(
             Code::AuditInvalid,
