@@ -33,22 +33,8 @@ pub fn decision_to_js(decision: &Decision) -> Result<JsValue, Error> {
     }
 }
 
-/// The hash (hex) of an optional state: all zeros before genesis.
-pub fn state_hash_of(state: Option<&GroupState>) -> Result<String, Error> {
-    Ok(state
-        .map_or(Ok(mwp_core::Hash::ZERO), GroupState::hash)?
-        .to_hex())
-}
-
-/// Work items a worker may claim at `now_ms`, as a JS array of IDs.
-pub fn frontier_of(state: Option<&GroupState>, now_ms: u64) -> Vec<String> {
-    state.map_or_else(Vec::new, |s| {
-        s.frontier(now_ms)
-            .into_iter()
-            .map(|id| id.to_string())
-            .collect()
-    })
-}
+// Shared with the replica, which the viewer build has without this module.
+pub use crate::replica::{frontier_of, state_hash_of};
 
 /// One Group's authority, in memory.
 #[wasm_bindgen]

@@ -2,7 +2,9 @@
 //! canonical CBOR, events, commands, keys.
 
 use mwp_core::canonical::{self, Strictness};
-use mwp_core::{Command, Error, Event, Limits, PublicKey, SecretKey};
+#[cfg(feature = "full")]
+use mwp_core::{Command, Limits};
+use mwp_core::{Error, Event, PublicKey, SecretKey};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -47,6 +49,7 @@ pub fn bytes_of(value: &JsValue) -> Option<Vec<u8>> {
 }
 
 /// A command given either as canonical CBOR bytes or as an object in the JSON form.
+#[cfg(feature = "full")]
 pub fn command_from_js(value: JsValue, limits: &Limits) -> Result<Command, Error> {
     if let Some(bytes) = bytes_of(&value) {
         return Command::from_cbor(&bytes, limits);
@@ -147,18 +150,21 @@ pub fn receipt_of(event: JsValue) -> Result<JsValue, CodecError> {
 
 /// Parses a command (JSON-form object or CBOR bytes) and gives back its JSON form:
 /// checks the limits and field rules without deciding anything.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = parseCommand)]
 pub fn parse_command(command: JsValue) -> Result<JsValue, CodecError> {
     Ok(to_js(&command_from_js(command, &Limits::default())?)?)
 }
 
 /// Canonical CBOR of a command, `sig` included.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = encodeCommand)]
 pub fn encode_command(command: JsValue) -> Result<Vec<u8>, CodecError> {
     Ok(command_from_js(command, &Limits::default())?.to_cbor()?)
 }
 
 /// Content hash (hex) of a command: SHA-256 of the canonical CBOR of every field but `sig`.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = commandContentHash)]
 pub fn command_content_hash(command: JsValue) -> Result<String, CodecError> {
     let command = with_placeholder_sig(command)?;
@@ -169,6 +175,7 @@ pub fn command_content_hash(command: JsValue) -> Result<String, CodecError> {
 
 /// Signs a command given in its JSON form (its `sig`, if any, is replaced) with a secret key
 /// seed (64 hex digits); returns the signed command in its JSON form.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = signCommand)]
 pub fn sign_command(command: JsValue, secret_key_hex: &str) -> Result<JsValue, CodecError> {
     let key = parse_secret_key(secret_key_hex)?;
@@ -179,6 +186,7 @@ pub fn sign_command(command: JsValue, secret_key_hex: &str) -> Result<JsValue, C
 }
 
 /// Whether a command's signature verifies under a public key.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = verifyCommand)]
 pub fn verify_command(command: JsValue, public_key_hex: &str) -> Result<bool, CodecError> {
     let key = public_key(public_key_hex)?;
@@ -186,6 +194,7 @@ pub fn verify_command(command: JsValue, public_key_hex: &str) -> Result<bool, Co
 }
 
 /// Adds an all-zero `sig` to a JSON-form command that has none, so it parses.
+#[cfg(feature = "full")]
 fn with_placeholder_sig(command: JsValue) -> Result<JsValue, Error> {
     if command.is_instance_of::<js_sys::Uint8Array>() || !command.is_object() {
         return Ok(command);

@@ -17,28 +17,46 @@
 //! Like the core, nothing here reads a clock: `nowMs` is an argument of every call that needs
 //! the time. The only randomness is the audit encryption's ([`audit`], age's file and
 //! ephemeral keys, from `crypto.getRandomValues`).
+//!
+//! Features: `full` (the default) is all of the above. `viewer` alone builds the replica-only
+//! module a page needs to verify and replay a history: [`replica`], [`head`] (signed heads, the
+//! static export reader), [`snapshot`], [`codec`], [`frames`] and [`error`].
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "full")]
 pub mod agent;
+#[cfg(feature = "full")]
 pub mod agent_journal;
+#[cfg(feature = "full")]
 pub mod audit;
+#[cfg(feature = "full")]
 pub mod authority;
 pub mod codec;
 pub mod error;
 pub mod frames;
 pub mod head;
+#[cfg(feature = "full")]
 pub mod idb_agent;
+#[cfg(feature = "full")]
 pub mod idb_store;
+#[cfg(feature = "full")]
 pub mod log_format;
 pub mod replica;
 pub mod snapshot;
+#[cfg(feature = "full")]
 pub mod store_group;
+#[cfg(feature = "full")]
 pub mod transcript;
+#[cfg(feature = "full")]
 pub mod vectors;
 
+#[cfg(feature = "full")]
 pub use agent::{Agent, AgentImage};
+#[cfg(feature = "full")]
 pub use audit::AuditSealer;
+#[cfg(feature = "full")]
 pub use authority::Authority;
 pub use head::StaticReader;
 pub use replica::Replica;
+#[cfg(feature = "full")]
 pub use store_group::StoreGroup;

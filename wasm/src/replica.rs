@@ -10,10 +10,26 @@ use mwp_core::{Error, Event, GroupState, Id};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use crate::authority::{frontier_of, state_hash_of};
 use crate::codec::{event_from_js, num, parse_public_key, to_js, uint};
 use crate::error::OfferError;
 use crate::frames;
+
+/// The hash (hex) of an optional state: all zeros before genesis.
+pub fn state_hash_of(state: Option<&GroupState>) -> Result<String, Error> {
+    Ok(state
+        .map_or(Ok(mwp_core::Hash::ZERO), GroupState::hash)?
+        .to_hex())
+}
+
+/// Work items a worker may claim at `now_ms`, as a JS array of IDs.
+pub fn frontier_of(state: Option<&GroupState>, now_ms: u64) -> Vec<String> {
+    state.map_or_else(Vec::new, |s| {
+        s.frontier(now_ms)
+            .into_iter()
+            .map(|id| id.to_string())
+            .collect()
+    })
+}
 
 /// The JS object for one offer: `{result, seq, cursor, error?}`.
 pub fn offer_to_json(offer: &Offer, seq: u64, cursor: u64) -> serde_json::Value {
