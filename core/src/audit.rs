@@ -29,9 +29,10 @@ use serde::{Deserialize, Serialize};
 use crate::canonical::{self, Strictness};
 use crate::crypto::{Hash, PublicKey, SecretKey, Signature};
 use crate::error::{Code, Error, Result};
+use crate::event::Event;
 use crate::id::Id;
-use crate::replica::{Offer, Replica};
 use crate::snapshot::Snapshot;
+use crate::state::GroupState;
 
 /// The schema name of an Organization policy file.
 pub const POLICY_SCHEMA: &str = "mwp.org-policy.v1";
@@ -493,7 +494,9 @@ pub fn read_log(plain: &[u8], manifest: &Manifest) -> Result<AuditLog> {
         *at = end;
         Ok(s)
     };
-    let mut replica = Replica::new(manifest.group.clone());
+    // Replayed as a store opens its own log: each event's payload hash and id checked where
+    // its bytes lie, then applied, which checks its group, seq and chain.
+    let mut state: Option<GroupState> = None;
     let mut events = Vec::new();
     let snapshot_bytes = loop {
         let tag = take(&mut at, 1)?[0];
@@ -503,24 +506,14 @@ pub fn read_log(plain: &[u8], manifest: &Manifest) -> Result<AuditLog> {
                 l.copy_from_slice(take(&mut at, 4)?);
                 let bytes = take(&mut at, u32::from_be_bytes(l) as usize)?;
                 let seq = events.len() as u64 + 1;
-                match replica.offer_bytes(bytes) {
-                    Offer::Applied { .. } if replica.cursor() == seq => {}
-                    Offer::Rejected(e) => {
-                        return Err(invalid(
-                            "chain",
-                            format!("audit log rejected: event {seq}: {}", e.message),
-                        ))
-                    }
-                    other => {
-                        return Err(invalid(
-                            "chain",
-                            format!(
-                                "audit log rejected: record {seq} is not event {seq} ({})",
-                                other.name()
-                            ),
-                        ))
-                    }
-                }
+                let chain = |e: Error| {
+                    invalid(
+                        "chain",
+                        format!("audit log rejected: event {seq}: {}", e.message),
+                    )
+                };
+                let event = Event::from_cbor_verified(bytes).map_err(chain)?;
+                GroupState::apply_stored_to(&mut state, &manifest.group, &event).map_err(chain)?;
                 events.push(bytes.to_vec());
             }
             2 => {
@@ -539,15 +532,13 @@ pub fn read_log(plain: &[u8], manifest: &Manifest) -> Result<AuditLog> {
             t => return Err(log(format!("unknown record tag {t} at offset {}", at - 1))),
         }
     };
-    if replica.cursor() != manifest.seq || replica.head() != manifest.id {
+    let (seq, head) = state.as_ref().map_or((0, Hash::ZERO), |s| (s.seq, s.head));
+    if seq != manifest.seq || head != manifest.id {
         return Err(invalid(
             "chain",
             format!(
-                "audit log rejected: it ends at seq {} id {}, the manifest names seq {} id {}",
-                replica.cursor(),
-                replica.head(),
-                manifest.seq,
-                manifest.id
+                "audit log rejected: it ends at seq {seq} id {head}, the manifest names seq {} id {}",
+                manifest.seq, manifest.id
             ),
         ));
     }
@@ -569,7 +560,10 @@ pub fn read_log(plain: &[u8], manifest: &Manifest) -> Result<AuditLog> {
             ),
         ));
     }
-    let state_hash = replica.state_hash()?;
+    let state_hash = match &state {
+        Some(s) => s.hash()?,
+        None => Hash::ZERO,
+    };
     if state_hash != snapshot.state_hash || state_hash != manifest.state_hash {
         return Err(invalid(
             "state",
