@@ -421,3 +421,70 @@ fn another_groups_artifact_copied_into_a_group_is_refused_and_removes_nothing() 
         .iter()
         .any(|f| f.code == Code::AuditInvalid && f.damage));
 }
+
+#[test]
+fn a_damaged_artifact_is_sealed_again_before_anything_is_removed() {
+    // A crash right after the artifact was made durable, before the removal began; then a
+    // ciphertext byte flips on disk.
+    let base = MemBackend::new();
+    let mut rec = Recorder::open(&base, policy_opts(true));
+    run(&mut rec, &workload());
+    let head = rec
+        .store
+        .as_ref()
+        .unwrap()
+        .state(&id("g1"))
+        .unwrap()
+        .unwrap()
+        .seq;
+    let empty = format!("{:020}.seg.tmp", head + 1);
+    let n = base
+        .op_log()
+        .iter()
+        .position(|op| op.contains(&empty))
+        .expect("the removal writes the empty segment") as u64;
+    let crashed = || {
+        let be = MemBackend::new();
+        be.fail_at(n, Fault::Forever);
+        let mut rec = Recorder::open(&be, policy_opts(true));
+        run(&mut rec, &workload());
+        drop(rec.store.take());
+        let image = be.crash_image(PowerLoss::KeepAll);
+        let path = Path::new(GROUP_DIR).join(ARTIFACT_NAME);
+        let mut bad = image.read_file(&path).unwrap();
+        assert!(audit::split_artifact(&bad, None).unwrap().0.remove_plain);
+        bad[200] ^= 1;
+        image.write_file(&path, &bad).unwrap();
+        assert!(files_of(&image).contains(&"00000000000000000001.seg".to_string()));
+        image
+    };
+
+    // Without a policy any more, the damaged artifact is reported and nothing is removed.
+    let image = crashed();
+    let store = FileStore::open_with(Arc::new(image.clone()), Path::new("/d"), opts()).unwrap();
+    assert!(store
+        .report()
+        .skipped_snapshots
+        .iter()
+        .any(|(f, why)| f.ends_with(ARTIFACT_NAME) && why.contains("ciphertext")));
+    assert!(files_of(&image).contains(&"00000000000000000001.seg".to_string()));
+    assert_eq!(
+        store.events(&id("g1"), 0, usize::MAX).unwrap().len() as u64,
+        head
+    );
+    drop(store);
+
+    // With the policy, it is sealed again from the whole history, then the history removed.
+    let image = crashed();
+    let store =
+        FileStore::open_with(Arc::new(image.clone()), Path::new("/d"), policy_opts(true)).unwrap();
+    let artifact = store.audit_artifact(&id("g1")).unwrap().unwrap();
+    let log = mwp_audit::open(&artifact, &identities(), None).unwrap();
+    assert_eq!(log.events.len() as u64, head);
+    assert_eq!(files_of(&image).len(), 3, "{:?}", files_of(&image));
+    assert!(store
+        .report()
+        .repaired
+        .iter()
+        .any(|r| r.contains("sealed the audit log")));
+}

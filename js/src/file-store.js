@@ -56,6 +56,8 @@ const MAX_READ_BYTES = 8 << 20;
 const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2, readOnly: false, orgPolicy: null };
 /** A group's sealed audit log and the tombstone its expiry leaves (docs/format.md, "Sealed audit log"). */
 const ARTIFACT_NAME = "audit.mwpa";
+/** The most an artifact's manifest trailer takes: a 64 KiB manifest, its length and the magic. */
+const TRAILER_MAX = (64 << 10) + 12;
 const TOMBSTONE_NAME = "audit.tombstone";
 /** Prefix of a group directory being created (docs/format.md, "Creating a group"). */
 const NEW_GROUP_PREFIX = ".new-";
@@ -154,6 +156,32 @@ export async function syncDir(dir) {
 }
 
 /** A whole file's bytes, or `null` if it does not exist. */
+/**
+ * The last `n` bytes of a file (all of it when shorter), or `null` when it does not exist:
+ * an open reads an artifact's manifest from its end, never its ciphertext.
+ */
+async function readTailIfExists(path, n) {
+  if (n === Infinity) return readIfExists(path);
+  let fh;
+  try {
+    fh = await fsp.open(path, "r");
+  } catch (e) {
+    if (e?.code === "ENOENT") return null;
+    throw storage(`open ${path}`, e);
+  }
+  try {
+    const { size } = await fh.stat();
+    const len = Math.min(size, n);
+    const buf = new Uint8Array(len);
+    await fh.read(buf, 0, len, size - len);
+    return buf;
+  } catch (e) {
+    throw storage(`read ${path}`, e);
+  } finally {
+    await fh.close();
+  }
+}
+
 async function readIfExists(path) {
   try {
     return new Uint8Array(await fsp.readFile(path));
@@ -1135,7 +1163,7 @@ async function openGroupDir(store, id, dir, report) {
   // once the artifact of final seq N was durable, the plain history is removed (or being
   // removed): the final snapshot N is the base, older segments and the overlay are ignored
   // (and removed by the writer).
-  const manifest = names.includes(ARTIFACT_NAME) ? await sealedRecord(store, id, join(dir, ARTIFACT_NAME), w.auditManifest) : null;
+  const manifest = names.includes(ARTIFACT_NAME) ? await sealedRecord(store, id, join(dir, ARTIFACT_NAME), w.auditTrailer, TRAILER_MAX) : null;
   const tombstone = names.includes(TOMBSTONE_NAME) ? await sealedRecord(store, id, join(dir, TOMBSTONE_NAME), w.auditTombstone) : null;
   let sealed = null;
   if (manifest?.remove_plain && segSeqs.includes(manifest.seq + 1)) sealed = { seq: manifest.seq, id: manifest.id, snapshot: manifest.snapshot, remove_plain: true };
@@ -1327,8 +1355,8 @@ async function openGroupDir(store, id, dir, report) {
  * (`w.auditTombstone`) if it verifies under the store key and names group `id`, else `null`
  * (an artifact that does not verify is sealed again by the writer while the log is whole).
  */
-async function sealedRecord(store, id, path, check) {
-  const bytes = await readIfExists(path);
+async function sealedRecord(store, id, path, check, tail = Infinity) {
+  const bytes = await readTailIfExists(path, tail);
   if (bytes === null) return null;
   try {
     const m = check(bytes, store.authorityKey);

@@ -131,8 +131,12 @@ export function auditCases(mwp, native) {
       eq(again.report.repaired, [], "nothing repaired");
       await again.close();
 
-      // An artifact that does not verify is sealed again while the history is whole.
-      fs.writeFileSync(path, bad);
+      // An open reads only the manifest at the artifact's end (the ciphertext's hash is checked
+      // by `mwp fsck` and `mwp audit open`, as the native store does): one whose manifest does
+      // not verify is sealed again while the history is whole.
+      const badManifest = artifact.slice();
+      badManifest[badManifest.length - 20] ^= 1;
+      fs.writeFileSync(path, badManifest);
       const third = await mwp.openFileStore(dir, { orgPolicy: policy(recipient) });
       await third.openGroup("g1");
       eq(third.report.repaired, [`sealed the audit log of g1 at seq ${final}`], "sealed again");

@@ -19,7 +19,7 @@ use std::io::Write;
 use std::rc::Rc;
 
 use mwp_audit::Sealer;
-use mwp_core::audit::{split_artifact, OrgPolicy};
+use mwp_core::audit::{read_trailer, split_artifact, OrgPolicy};
 use mwp_core::authority::{Policy, Replay};
 use mwp_core::{Error, Hash, Id};
 use wasm_bindgen::prelude::*;
@@ -157,6 +157,16 @@ pub fn audit_manifest(
 ) -> Result<JsValue, StoreError> {
     let trusted = trusted_key(trusted_key_hex)?;
     let (manifest, _) = split_artifact(artifact, trusted.as_ref())?;
+    Ok(to_js(&manifest)?)
+}
+
+/// The manifest from the end of an artifact (`tail`: its last bytes, at least the manifest
+/// and 12 more; 65,548 always suffice), checked under `trustedKeyHex` (or its own key) without
+/// reading the ciphertext (the core's `read_trailer`): what a store's open reads.
+#[wasm_bindgen(js_name = auditTrailer)]
+pub fn audit_trailer(tail: &[u8], trusted_key_hex: Option<String>) -> Result<JsValue, StoreError> {
+    let trusted = trusted_key(trusted_key_hex)?;
+    let (manifest, _) = read_trailer(tail, trusted.as_ref())?;
     Ok(to_js(&manifest)?)
 }
 

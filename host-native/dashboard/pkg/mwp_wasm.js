@@ -2672,6 +2672,33 @@ export function auditTombstone(bytes, trusted_key_hex) {
 }
 
 /**
+ * The manifest from the end of an artifact (`tail`: its last bytes, at least the manifest
+ * and 12 more; 65,548 always suffice), checked under `trustedKeyHex` (or its own key) without
+ * reading the ciphertext (the core's `read_trailer`): what a store's open reads.
+ * @param {Uint8Array | number[]} tail
+ * @param {string | null} [trusted_key_hex]
+ * @returns {any}
+ */
+export function auditTrailer(tail, trusted_key_hex) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passArray8ToWasm0(tail, wasm.__wbindgen_malloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = isLikeNone(trusted_key_hex) ? 0 : passStringToWasm0(trusted_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.auditTrailer(ptr0, len0, ptr1, len1);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * The deterministic benchmark log of [`crate::vectors::bench_log`] (a frame batch).
  * @param {number} items
  * @returns {Uint8Array}

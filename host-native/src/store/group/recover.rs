@@ -168,20 +168,49 @@ impl GroupLog {
                 .push(format!("wrote the final snapshot at seq {head}"));
         }
         let due = lock(&group.core).driver.seal_due().cloned();
-        let removal = match &record {
-            Some(SealRecord::Sealed(m)) => m.remove_plain && m.seq == head,
-            Some(SealRecord::Expired(t)) => plain_from > 1 && t.seq == head,
-            None => false,
-        };
-        let leftovers = files.segments.iter().any(|s| *s < plain_from)
-            || (plain_from > 1 && (files.overlay || files.snapshots.iter().any(|s| *s < head)));
-        if record.is_none() {
-            if let Some(policy) = due {
-                if let Some(did) = group.seal(&policy, now_ms())? {
-                    report.repaired.push(did);
+        // A removal the manifest asked for that has not begun (the history is whole): it
+        // begins only once the artifact verifies whole, ciphertext included.
+        let pending = plain_from == 1
+            && matches!(&record, Some(SealRecord::Sealed(m)) if m.remove_plain && m.seq == head);
+        let leftovers = plain_from > 1
+            && (files.segments.iter().any(|s| *s < plain_from)
+                || files.overlay
+                || files.snapshots.iter().any(|s| *s < head));
+        if record.is_none() || pending {
+            match (due, &record) {
+                // Seals, or keeps an artifact that verifies whole (sealing again a damaged
+                // one), then removes the plain history if its manifest says so.
+                (Some(policy), _) => {
+                    if let Some(did) = group.seal(&policy, now_ms())? {
+                        report.repaired.push(did);
+                    }
+                    let removed = lock(&group.sealed).is_some_and(|s| s.plain_removed);
+                    if pending && removed {
+                        report.repaired.push(format!(
+                            "removed the plain history below the sealed seq {head}"
+                        ));
+                    }
                 }
+                // No policy any more: the signed manifest still asks for the removal.
+                (None, Some(SealRecord::Sealed(m))) => {
+                    let path = group.dir.join(mwp_core::audit::ARTIFACT_NAME);
+                    match verify_artifact_file(&*be, &path, Some(&key)) {
+                        Ok(v) if v == **m => {
+                            group.remove_plain(head)?;
+                            report.repaired.push(format!(
+                                "removed the plain history below the sealed seq {head}"
+                            ));
+                        }
+                        Ok(_) => {}
+                        Err(e) => report
+                            .skipped_snapshots
+                            .push((path.display().to_string(), e.message)),
+                    }
+                }
+                _ => {}
             }
-        } else if removal && (plain_from == 1 || leftovers) {
+        } else if leftovers {
+            // The removal began (the empty segment after the final snapshot is there).
             group.remove_plain(head)?;
             report.repaired.push(format!(
                 "removed the plain history below the sealed seq {head}"

@@ -198,8 +198,15 @@ impl GroupLog {
             Some(&key),
             &mut skipped,
         )?;
+        // An artifact is kept only if it verifies whole (its ciphertext's hash included);
+        // a damaged one is sealed again while the plain history is whole.
+        let whole = |m: &Manifest| {
+            m.seq == head
+                && verify_artifact_file(&*self.ctx.backend, &self.path(ARTIFACT_NAME), Some(&key))
+                    .is_ok_and(|v| v == *m)
+        };
         let (manifest, did) = match record {
-            Some(SealRecord::Sealed(m)) if m.seq == head => (*m, None),
+            Some(SealRecord::Sealed(m)) if whole(&m) => (*m, None),
             // Expired already: nothing is sealed again.
             Some(SealRecord::Expired(t)) if t.seq == head => return Ok(None),
             _ => {
