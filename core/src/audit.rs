@@ -327,9 +327,39 @@ impl Manifest {
             .map_err(|e| invalid("decode", format!("audit manifest rejected: {e}")))
     }
 
+    /// Checks that a ciphertext of `len` bytes with SHA-256 `hash` is the one this manifest
+    /// names; `AUDIT_INVALID` (check `ciphertext`) otherwise. For a reader that hashes the
+    /// ciphertext as it reads it ([`split_artifact`] holds it whole).
+    pub fn check_ciphertext(&self, len: u64, hash: Hash) -> Result<()> {
+        if len == self.ciphertext_len && hash == self.ciphertext {
+            return Ok(());
+        }
+        Err(invalid(
+            "ciphertext",
+            format!(
+                "audit artifact rejected: its ciphertext ({len} bytes) is not the one the manifest names ({} bytes, sha256 {})",
+                self.ciphertext_len, self.ciphertext
+            ),
+        ))
+    }
+
     /// Whether the artifact may be deleted at `now_ms` (its retention has passed).
     pub fn expired(&self, now_ms: u64) -> bool {
         now_ms >= self.retain_until
+    }
+}
+
+/// Where a sealed group's plain log starts (docs/format.md, "Sealed audit log", Opening):
+/// `sealed` is the final seq its seal record names and whether that record says the plain
+/// history goes (an artifact whose manifest says `remove_plain`, or a tombstone); when it does
+/// and a segment named for the next seq exists (the empty segment a removal writes first), the
+/// log starts there, on the final snapshot, and every older segment is a leftover. Otherwise it
+/// starts at seq 1. The caller has checked the record under the authority key and that it is
+/// of this group.
+pub fn plain_log_start(sealed: Option<(u64, bool)>, segments: &[u64]) -> u64 {
+    match sealed {
+        Some((seq, true)) if segments.contains(&(seq + 1)) => seq + 1,
+        _ => 1,
     }
 }
 
@@ -396,19 +426,7 @@ pub fn split_artifact<'a>(
     }
     let (manifest, trailer) = read_trailer(&bytes[8..], trusted)?;
     let ciphertext = &bytes[8..bytes.len() - trailer];
-    if ciphertext.len() as u64 != manifest.ciphertext_len
-        || Hash::of(ciphertext) != manifest.ciphertext
-    {
-        return Err(invalid(
-            "ciphertext",
-            format!(
-                "audit artifact rejected: its ciphertext ({} bytes) is not the one the manifest names ({} bytes, sha256 {})",
-                ciphertext.len(),
-                manifest.ciphertext_len,
-                manifest.ciphertext
-            ),
-        ));
-    }
+    manifest.check_ciphertext(ciphertext.len() as u64, Hash::of(ciphertext))?;
     Ok((manifest, ciphertext))
 }
 

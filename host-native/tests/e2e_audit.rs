@@ -322,6 +322,14 @@ fn audit_expire_dry_run_lists_and_deletes_nothing_and_expire_leaves_a_signed_tom
         "{}",
         String::from_utf8_lossy(&fsck.stdout)
     );
+    // fsck knows the sealed state: expired, the plain history removed.
+    let line: serde_json::Value =
+        serde_json::from_slice(fsck.stdout.split(|b| *b == b'\n').next().expect("a line"))
+            .expect("JSON");
+    assert_eq!(
+        line["sealed"],
+        json!({"seq": manifest.seq, "state": "expired", "plain_removed": true})
+    );
     let stderr = mwp()
         .args(["audit", "expire", "--data"])
         .arg(tmp.path().join("nowhere"))

@@ -155,7 +155,6 @@ export async function syncDir(dir) {
   });
 }
 
-/** A whole file's bytes, or `null` if it does not exist. */
 /**
  * The last `n` bytes of a file (all of it when shorter), or `null` when it does not exist:
  * an open reads an artifact's manifest from its end, never its ciphertext.
@@ -182,6 +181,7 @@ async function readTailIfExists(path, n) {
   }
 }
 
+/** A whole file's bytes, or `null` if it does not exist. */
 async function readIfExists(path) {
   try {
     return new Uint8Array(await fsp.readFile(path));
@@ -1164,10 +1164,15 @@ async function openGroupDir(store, id, dir, report) {
   // removed): the final snapshot N is the base, older segments and the overlay are ignored
   // (and removed by the writer).
   const manifest = names.includes(ARTIFACT_NAME) ? await sealedRecord(store, id, join(dir, ARTIFACT_NAME), w.auditTrailer, TRAILER_MAX) : null;
-  const tombstone = names.includes(TOMBSTONE_NAME) ? await sealedRecord(store, id, join(dir, TOMBSTONE_NAME), w.auditTombstone) : null;
+  // A tombstone is far smaller than this; a larger file's tail does not decode.
+  const tombstone = names.includes(TOMBSTONE_NAME) ? await sealedRecord(store, id, join(dir, TOMBSTONE_NAME), w.auditTombstone, TRAILER_MAX) : null;
+  // The record in force (the artifact's manifest, else the tombstone), and where the plain
+  // log starts by it: the core's rule.
+  const record = manifest ?? tombstone;
+  const removes = manifest !== null ? manifest.remove_plain : tombstone !== null;
+  const start = guardStore(() => w.auditPlainLogStart(record?.seq, removes, segSeqs));
   let sealed = null;
-  if (manifest?.remove_plain && segSeqs.includes(manifest.seq + 1)) sealed = { seq: manifest.seq, id: manifest.id, snapshot: manifest.snapshot, remove_plain: true };
-  else if (tombstone !== null && segSeqs.includes(tombstone.seq + 1)) sealed = { seq: tombstone.seq, remove_plain: true };
+  if (start > 1) sealed = manifest !== null ? { seq: manifest.seq, id: manifest.id, snapshot: manifest.snapshot, remove_plain: true } : { seq: tombstone.seq, remove_plain: true };
   if (sealed !== null) {
     segSeqs = segSeqs.filter((s) => s > sealed.seq);
     snapSeqs = snapSeqs.filter((s) => s === sealed.seq);

@@ -294,3 +294,19 @@ fn the_policy_example_in_the_format_document_parses() {
     let p = mwp_audit::load_policy(&doc[start..end]).unwrap();
     assert_eq!(p.orgs.len(), 1);
 }
+
+#[test]
+fn the_plain_log_starts_after_the_final_snapshot_only_when_the_seal_says_so_and_the_empty_segment_is_there(
+) {
+    use mwp_core::audit::plain_log_start;
+    let segs = [1, 40, 58];
+    assert_eq!(plain_log_start(Some((57, true)), &segs), 58);
+    assert_eq!(plain_log_start(Some((57, false)), &segs), 1, "kept history");
+    assert_eq!(
+        plain_log_start(Some((56, true)), &segs),
+        1,
+        "no empty segment after 56"
+    );
+    assert_eq!(plain_log_start(None, &segs), 1);
+    assert_eq!(plain_log_start(Some((57, true)), &[58]), 58);
+}

@@ -170,6 +170,27 @@ pub fn audit_trailer(tail: &[u8], trusted_key_hex: Option<String>) -> Result<JsV
     Ok(to_js(&manifest)?)
 }
 
+/// Where a sealed group's plain log starts (the core's `audit::plain_log_start`): `sealedSeq`
+/// is the final seq its checked seal record names (`undefined`: none), `removes` whether that
+/// record says the plain history goes (a manifest's `remove_plain`, or a tombstone), and
+/// `segments` the first seqs of the segment files. `sealedSeq + 1` or 1.
+#[wasm_bindgen(js_name = auditPlainLogStart)]
+pub fn audit_plain_log_start(
+    sealed_seq: Option<f64>,
+    removes: bool,
+    segments: Vec<f64>,
+) -> Result<f64, StoreError> {
+    let sealed = match sealed_seq {
+        Some(s) => Some((uint(s, "sealedSeq")?, removes)),
+        None => None,
+    };
+    let segments = segments
+        .into_iter()
+        .map(|s| uint(s, "segments"))
+        .collect::<Result<Vec<u64>, Error>>()?;
+    Ok(mwp_core::audit::plain_log_start(sealed, &segments) as f64)
+}
+
 /// The replay answer for the events of `group` after `after` once its plain history was
 /// removed, the final snapshot being at `finalSeq` with state hash `stateHash` (hex): returns
 /// nothing when they are served (`after >= finalSeq`), else throws `CURSOR_TOO_OLD` with the

@@ -2614,6 +2614,28 @@ export function auditManifest(artifact, trusted_key_hex) {
 }
 
 /**
+ * Where a sealed group's plain log starts (the core's `audit::plain_log_start`): `sealedSeq`
+ * is the final seq its checked seal record names (`undefined`: none), `removes` whether that
+ * record says the plain history goes (a manifest's `remove_plain`, or a tombstone), and
+ * `segments` the first seqs of the segment files. `sealedSeq + 1` or 1.
+ * @param {number | null | undefined} sealed_seq
+ * @param {boolean} removes
+ * @param {Float64Array | number[]} segments
+ * @returns {number}
+ */
+export function auditPlainLogStart(sealed_seq, removes, segments) {
+    const val2 = +(isLikeNone(sealed_seq) ? 0 : sealed_seq);
+    const val3 = +removes;
+    const ptr0 = passArrayF64ToWasm0(segments, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.auditPlainLogStart(!isLikeNone(sealed_seq), val2, val3, ptr0, len0);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return ret[0];
+}
+
+/**
  * The replay answer for the events of `group` after `after` once its plain history was
  * removed, the final snapshot being at `finalSeq` with state hash `stateHash` (hex): returns
  * nothing when they are served (`after >= finalSeq`), else throws `CURSOR_TOO_OLD` with the
@@ -4495,7 +4517,7 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 4, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 5, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__hf66d173ab52e399f);
             return ret;
         },
@@ -4772,6 +4794,13 @@ function makeMutClosure(arg0, arg1, f) {
 function passArray8ToWasm0(arg, malloc) {
     const ptr = malloc(arg.length * 1, 1) >>> 0;
     getUint8ArrayMemory0().set(arg, ptr / 1);
+    WASM_VECTOR_LEN = arg.length;
+    return ptr;
+}
+
+function passArrayF64ToWasm0(arg, malloc) {
+    const ptr = malloc(arg.length * 8, 8) >>> 0;
+    getFloat64ArrayMemory0().set(arg, ptr / 8);
     WASM_VECTOR_LEN = arg.length;
     return ptr;
 }

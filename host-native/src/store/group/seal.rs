@@ -84,11 +84,7 @@ pub(crate) fn read_seal_record(
     let artifact = dir.join(ARTIFACT_NAME);
     if be.is_file(&artifact) {
         let (file, len) = open_sized(be, &artifact)?;
-        let tail_len = len.min(u64::from(MAX_MANIFEST_LEN) + 12);
-        let mut tail = vec![0u8; tail_len as usize];
-        file.read_at(len - tail_len, &mut tail)
-            .map_err(io_err(format!("read {}", artifact.display())))?;
-        match read_trailer(&tail, key) {
+        match read_manifest(&*file, len, &artifact, key)? {
             Ok((m, _)) => match of_group(&m.group) {
                 Ok(()) => return Ok(Some(SealRecord::Sealed(Box::new(m)))),
                 Err(why) => skipped.push((artifact.display().to_string(), why)),
@@ -120,6 +116,27 @@ pub(crate) fn read_seal_record(
     Ok(None)
 }
 
+/// The manifest at the end of a stored artifact (its trailer only, [`read_trailer`]) and the
+/// trailer's length; `room`: how many of the file's last bytes may hold the trailer (its
+/// length, or less by the leading magic). The outer `Err` is a read that failed, the inner
+/// one a manifest that does not check out.
+fn read_manifest(
+    file: &dyn StorageFile,
+    room: u64,
+    path: &Path,
+    key: Option<&PublicKey>,
+) -> Result<Result<(Manifest, usize)>> {
+    let tail_len = room.min(u64::from(MAX_MANIFEST_LEN) + 12);
+    let mut tail = vec![0u8; tail_len as usize];
+    let start = file
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?
+        .saturating_sub(tail_len);
+    file.read_at(start, &mut tail)
+        .map_err(io_err(format!("read {}", path.display())))?;
+    Ok(read_trailer(&tail, key))
+}
+
 /// Checks a stored artifact whole, reading it in pieces (never held whole): the magic, the
 /// manifest ([`read_trailer`]) under `key`, and the ciphertext's length and SHA-256 against
 /// the manifest. What `mwp fsck` runs; `AUDIT_INVALID` naming the check otherwise.
@@ -130,23 +147,16 @@ pub(crate) fn verify_artifact_file(
 ) -> Result<Manifest> {
     use sha2::Digest;
     let (file, len) = open_sized(be, path)?;
-    let invalid = |check: &str, what: String| {
-        Error::new(
-            Code::AuditInvalid,
-            format!("audit artifact rejected: {what}"),
-        )
-        .with("check", check)
-    };
     let mut magic = [0u8; 8];
     if len < 20 || file.read_at(0, &mut magic).is_err() || magic != mwp_core::audit::ARTIFACT_MAGIC
     {
-        return Err(invalid("layout", "it does not start with MWPAUDT1".into()));
+        return Err(Error::new(
+            Code::AuditInvalid,
+            "audit artifact rejected: it does not start with MWPAUDT1",
+        )
+        .with("check", "layout"));
     }
-    let tail_len = (len - 8).min(u64::from(MAX_MANIFEST_LEN) + 12);
-    let mut tail = vec![0u8; tail_len as usize];
-    file.read_at(len - tail_len, &mut tail)
-        .map_err(io_err(format!("read {}", path.display())))?;
-    let (manifest, trailer) = read_trailer(&tail, key)?;
+    let (manifest, trailer) = read_manifest(&*file, len - 8, path, key)??;
     let cipher_len = len - 8 - trailer as u64;
     let mut hash = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
@@ -158,32 +168,29 @@ pub(crate) fn verify_artifact_file(
         hash.update(&buf[..n]);
         at += n as u64;
     }
-    let got = Hash(hash.finalize().into());
-    if cipher_len != manifest.ciphertext_len || got != manifest.ciphertext {
-        return Err(invalid(
-            "ciphertext",
-            format!(
-                "its ciphertext ({cipher_len} bytes) is not the one the manifest names ({} bytes, sha256 {})",
-                manifest.ciphertext_len, manifest.ciphertext
-            ),
-        ));
-    }
+    manifest.check_ciphertext(cipher_len, Hash(hash.finalize().into()))?;
     Ok(manifest)
 }
 
-/// The first seq the plain log must start at: `final + 1` when the seal record says the plain
-/// history was removed (its empty segment `final + 1` exists and the manifest said
-/// `remove_plain`, or the artifact has expired since), else 1.
+/// The first seq the plain log must start at ([`mwp_core::audit::plain_log_start`]).
 pub(crate) fn plain_from(record: Option<&SealRecord>, segments: &[u64]) -> u64 {
-    let removed = |seq: u64| segments.contains(&(seq + 1));
-    match record {
-        Some(SealRecord::Sealed(m)) if m.remove_plain && removed(m.seq) => m.seq + 1,
-        Some(SealRecord::Expired(t)) if removed(t.seq) => t.seq + 1,
-        _ => 1,
-    }
+    let sealed = record.map(|r| match r {
+        SealRecord::Sealed(m) => (m.seq, m.remove_plain),
+        SealRecord::Expired(t) => (t.seq, true),
+    });
+    mwp_core::audit::plain_log_start(sealed, segments)
 }
 
 impl GroupLog {
+    /// This group's seal record ([`read_seal_record`] under `key`).
+    fn seal_record(
+        &self,
+        key: &PublicKey,
+        skipped: &mut Vec<(String, String)>,
+    ) -> Result<Option<SealRecord>> {
+        read_seal_record(&*self.ctx.backend, &self.dir, &self.id, Some(key), skipped)
+    }
+
     /// Seals the audit log under `policy` at `now_ms` unless a sealed artifact of this final
     /// seq is already there (idempotent), then removes the plain history if the manifest
     /// says so. The archive event and the final snapshot must be durable.
@@ -191,13 +198,7 @@ impl GroupLog {
         let head = self.durable();
         let mut skipped = Vec::new();
         let key = self.ctx.authority.public_key();
-        let record = read_seal_record(
-            &*self.ctx.backend,
-            &self.dir,
-            &self.id,
-            Some(&key),
-            &mut skipped,
-        )?;
+        let record = self.seal_record(&key, &mut skipped)?;
         // An artifact is kept only if it verifies whole (its ciphertext's hash included);
         // a damaged one is sealed again while the plain history is whole.
         let whole = |m: &Manifest| {
@@ -322,14 +323,7 @@ impl GroupLog {
     pub(crate) fn expire_audit(&self, now_ms: u64, dry_run: bool) -> Result<Option<Manifest>> {
         let key = self.ctx.authority.public_key();
         let mut skipped = Vec::new();
-        let Some(SealRecord::Sealed(m)) = read_seal_record(
-            &*self.ctx.backend,
-            &self.dir,
-            &self.id,
-            Some(&key),
-            &mut skipped,
-        )?
-        else {
+        let Some(SealRecord::Sealed(m)) = self.seal_record(&key, &mut skipped)? else {
             return Ok(None);
         };
         if !m.expired(now_ms) {
@@ -354,13 +348,7 @@ impl GroupLog {
     pub(crate) fn audit_manifest(&self) -> Result<Option<Manifest>> {
         let key = self.ctx.authority.public_key();
         let mut skipped = Vec::new();
-        let record = read_seal_record(
-            &*self.ctx.backend,
-            &self.dir,
-            &self.id,
-            Some(&key),
-            &mut skipped,
-        )?;
+        let record = self.seal_record(&key, &mut skipped)?;
         if let Some((file, message)) = skipped.into_iter().next() {
             return Err(Error::new(Code::AuditInvalid, format!("{file}: {message}")));
         }
