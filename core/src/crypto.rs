@@ -21,7 +21,8 @@ fn hex_fixed_bytes<const N: usize>(s: &[u8], what: &str) -> Result<[u8; N], Stri
             s.len()
         ));
     }
-    if s.iter().any(|b| b.is_ascii_uppercase()) {
+    // Every byte is looked at (no early exit), which lets the loop run on whole vectors.
+    if s.iter().fold(false, |up, b| up | b.is_ascii_uppercase()) {
         return Err(format!("{what} must be lowercase hex"));
     }
     let mut out = [0u8; N];

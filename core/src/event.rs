@@ -398,23 +398,30 @@ pub fn payload_hash(kind: &EventKind) -> Result<Hash> {
 }
 
 /// [`payload_hash`] of a kind given as its canonical CBOR.
+///
+/// The bytes go to SHA-256 as they lie, in runs between opaque values; each opaque value is
+/// replaced by the text of its hash (no copy of the kind is made).
 fn payload_hash_encoded(bytes: &[u8]) -> Result<Hash> {
-    let mut out = Vec::with_capacity(bytes.len());
+    let mut out = Sha256::new();
+    // Start of the run of bytes not yet hashed.
+    let mut run = 0;
+    let swap = |out: &mut Sha256, run: &mut usize, value: std::ops::Range<usize>| {
+        out.update(&bytes[*run..value.start]);
+        put_opaque_hash(out, &bytes[value.clone()]);
+        *run = value.end;
+    };
     let mut r = Cbor { bytes, pos: 0 };
     let pairs = r.map_head()?;
-    out.extend_from_slice(&bytes[..r.pos]);
     // Keys come in canonical order: "type" (like every 4-letter key) before "work".
     let mut expanded = false;
     for _ in 0..pairs {
         let key = r.text()?;
         let value = r.skip()?;
-        out.extend_from_slice(&bytes[key.clone()]);
         let name = &bytes[key.start + 1..key.end];
         if OPAQUE_FIELDS.iter().any(|f| f.as_bytes() == name) {
-            put_opaque_hash(&mut out, &bytes[value]);
+            swap(&mut out, &mut run, value);
         } else if name == b"type" {
-            expanded = bytes[value.clone()] == *b"\x6dwork_expanded";
-            out.extend_from_slice(&bytes[value]);
+            expanded = bytes[value] == *b"\x6dwork_expanded";
         } else if expanded && name == b"work" {
             // `work: [{…, "spec": opaque, …}, …]`
             let mut items = Cbor {
@@ -422,32 +429,25 @@ fn payload_hash_encoded(bytes: &[u8]) -> Result<Hash> {
                 pos: value.start,
             };
             let n = items.array_head()?;
-            out.extend_from_slice(&bytes[value.start..items.pos]);
             for _ in 0..n {
-                let item_start = items.pos;
                 let fields = items.map_head()?;
-                out.extend_from_slice(&bytes[item_start..items.pos]);
                 for _ in 0..fields {
                     let k = items.text()?;
                     let v = items.skip()?;
-                    out.extend_from_slice(&bytes[k.clone()]);
                     if &bytes[k.start + 1..k.end] == b"spec" {
-                        put_opaque_hash(&mut out, &bytes[v]);
-                    } else {
-                        out.extend_from_slice(&bytes[v]);
+                        swap(&mut out, &mut run, v);
                     }
                 }
             }
-        } else {
-            out.extend_from_slice(&bytes[value]);
         }
     }
-    Ok(Hash(canonical::sha256(&out)))
+    out.update(&bytes[run..r.pos]);
+    Ok(Hash(out.finalize().into()))
 }
 
-/// Writes the text that stands for an opaque value: the hash its redaction marker carries,
+/// Hashes the text that stands for an opaque value: the hash its redaction marker carries,
 /// or the SHA-256 of its canonical CBOR (as [`opaque::hash`]).
-fn put_opaque_hash(out: &mut Vec<u8>, encoded: &[u8]) {
+fn put_opaque_hash(out: &mut Sha256, encoded: &[u8]) {
     // `{"$redacted": "<64 lowercase hex digits>"}`, canonically encoded.
     let marker = encoded.len() == 77
         && encoded[..11] == *b"\xa1\x69$redacted"
@@ -456,9 +456,13 @@ fn put_opaque_hash(out: &mut Vec<u8>, encoded: &[u8]) {
             .iter()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
     if marker {
-        out.extend_from_slice(&encoded[11..]);
+        out.update(&encoded[11..]);
     } else {
-        put_hash(out, &Hash(canonical::sha256(encoded)));
+        let mut text = [0u8; 66];
+        text[..2].copy_from_slice(&[0x78, 64]);
+        const_hex::encode_to_slice(canonical::sha256(encoded), &mut text[2..])
+            .expect("64 bytes hold 32 bytes in hex");
+        out.update(text);
     }
 }
 

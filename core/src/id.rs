@@ -72,14 +72,28 @@ fn check(s: &str) -> Result<(), IdError> {
     }
     // Bytes outside ASCII are never allowed, so the byte check decides; the char is found
     // only for the message.
-    if let Some(i) = s.bytes().position(|b| !is_id_byte(b)) {
+    // Every byte is looked up (no early exit), so the common case is a short loop without
+    // branches; the position is found only for the message.
+    if !s.bytes().fold(true, |ok, b| ok & ID_BYTES[usize::from(b)]) {
+        let i = s.bytes().position(|b| !is_id_byte(b)).unwrap_or(0);
         let c = s[i..].chars().next().unwrap_or('\u{fffd}');
         return Err(IdError::BadChar(s.to_owned(), c));
     }
     Ok(())
 }
 
-fn is_id_byte(b: u8) -> bool {
+/// Which bytes an identifier may hold, by value.
+const ID_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = is_id_byte(b as u8);
+        b += 1;
+    }
+    table
+};
+
+const fn is_id_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'@' | b'~' | b'-')
 }
 
