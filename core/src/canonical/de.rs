@@ -402,7 +402,11 @@ impl Map<'_, '_> {
         }
         let start = reader.pos + 1;
         let raw = reader.bytes.get(start..start + usize::from(head & 0x1f))?;
-        let name = self.fields.iter().find(|f| f.as_bytes() == raw)?;
+        // Field names are short: a byte loop, not a call per name.
+        let name = self
+            .fields
+            .iter()
+            .find(|f| f.len() == raw.len() && f.bytes().zip(raw).all(|(a, b)| a == *b))?;
         reader.pos = start + raw.len();
         Some(name)
     }
@@ -632,6 +636,7 @@ impl<'de> Fields<'de> {
     }
 
     /// Reads the next key, which must be `name` (keys come in canonical order).
+    #[inline(always)]
     fn key(&mut self, name: &str) -> Result<(), CanonError> {
         let start = self.de.reader.pos;
         // Names here are shorter than 24 bytes: one head byte, then the letters.
@@ -641,7 +646,7 @@ impl<'de> Fields<'de> {
             || rest.first() != Some(&(0x60 | n as u8))
             || rest.get(1..=n) != Some(name.as_bytes())
         {
-            return Err(CanonError::new(format!("expected the key {name:?}"), start));
+            return Err(expected_key(name, start));
         }
         self.de.reader.pos += 1 + n;
         // Callers name the keys in canonical order, so keys equal to those names are in
@@ -659,6 +664,8 @@ impl<'de> Fields<'de> {
     }
 
     /// Reads the entry `name` as a `T`.
+    /// Inlined where it is called, so that the key is compared with a constant name.
+    #[inline(always)]
     pub(crate) fn field<T: de::Deserialize<'de>>(&mut self, name: &str) -> Result<T, CanonError> {
         self.key(name)?;
         let at = self.de.reader.pos;
@@ -733,6 +740,12 @@ impl<'de> Fields<'de> {
         }
         Ok(())
     }
+}
+
+/// The error for a key that is not the one expected: out of line, off the hot path.
+#[cold]
+fn expected_key(name: &str, at: usize) -> CanonError {
+    CanonError::new(format!("expected the key {name:?}"), at)
 }
 
 /// Gives an error raised by a type's own checks the offset of the item it was reading.
