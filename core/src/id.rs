@@ -178,4 +178,26 @@ mod tests {
         assert!(matches!(Id::new("a b"), Err(IdError::BadChar(_, ' '))));
         assert!(matches!(Id::new("é"), Err(IdError::BadChar(_, 'é'))));
     }
+
+    proptest::proptest! {
+        /// The table check accepts exactly the strings of 1–128 allowed characters, and names
+        /// the first character that is not allowed.
+        #[test]
+        fn the_byte_table_is_the_alphabet(s in proptest::prop_oneof![
+            "[a-zA-Z0-9._:@~-]{0,130}",
+            "[a-z.@~-]{0,20}[ #/é\\x00-\\x7f][a-z]{0,5}",
+        ]) {
+            let allowed = |c: char| c.is_ascii_alphanumeric() || "._:@~-".contains(c);
+            let expected = if s.is_empty() {
+                Err(IdError::Empty)
+            } else if s.len() > MAX_ID_LEN {
+                Err(IdError::TooLong(s.len()))
+            } else if let Some(c) = s.chars().find(|c| !allowed(*c)) {
+                Err(IdError::BadChar(s.clone(), c))
+            } else {
+                Ok(())
+            };
+            proptest::prop_assert_eq!(check(&s), expected);
+        }
+    }
 }

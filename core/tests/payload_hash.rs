@@ -137,3 +137,63 @@ fn payload_hash_follows_the_rule_for_every_transcript_event() {
     assert!(n > 150, "{n} events");
     assert!(kinds.len() >= 27, "every event kind is covered: {kinds:?}");
 }
+
+/// Every event the transcripts produce, and each of them redacted, in their stored form.
+fn transcript_records() -> &'static [Vec<u8>] {
+    static RECORDS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    RECORDS.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+        let mut records = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("transcripts") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
+            let mut host = Recorder::default();
+            Runner::new(&mut host).run_all(&text);
+            for mut e in host.events {
+                records.push(e.to_cbor().expect("encodes"));
+                e.redact().expect("redacts");
+                records.push(e.to_cbor().expect("encodes"));
+            }
+        }
+        records
+    })
+}
+
+proptest::proptest! {
+    /// Stored events with bytes overwritten, cut short or extended: the verified decoding
+    /// accepts exactly what the generic canonical decoder followed by `verify` accepts, and
+    /// gives the same event.
+    #[test]
+    fn verified_decoding_agrees_with_the_generic_path_on_damaged_records(
+        pick in proptest::prelude::any::<proptest::sample::Index>(),
+        edits in proptest::collection::vec(
+            (proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()),
+            0..4,
+        ),
+        cut in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
+        extra in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2),
+    ) {
+        let records = transcript_records();
+        let mut bytes = records[pick.index(records.len())].clone();
+        for (at, value) in &edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *value;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        bytes.extend_from_slice(&extra);
+        let checked = Event::from_cbor_verified(&bytes);
+        let generic: Option<Event> = canonical::from_slice::<Event>(
+            &bytes,
+            canonical::Strictness::Canonical,
+        )
+        .ok()
+        .filter(|e| e.verify().is_ok())
+        // What is accepted is exactly the canonical encoding of what it decodes to.
+        .filter(|e| e.to_cbor().ok().as_deref() == Some(&bytes[..]));
+        if let Err(e) = &checked {
+            proptest::prop_assert_eq!(e.code, mwp_core::Code::LogCorrupt);
+        }
+        proptest::prop_assert_eq!(checked.ok(), generic);
+    }
+}

@@ -826,6 +826,29 @@ mod tests {
         );
     }
 
+    /// Keys read by name are not compared with the previous key: a key repeated, out of
+    /// canonical order or unknown is still refused, because it is not the name expected next.
+    #[test]
+    fn fields_refuse_keys_other_than_the_next_name() {
+        let read = |entries: &[[u8; 3]]| {
+            let mut bytes = vec![0xa0 | entries.len() as u8];
+            for e in entries {
+                bytes.extend_from_slice(e);
+            }
+            let mut f = Fields::new(&bytes, 2)?;
+            let a: u8 = f.field("a")?;
+            let b: u8 = f.field("b")?;
+            f.finish()?;
+            Ok::<_, CanonError>((a, b))
+        };
+        let (a, b, c) = ([0x61, b'a', 1], [0x61, b'b', 2], [0x61, b'c', 3]);
+        assert_eq!(read(&[a, b]), Ok((1, 2)));
+        for entries in [[a, a], [b, a], [b, b], [a, c], [c, b]] {
+            let e = read(&entries).expect_err("not the next name");
+            assert!(e.reason.contains("expected the key"), "{e}");
+        }
+    }
+
     /// The search for the tag stops at it; what follows is still checked, by the variant's
     /// own pass: a second tag is a duplicate key, and a malformed entry is refused.
     #[test]
