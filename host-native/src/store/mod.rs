@@ -374,8 +374,8 @@ impl FileStore {
         if !be.is_dir(&groups_dir) && !read_only {
             create_dir(be, &groups_dir)?;
         }
-        // Opened before anything is written, so that its syncs report every later
-        // write-back failure.
+        // Opened before any group is opened or written, so that its syncs report every
+        // later write-back failure of the file system.
         let filesystem = if read_only || !be.is_dir(&groups_dir) {
             None
         } else {

@@ -1,6 +1,7 @@
 //! The accept transition and the group commit: commands are decided under the group lock and
 //! staged; a leader writes every staged event as one batch and has it synced (in a round the
-//! store's other groups share) before any answer leaves (transaction boundaries 1 and 2 of the module doc); segments roll here.
+//! store's other groups share) before any answer leaves (transaction boundaries 1 and 2 of
+//! the module doc); segments roll here.
 
 use super::*;
 
