@@ -52,8 +52,10 @@ struct Rounds {
     running: bool,
     /// The first round that failed, and why.
     failed: Option<(u64, Error)>,
-    /// Requesters parked until a round finishes.
-    waiters: Vec<Thread>,
+    /// Requesters parked until their round finishes: woken by the round that makes their
+    /// write durable (all of them if it failed), or to lead the next round. Waking only
+    /// these keeps dozens of requesters from all waking after every round.
+    waiters: Vec<(u64, Thread)>,
 }
 
 impl SharedSync {
@@ -109,20 +111,31 @@ impl SharedSync {
                 r = lock(&self.rounds);
                 r.running = false;
                 r.done = round;
+                let failed = synced.is_err();
                 if let Err(e) = synced {
                     r.failed.get_or_insert((round, e));
                 }
-                for t in r.waiters.drain(..) {
-                    t.unpark();
-                }
+                let mut leader = false;
+                r.waiters.retain(|(w, t)| {
+                    if failed || *w <= round {
+                        t.unpark();
+                        false
+                    } else {
+                        if !leader {
+                            leader = true;
+                            t.unpark();
+                        }
+                        true
+                    }
+                });
                 continue;
             }
-            r.waiters.push(me.clone());
+            r.waiters.push((mine, me.clone()));
             drop(r);
             // A wake-up that came before this park is not lost (the thread's token).
             std::thread::park();
             r = lock(&self.rounds);
-            r.waiters.retain(|t| t.id() != me.id());
+            r.waiters.retain(|(_, t)| t.id() != me.id());
         }
     }
 
