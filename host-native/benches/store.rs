@@ -13,7 +13,11 @@
 //!
 //! Run: `cargo bench -p mwp-host --bench store`. The 1M-event data set is built once under
 //! `target/mwp-bench-1m` (about a minute). `MWP_BENCH_QUICK=1` skips the cold opens.
+//! `MWP_BENCH_GROUPS=N` spreads `durable_accepts` over N groups (default 1): submitter `s`
+//! sends its `i`-th command to group `(s + i × submitters) mod N`, so that with more groups
+//! than submitters every group gets commands.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
@@ -55,7 +59,26 @@ fn actor(i: usize) -> String {
     format!("a{i}")
 }
 
+/// Groups `durable_accepts` spreads its commands over (`MWP_BENCH_GROUPS`, default 1).
+fn bench_groups() -> usize {
+    std::env::var("MWP_BENCH_GROUPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
+/// Name of bench group `g` (counting from 0): `g1` is the one the single-group runs use.
+fn group_id(g: usize) -> Id {
+    id(&format!("g{}", g + 1))
+}
+
 fn open_cmd() -> Command {
+    open_group_cmd(0)
+}
+
+/// The open_group command of bench group `g`.
+fn open_group_cmd(g: usize) -> Command {
     let mut members: Vec<MemberSpec> = (0..MEMBERS)
         .map(|i| MemberSpec {
             actor: id(&actor(i)),
@@ -70,7 +93,7 @@ fn open_cmd() -> Command {
     });
     Command::signed(
         id("acme"),
-        id("g1"),
+        group_id(g),
         id(&actor(0)),
         id("open"),
         1,
@@ -86,14 +109,22 @@ fn open_cmd() -> Command {
     .expect("signs")
 }
 
-/// `n` pre-signed create_work commands, from submitter `who`, unique per `round`.
-fn commands(who: usize, round: u64, n: usize, keys: &[SecretKey]) -> Vec<Command> {
+/// `n` pre-signed create_work commands, from submitter `who` of `submitters`, unique per
+/// `round`, spread over `groups` groups.
+fn commands(
+    who: usize,
+    submitters: usize,
+    groups: usize,
+    round: u64,
+    n: usize,
+    keys: &[SecretKey],
+) -> Vec<Command> {
     (0..n)
         .map(|i| {
             let name = format!("r{round}-s{who}-{i}");
             Command::signed(
                 id("acme"),
-                id("g1"),
+                group_id((who + i * submitters) % groups),
                 id(&actor(who)),
                 id(&name),
                 1,
@@ -114,7 +145,7 @@ fn commands(who: usize, round: u64, n: usize, keys: &[SecretKey]) -> Vec<Command
 /// The SQLite baseline: the same core decides; each accepted command is one transaction
 /// with an event row and a receipt row, committed with `synchronous=FULL` in WAL mode.
 struct Sqlite {
-    inner: Mutex<(Option<GroupState>, rusqlite::Connection)>,
+    inner: Mutex<(BTreeMap<Id, GroupState>, rusqlite::Connection)>,
 }
 
 impl Sqlite {
@@ -127,7 +158,7 @@ impl Sqlite {
         )
         .expect("schema");
         Sqlite {
-            inner: Mutex::new((None, conn)),
+            inner: Mutex::new((BTreeMap::new(), conn)),
         }
     }
 
@@ -135,15 +166,16 @@ impl Sqlite {
         // Same parallel signature check as the file store.
         let key = {
             let g = self.inner.lock().expect("no panics");
-            g.0.as_ref()
+            g.0.get(&cmd.group)
                 .and_then(|s| s.members.get(&cmd.actor).map(|m| m.key))
         };
         let verified = key.filter(|k| cmd.verify(k).unwrap_or(false));
         let mut g = self.inner.lock().expect("no panics");
-        let (state, conn) = &mut *g;
+        let (states, conn) = &mut *g;
+        let state = states.get(&cmd.group);
         let d = match &verified {
-            Some(k) => accept_preverified(state.as_ref(), cmd, now_ms, &Limits::default(), k)?,
-            None => accept(state.as_ref(), cmd, now_ms, &Limits::default())?,
+            Some(k) => accept_preverified(state, cmd, now_ms, &Limits::default(), k)?,
+            None => accept(state, cmd, now_ms, &Limits::default())?,
         };
         if let Decision::Accepted(e) = &d {
             let bytes = e.to_cbor()?;
@@ -166,7 +198,11 @@ impl Sqlite {
             )
             .expect("insert receipt");
             tx.commit().expect("commit");
-            GroupState::apply_to(state, e)?;
+            let mut state = states.remove(&cmd.group);
+            GroupState::apply_to(&mut state, e)?;
+            if let Some(s) = state {
+                states.insert(cmd.group.clone(), s);
+            }
         }
         Ok(d)
     }
@@ -190,7 +226,13 @@ fn durable_accepts(c: &mut Criterion) {
     let keys: Vec<SecretKey> = (0..MEMBERS)
         .map(|i| SecretKey::for_transcript(&actor(i)))
         .collect();
-    let mut group = c.benchmark_group("durable_accepts");
+    let groups = bench_groups();
+    let name = if groups == 1 {
+        "durable_accepts".to_string()
+    } else {
+        format!("durable_accepts_{groups}_groups")
+    };
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements(1));
@@ -203,12 +245,16 @@ fn durable_accepts(c: &mut Criterion) {
                     ..StoreOptions::default()
                 };
                 let s = FileStore::open(tmp.path(), opts).expect("opens");
-                s.submit(&open_cmd(), 1000).expect("opens group");
+                for g in 0..groups {
+                    s.submit(&open_group_cmd(g), 1000).expect("opens group");
+                }
                 s
             });
             let sqlite = (kind == "sqlite").then(|| {
                 let s = Sqlite::open(&tmp.path().join("bench.db"));
-                s.submit(&open_cmd(), 1000).expect("opens group");
+                for g in 0..groups {
+                    s.submit(&open_group_cmd(g), 1000).expect("opens group");
+                }
                 s
             });
             let mut round = 0u64;
@@ -218,7 +264,7 @@ fn durable_accepts(c: &mut Criterion) {
                     let per = (iters as usize).div_ceil(submitters);
                     // Pre-signed outside the timed section.
                     let lists: Vec<Vec<Command>> = (0..submitters)
-                        .map(|s| commands(s, round, per, &keys))
+                        .map(|s| commands(s, submitters, groups, round, per, &keys))
                         .collect();
                     let barrier = Barrier::new(submitters + 1);
                     let elapsed = std::thread::scope(|scope| {

@@ -309,3 +309,26 @@ fn fsck_checks_a_real_data_directory() {
     );
     assert_eq!(std::fs::read(&seg).unwrap(), bytes, "fsck changes nothing");
 }
+
+/// The zeros reserved after a segment's records double from 64 KiB up to `reserve_bytes`
+/// instead of taking `reserve_bytes` at a group's first accept (docs/format.md, "Reserved
+/// space").
+#[test]
+fn reserved_space_doubles_from_64_kib() {
+    let be = MemBackend::new();
+    let options = mwp_host::store::StoreOptions {
+        segment_bytes: 64 << 20,
+        reserve_bytes: 4 << 20,
+        ..opts()
+    };
+    let mut rec = Recorder::open(&be, options);
+    let text: Vec<String> = workload().lines().take(4).map(str::to_owned).collect();
+    run(&mut rec, &text.join("\n"));
+    assert!(rec.errors.is_empty(), "{:?}", rec.errors);
+    let seg = Path::new("/d/groups/g1/00000000000000000001.seg");
+    let len = be.read_file(seg).unwrap().len() as u64;
+    assert!(
+        (64 << 10..128 << 10).contains(&len),
+        "one reservation of 64 KiB after the first records, not 4 MiB: {len} bytes"
+    );
+}

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use common::*;
+use mwp_core::memory::MemoryAuthority;
 use mwp_core::{Decision, Hash};
 use mwp_host::service::AuthorityService;
 use mwp_host::store::backend::{Fault, MemBackend, PowerLoss};
@@ -185,6 +186,137 @@ fn power_loss_during_group_commit_of_concurrent_submitters() {
         "group commit never batched two records into one write"
     );
     eprintln!("concurrent power-loss images covered: {covered}");
+}
+
+/// Several groups commit at once, so that one sync round covers several groups' segments
+/// (docs/decisions.md, "One sync for many groups"): every operation of that phase, the
+/// round's file-system sync included, fails in turn (once, or from then on) and the power is
+/// cut. After each image every group holds a gap-free log that replays on the reference,
+/// every acknowledged receipt is there, and fsck is clean.
+#[test]
+fn power_loss_during_a_sync_round_shared_by_several_groups() {
+    const GROUPS: usize = 4;
+    const EACH: usize = 5;
+    let text = workload();
+    let open_line: String = text.lines().take(1).collect();
+    let contract = r#"{"max_attempts": 1, "backoff_base_ms": 1, "backoff_max_ms": 1, "cost_budget": 1, "risk": "low"}"#;
+    let group = |g: usize| id(&format!("g{}", g + 1));
+    let mut shared = false;
+    let mut covered = 0u64;
+    for (cut, fault) in (0..60u64)
+        .step_by(stride())
+        .flat_map(|c| [(c, Fault::Once), (c, Fault::Forever)])
+    {
+        let be = MemBackend::new();
+        let mut rec = Recorder::open(&be, opts());
+        for g in 0..GROUPS {
+            let line = open_line
+                .replace(r#""group": "g1""#, &format!(r#""group": "g{}""#, g + 1))
+                .replace(r#""action": "open""#, &format!(r#""action": "open-{g}""#));
+            run(&mut rec, &line);
+        }
+        assert_eq!(rec.acked.len(), GROUPS, "every group opened");
+        let store = rec.store.take().unwrap();
+        be.set_sync_delay(std::time::Duration::from_millis(1));
+        let start = be.ops();
+        be.fail_at(start + cut, fault);
+        let cmds: Vec<Vec<mwp_core::Command>> = (0..GROUPS)
+            .map(|g| {
+                (0..EACH)
+                    .map(|i| {
+                        let body = format!(r#"{{"type": "create_work", "work": "w{i}", "contract": {contract}, "after": [], "spec": {{"g": {g}, "i": {i}}}}}"#);
+                        let json = format!(
+                            r#"{{"org": "acme", "group": "g{}", "actor": "alice", "action": "g{g}-{i}", "session": 1, "body": {body}, "sig": "{}"}}"#,
+                            g + 1,
+                            "00".repeat(64)
+                        );
+                        let mut c = mwp_core::Command::from_json(json.as_bytes(), &Default::default()).unwrap();
+                        c.sign(&mwp_core::SecretKey::for_transcript("alice")).unwrap();
+                        c
+                    })
+                    .collect()
+            })
+            .collect();
+        for c in cmds.iter().flatten() {
+            rec.cmds
+                .insert((c.actor.clone(), c.action.clone()), c.clone());
+        }
+        let acked = Mutex::new(rec.acked.clone());
+        std::thread::scope(|s| {
+            for list in &cmds {
+                let (store, acked) = (&store, &acked);
+                s.spawn(move || {
+                    for c in list {
+                        match store.submit(c, 5000) {
+                            Ok(Decision::Accepted(e)) => acked.lock().unwrap().push(e.receipt()),
+                            Ok(Decision::Duplicate(r)) => acked.lock().unwrap().push(r),
+                            Ok(Decision::Rejected(_)) | Err(_) => break,
+                        }
+                    }
+                });
+            }
+        });
+        drop(store);
+        rec.acked = acked.into_inner().unwrap();
+        let log = be.op_log();
+        shared |= log[start as usize..]
+            .iter()
+            .take(cut as usize)
+            .any(|o| o == "syncfs");
+        for loss in [
+            PowerLoss::DropAll,
+            PowerLoss::KeepAll,
+            PowerLoss::Scramble(cut),
+            PowerLoss::Scramble(cut + 77),
+        ] {
+            let context = format!(
+                "{GROUPS} groups, fault {fault:?} and power loss {loss:?} at op {cut} of the concurrent phase ({:?})",
+                log.get((start + cut) as usize)
+            );
+            let image = be.crash_image(loss);
+            let reopened = check_reopened(&image, &rec, &context);
+            for g in 0..GROUPS {
+                let events = reopened.events(&group(g), 0, usize::MAX).unwrap();
+                let acked_here = rec
+                    .acked
+                    .iter()
+                    .filter(|r| r.group == group(g))
+                    .map(|r| r.seq)
+                    .max()
+                    .unwrap();
+                assert!(
+                    events.len() as u64 >= acked_here,
+                    "{context}: group {g} lost an acknowledged event"
+                );
+                let mut reference = MemoryAuthority::new();
+                for (i, e) in events.iter().enumerate() {
+                    assert_eq!(e.seq, i as u64 + 1, "{context}: group {g} has a gap");
+                    let cmd = &rec.cmds[&(e.actor.clone(), e.action.clone())];
+                    match reference.submit(cmd, e.at) {
+                        Ok(Decision::Accepted(r)) => {
+                            assert_eq!(r.id, e.id, "{context}: group {g} seq {}", e.seq)
+                        }
+                        other => panic!("{context}: group {g} seq {}: {other:?}", e.seq),
+                    }
+                }
+                let want = reference
+                    .group(&group(g))
+                    .and_then(|m| m.state())
+                    .map(|s| s.hash().unwrap());
+                assert_eq!(
+                    reopened.state_hash(&group(g)).unwrap(),
+                    want,
+                    "{context}: group {g} state hash differs from the reference"
+                );
+            }
+            covered += 1;
+        }
+    }
+    assert!(
+        shared,
+        "no sync round covered several groups with one file-system sync"
+    );
+    eprintln!("shared-sync power-loss images covered: {covered}");
 }
 
 #[test]

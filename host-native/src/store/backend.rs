@@ -3,11 +3,11 @@
 //!
 //! [`FsBackend`] is the real file system. [`MemBackend`] keeps, for every file and every
 //! directory entry, a *live* copy (what reads see) and a *durable* copy (what survives a power
-//! cut): only [`StorageFile::sync_data`] advances a file's durable bytes, and only
-//! [`Backend::sync_dir`] makes the entries of a directory (creations, renames, removals)
-//! durable. It can fail the n-th mutating operation once or forever, and produce the image a
-//! power cut would leave ([`MemBackend::crash_image`]), with unsynced writes dropped, kept,
-//! reordered or torn.
+//! cut): only [`StorageFile::sync_data`], or a [`FileSystemSync`] for every file at once,
+//! advances a file's durable bytes, and only [`Backend::sync_dir`] makes the entries of a
+//! directory (creations, renames, removals) durable. It can fail the n-th mutating operation
+//! once or forever, and produce the image a power cut would leave
+//! ([`MemBackend::crash_image`]), with unsynced writes dropped, kept, reordered or torn.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -32,6 +32,23 @@ pub trait StorageFile: Send + Sync {
     /// Makes every earlier `write_at` and `set_len` of this file durable (`fdatasync`). It
     /// does not make the file's directory entry durable: see [`Backend::sync_dir`].
     fn sync_data(&self) -> io::Result<()>;
+    /// The file system that holds the file, as [`FileSystemSync::filesystem`] names it;
+    /// `None` where the backend has no [`Backend::filesystem_sync`].
+    fn filesystem(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// One sync for every file of a file system: what lets many files written at once cost one
+/// durability point instead of one `fdatasync` each (docs/decisions.md, "One sync for many
+/// groups").
+pub trait FileSystemSync: Send + Sync {
+    /// The file system it syncs: files whose [`StorageFile::filesystem`] is this value.
+    fn filesystem(&self) -> u64;
+    /// Makes every `write_at` and `set_len` made before the call, to every file of the file
+    /// system, durable, as `sync_data` on each of them would; fails if writing back any of
+    /// them failed since this handle was opened. It does not make directory entries durable.
+    fn sync(&self) -> io::Result<()>;
 }
 
 /// A file system rooted somewhere; paths are absolute or relative to the process as usual.
@@ -60,13 +77,63 @@ pub trait Backend: Send + Sync {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Permission bits of a file (`0o600` for keys); `None` where the platform has none.
     fn mode(&self, path: &Path) -> io::Result<Option<u32>>;
+    /// A handle that syncs the whole file system holding directory `dir` at once, opened now
+    /// (write-back failures from then on are reported by its `sync`); `None` where the
+    /// platform cannot promise that (see [`FsBackend`]).
+    fn filesystem_sync(&self, dir: &Path) -> io::Result<Option<Arc<dyn FileSystemSync>>> {
+        let _ = dir;
+        Ok(None)
+    }
 }
 
 /// The real file system.
+///
+/// Its [`Backend::filesystem_sync`] is Linux's `syncfs(2)`, offered only on kernels from
+/// 5.8 on: older ones do not report write-back errors from `syncfs`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FsBackend;
 
-struct FsFile(std::fs::File);
+/// An open file and the device number of its file system.
+struct FsFile(std::fs::File, u64);
+
+#[cfg(unix)]
+fn fs_file(f: std::fs::File) -> io::Result<FsFile> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = f.metadata()?.dev();
+    Ok(FsFile(f, dev))
+}
+
+/// `syncfs(2)` on a directory of the file system.
+#[cfg(target_os = "linux")]
+struct SyncFs {
+    dir: std::fs::File,
+    dev: u64,
+}
+
+#[cfg(target_os = "linux")]
+impl FileSystemSync for SyncFs {
+    fn filesystem(&self) -> u64 {
+        self.dev
+    }
+    fn sync(&self) -> io::Result<()> {
+        let start = std::time::Instant::now();
+        let synced = rustix::fs::syncfs(&self.dir).map_err(io::Error::from);
+        super::fsync_seconds().observe(start.elapsed().as_secs_f64());
+        synced
+    }
+}
+
+/// Whether the running kernel's `syncfs` reports write-back errors (Linux 5.8 and later).
+#[cfg(target_os = "linux")]
+fn syncfs_reports_errors() -> bool {
+    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
+        return false;
+    };
+    let mut parts = release.trim().split(['.', '-']);
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (major, minor) >= (5, 8)
+}
 
 #[cfg(unix)]
 impl StorageFile for FsFile {
@@ -88,6 +155,9 @@ impl StorageFile for FsFile {
         super::fsync_seconds().observe(start.elapsed().as_secs_f64());
         synced
     }
+    fn filesystem(&self) -> Option<u64> {
+        Some(self.1)
+    }
 }
 
 #[cfg(unix)]
@@ -97,7 +167,7 @@ impl Backend for FsBackend {
             .read(true)
             .write(true)
             .open(path)?;
-        Ok(Arc::new(FsFile(f)))
+        Ok(Arc::new(fs_file(f)?))
     }
     fn create(&self, path: &Path, mode: u32) -> io::Result<Arc<dyn StorageFile>> {
         use std::os::unix::fs::OpenOptionsExt;
@@ -107,7 +177,7 @@ impl Backend for FsBackend {
             .create_new(true)
             .mode(mode)
             .open(path)?;
-        Ok(Arc::new(FsFile(f)))
+        Ok(Arc::new(fs_file(f)?))
     }
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
@@ -150,6 +220,16 @@ impl Backend for FsBackend {
     fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
         use std::os::unix::fs::PermissionsExt;
         Ok(Some(std::fs::metadata(path)?.permissions().mode() & 0o777))
+    }
+    #[cfg(target_os = "linux")]
+    fn filesystem_sync(&self, dir: &Path) -> io::Result<Option<Arc<dyn FileSystemSync>>> {
+        use std::os::unix::fs::MetadataExt;
+        if !syncfs_reports_errors() {
+            return Ok(None);
+        }
+        let dir = std::fs::File::open(dir)?;
+        let dev = dir.metadata()?.dev();
+        Ok(Some(Arc::new(SyncFs { dir, dev })))
     }
 }
 
@@ -515,6 +595,39 @@ impl StorageFile for MemFile {
         }
         Ok(())
     }
+    fn filesystem(&self) -> Option<u64> {
+        Some(MEM_FILESYSTEM)
+    }
+}
+
+/// The one file system of a [`MemBackend`].
+const MEM_FILESYSTEM: u64 = 0;
+
+/// [`FileSystemSync`] of a [`MemBackend`]: every file's writes become durable in one
+/// operation (counted and faulted as one).
+struct MemSync {
+    fs: Arc<Mutex<MemFs>>,
+}
+
+impl FileSystemSync for MemSync {
+    fn filesystem(&self) -> u64 {
+        MEM_FILESYSTEM
+    }
+    fn sync(&self) -> io::Result<()> {
+        let delay = {
+            let mut fs = lock(&self.fs);
+            fs.tick("syncfs".to_string())?;
+            for inode in &mut fs.inodes {
+                inode.durable = inode.live.clone();
+                inode.pending.clear();
+            }
+            fs.sync_delay
+        };
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
+        Ok(())
+    }
 }
 
 impl Backend for MemBackend {
@@ -647,5 +760,13 @@ impl Backend for MemBackend {
             Some(Entry::Dir) => Ok(Some(0o700)),
             None => Err(not_found(path)),
         }
+    }
+    fn filesystem_sync(&self, dir: &Path) -> io::Result<Option<Arc<dyn FileSystemSync>>> {
+        if !self.is_dir(dir) {
+            return Err(not_found(dir));
+        }
+        Ok(Some(Arc::new(MemSync {
+            fs: self.fs.clone(),
+        })))
     }
 }

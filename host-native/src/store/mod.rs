@@ -11,8 +11,9 @@
 //!
 //! [`FileStore`] implements [`AuthorityService`]: a receipt is returned only after its event
 //! is durable (`fdatasync`, and a directory `fsync` wherever a file is created or renamed);
-//! concurrent commands share syncs (group commit); a storage error is sticky. Reopening
-//! streams the log from the latest snapshot, trims a torn tail, and stops with
+//! concurrent commands share syncs (group commit), and so do the commits of different groups
+//! (`shared_sync`: one `syncfs` for a round of many groups); a storage error is sticky.
+//! Reopening streams the log from the latest snapshot, trims a torn tail, and stops with
 //! `LOG_CORRUPT` naming file and offset on any other damage. [`fsck`] checks a data
 //! directory without changing it. [`agent_journal`] is the agent side's store, on the same
 //! [`backend`] and with the same record framing.
@@ -23,6 +24,7 @@ pub mod format;
 pub mod fsck;
 mod group;
 pub mod lock;
+mod shared_sync;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -120,6 +122,8 @@ pub(crate) struct Ctx {
     background_snapshots: bool,
     read_only: bool,
     sticky: Mutex<Option<Error>>,
+    /// The sync rounds every group's commit shares.
+    shared_sync: shared_sync::SharedSync,
 }
 
 impl Ctx {
@@ -370,6 +374,14 @@ impl FileStore {
         if !be.is_dir(&groups_dir) && !read_only {
             create_dir(be, &groups_dir)?;
         }
+        // Opened before any group is opened or written, so that its syncs report every
+        // later write-back failure of the file system.
+        let filesystem = if read_only || !be.is_dir(&groups_dir) {
+            None
+        } else {
+            be.filesystem_sync(&groups_dir)
+                .map_err(io_err(format!("open {}", groups_dir.display())))?
+        };
         let ctx = Arc::new(Ctx {
             backend: backend.clone(),
             authority: authority::Config::new(
@@ -387,6 +399,7 @@ impl FileStore {
             background_snapshots: opts.background_snapshots,
             read_only,
             sticky: Mutex::new(None),
+            shared_sync: shared_sync::SharedSync::new(filesystem),
         });
         let mut report = OpenReport::default();
         let mut groups = BTreeMap::new();

@@ -170,7 +170,13 @@ pub fn check_reopened(image: &MemBackend, rec: &Recorder, context: &str) -> File
     } else {
         Vec::new()
     };
-    let max_acked = rec.acked.iter().map(|r| r.seq).max().unwrap_or(0);
+    let max_acked = rec
+        .acked
+        .iter()
+        .filter(|r| r.group == g)
+        .map(|r| r.seq)
+        .max()
+        .unwrap_or(0);
     assert!(
         events.len() as u64 >= max_acked,
         "{context}: log shorter than acknowledged"

@@ -1,8 +1,12 @@
 //! The accept transition and the group commit: commands are decided under the group lock and
-//! staged; a leader writes every staged event as one batch and syncs it before any answer
-//! leaves (transaction boundaries 1 and 2 of the module doc); segments roll here.
+//! staged; a leader writes every staged event as one batch and has it synced (in a round the
+//! store's other groups share) before any answer leaves (transaction boundaries 1 and 2 of
+//! the module doc); segments roll here.
 
 use super::*;
+
+/// The first reservation of zeros after a segment's records (later ones double the segment).
+const MIN_RESERVE_BYTES: u64 = 64 << 10;
 
 impl GroupLog {
     /// Decides a command; an accepted event is durable when this returns.
@@ -167,7 +171,8 @@ impl GroupLog {
         }
     }
 
-    /// Writes every staged event as one batch and syncs it. Returns the last durable seq.
+    /// Writes every staged event as one batch and has the store's sync rounds make it
+    /// durable. Returns the last durable seq.
     pub(super) fn flush(&self) -> Result<u64> {
         let mut w = lock(&self.io);
         let pending = std::mem::take(&mut lock(&self.core).pending);
@@ -192,16 +197,18 @@ impl GroupLog {
         if w.end + records > w.alloc && self.ctx.reserve_bytes > 0 {
             // Past the reserved space: reserve more in the same write and the same sync.
             // A crash leaves zeros after the last record, which the open takes as the end.
-            let zeros = usize::try_from(self.ctx.reserve_bytes).unwrap_or(usize::MAX);
+            // The reservation doubles the segment up to `reserve_bytes`, so that a store
+            // of many small groups does not write megabytes of zeros for each.
+            let zeros = self.ctx.reserve_bytes.min(w.alloc.max(MIN_RESERVE_BYTES));
+            let zeros = usize::try_from(zeros).unwrap_or(usize::MAX);
             buf.resize(buf.len().saturating_add(zeros), 0);
         }
         w.file.write_at(w.end, &buf).map_err(io_err(format!(
             "append to {}",
             self.path(&w.name).display()
         )))?;
-        w.file
-            .sync_data()
-            .map_err(io_err(format!("sync {}", self.path(&w.name).display())))?;
+        // Shared with the other groups' commits: one sync may cover many groups' batches.
+        self.ctx.shared_sync.sync(&w.file, self.path(&w.name))?;
         w.alloc = w.alloc.max(w.end + buf.len() as u64);
         w.end += records;
         w.last_seq = last_seq;

@@ -6,7 +6,8 @@
 //! 1. **accept transition** ([`GroupLog::submit`]): under the group lock, `accept` decides,
 //!    the event is applied to the in-memory state and *staged* (appended to `pending`);
 //! 2. **commit** ([`GroupLog::wait_durable`]): a leader takes every staged event, writes
-//!    them as one batch and `fdatasync`s; only then do their receipts leave. Every answer,
+//!    them as one batch and makes it durable in the store's next sync round, which other
+//!    groups' batches may share (`super::shared_sync`); only then do their receipts leave. Every answer,
 //!    rejections and duplicates included, waits until the state it was decided on is durable;
 //! 3. **after commit**: redaction erases the target's stored values, and due snapshots are
 //!    written. A crash between 2 and 3 is repaired by the next open, which redoes 3.
