@@ -233,6 +233,7 @@ fn durable_accepts(c: &mut Criterion) {
         format!("durable_accepts_{groups}_groups")
     };
     let mut group = c.benchmark_group(name);
+    let mut cpu_us: Vec<(String, f64)> = Vec::new();
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements(1));
@@ -258,6 +259,7 @@ fn durable_accepts(c: &mut Criterion) {
                 s
             });
             let mut round = 0u64;
+            let (mut cpu_spent, mut commands_done) = (0.0f64, 0usize);
             group.bench_function(BenchmarkId::new(kind, submitters), |b| {
                 b.iter_custom(|iters| {
                     round += 1;
@@ -285,16 +287,70 @@ fn durable_accepts(c: &mut Criterion) {
                         }
                         barrier.wait();
                         let start = Instant::now();
+                        let cpu = process_cpu_seconds();
                         barrier.wait();
-                        start.elapsed()
+                        let elapsed = start.elapsed();
+                        cpu_spent += process_cpu_seconds() - cpu;
+                        commands_done += submitters * per;
+                        elapsed
                     });
                     // Report per command: the closure ran submitters × per commands.
                     elapsed.mul_f64(iters as f64 / (submitters * per) as f64)
                 })
             });
+            cpu_us.push((
+                format!("{kind}_{submitters}"),
+                cpu_spent * 1e6 / commands_done.max(1) as f64,
+            ));
         }
     }
     group.finish();
+    // Process CPU (user + system, every thread) per accepted command over the timed parts,
+    // beside one strict verification timed in this run (`mwp bench`'s `verify_us`).
+    let verify_us = verify_us(&keys[0]);
+    let per: Vec<String> = cpu_us
+        .iter()
+        .map(|(name, us)| {
+            format!(
+                "\"{name}_cpu_us_per_accept\":{us:.1},\"{name}_cpu_per_verify\":{:.2}",
+                us / verify_us
+            )
+        })
+        .collect();
+    println!("{{\"verify_us\":{verify_us:.2},{}}}", per.join(","));
+}
+
+/// CPU time (user + system) of this process, every thread, seconds; 0 without `/proc`.
+fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// One strict verification of a bench command under a key decoded once, microseconds: the
+/// median of 5 rounds of 400.
+fn verify_us(key: &SecretKey) -> f64 {
+    let cmd = commands(0, u64::MAX, 1, std::slice::from_ref(key)).remove(0);
+    let prepared = key.public().prepare().expect("a usable key");
+    let mut rounds: Vec<f64> = (0..5)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..400 {
+                assert!(std::hint::black_box(&cmd)
+                    .verify_prepared(std::hint::black_box(&prepared))
+                    .unwrap_or(false));
+            }
+            start.elapsed().as_secs_f64() * 1e6 / 400.0
+        })
+        .collect();
+    rounds.sort_by(f64::total_cmp);
+    rounds[2]
 }
 
 /// Builds (once) a data directory holding one group of `events` events — work items going

@@ -8,10 +8,24 @@ use mwp_core::head::SignedHead;
 use mwp_core::state::Member;
 use mwp_core::{Command, Decision, Event, Id, PublicKey, Receipt, Result};
 
+/// The answer of [`AuthorityService::submit_staged`]: the decision, once it may be answered.
+pub type Staged = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Decision>> + Send>>;
+
 /// A durable authority over many Groups.
 pub trait AuthorityService: Send + Sync {
     /// Decides `cmd` at `now_ms`; an `Accepted` decision is durable when this returns.
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision>;
+
+    /// Decides `cmd` at `now_ms` on the calling thread and returns the answer to await, which
+    /// is ready once an `Accepted` decision is durable, as [`AuthorityService::submit`]'s is:
+    /// an async caller waits for the group commit without holding a thread. `None` when this
+    /// store has no such path for `cmd` (the caller runs `submit` on a blocking thread).
+    /// Dropping the answer unanswered does not undo the decision. Called within a tokio
+    /// runtime.
+    fn submit_staged(&self, cmd: &Command, now_ms: u64) -> Option<Staged> {
+        let _ = (cmd, now_ms);
+        None
+    }
 
     /// Events of `group` with seq > `after`, at most `limit`, in seq order (empty at the end).
     /// `CURSOR_TOO_OLD` (with a snapshot reference) when `after` is older than the online

@@ -99,9 +99,12 @@ impl Default for ServerConfig {
     }
 }
 
-/// What every request handler shares.
-#[derive(Clone)]
-pub(crate) struct App {
+/// What every request handler shares: one allocation, so that the router's layers and
+/// extractors clone one reference per request instead of each field's.
+pub(crate) type App = Arc<Shared>;
+
+/// The parts of [`App`].
+pub(crate) struct Shared {
     pub(crate) service: Arc<dyn AuthorityService>,
     pub(crate) config: Arc<ServerConfig>,
     /// The live tails, each woken by its own group's commits.
@@ -170,7 +173,7 @@ impl Server {
             (config.max_connections, config.header_read_timeout);
         let app_access = config.access.describe();
         let metrics = Arc::new(metrics::Metrics::new());
-        let app = App {
+        let app = Arc::new(Shared {
             service,
             config: Arc::new(config),
             tails: Arc::clone(&tails),
@@ -180,7 +183,7 @@ impl Server {
             heads: Arc::new(heads::Heads::new(metrics.heads_signed())),
             metrics,
             ready: Arc::default(),
-        };
+        });
         let ticker = tokio::spawn(tick::run(app.clone()));
         let mut router = route::router(app);
         if let Some(cors) = cors {

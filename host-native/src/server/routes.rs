@@ -169,13 +169,28 @@ pub(super) async fn post_command(
         _ => None,
     };
     let max_groups = app.config.max_groups.filter(|_| _opening.is_some());
-    let decided = blocking(&app, move |s| {
-        if let Some(max) = max_groups {
-            check_group_room(s, &cmd.group, max)?;
+    // A command to an open group is decided here and its answer awaited without a blocking
+    // thread (`submit_staged`); the others are submitted on the blocking pool.
+    let staged = match max_groups {
+        None => app.service.submit_staged(&cmd, at),
+        Some(_) => None,
+    };
+    let decided = match staged {
+        Some(answer) => {
+            let result = answer.await.map(|d| (cmd, d));
+            app.metrics.store_result(&result);
+            result
         }
-        s.submit(&cmd, at).map(|d| (cmd, d))
-    })
-    .await;
+        None => {
+            blocking(&app, move |s| {
+                if let Some(max) = max_groups {
+                    check_group_room(s, &cmd.group, max)?;
+                }
+                s.submit(&cmd, at).map(|d| (cmd, d))
+            })
+            .await
+        }
+    };
     drop(_opening);
     app.ready.wrote(&decided);
     match decided {

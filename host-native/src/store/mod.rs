@@ -641,6 +641,39 @@ impl AuthorityService for FileStore {
         }
     }
 
+    /// A command to an open group is decided on the calling thread (its signature checked
+    /// there); the answer waits for a committer on the blocking pool that flushes whole
+    /// batches. One whose event erases, snapshots or seals completes on a blocking thread.
+    /// Opening a group is left to `submit`.
+    fn submit_staged(&self, cmd: &Command, now_ms: u64) -> Option<crate::service::Staged> {
+        let g = self.group(&cmd.group)?;
+        let decided = match g.decide(cmd, now_ms) {
+            Ok(d) => d,
+            Err(e) => return Some(Box::pin(std::future::ready(Err(e)))),
+        };
+        if decided.writes_more() {
+            // Runs to its end even if the answer is dropped: the erase, snapshot or seal is
+            // not skipped.
+            let done = tokio::task::spawn_blocking(move || {
+                g.wait_durable(decided.wait_for)?;
+                g.complete(decided, now_ms)
+            });
+            return Some(Box::pin(async move {
+                done.await.unwrap_or_else(|e| {
+                    Err(Error::new(
+                        Code::Storage,
+                        format!("the store call did not finish: {e}"),
+                    ))
+                })
+            }));
+        }
+        g.commit_in_background(decided.wait_for);
+        Some(Box::pin(async move {
+            g.durable_async(decided.wait_for).await?;
+            decided.decision
+        }))
+    }
+
     fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<mwp_core::Event>> {
         self.known(group)?.events(after, limit)
     }

@@ -8,9 +8,38 @@ use super::*;
 /// The first reservation of zeros after a segment's records (later ones double the segment).
 const MIN_RESERVE_BYTES: u64 = 64 << 10;
 
+/// A command decided by [`GroupLog::decide`], not answered yet.
+pub(crate) struct Decided {
+    /// The decision, answered once `wait_for` is durable.
+    pub(crate) decision: Result<Decision>,
+    /// The seq whose durability the answer waits for (the state the decision was made on).
+    pub(crate) wait_for: u64,
+    snapshot: Option<authority::SnapshotDue>,
+    seal: Option<mwp_core::audit::OrgPolicy>,
+}
+
+impl Decided {
+    /// Whether [`GroupLog::complete`] does more than answer: erase, snapshot or seal, which
+    /// write files.
+    pub(crate) fn writes_more(&self) -> bool {
+        self.snapshot.is_some()
+            || self.seal.is_some()
+            || matches!(&self.decision, Ok(Decision::Accepted(e)) if matches!(e.kind, EventKind::EventRedacted(_)))
+    }
+}
+
 impl GroupLog {
     /// Decides a command; an accepted event is durable when this returns.
     pub(crate) fn submit(self: &Arc<Self>, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        let decided = self.decide(cmd, now_ms)?;
+        self.wait_durable(decided.wait_for)?;
+        self.complete(decided, now_ms)
+    }
+
+    /// Decides a command and stages an accepted event: steps 1 and 2 of accept (transaction
+    /// boundary 1). Nothing is answered before the state it was decided on is durable
+    /// ([`Decided::wait_for`]) and [`GroupLog::complete`] has run.
+    pub(crate) fn decide(&self, cmd: &Command, now_ms: u64) -> Result<Decided> {
         self.ctx.check_sticky()?;
         // Step 2 of accept, the signature check, runs here outside the lock so that
         // concurrent submitters verify in parallel; accept re-checks if the key changed.
@@ -75,7 +104,23 @@ impl GroupLog {
                 }
             }
         };
-        self.wait_durable(wait_for)?;
+        Ok(Decided {
+            decision,
+            wait_for,
+            snapshot,
+            seal,
+        })
+    }
+
+    /// What follows an accepted event once it is durable: erasing a redacted payload, a
+    /// snapshot that is due, the seal of an archived group; then the decision is answered.
+    pub(crate) fn complete(self: &Arc<Self>, decided: Decided, now_ms: u64) -> Result<Decision> {
+        let Decided {
+            decision,
+            snapshot,
+            seal,
+            ..
+        } = decided;
         if let Ok(Decision::Accepted(event)) = &decision {
             if let EventKind::EventRedacted(r) = &event.kind {
                 self.fail_sticky(self.erase(r.seq))?;
@@ -136,30 +181,7 @@ impl GroupLog {
                 let flushed = self.flush();
                 s = lock(&self.sync);
                 s.flushing = false;
-                let failed = match flushed {
-                    Ok(d) => {
-                        s.durable = s.durable.max(d);
-                        false
-                    }
-                    Err(e) => {
-                        self.ctx.set_sticky(e);
-                        true
-                    }
-                };
-                let durable = s.durable;
-                let mut leader = false;
-                s.waiters.retain(|(w, t)| {
-                    if failed || *w <= durable {
-                        t.unpark();
-                        false
-                    } else {
-                        if !leader {
-                            leader = true;
-                            t.unpark();
-                        }
-                        true
-                    }
-                });
+                self.flushed(&mut s, flushed, true);
                 continue;
             }
             s.waiters.push((seq, me.clone()));
@@ -168,6 +190,101 @@ impl GroupLog {
             std::thread::park();
             s = lock(&self.sync);
             s.waiters.retain(|(_, t)| t.id() != me.id());
+        }
+    }
+
+    /// Records the end of a flush (`flushing` already cleared by a leader that hands the next
+    /// flush on): the durable seq, or the sticky error. Unparks the submitters whose events
+    /// it made durable (all of them if it failed) and, with `hand_off`, one more, still
+    /// waiting, to lead the next flush; wakes every [`GroupLog::durable_async`] waiter.
+    /// Returns whether the flush failed.
+    fn flushed(&self, s: &mut SyncState, flushed: Result<u64>, hand_off: bool) -> bool {
+        let failed = match flushed {
+            Ok(d) => {
+                s.durable = s.durable.max(d);
+                false
+            }
+            Err(e) => {
+                self.ctx.set_sticky(e);
+                true
+            }
+        };
+        let durable = s.durable;
+        let mut leader = !hand_off;
+        s.waiters.retain(|(w, t)| {
+            if failed || *w <= durable {
+                t.unpark();
+                false
+            } else {
+                if !leader {
+                    leader = true;
+                    t.unpark();
+                }
+                true
+            }
+        });
+        s.flushes.send_modify(|n| *n = n.wrapping_add(1));
+        failed
+    }
+
+    /// Makes sure a flush will cover `seq` without waiting for it: when no flush runs, starts
+    /// a committer on the blocking pool (a thread when there is no runtime) that flushes the
+    /// staged events batch after batch until none is left. A submitter that needs its
+    /// answer then waits in [`GroupLog::durable_async`], holding no thread.
+    pub(crate) fn commit_in_background(self: &Arc<Self>, seq: u64) {
+        {
+            let mut s = lock(&self.sync);
+            if s.flushing || s.durable >= seq {
+                return;
+            }
+            s.flushing = true;
+        }
+        let me = Arc::clone(self);
+        let committer = move || me.commit_staged();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(committer)),
+            Err(_) => drop(std::thread::spawn(committer)),
+        }
+    }
+
+    /// The committer of [`GroupLog::commit_in_background`]: it leads flushes (`flushing` is
+    /// set) until nothing is staged or storage failed.
+    fn commit_staged(&self) {
+        loop {
+            let flushed = match self.ctx.check_sticky() {
+                Ok(()) => self.flush(),
+                Err(e) => Err(e),
+            };
+            let mut s = lock(&self.sync);
+            let failed = self.flushed(&mut s, flushed, false);
+            // Staging happens before `commit_in_background` looks at `flushing`, so what is
+            // staged after this check finds `flushing` cleared and starts a committer.
+            if failed || lock(&self.core).pending.is_empty() {
+                s.flushing = false;
+                // A submitter parked meanwhile may still wait for a later seq: it leads.
+                if let Some((_, t)) = s.waiters.first() {
+                    t.unpark();
+                }
+                return;
+            }
+        }
+    }
+
+    /// Waits, without holding a thread, until every event up to `seq` is durable, starting
+    /// a committer whenever none runs ([`GroupLog::commit_in_background`]): a leader of
+    /// [`GroupLog::wait_durable`] hands the next flush only to a parked submitter. Fails
+    /// with the sticky storage error once storage failed.
+    pub(crate) async fn durable_async(self: &Arc<Self>, seq: u64) -> Result<()> {
+        // Subscribed before the first look: every flush that ends after it wakes this.
+        let mut flushes = lock(&self.sync).flushes.subscribe();
+        loop {
+            if lock(&self.sync).durable >= seq {
+                return Ok(());
+            }
+            self.ctx.check_sticky()?;
+            self.commit_in_background(seq);
+            // The sender lives as long as `self`: `changed` cannot fail here.
+            let _ = flushes.changed().await;
         }
     }
 

@@ -96,6 +96,9 @@ struct SyncState {
     /// or to lead the next flush. Waking only these (not every waiter after every sync)
     /// keeps dozens of submitters from all waking for each `fdatasync`.
     waiters: Vec<(u64, std::thread::Thread)>,
+    /// Counts the flushes that ended (or failed): wakes the submitters that wait without a
+    /// thread ([`GroupLog::durable_async`]).
+    flushes: tokio::sync::watch::Sender<u64>,
 }
 
 struct Writer {
@@ -231,6 +234,7 @@ impl GroupLog {
                 durable: 1,
                 flushing: false,
                 waiters: Vec::new(),
+                flushes: tokio::sync::watch::Sender::new(0),
             }),
             io: Mutex::new(Writer {
                 file: file.clone(),

@@ -133,6 +133,7 @@ impl GroupLog {
                 durable: head,
                 flushing: false,
                 waiters: Vec::new(),
+                flushes: tokio::sync::watch::Sender::new(0),
             }),
             io: Mutex::new(writer),
             index: RwLock::new(index),
