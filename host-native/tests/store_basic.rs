@@ -358,11 +358,7 @@ impl mwp_core::transcript::Host for Staged {
         mwp_core::transcript::Host::state(&self.store, group)
     }
 
-    fn work_state(
-        &self,
-        group: &mwp_core::Id,
-        work: &mwp_core::Id,
-    ) -> Option<mwp_core::WorkState> {
+    fn work_state(&self, group: &mwp_core::Id, work: &mwp_core::Id) -> Option<mwp_core::WorkState> {
         mwp_core::transcript::Host::work_state(&self.store, group, work)
     }
 
@@ -378,7 +374,12 @@ fn staged_submits_answer_like_the_memory_reference_and_survive_a_reopen() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
-        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .map(|p| {
+            (
+                p.display().to_string(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
         .collect();
     texts.push(("workload".into(), workload()));
     for (name, text) in texts {

@@ -477,10 +477,11 @@ export class FileGroup {
       size += RECORD_HEADER_LEN + p.bytes.length;
     }
     const buf = guardStore(() => w.encodeBatch(firstSeq, frameBatch(pending.map((p) => p.bytes))));
-    const reserve = this.#store.options.reserveBytes;
-    // Past the reserved space: reserve more zeros in the same write and the same sync
-    // (docs/format.md, "Reserved space").
-    const out = seg.end + size > seg.alloc && reserve > 0 ? new Uint8Array(size + reserve) : buf;
+    // Past the reserved space: reserve more zeros in the same write and the same sync, by
+    // the core's rule (docs/format.md, "Reserved space").
+    const past = seg.end + size > seg.alloc && this.#store.options.reserveBytes > 0;
+    const reserve = past ? guardStore(() => w.reserveLen(seg.alloc, this.#store.options.reserveBytes)) : 0;
+    const out = reserve > 0 ? new Uint8Array(size + reserve) : buf;
     if (out !== buf) out.set(buf);
     await seg.file.writeAt(seg.end, out);
     await seg.file.datasync();

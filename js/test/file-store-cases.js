@@ -536,6 +536,14 @@ export function cases(mwp) {
       await store.close();
     }],
 
+    ["reserved space doubles from 64 KiB up to reserveBytes, by the core's rule", async () => {
+      const dir = tempDir("reserve");
+      const { store } = await populated(mwp, dir, { reserveBytes: 4 << 20 });
+      await store.close();
+      const len = fs.statSync(segPath(dir)).size;
+      check(len >= 64 << 10 && len < 128 << 10, `one reservation of 64 KiB after the first records, not 4 MiB: ${len} bytes`);
+    }],
+
     ["segments roll over at segmentBytes; batches never span segments; native fsck agrees", async () => {
       const dir = tempDir("roll");
       const { store } = await populated(mwp, dir, { n: 12, batches: 6, segmentBytes: 1500 });

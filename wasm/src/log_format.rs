@@ -154,6 +154,14 @@ pub fn encode_record(seq: f64, batch: f64, payload: &[u8]) -> Result<Vec<u8>, St
     Ok(out)
 }
 
+/// How many zeros a batch that reaches past a segment's reserved space appends in the same
+/// write, for a segment of `alloc` bytes and the store's `reserveBytes` (the native store's
+/// rule, [`lf::reserve_len`]).
+#[wasm_bindgen(js_name = reserveLen)]
+pub fn reserve_len(alloc: f64, reserve_bytes: f64) -> Result<f64, StoreError> {
+    Ok(lf::reserve_len(uint(alloc, "alloc")?, uint(reserve_bytes, "reserveBytes")?) as f64)
+}
+
 /// One write batch: the payloads of a frame batch as records with seqs `firstSeq`,
 /// `firstSeq + 1`, …, each naming `firstSeq` as its batch, one after the other.
 #[wasm_bindgen(js_name = encodeBatch)]

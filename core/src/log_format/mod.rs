@@ -292,6 +292,20 @@ pub fn decode_overlay_entry(payload: &[u8]) -> Option<(Erased, &[u8])> {
     Some((orig, rest))
 }
 
+/// The first reservation of zeros after a segment's records (docs/format.md, "Reserved
+/// space").
+pub const MIN_RESERVE_BYTES: u64 = 64 << 10;
+
+/// How many zeros a batch that reaches past a segment's reserved space appends in the same
+/// write (docs/format.md, "Reserved space"): as many as the file already holds (`alloc`
+/// bytes), at least [`MIN_RESERVE_BYTES`], at most `reserve_bytes` (`0` turns reserving
+/// off). A segment's reservations so double until they reach `reserve_bytes`, and a store of
+/// many small groups does not write `reserve_bytes` of zeros for each. Every file store
+/// (native, Node/Deno) reserves by this rule; readers do not depend on it.
+pub fn reserve_len(alloc: u64, reserve_bytes: u64) -> u64 {
+    reserve_bytes.min(alloc.max(MIN_RESERVE_BYTES))
+}
+
 /// The snapshot file header and payload.
 pub fn encode_snapshot_file(seq: u64, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(SNAPSHOT_HEADER_LEN + payload.len());

@@ -334,3 +334,14 @@ fn hostile_tail_after_damage() -> Vec<u8> {
     f.extend(hostile);
     f
 }
+
+/// Reservations double from 64 KiB up to `reserve_bytes`; `0` reserves nothing.
+#[test]
+fn reservations_double_from_64_kib_up_to_reserve_bytes() {
+    let four = 4 << 20;
+    assert_eq!(reserve_len(FILE_HEADER_LEN as u64, four), MIN_RESERVE_BYTES);
+    assert_eq!(reserve_len(100 << 10, four), 100 << 10);
+    assert_eq!(reserve_len(64 << 20, four), four);
+    assert_eq!(reserve_len(1 << 20, 0), 0);
+    assert_eq!(reserve_len(u64::MAX, u64::MAX), u64::MAX);
+}

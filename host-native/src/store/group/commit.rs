@@ -5,9 +5,6 @@
 
 use super::*;
 
-/// The first reservation of zeros after a segment's records (later ones double the segment).
-const MIN_RESERVE_BYTES: u64 = 64 << 10;
-
 /// A command decided by [`GroupLog::decide`], not answered yet.
 pub(crate) struct Decided {
     /// The decision, answered once `wait_for` is durable.
@@ -316,7 +313,7 @@ impl GroupLog {
             // A crash leaves zeros after the last record, which the open takes as the end.
             // The reservation doubles the segment up to `reserve_bytes`, so that a store
             // of many small groups does not write megabytes of zeros for each.
-            let zeros = self.ctx.reserve_bytes.min(w.alloc.max(MIN_RESERVE_BYTES));
+            let zeros = mwp_core::log_format::reserve_len(w.alloc, self.ctx.reserve_bytes);
             let zeros = usize::try_from(zeros).unwrap_or(usize::MAX);
             buf.resize(buf.len().saturating_add(zeros), 0);
         }
