@@ -336,7 +336,7 @@ fn process_cpu_seconds() -> f64 {
 /// One strict verification of a bench command under a key decoded once, microseconds: the
 /// median of 5 rounds of 400.
 fn verify_us(key: &SecretKey) -> f64 {
-    let cmd = commands(0, u64::MAX, 1, std::slice::from_ref(key)).remove(0);
+    let cmd = commands(0, 1, 1, u64::MAX, 1, std::slice::from_ref(key)).remove(0);
     let prepared = key.public().prepare().expect("a usable key");
     let mut rounds: Vec<f64> = (0..5)
         .map(|_| {

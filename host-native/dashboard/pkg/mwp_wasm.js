@@ -3539,6 +3539,22 @@ export function replayLog(batch) {
 }
 
 /**
+ * How many zeros a batch that reaches past a segment's reserved space appends in the same
+ * write, for a segment of `alloc` bytes and the store's `reserveBytes` (the native store's
+ * rule, [`lf::reserve_len`]).
+ * @param {number} alloc
+ * @param {number} reserve_bytes
+ * @returns {number}
+ */
+export function reserveLen(alloc, reserve_bytes) {
+    const ret = wasm.reserveLen(alloc, reserve_bytes);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return ret[0];
+}
+
+/**
  * Runs a transcript (JSON Lines text) on a fresh in-memory authority. Returns
  * `{lines, failed}`: `lines` are the runner's output lines as JSON text (byte for byte what
  * `mwp transcript` prints), `failed` whether any step's `expect` failed.
