@@ -19,20 +19,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 target_dir=${CARGO_TARGET_DIR:-$root/target}
-tools=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
 bundle=host-native/dashboard/pkg
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
 mode=${1:-build}
-
-wasm_opt() {
-  if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
-    mkdir -p "$tools"
-    (cd "$tools" && npm install --silent --no-audit --no-fund binaryen@132 >/dev/null)
-  fi
-  "$tools/node_modules/.bin/wasm-opt" -Oz \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue "$1" -o "$2"
-}
 
 # assemble DIR: the module and its glue into DIR (which must not exist) from the raw wasm.
 assemble() {
@@ -40,7 +29,7 @@ assemble() {
   pkg=$(mktemp -d)
   wasm-bindgen --target web --out-dir "$pkg" "$raw"
   mkdir -p "$out"
-  wasm_opt "$pkg/mwp_wasm_bg.wasm" "$out/mwp_wasm_bg.wasm"
+  scripts/wasm-opt.sh "$pkg/mwp_wasm_bg.wasm" "$out/mwp_wasm_bg.wasm"
   cp "$pkg/mwp_wasm.js" "$out/"
   rm -rf "$pkg"
 }

@@ -13,7 +13,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 target_dir=${MWP_VIEWER_TARGET_DIR:-${CARGO_TARGET_DIR:-$root/target}/viewer}
-tools=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
 out=js/pkg-viewer
 
 size_opt=()
@@ -30,16 +29,7 @@ wasm-bindgen --target web --out-dir "$out" "$raw"
 bindgen_size=$(stat -c %s "$out/mwp_wasm_bg.wasm")
 
 if [ "${MWP_WASM_OPT:-1}" != 0 ]; then
-  if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
-    mkdir -p "$tools"
-    (cd "$tools" && npm install --silent --no-audit --no-fund binaryen@132 >/dev/null)
-  fi
-  # The flags of scripts/build-dashboard.sh.
-  "$tools/node_modules/.bin/wasm-opt" -Oz \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue \
-    "$out/mwp_wasm_bg.wasm" -o "$out/mwp_wasm_bg.wasm.opt"
-  mv "$out/mwp_wasm_bg.wasm.opt" "$out/mwp_wasm_bg.wasm"
+  scripts/wasm-opt.sh "$out/mwp_wasm_bg.wasm" "$out/mwp_wasm_bg.wasm"
 fi
 
 # Like the full module, it may import only from its own glue, never "env".

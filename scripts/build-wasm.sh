@@ -7,7 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 target_dir=${CARGO_TARGET_DIR:-$root/target}
-tools=${MWP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mwp-wasm-tools}
 
 cargo build -p mwp-wasm --target wasm32-unknown-unknown --profile wasm-release
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
@@ -15,15 +14,7 @@ rm -rf js/pkg
 wasm-bindgen --target web --out-dir js/pkg "$raw"
 
 if [ "${MWP_WASM_OPT:-1}" != 0 ]; then
-  if [ ! -x "$tools/node_modules/.bin/wasm-opt" ]; then
-    mkdir -p "$tools"
-    (cd "$tools" && npm install --silent --no-audit --no-fund binaryen@132 >/dev/null)
-  fi
-  "$tools/node_modules/.bin/wasm-opt" -Oz \
-    --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
-    js/pkg/mwp_wasm_bg.wasm -o js/pkg/mwp_wasm_bg.wasm.opt
-  mv js/pkg/mwp_wasm_bg.wasm.opt js/pkg/mwp_wasm_bg.wasm
+  scripts/wasm-opt.sh js/pkg/mwp_wasm_bg.wasm js/pkg/mwp_wasm_bg.wasm
 fi
 
 # The module may import only from its own glue ("./mwp_wasm_bg.js" / "wbg"), never "env".

@@ -24,6 +24,7 @@ pub mod format;
 pub mod fsck;
 mod group;
 pub mod lock;
+mod parked;
 mod shared_sync;
 
 use std::collections::BTreeMap;

@@ -19,13 +19,13 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::thread::Thread;
 
 use mwp_core::{Error, Result};
 
 use super::backend::{FileSystemSync, StorageFile};
 use super::format::storage;
 use super::group::lock;
+use super::parked::Parked;
 
 /// Smallest number of files of the store's file system that a round syncs with one
 /// [`FileSystemSync`] rather than one `sync_data` each. Measured on ext4 (BENCHMARKS.md,
@@ -55,7 +55,7 @@ struct Rounds {
     /// Requesters parked until their round finishes: woken by the round that makes their
     /// write durable (all of them if it failed), or to lead the next round. Waking only
     /// these keeps dozens of requesters from all waking after every round.
-    waiters: Vec<(u64, Thread)>,
+    waiters: Parked,
 }
 
 impl SharedSync {
@@ -69,7 +69,7 @@ impl SharedSync {
                 done: 0,
                 running: false,
                 failed: None,
-                waiters: Vec::new(),
+                waiters: Parked::default(),
             }),
         }
     }
@@ -86,7 +86,6 @@ impl SharedSync {
                 .sync_data()
                 .map_err(|e| storage(format!("sync {}", path.display()), e));
         }
-        let me = std::thread::current();
         let mut r = lock(&self.rounds);
         if !r.queued.iter().any(|(f, _)| Arc::ptr_eq(f, file)) {
             r.queued.push((file.clone(), path));
@@ -115,27 +114,15 @@ impl SharedSync {
                 if let Err(e) = synced {
                     r.failed.get_or_insert((round, e));
                 }
-                let mut leader = false;
-                r.waiters.retain(|(w, t)| {
-                    if failed || *w <= round {
-                        t.unpark();
-                        false
-                    } else {
-                        if !leader {
-                            leader = true;
-                            t.unpark();
-                        }
-                        true
-                    }
-                });
+                r.waiters.wake(round, failed, true);
                 continue;
             }
-            r.waiters.push((mine, me.clone()));
+            r.waiters.push(mine);
             drop(r);
             // A wake-up that came before this park is not lost (the thread's token).
             std::thread::park();
             r = lock(&self.rounds);
-            r.waiters.retain(|(_, t)| t.id() != me.id());
+            r.waiters.forget_current();
         }
     }
 

@@ -159,7 +159,6 @@ impl GroupLog {
     /// unparks the submitters whose events it made durable (all of them if it failed) and
     /// one more, still waiting, to lead the next flush of what was staged meanwhile.
     pub(crate) fn wait_durable(&self, seq: u64) -> Result<()> {
-        let me = std::thread::current();
         let mut s = lock(&self.sync);
         loop {
             if s.durable >= seq {
@@ -167,9 +166,7 @@ impl GroupLog {
             }
             if let Err(e) = self.ctx.check_sticky() {
                 // Nothing will be flushed any more: nobody may stay parked.
-                for (_, t) in s.waiters.drain(..) {
-                    t.unpark();
-                }
+                s.waiters.wake_all();
                 return Err(e);
             }
             if !s.flushing {
@@ -181,12 +178,12 @@ impl GroupLog {
                 self.flushed(&mut s, flushed, true);
                 continue;
             }
-            s.waiters.push((seq, me.clone()));
+            s.waiters.push(seq);
             drop(s);
             // A wake-up that came before this park is not lost (the thread's token).
             std::thread::park();
             s = lock(&self.sync);
-            s.waiters.retain(|(_, t)| t.id() != me.id());
+            s.waiters.forget_current();
         }
     }
 
@@ -207,19 +204,7 @@ impl GroupLog {
             }
         };
         let durable = s.durable;
-        let mut leader = !hand_off;
-        s.waiters.retain(|(w, t)| {
-            if failed || *w <= durable {
-                t.unpark();
-                false
-            } else {
-                if !leader {
-                    leader = true;
-                    t.unpark();
-                }
-                true
-            }
-        });
+        s.waiters.wake(durable, failed, hand_off);
         s.flushes.send_modify(|n| *n = n.wrapping_add(1));
         failed
     }
@@ -259,9 +244,7 @@ impl GroupLog {
             if failed || lock(&self.core).pending.is_empty() {
                 s.flushing = false;
                 // A submitter parked meanwhile may still wait for a later seq: it leads.
-                if let Some((_, t)) = s.waiters.first() {
-                    t.unpark();
-                }
+                s.waiters.wake_first();
                 return;
             }
         }

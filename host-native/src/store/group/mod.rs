@@ -95,7 +95,7 @@ struct SyncState {
     /// Submitters parked until their seq is durable: woken by the flush that makes it so,
     /// or to lead the next flush. Waking only these (not every waiter after every sync)
     /// keeps dozens of submitters from all waking for each `fdatasync`.
-    waiters: Vec<(u64, std::thread::Thread)>,
+    waiters: crate::store::parked::Parked,
     /// Counts the flushes that ended (or failed): wakes the submitters that wait without a
     /// thread ([`GroupLog::durable_async`]).
     flushes: tokio::sync::watch::Sender<u64>,
@@ -233,7 +233,7 @@ impl GroupLog {
             sync: Mutex::new(SyncState {
                 durable: 1,
                 flushing: false,
-                waiters: Vec::new(),
+                waiters: Default::default(),
                 flushes: tokio::sync::watch::Sender::new(0),
             }),
             io: Mutex::new(Writer {

@@ -132,7 +132,7 @@ impl GroupLog {
             sync: Mutex::new(SyncState {
                 durable: head,
                 flushing: false,
-                waiters: Vec::new(),
+                waiters: Default::default(),
                 flushes: tokio::sync::watch::Sender::new(0),
             }),
             io: Mutex::new(writer),

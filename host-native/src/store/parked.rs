@@ -1,0 +1,99 @@
+//! Threads parked until a count reaches the mark each waits for: the wake-up rule that a
+//! group's commit (marks are seqs, the count its durable seq) and the store's sync rounds
+//! (marks and count are round numbers) share. Whoever finishes a step wakes the threads it
+//! served and, to hand the next step on, one more that still waits.
+
+use std::thread::Thread;
+
+/// Parked threads, each with the mark it waits for, in the order they parked.
+#[derive(Default)]
+pub(crate) struct Parked(Vec<(u64, Thread)>);
+
+impl Parked {
+    /// Records the calling thread as waiting for `mark`. It then releases the lock that
+    /// guards this and calls `std::thread::park`: a wake-up that comes before the park is
+    /// not lost (the thread's token), and it [`Parked::forget_current`]s itself once awake.
+    pub(crate) fn push(&mut self, mark: u64) {
+        self.0.push((mark, std::thread::current()));
+    }
+
+    /// Forgets the calling thread (it woke, for whatever reason).
+    pub(crate) fn forget_current(&mut self) {
+        let me = std::thread::current().id();
+        self.0.retain(|(_, t)| t.id() != me);
+    }
+
+    /// Unparks and forgets the threads whose mark is at most `reached` (every thread when
+    /// the step `failed`); with `hand_off`, also unparks the first thread still waiting, so
+    /// that it leads the next step.
+    pub(crate) fn wake(&mut self, reached: u64, failed: bool, hand_off: bool) {
+        let mut leader = !hand_off;
+        self.0.retain(|(mark, t)| {
+            if failed || *mark <= reached {
+                t.unpark();
+                false
+            } else {
+                if !leader {
+                    leader = true;
+                    t.unpark();
+                }
+                true
+            }
+        });
+    }
+
+    /// Unparks and forgets every thread: nothing they wait for will come.
+    pub(crate) fn wake_all(&mut self) {
+        for (_, t) in self.0.drain(..) {
+            t.unpark();
+        }
+    }
+
+    /// Unparks the first thread still waiting, if any, to lead the next step.
+    pub(crate) fn wake_first(&self) {
+        if let Some((_, t)) = self.0.first() {
+            t.unpark();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// Threads waiting for marks 1..=4 of a count advanced one step at a time all return,
+    /// each once its mark is reached.
+    #[test]
+    fn every_parked_thread_returns_once_its_mark_is_reached() {
+        let state = Arc::new(Mutex::new((0u64, Parked::default())));
+        let threads: Vec<_> = (1..=4u64)
+            .map(|mark| {
+                let state = Arc::clone(&state);
+                std::thread::spawn(move || loop {
+                    let mut s = state.lock().unwrap();
+                    if s.0 >= mark {
+                        return s.0;
+                    }
+                    s.1.push(mark);
+                    drop(s);
+                    std::thread::park();
+                    state.lock().unwrap().1.forget_current();
+                })
+            })
+            .collect();
+        for step in 1..=4 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            let mut s = state.lock().unwrap();
+            s.0 = step;
+            s.1.wake(step, false, true);
+        }
+        for (t, mark) in threads.into_iter().zip(1..) {
+            assert!(t.join().unwrap() >= mark);
+        }
+        assert!(
+            state.lock().unwrap().1 .0.is_empty(),
+            "nobody is left parked"
+        );
+    }
+}
