@@ -458,11 +458,7 @@ fn put_opaque_hash(out: &mut Sha256, encoded: &[u8]) {
     if marker {
         out.update(&encoded[11..]);
     } else {
-        let mut text = [0u8; 66];
-        text[..2].copy_from_slice(&[0x78, 64]);
-        const_hex::encode_to_slice(canonical::sha256(encoded), &mut text[2..])
-            .expect("64 bytes hold 32 bytes in hex");
-        out.update(text);
+        out.update(hash_text(&canonical::sha256(encoded)));
     }
 }
 
@@ -864,10 +860,15 @@ fn put_text(out: &mut Vec<u8>, s: &str) {
 
 /// A hash as the text of its 64 lowercase hex digits.
 fn put_hash(out: &mut Vec<u8>, h: &Hash) {
-    let mut hex = [0u8; 64];
-    const_hex::encode_to_slice(h.0, &mut hex).expect("64 bytes hold 32 bytes in hex");
-    out.extend_from_slice(&[0x78, 64]);
-    out.extend_from_slice(&hex);
+    out.extend_from_slice(&hash_text(&h.0));
+}
+
+/// A hash as the canonical CBOR of the text of its 64 lowercase hex digits.
+fn hash_text(h: &[u8; 32]) -> [u8; 66] {
+    let mut text = [0u8; 66];
+    text[..2].copy_from_slice(&[0x78, 64]);
+    const_hex::encode_to_slice(h, &mut text[2..]).expect("64 bytes hold 32 bytes in hex");
+    text
 }
 
 #[cfg(test)]

@@ -20,8 +20,9 @@ pub trait AuthorityService: Send + Sync {
     /// is ready once an `Accepted` decision is durable, as [`AuthorityService::submit`]'s is:
     /// an async caller waits for the group commit without holding a thread. `None` when this
     /// store has no such path for `cmd` (the caller runs `submit` on a blocking thread).
-    /// Dropping the answer unanswered does not undo the decision. Called within a tokio
-    /// runtime.
+    /// Dropping the answer unanswered does not undo the decision. Within a tokio runtime
+    /// the store's remaining work runs on its blocking pool; outside one, on a thread of its
+    /// own or on the calling thread before this returns.
     fn submit_staged(&self, cmd: &Command, now_ms: u64) -> Option<Staged> {
         let _ = (cmd, now_ms);
         None

@@ -334,15 +334,18 @@ fn reserved_space_doubles_from_64_kib() {
 }
 
 /// The file store answering through `submit_staged` (decided on the caller's thread, the
-/// answer awaited while a committer flushes), as `mwp serve` submits.
+/// answer awaited while a committer flushes), as `mwp serve` submits; with `outside`, the
+/// command is decided outside any runtime (a library caller's thread) and only the answer is
+/// awaited on one.
 struct Staged {
     store: FileStore,
     rt: tokio::runtime::Runtime,
+    outside: bool,
 }
 
 impl mwp_core::transcript::Host for Staged {
     fn submit(&mut self, cmd: &mwp_core::Command, now_ms: u64) -> mwp_core::Result<Decision> {
-        let _in_rt = self.rt.enter();
+        let _in_rt = (!self.outside).then(|| self.rt.enter());
         match self.store.submit_staged(cmd, now_ms) {
             Some(answer) => self.rt.block_on(answer),
             // Opening a group goes through `submit`.
@@ -382,7 +385,11 @@ fn staged_submits_answer_like_the_memory_reference_and_survive_a_reopen() {
         })
         .collect();
     texts.push(("workload".into(), workload()));
-    for (name, text) in texts {
+    for ((name, text), outside) in texts
+        .iter()
+        .flat_map(|t| [(t.clone(), false), (t.clone(), true)])
+    {
+        let name = format!("{name} (decided outside a runtime: {outside})");
         let tmp = tempfile::tempdir().unwrap();
         let mut host = Staged {
             store: FileStore::open(tmp.path(), opts()).unwrap(),
@@ -390,6 +397,7 @@ fn staged_submits_answer_like_the_memory_reference_and_survive_a_reopen() {
                 .worker_threads(2)
                 .build()
                 .unwrap(),
+            outside,
         };
         let got = Runner::new(&mut host).run_all(&text);
         let (want, _) = run_in_memory(&text);

@@ -654,11 +654,15 @@ impl AuthorityService for FileStore {
         };
         if decided.writes_more() {
             // Runs to its end even if the answer is dropped: the erase, snapshot or seal is
-            // not skipped.
-            let done = tokio::task::spawn_blocking(move || {
+            // not skipped. Outside a runtime it runs here, before the answer is returned.
+            let finish = move || {
                 g.wait_durable(decided.wait_for)?;
                 g.complete(decided, now_ms)
-            });
+            };
+            let Ok(rt) = tokio::runtime::Handle::try_current() else {
+                return Some(Box::pin(std::future::ready(finish())));
+            };
+            let done = rt.spawn_blocking(finish);
             return Some(Box::pin(async move {
                 done.await.unwrap_or_else(|e| {
                     Err(Error::new(
