@@ -233,7 +233,8 @@ fn durable_accepts(c: &mut Criterion) {
         format!("durable_accepts_{groups}_groups")
     };
     let mut group = c.benchmark_group(name);
-    let mut cpu_us: Vec<(String, f64)> = Vec::new();
+    // Per configuration: its name, process CPU µs per accept, accepts/s.
+    let mut cpu_us: Vec<(String, f64, f64)> = Vec::new();
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements(1));
@@ -259,7 +260,7 @@ fn durable_accepts(c: &mut Criterion) {
                 s
             });
             let mut round = 0u64;
-            let (mut cpu_spent, mut commands_done) = (0.0f64, 0usize);
+            let (mut cpu_spent, mut wall_spent, mut commands_done) = (0.0f64, 0.0f64, 0usize);
             group.bench_function(BenchmarkId::new(kind, submitters), |b| {
                 b.iter_custom(|iters| {
                     round += 1;
@@ -291,6 +292,7 @@ fn durable_accepts(c: &mut Criterion) {
                         barrier.wait();
                         let elapsed = start.elapsed();
                         cpu_spent += process_cpu_seconds() - cpu;
+                        wall_spent += elapsed.as_secs_f64();
                         commands_done += submitters * per;
                         elapsed
                     });
@@ -301,23 +303,56 @@ fn durable_accepts(c: &mut Criterion) {
             cpu_us.push((
                 format!("{kind}_{submitters}"),
                 cpu_spent * 1e6 / commands_done.max(1) as f64,
+                commands_done as f64 / wall_spent.max(f64::MIN_POSITIVE),
             ));
         }
     }
     group.finish();
     // Process CPU (user + system, every thread) per accepted command over the timed parts,
     // beside one strict verification timed in this run (`mwp bench`'s `verify_us`).
+    // Accepts/s over the timed parts, and the file store's against SQLite's (the baseline)
+    // at each submitter count; the peak RSS of the whole run.
     let verify_us = verify_us(&keys[0]);
-    let per: Vec<String> = cpu_us
+    let mut per: Vec<String> = cpu_us
         .iter()
-        .map(|(name, us)| {
+        .map(|(name, us, rate)| {
             format!(
-                "\"{name}_cpu_us_per_accept\":{us:.1},\"{name}_cpu_per_verify\":{:.2}",
+                "\"{name}_per_s\":{rate:.0},\"{name}_cpu_us_per_accept\":{us:.1},\"{name}_cpu_per_verify\":{:.2}",
                 us / verify_us
             )
         })
         .collect();
-    println!("{{\"verify_us\":{verify_us:.2},{}}}", per.join(","));
+    for submitters in [1usize, 8, 64] {
+        let rate = |kind: &str| {
+            cpu_us
+                .iter()
+                .find(|(name, _, _)| *name == format!("{kind}_{submitters}"))
+                .map(|(_, _, rate)| *rate)
+        };
+        if let (Some(file), Some(sqlite)) = (rate("file"), rate("sqlite")) {
+            per.push(format!(
+                "\"file_over_sqlite_{submitters}\":{:.2}",
+                file / sqlite
+            ));
+        }
+    }
+    println!(
+        "{{\"groups\":{groups},\"verify_us\":{verify_us:.2},{},\"peak_rss_kib\":{}}}",
+        per.join(","),
+        peak_rss_kib()
+    );
+}
+
+/// This process's peak RSS in KiB (`VmHWM`), or 0 where unknown.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// CPU time (user + system) of this process, every thread, seconds; 0 without `/proc`.
