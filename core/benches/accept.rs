@@ -9,6 +9,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use mwp_core::accept::accept_preverified;
 use mwp_core::{accept, Command, Decision, GroupState, Limits, Result};
 
+#[allow(dead_code)] // the workload only
 mod common;
 
 /// Decides without the Ed25519 check: the command's key is the actor's registered key.

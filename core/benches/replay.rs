@@ -80,18 +80,6 @@ fn replay_floor(log: &[Vec<u8>], events: &[Event]) -> (GroupState, u8) {
     (state.expect("open"), fold)
 }
 
-/// The process's peak RSS in KiB (Linux `VmHWM`), or 0 where unknown.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// Interleaved rounds of the three replays, medians, as one JSON line.
 fn summary(events: &[Event], encoded: &[Vec<u8>]) {
     let rounds = 5;
@@ -123,7 +111,7 @@ fn summary(events: &[Event], encoded: &[Vec<u8>]) {
             "floor_events_per_s": floor.round(),
             "decoded_apply_events_per_s": decoded.round(),
             "floor_over_from_bytes": (floor / bytes * 1000.0).round() / 1000.0,
-            "peak_rss_kib": peak_rss_kib(),
+            "peak_rss_kib": common::peak_rss_kib(),
         })
     );
 }

@@ -12,9 +12,17 @@
 //! * `head/sign` and `head/verify`: one signed head (SPEC §8a), what a server pays at most
 //!   ten times a second per group read, and what a replica pays per head offered.
 //!
+//! The last line is one JSON object (`"bench": "snapshot"`): the median time to verify and
+//! restore the 100,000-event snapshot against its same-run baseline, replaying the same
+//! group's stored events from bytes into a fresh replica (what a replica without a snapshot
+//! does), in interleaved rounds, with the peak RSS.
+//!
 //! `cargo bench -p mwp-core --bench replica`
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
+
+#[allow(dead_code)] // only the peak RSS is used here
+mod common;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use mwp_core::memory::MemoryGroup;
@@ -207,6 +215,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.finish();
+    summary(big.log(), &snap, &key);
 
     let mut g = c.benchmark_group("head");
     let head_id = mwp_core::Hash([7; 32]);
@@ -223,6 +232,48 @@ fn benches(c: &mut Criterion) {
         b.iter(|| head.verify(&public, &id("g")).expect("verifies"))
     });
     g.finish();
+}
+
+/// Interleaved rounds of restoring the snapshot and of replaying the whole log it stands for
+/// from bytes, medians, as one JSON line.
+fn summary(log: &[Vec<u8>], snap: &[u8], key: &SecretKey) {
+    let rounds = 3;
+    let (mut restore, mut replay) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = std::time::Instant::now();
+        let mut r = Replica::new(id("g"));
+        let ws = r
+            .restore_bytes(snap, &key.public(), &id("acme"), 0)
+            .expect("restores");
+        restore.push(start.elapsed().as_secs_f64());
+        drop((r, ws));
+
+        let start = std::time::Instant::now();
+        let mut r = Replica::new(id("g"));
+        for e in log {
+            assert!(matches!(r.offer_bytes(e), Offer::Applied { .. }));
+        }
+        replay.push(start.elapsed().as_secs_f64());
+        assert_eq!(r.cursor(), log.len() as u64);
+    }
+    let ms = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2] * 1e5).round() / 100.0
+    };
+    let (restore_ms, replay_ms) = (ms(&mut restore), ms(&mut replay));
+    println!(
+        "{}",
+        json!({
+            "bench": "snapshot",
+            "events": log.len(),
+            "snapshot_bytes": snap.len(),
+            "rounds": rounds,
+            "verify_restore_ms": restore_ms,
+            "replay_from_bytes_ms": replay_ms,
+            "restore_over_replay": (restore_ms / replay_ms * 1000.0).round() / 1000.0,
+            "peak_rss_kib": common::peak_rss_kib(),
+        })
+    );
 }
 
 criterion_group!(replica, benches);

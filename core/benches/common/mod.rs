@@ -135,3 +135,15 @@ pub fn workload(items: usize) -> Vec<Command> {
     }
     cmds
 }
+
+/// The process's peak RSS in KiB (Linux `VmHWM`), or 0 where unknown.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
