@@ -195,6 +195,18 @@ fn power_loss_during_group_commit_of_concurrent_submitters() {
 /// every acknowledged receipt is there, and fsck is clean.
 #[test]
 fn power_loss_during_a_sync_round_shared_by_several_groups() {
+    power_loss_in_shared_rounds(false);
+}
+
+/// As [`power_loss_during_a_sync_round_shared_by_several_groups`], with the commands
+/// submitted as `mwp serve` submits them (`submit_staged`): the store's one committer writes
+/// the batches of every waiting group and makes them durable in one round.
+#[test]
+fn power_loss_during_a_committer_round_of_several_groups() {
+    power_loss_in_shared_rounds(true);
+}
+
+fn power_loss_in_shared_rounds(staged: bool) {
     const GROUPS: usize = 4;
     const EACH: usize = 5;
     let text = workload();
@@ -242,12 +254,22 @@ fn power_loss_during_a_sync_round_shared_by_several_groups() {
                 .insert((c.actor.clone(), c.action.clone()), c.clone());
         }
         let acked = Mutex::new(rec.acked.clone());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
         std::thread::scope(|s| {
             for list in &cmds {
-                let (store, acked) = (&store, &acked);
+                let (store, acked, rt) = (&store, &acked, &rt);
                 s.spawn(move || {
+                    let _in_rt = rt.enter();
                     for c in list {
-                        match store.submit(c, 5000) {
+                        // `None`: the store has no staged path for the command.
+                        let answer = match staged.then(|| store.submit_staged(c, 5000)).flatten() {
+                            Some(answer) => rt.block_on(answer),
+                            None => store.submit(c, 5000),
+                        };
+                        match answer {
                             Ok(Decision::Accepted(e)) => acked.lock().unwrap().push(e.receipt()),
                             Ok(Decision::Duplicate(r)) => acked.lock().unwrap().push(r),
                             Ok(Decision::Rejected(_)) | Err(_) => break,
