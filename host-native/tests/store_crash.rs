@@ -195,6 +195,77 @@ fn power_loss_during_group_commit_of_concurrent_submitters() {
 /// every acknowledged receipt is there, and fsck is clean.
 #[test]
 fn power_loss_during_a_sync_round_shared_by_several_groups() {
+    power_loss_in_shared_rounds(false);
+}
+
+/// As [`power_loss_during_a_sync_round_shared_by_several_groups`], with the commands
+/// submitted as `mwp serve` submits them (`submit_staged`): the store's one committer writes
+/// the batches of every waiting group and makes them durable in one round.
+#[test]
+fn power_loss_during_a_committer_round_of_several_groups() {
+    power_loss_in_shared_rounds(true);
+}
+
+/// The server's submitters (`submit_staged`) of many groups share the store's one committer:
+/// with a single blocking thread and a slow sync, one command in each of eight groups is made
+/// durable in at most two syncs (the committer's first round and one for the groups queued
+/// meanwhile), where a committer per group would sync eight times, one after another.
+#[test]
+fn the_groups_of_staged_submits_share_one_committer() {
+    const GROUPS: usize = 8;
+    let text = workload();
+    let open_line: String = text.lines().take(1).collect();
+    let contract = r#"{"max_attempts": 1, "backoff_base_ms": 1, "backoff_max_ms": 1, "cost_budget": 1, "risk": "low"}"#;
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    for g in 0..GROUPS {
+        let line = open_line
+            .replace(r#""group": "g1""#, &format!(r#""group": "g{}""#, g + 1))
+            .replace(r#""action": "open""#, &format!(r#""action": "open-{g}""#));
+        run(&mut rec, &line);
+    }
+    let store = rec.store.take().unwrap();
+    let cmds: Vec<mwp_core::Command> = (0..GROUPS)
+        .map(|g| {
+            let body = format!(r#"{{"type": "create_work", "work": "w", "contract": {contract}, "after": [], "spec": {{"g": {g}}}}}"#);
+            let json = format!(
+                r#"{{"org": "acme", "group": "g{}", "actor": "alice", "action": "g{g}", "session": 1, "body": {body}, "sig": "{}"}}"#,
+                g + 1,
+                "00".repeat(64)
+            );
+            let mut c = mwp_core::Command::from_json(json.as_bytes(), &Default::default()).unwrap();
+            c.sign(&mwp_core::SecretKey::for_transcript("alice")).unwrap();
+            c
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .build()
+        .unwrap();
+    // Long enough for the other seven commands to be decided while the first round syncs.
+    be.set_sync_delay(std::time::Duration::from_millis(500));
+    let start = be.ops() as usize;
+    let answers: Vec<_> = {
+        let _in_rt = rt.enter();
+        cmds.iter()
+            .map(|c| store.submit_staged(c, 5000).expect("a staged path"))
+            .collect()
+    };
+    for answer in answers {
+        assert!(matches!(rt.block_on(answer), Ok(Decision::Accepted(_))));
+    }
+    let syncs = be.op_log()[start..]
+        .iter()
+        .filter(|o| *o == "syncfs" || o.starts_with("sync "))
+        .count();
+    assert!(
+        (1..=2).contains(&syncs),
+        "{GROUPS} groups' commands took {syncs} syncs"
+    );
+}
+
+fn power_loss_in_shared_rounds(staged: bool) {
     const GROUPS: usize = 4;
     const EACH: usize = 5;
     let text = workload();
@@ -242,12 +313,22 @@ fn power_loss_during_a_sync_round_shared_by_several_groups() {
                 .insert((c.actor.clone(), c.action.clone()), c.clone());
         }
         let acked = Mutex::new(rec.acked.clone());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
         std::thread::scope(|s| {
             for list in &cmds {
-                let (store, acked) = (&store, &acked);
+                let (store, acked, rt) = (&store, &acked, &rt);
                 s.spawn(move || {
+                    let _in_rt = rt.enter();
                     for c in list {
-                        match store.submit(c, 5000) {
+                        // `None`: the store has no staged path for the command.
+                        let answer = match staged.then(|| store.submit_staged(c, 5000)).flatten() {
+                            Some(answer) => rt.block_on(answer),
+                            None => store.submit(c, 5000),
+                        };
+                        match answer {
                             Ok(Decision::Accepted(e)) => acked.lock().unwrap().push(e.receipt()),
                             Ok(Decision::Duplicate(r)) => acked.lock().unwrap().push(r),
                             Ok(Decision::Rejected(_)) | Err(_) => break,

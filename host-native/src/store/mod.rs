@@ -125,6 +125,8 @@ pub(crate) struct Ctx {
     sticky: Mutex<Option<Error>>,
     /// The sync rounds every group's commit shares.
     shared_sync: shared_sync::SharedSync,
+    /// The groups waiting for the store's committer.
+    commit_queue: Mutex<group::CommitQueue>,
 }
 
 impl Ctx {
@@ -401,6 +403,7 @@ impl FileStore {
             read_only,
             sticky: Mutex::new(None),
             shared_sync: shared_sync::SharedSync::new(filesystem),
+            commit_queue: Mutex::new(group::CommitQueue::default()),
         });
         let mut report = OpenReport::default();
         let mut groups = BTreeMap::new();

@@ -74,21 +74,43 @@ impl SharedSync {
         }
     }
 
+    /// Whether there are rounds at all: without a [`FileSystemSync`] every file is synced
+    /// on its own.
+    pub(crate) fn rounds(&self) -> bool {
+        self.filesystem.is_some()
+    }
+
     /// Makes every `write_at` and `set_len` of `file` made before this call durable, in a
     /// round shared with the concurrent requests for other files; `path` names it in errors.
     pub(crate) fn sync(&self, file: &Arc<dyn StorageFile>, path: PathBuf) -> Result<()> {
-        let shared = match &self.filesystem {
-            Some(fs) => file.filesystem() == Some(fs.filesystem()),
-            None => false,
-        };
-        if !shared {
-            return file
-                .sync_data()
-                .map_err(|e| storage(format!("sync {}", path.display()), e));
+        self.sync_all(vec![(file.clone(), path)])
+    }
+
+    /// Makes every `write_at` and `set_len` of each of `files` made before this call durable,
+    /// all of them in one round (shared with concurrent requests), as [`SharedSync::sync`]
+    /// does for one file. Files on another file system are synced one by one first.
+    pub(crate) fn sync_all(&self, files: Vec<(Arc<dyn StorageFile>, PathBuf)>) -> Result<()> {
+        let mut shared = Vec::with_capacity(files.len());
+        for (file, path) in files {
+            let on_shared = match &self.filesystem {
+                Some(fs) => file.filesystem() == Some(fs.filesystem()),
+                None => false,
+            };
+            if on_shared {
+                shared.push((file, path));
+            } else {
+                file.sync_data()
+                    .map_err(|e| storage(format!("sync {}", path.display()), e))?;
+            }
+        }
+        if shared.is_empty() {
+            return Ok(());
         }
         let mut r = lock(&self.rounds);
-        if !r.queued.iter().any(|(f, _)| Arc::ptr_eq(f, file)) {
-            r.queued.push((file.clone(), path));
+        for (file, path) in shared {
+            if !r.queued.iter().any(|(f, _)| Arc::ptr_eq(f, &file)) {
+                r.queued.push((file, path));
+            }
         }
         let mine = r.next;
         loop {

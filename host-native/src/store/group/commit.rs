@@ -25,6 +25,46 @@ impl Decided {
     }
 }
 
+/// A batch of staged events written to the end of its segment, not yet durable.
+struct Batch {
+    /// Bytes of its records.
+    records: u64,
+    /// Bytes written: the records and the zeros reserved after them.
+    written: u64,
+    /// Offset of each record.
+    offsets: Vec<u64>,
+    last_seq: u64,
+    last_id: Hash,
+}
+
+/// The groups waiting for the store's committer ([`GroupLog::commit_in_background`]), one of
+/// each store: a group is queued at most once, while its `flushing` is set for the committer.
+#[derive(Default)]
+pub(crate) struct CommitQueue {
+    groups: Vec<Arc<GroupLog>>,
+    /// Whether a committer runs (it takes every group queued before it stops).
+    running: bool,
+}
+
+/// The store's committer: takes every queued group, commits them in one round
+/// ([`GroupLog::commit_round`]), and again until the queue is empty.
+fn commit_queued(ctx: &Ctx) {
+    loop {
+        let groups = {
+            let mut q = lock(&ctx.commit_queue);
+            if q.groups.is_empty() {
+                q.running = false;
+                return;
+            }
+            std::mem::take(&mut q.groups)
+        };
+        let again = GroupLog::commit_round(ctx, &groups);
+        if !again.is_empty() {
+            lock(&ctx.commit_queue).groups.extend(again);
+        }
+    }
+}
+
 impl GroupLog {
     /// Decides a command; an accepted event is durable when this returns.
     pub(crate) fn submit(self: &Arc<Self>, cmd: &Command, now_ms: u64) -> Result<Decision> {
@@ -209,10 +249,13 @@ impl GroupLog {
         failed
     }
 
-    /// Makes sure a flush will cover `seq` without waiting for it: when no flush runs, starts
-    /// a committer on the blocking pool (a thread when there is no runtime) that flushes the
-    /// staged events batch after batch until none is left. A submitter that needs its
-    /// answer then waits in [`GroupLog::durable_async`], holding no thread.
+    /// Makes sure a flush will cover `seq` without waiting for it: when no flush runs, queues
+    /// the group for the store's committer ([`CommitQueue`]), which writes the staged batches
+    /// of every queued group and makes them durable in one sync round, round after round
+    /// until none is left. Without a file-system sync (every file is synced on its own) the
+    /// group gets a committer of its own instead, so that the groups' syncs run side by side.
+    /// Committers run on the blocking pool (a thread when there is no runtime). A submitter
+    /// that needs its answer then waits in [`GroupLog::durable_async`], holding no thread.
     pub(crate) fn commit_in_background(self: &Arc<Self>, seq: u64) {
         {
             let mut s = lock(&self.sync);
@@ -221,16 +264,29 @@ impl GroupLog {
             }
             s.flushing = true;
         }
-        let me = Arc::clone(self);
-        let committer = move || me.commit_staged();
+        let committer: Box<dyn FnOnce() + Send> = if self.ctx.shared_sync.rounds() {
+            let start = {
+                let mut q = lock(&self.ctx.commit_queue);
+                q.groups.push(Arc::clone(self));
+                !std::mem::replace(&mut q.running, true)
+            };
+            if !start {
+                return;
+            }
+            let ctx = Arc::clone(&self.ctx);
+            Box::new(move || commit_queued(&ctx))
+        } else {
+            let me = Arc::clone(self);
+            Box::new(move || me.commit_staged())
+        };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => drop(rt.spawn_blocking(committer)),
             Err(_) => drop(std::thread::spawn(committer)),
         }
     }
 
-    /// The committer of [`GroupLog::commit_in_background`]: it leads flushes (`flushing` is
-    /// set) until nothing is staged or storage failed.
+    /// The committer of a group of its own ([`GroupLog::commit_in_background`]): it leads
+    /// flushes (`flushing` is set) until nothing is staged or storage failed.
     fn commit_staged(&self) {
         loop {
             let flushed = match self.ctx.check_sticky() {
@@ -248,6 +304,51 @@ impl GroupLog {
                 return;
             }
         }
+    }
+
+    /// One round of the store's committer: writes the staged batch of each of `groups` (each
+    /// has `flushing` set for it), makes them all durable in one sync round and records each
+    /// group's flush. Returns the groups that staged more meanwhile (they stay `flushing`).
+    fn commit_round(ctx: &Ctx, groups: &[Arc<GroupLog>]) -> Vec<Arc<GroupLog>> {
+        // Each writer stays locked from its write to the end of the sync, as in `flush`.
+        // Only the store's one committer holds more than one group's writer at a time.
+        let mut writers = Vec::with_capacity(groups.len());
+        let mut written = Vec::with_capacity(groups.len());
+        let mut files = Vec::new();
+        for g in groups {
+            let mut w = lock(&g.io);
+            let batch = g.ctx.check_sticky().and_then(|()| g.write_staged(&mut w));
+            if let Ok(Some(_)) = &batch {
+                files.push((w.file.clone(), g.path(&w.name)));
+            }
+            writers.push(w);
+            written.push(batch);
+        }
+        let synced = if files.is_empty() {
+            Ok(())
+        } else {
+            ctx.shared_sync.sync_all(files)
+        };
+        let mut again = Vec::new();
+        for ((g, mut w), batch) in groups.iter().zip(writers).zip(written) {
+            let flushed = match (batch, &synced) {
+                (Err(e), _) => Err(e),
+                (Ok(Some(_)), Err(e)) => Err(e.clone()),
+                (Ok(None), _) => Ok(w.last_seq),
+                (Ok(Some(batch)), Ok(())) => Ok(g.batch_durable(&mut w, batch)),
+            };
+            drop(w);
+            let mut s = lock(&g.sync);
+            let failed = g.flushed(&mut s, flushed, false);
+            // As in `commit_staged`: what is staged after this check starts a new commit.
+            if failed || lock(&g.core).pending.is_empty() {
+                s.flushing = false;
+                s.waiters.wake_first();
+            } else {
+                again.push(Arc::clone(g));
+            }
+        }
+        again
     }
 
     /// Waits, without holding a thread, until every event up to `seq` is durable, starting
@@ -272,13 +373,25 @@ impl GroupLog {
     /// durable. Returns the last durable seq.
     pub(super) fn flush(&self) -> Result<u64> {
         let mut w = lock(&self.io);
+        let Some(batch) = self.write_staged(&mut w)? else {
+            return Ok(w.last_seq);
+        };
+        // Shared with the other groups' commits: one sync may cover many groups' batches.
+        self.ctx.shared_sync.sync(&w.file, self.path(&w.name))?;
+        Ok(self.batch_durable(&mut w, batch))
+    }
+
+    /// Writes every staged event as one batch at the end of the segment (rolling it first
+    /// when full), not synced; `None` when nothing is staged. [`GroupLog::batch_durable`]
+    /// records it once synced.
+    fn write_staged(&self, w: &mut Writer) -> Result<Option<Batch>> {
         let pending = std::mem::take(&mut lock(&self.core).pending);
         let (Some(first), Some(last)) = (pending.first(), pending.last()) else {
-            return Ok(w.last_seq);
+            return Ok(None);
         };
         let (first_seq, last_seq, last_id) = (first.seq, last.seq, last.id);
         if w.end >= self.ctx.segment_bytes && w.end > FILE_HEADER_LEN as u64 {
-            self.roll(&mut w, first_seq)?;
+            self.roll(w, first_seq)?;
         }
         let size: usize = pending
             .iter()
@@ -304,18 +417,28 @@ impl GroupLog {
             "append to {}",
             self.path(&w.name).display()
         )))?;
-        // Shared with the other groups' commits: one sync may cover many groups' batches.
-        self.ctx.shared_sync.sync(&w.file, self.path(&w.name))?;
-        w.alloc = w.alloc.max(w.end + buf.len() as u64);
-        w.end += records;
-        w.last_seq = last_seq;
-        w.last_id = last_id;
+        Ok(Some(Batch {
+            records,
+            written: buf.len() as u64,
+            offsets,
+            last_seq,
+            last_id,
+        }))
+    }
+
+    /// Records a batch of [`GroupLog::write_staged`] as durable (its segment was synced
+    /// since); returns its last seq.
+    fn batch_durable(&self, w: &mut Writer, batch: Batch) -> u64 {
+        w.alloc = w.alloc.max(w.end + batch.written);
+        w.end += batch.records;
+        w.last_seq = batch.last_seq;
+        w.last_id = batch.last_id;
         let mut index = write(&self.index);
         if let Some(seg) = index.last_mut() {
-            seg.offsets.extend(offsets);
+            seg.offsets.extend(batch.offsets);
             seg.end = w.end;
         }
-        Ok(last_seq)
+        batch.last_seq
     }
 
     /// Starts a new segment whose first record will be `first_seq`.

@@ -44,6 +44,7 @@ mod replay;
 mod seal;
 mod snapshots;
 
+pub(crate) use commit::CommitQueue;
 use recover::*;
 pub(crate) use recover::{read_snapshot_file, write_new_file};
 use replay::*;
