@@ -9,7 +9,10 @@
 //!   child process reports its own open time and peak RSS (VmHWM), printed to stderr. Run as
 //!   a child by hand (`MWP_BENCH_COLD_OPEN=<dir>`, `MWP_BENCH_NO_SNAPSHOT=1` for the full log,
 //!   `MWP_BENCH_STATE_HASH=1` to print the restored state's hash last) it prints open time in
-//!   ns, head, VmHWM in KiB, CPU ms and the hash.
+//!   ns, head, VmHWM in KiB, CPU ms and the hash. After the Criterion samples, pairs of opens
+//!   (snapshot, then full log; `MWP_BENCH_COLD_OPEN_PAIRS`, default 5) give one JSON line:
+//!   median wall and CPU seconds of each, the median of the pairs' snapshot/full-log ratios
+//!   (the goal is at most 0.30) and the peak RSS of each (the goal is at most 400 MiB).
 //!
 //! Run: `cargo bench -p mwp-host --bench store`. The 1M-event data set is built once under
 //! `target/mwp-bench-1m` (about a minute). `MWP_BENCH_QUICK=1` skips the cold opens.
@@ -604,6 +607,43 @@ fn cold_open_child(dir: &str, without_snapshot: bool) {
     );
 }
 
+/// One cold open in a fresh child process: (open time in ns, process CPU in ms, peak RSS in
+/// KiB), after checking that it reached the head.
+fn cold_open_once(dir: &Path, without_snapshot: bool) -> (u64, u64, u64) {
+    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+        .env("MWP_BENCH_COLD_OPEN", dir)
+        .env(
+            "MWP_BENCH_NO_SNAPSHOT",
+            if without_snapshot { "1" } else { "" },
+        )
+        .output()
+        .expect("child runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut f = text.split_whitespace();
+    let ns: u64 = f
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("child reports time");
+    let head: u64 = f
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("child reports head");
+    assert_eq!(head, 1_000_000);
+    let rss_kib = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let cpu_ms = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    (ns, cpu_ms, rss_kib)
+}
+
+/// The median of `v` (0 when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 fn cold_open(c: &mut Criterion) {
     if std::env::var_os("MWP_BENCH_QUICK").is_some() {
         return;
@@ -625,24 +665,8 @@ fn cold_open(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-                        .env("MWP_BENCH_COLD_OPEN", &dir)
-                        .env("MWP_BENCH_NO_SNAPSHOT", if without { "1" } else { "" })
-                        .output()
-                        .expect("child runs");
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    let mut f = text.split_whitespace();
-                    let ns: u64 = f
-                        .next()
-                        .and_then(|x| x.parse().ok())
-                        .expect("child reports time");
-                    let head: u64 = f
-                        .next()
-                        .and_then(|x| x.parse().ok())
-                        .expect("child reports head");
-                    assert_eq!(head, 1_000_000);
-                    peak_kib = peak_kib.max(f.next().and_then(|x| x.parse().ok()).unwrap_or(0));
-                    let cpu_ms: u64 = f.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    let (ns, cpu_ms, rss_kib) = cold_open_once(&dir, without);
+                    peak_kib = peak_kib.max(rss_kib);
                     eprintln!(
                         "cold_open_1m/{name}: open {:.2} s wall, {:.2} s CPU",
                         ns as f64 / 1e9,
@@ -656,6 +680,42 @@ fn cold_open(c: &mut Criterion) {
         eprintln!("cold_open_1m/{name}: peak RSS {} MiB", peak_kib / 1024);
     }
     group.finish();
+    // The figure and its baseline in the same minutes: pairs of opens, the snapshot's and
+    // the full log's one after the other (MWP_BENCH_COLD_OPEN_PAIRS, default 5). The ratio
+    // is the median of the pairs' ratios, so that load changing between pairs cancels out.
+    let pairs: usize = std::env::var("MWP_BENCH_COLD_OPEN_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let (mut snap, mut full) = (Vec::new(), Vec::new());
+    for _ in 0..pairs {
+        snap.push(cold_open_once(&dir, false));
+        full.push(cold_open_once(&dir, true));
+    }
+    let secs = |v: &[(u64, u64, u64)]| median(v.iter().map(|r| r.0 as f64 / 1e9).collect());
+    let cpu = |v: &[(u64, u64, u64)]| median(v.iter().map(|r| r.1 as f64 / 1e3).collect());
+    let rss = |v: &[(u64, u64, u64)]| v.iter().map(|r| r.2).max().unwrap_or(0);
+    let ratio = |i: usize| -> Vec<f64> {
+        snap.iter()
+            .zip(&full)
+            .map(|(s, f)| {
+                let (s, f) = if i == 0 { (s.0, f.0) } else { (s.1, f.1) };
+                s as f64 / (f as f64).max(1.0)
+            })
+            .collect()
+    };
+    println!(
+        "{{\"cold_open_1m\":{{\"pairs\":{pairs},\"snapshot_and_tail_s\":{:.3},\"full_log_s\":{:.3},\"snapshot_over_full_log\":{:.3},\"snapshot_and_tail_cpu_s\":{:.2},\"full_log_cpu_s\":{:.2},\"snapshot_over_full_log_cpu\":{:.3},\"snapshot_and_tail_peak_rss_kib\":{},\"full_log_peak_rss_kib\":{}}}}}",
+        secs(&snap),
+        secs(&full),
+        median(ratio(0)),
+        cpu(&snap),
+        cpu(&full),
+        median(ratio(1)),
+        rss(&snap),
+        rss(&full),
+    );
 }
 
 fn main() {
