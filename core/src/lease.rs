@@ -99,6 +99,12 @@ pub struct Lease {
     pub expires_at: u64,
 }
 
+// `Lease` takes unknown fields (its derive does not deny them): the reader refuses them and
+// leaves such a map to the derive.
+canonical::decode_struct! {
+    Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
+}
+
 /// How a lease that is no longer current ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

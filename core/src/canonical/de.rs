@@ -50,7 +50,7 @@ pub(super) fn from_canonical<'de, T: de::Deserialize<'de>>(
 }
 
 /// The deserializer: a canonical [`Reader`] and the current nesting depth.
-struct Decoder<'de> {
+pub(crate) struct Decoder<'de> {
     reader: Reader<'de>,
     depth: usize,
 }
@@ -762,6 +762,13 @@ pub(crate) struct Tagged<'a, 'de> {
     skip: &'a [u8],
 }
 
+impl<'a, 'de> Tagged<'a, 'de> {
+    /// The variant's entries, the tag's left out, for a hand-written reader.
+    pub(crate) fn entries(self) -> Result<Entries<'a, 'de>, CanonError> {
+        Entries::open(self.de, Some(self.skip))
+    }
+}
+
 impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
     type Error = CanonError;
 
@@ -780,6 +787,233 @@ impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
         identifier ignored_any
     }
 }
+
+/// A type read from canonical CBOR without serde's derived visitors: the hot shapes of a
+/// stored event (each kind's fields, and the structs inside them).
+///
+/// A reader accepts a subset of what the type's derived `Deserialize` accepts through the
+/// canonical decoder and gives the same value for it: it reads only the canonical encoding of
+/// the type's own fields, as maps, and refuses everything else (an unknown key, a struct as an
+/// array) without wording why. Callers fall back to the derived path on any refusal, which
+/// accepts what it accepts today and words the error; the readers are only the fast way
+/// through. Nesting depth is counted as the decoder counts it.
+pub(crate) trait Decode<'de>: Sized {
+    /// Reads one data item.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError>;
+
+    /// The value of a field whose key is left out of its map, if it may be left out (as
+    /// serde's derive does, an `Option` field may be: it is `None`).
+    fn absent() -> Option<Self> {
+        None
+    }
+}
+
+/// A struct read from the entries of its map by a reader [`decode_struct!`] generates (the
+/// map of an internally tagged variant is its entries with the tag's left out).
+pub(crate) trait DecodeFields<'de>: Sized {
+    /// Reads the struct's fields from the map's entries, and every entry.
+    fn decode_fields(entries: Entries<'_, 'de>) -> Result<Self, CanonError>;
+}
+
+/// Types whose derived or hand-written `Deserialize` already reads the decoder directly
+/// (leaves: integers, text, identifiers, hashes, unit enums, opaque values).
+macro_rules! decode_via_serde {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            impl<'de> Decode<'de> for $ty {
+                #[inline]
+                fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+                    <$ty as de::Deserialize<'de>>::deserialize(de)
+                }
+            }
+        )*
+    };
+}
+
+decode_via_serde!(
+    u64,
+    u32,
+    bool,
+    String,
+    serde_json::Value,
+    crate::id::Id,
+    crate::crypto::Hash,
+    crate::crypto::PublicKey,
+    crate::lease::LeaseId,
+    crate::work::WorkState,
+    crate::command::Role,
+    crate::command::Risk,
+    crate::command::EffectMode,
+    crate::event::EvidenceOf,
+);
+
+impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
+    /// `null` is `None`, as serde reads an option.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        if peek(&de.reader)? == 0xf6 {
+            de.reader.pos += 1;
+            Ok(None)
+        } else {
+            T::decode(de).map(Some)
+        }
+    }
+
+    fn absent() -> Option<Self> {
+        Some(None)
+    }
+}
+
+impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
+    /// An array: serde's derive also takes other sequences, which callers leave to it.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 4 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        de.enter(start)?;
+        let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
+        for _ in 0..n {
+            items.push(T::decode(de)?);
+        }
+        de.depth -= 1;
+        Ok(items)
+    }
+}
+
+/// Why a reader refused: not worded, since the caller falls back to the derived path, which
+/// words it.
+#[cold]
+pub(crate) fn refused(at: usize) -> CanonError {
+    CanonError::new("not read by the hand-written reader", at)
+}
+
+/// The entries of a map, read key by key in their stored order (for [`DecodeFields`]).
+pub(crate) struct Entries<'a, 'de> {
+    de: &'a mut Decoder<'de>,
+    left: usize,
+    previous: Option<(usize, usize)>,
+    /// The encoded key of an entry to check but not show (an enum's tag, already read).
+    skip: Option<&'a [u8]>,
+}
+
+impl<'a, 'de> Entries<'a, 'de> {
+    /// Reads a map head; the entries sit one level deeper.
+    pub(crate) fn open(
+        de: &'a mut Decoder<'de>,
+        skip: Option<&'a [u8]>,
+    ) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 5 {
+            return Err(refused(start));
+        }
+        let left = de.reader.len(arg, start)?;
+        de.enter(start)?;
+        Ok(Entries {
+            de,
+            left,
+            previous: None,
+            skip,
+        })
+    }
+
+    /// The next key's text, not checked to be UTF-8 (callers match it against their field
+    /// names and refuse anything else), after checking that it sorts after the key before
+    /// it; `None` once every entry is read.
+    #[inline]
+    pub(crate) fn key(&mut self) -> Result<Option<&'de [u8]>, CanonError> {
+        loop {
+            if self.left == 0 {
+                return Ok(None);
+            }
+            self.left -= 1;
+            let reader = &mut self.de.reader;
+            let start = reader.pos;
+            let (major, arg) = reader.head()?;
+            if major != 3 {
+                return Err(refused(start));
+            }
+            let n = reader.len(arg, start)?;
+            let text = reader.take(n)?;
+            self.previous = Some(self.de.check_key_order(self.previous, start)?);
+            if self.skip == Some(&self.de.reader.bytes[start..self.de.reader.pos]) {
+                self.de.skip()?;
+                continue;
+            }
+            return Ok(Some(text));
+        }
+    }
+
+    /// The value of the entry whose key was just read.
+    #[inline]
+    pub(crate) fn value<T: Decode<'de>>(&mut self) -> Result<T, CanonError> {
+        T::decode(self.de)
+    }
+
+    /// Offset of the next byte to read.
+    pub(crate) fn pos(&self) -> usize {
+        self.de.reader.pos
+    }
+
+    /// Leaves the map, whose entries have all been read.
+    pub(crate) fn finish(self) {
+        self.de.depth -= 1;
+    }
+}
+
+/// Generates [`Decode`] and [`DecodeFields`] for structs from their field names (a field
+/// whose key differs from its name is written `name = "key"`). The struct is built with every
+/// field named, so a field left out of the list does not compile; a key that is not one of
+/// the names, or a field without its key (unless it is an `Option`), is refused.
+macro_rules! decode_struct {
+    ($($ty:ident { $($field:ident $(= $key:literal)?),* $(,)? })*) => {
+        $(
+            impl<'de> $crate::canonical::Decode<'de> for $ty {
+                fn decode(
+                    de: &mut $crate::canonical::Decoder<'de>,
+                ) -> ::std::result::Result<Self, $crate::canonical::CanonError> {
+                    let entries = $crate::canonical::Entries::open(de, None)?;
+                    $crate::canonical::DecodeFields::decode_fields(entries)
+                }
+            }
+
+            impl<'de> $crate::canonical::DecodeFields<'de> for $ty {
+                // A struct without fields reads no key and leaves these unused.
+                #[allow(unused_mut, unused_variables)]
+                fn decode_fields(
+                    mut entries: $crate::canonical::Entries<'_, 'de>,
+                ) -> ::std::result::Result<Self, $crate::canonical::CanonError> {
+                    $( let mut $field = None; )*
+                    while let Some(key) = entries.key()? {
+                        $(
+                            if key == $crate::canonical::decode_struct!(@key $field $($key)?).as_bytes() {
+                                $field = Some(entries.value()?);
+                                continue;
+                            }
+                        )*
+                        return Err($crate::canonical::refused(entries.pos()));
+                    }
+                    let at = entries.pos();
+                    entries.finish();
+                    Ok($ty {
+                        $(
+                            $field: match $field {
+                                Some(value) => value,
+                                None => $crate::canonical::Decode::absent()
+                                    .ok_or_else(|| $crate::canonical::refused(at))?,
+                            },
+                        )*
+                    })
+                }
+            }
+        )*
+    };
+    (@key $field:ident) => { stringify!($field) };
+    (@key $field:ident $key:literal) => { $key };
+}
+pub(crate) use decode_struct;
 
 #[cfg(test)]
 mod tests {
