@@ -835,17 +835,81 @@ decode_via_serde!(
     u32,
     bool,
     String,
-    serde_json::Value,
     crate::id::Id,
     crate::crypto::Hash,
     crate::crypto::PublicKey,
-    crate::lease::LeaseId,
     crate::work::WorkState,
     crate::command::Role,
     crate::command::Risk,
     crate::command::EffectMode,
     crate::event::EvidenceOf,
 );
+
+/// An opaque value, built as serde_json's own `Deserialize` builds it from the canonical
+/// decoder (integers of `i64` or `u64`, text, arrays, maps of text keys in their stored order,
+/// `false`, `true`, `null`), with maps and arrays sized up front. Byte strings and negative
+/// integers below `i64::MIN` are left to serde_json, which words why it refuses them.
+impl<'de> Decode<'de> for serde_json::Value {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        use serde_json::Value;
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        Ok(match major {
+            0 => Value::from(arg),
+            // -1 - arg, which fits an i64 whenever arg does.
+            1 => Value::from(-1 - i64::try_from(arg).map_err(|_| refused(start))?),
+            3 => Value::String(de.text(arg, start)?.to_owned()),
+            4 => {
+                let n = de.reader.len(arg, start)?;
+                de.enter(start)?;
+                let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    items.push(Self::decode(de)?);
+                }
+                de.depth -= 1;
+                Value::Array(items)
+            }
+            5 => {
+                let n = de.reader.len(arg, start)?;
+                de.enter(start)?;
+                let mut map = serde_json::Map::with_capacity(n.min(super::PREALLOC_LIMIT));
+                let mut previous = None;
+                for _ in 0..n {
+                    let key_start = de.reader.pos;
+                    let (major, arg) = de.reader.head()?;
+                    if major != 3 {
+                        return Err(refused(key_start));
+                    }
+                    let key = de.text(arg, key_start)?;
+                    previous = Some(de.check_key_order(previous, key_start)?);
+                    let value = Self::decode(de)?;
+                    map.insert(key.to_owned(), value);
+                }
+                de.depth -= 1;
+                Value::Object(map)
+            }
+            7 => match simple(arg, start)? {
+                Some(b) => Value::Bool(b),
+                None => Value::Null,
+            },
+            _ => return Err(refused(start)),
+        })
+    }
+}
+
+/// Its text's bytes, decoded as hex where they lie (the derive reads a `&str` first).
+impl<'de> Decode<'de> for crate::lease::LeaseId {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 3 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        let text = de.reader.take(n)?;
+        <Self as crate::crypto::FromHex>::parse_bytes(text).map_err(|_| refused(start))
+    }
+}
 
 impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
     /// `null` is `None`, as serde reads an option.
@@ -1187,6 +1251,107 @@ mod tests {
         let mut as_bytes = vec![0x58, 64];
         as_bytes.extend_from_slice(good.to_hex().as_bytes());
         assert!(from_canonical::<crate::Hash>(&as_bytes).is_err());
+    }
+
+    /// Reads `bytes` with a hand-written reader, which must take them all.
+    fn by_reader<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Option<T> {
+        let mut de = Decoder {
+            reader: Reader {
+                bytes,
+                pos: 0,
+                strictness: Strictness::Canonical,
+            },
+            depth: 0,
+        };
+        let value = T::decode(&mut de).ok()?;
+        (de.reader.pos == bytes.len()).then_some(value)
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (0u64..30).prop_map(Value::from),
+            "[a-z$é]{0,30}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec(("[a-z]{0,6}", inner), 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The same bytes read by the hand-written reader and by serde's: where the reader
+    /// accepts, serde accepts and gives the same value.
+    fn reader_agrees<T>(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError>
+    where
+        T: for<'de> Decode<'de> + for<'de> de::Deserialize<'de> + PartialEq + std::fmt::Debug,
+    {
+        if let Some(read) = by_reader::<T>(bytes) {
+            proptest::prop_assert_eq!(Ok(read), from_canonical::<T>(bytes));
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// An opaque value reads as serde_json reads it, and its bytes changed or cut are
+        /// read by the reader only where serde_json reads them, to the same value.
+        #[test]
+        fn value_reader_agrees_with_serde_json(
+            value in arb_json(),
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..3),
+            cut in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
+        ) {
+            let bytes = super::super::to_vec(&value).expect("no floats");
+            proptest::prop_assert_eq!(by_reader::<serde_json::Value>(&bytes), Some(value));
+            let mut bad = bytes.clone();
+            for (at, b) in &edits {
+                let i = at.index(bad.len());
+                bad[i] = *b;
+            }
+            if let Some(cut) = cut {
+                bad.truncate(cut.index(bad.len()));
+            }
+            reader_agrees::<serde_json::Value>(&bad)?;
+            reader_agrees::<Option<Vec<crate::lease::LeaseId>>>(&bad)?;
+        }
+
+        /// Lease ids: exactly 32 lowercase hex digits.
+        #[test]
+        fn lease_id_reader_agrees_with_serde(text in "[0-9a-fA-Gx]{30,33}") {
+            let bytes = super::super::to_vec(&text).expect("text");
+            reader_agrees::<crate::lease::LeaseId>(&bytes)?;
+            let id = crate::lease::LeaseId([0x5a; 16]);
+            let bytes = super::super::to_vec(&id).expect("text");
+            proptest::prop_assert_eq!(by_reader(&bytes), Some(id));
+        }
+    }
+
+    /// Nesting is counted as the decoder counts it: at the limit the reader refuses what
+    /// serde refuses.
+    #[test]
+    fn value_reader_counts_depth() {
+        for levels in [
+            super::super::MAX_DEPTH - 1,
+            super::super::MAX_DEPTH,
+            super::super::MAX_DEPTH + 1,
+            super::super::MAX_DEPTH + 2,
+        ] {
+            let mut bytes = vec![0x81; levels];
+            bytes.push(0x00);
+            let serde = from_canonical::<serde_json::Value>(&bytes).ok();
+            assert_eq!(
+                by_reader::<serde_json::Value>(&bytes),
+                serde,
+                "{levels} levels"
+            );
+        }
     }
 
     /// Walking heads finds where an item ends, and gives up on anything that is not whole.
