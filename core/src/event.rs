@@ -684,8 +684,10 @@ impl Event {
     ///
     /// The hot path of every replay: the twelve fields are read in their canonical order
     /// straight from the bytes, and `kind` is read by its `type` without buffering its content
-    /// (what serde's derive does for an internally tagged enum). It accepts and gives exactly
-    /// what `canonical::from_slice::<Event>` does; a test holds the two equal on every kind.
+    /// (what serde's derive does for an internally tagged enum), by readers generated from each
+    /// kind's field list; what they refuse is read again through serde's derive, which
+    /// decides. It accepts and gives exactly what `canonical::from_slice::<Event>` does; tests
+    /// hold the two equal on every kind, and the readers to the derive on damaged bytes.
     pub fn from_cbor(bytes: &[u8]) -> Result<Event> {
         decode_event(bytes)
             .map(|(event, _)| event)

@@ -831,11 +831,7 @@ macro_rules! decode_via_serde {
 }
 
 decode_via_serde!(
-    u64,
-    u32,
-    bool,
     String,
-    crate::id::Id,
     crate::crypto::Hash,
     crate::crypto::PublicKey,
     crate::work::WorkState,
@@ -897,6 +893,53 @@ impl<'de> Decode<'de> for serde_json::Value {
     }
 }
 
+impl<'de> Decode<'de> for u64 {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        match de.reader.head()? {
+            (0, n) => Ok(n),
+            _ => Err(refused(start)),
+        }
+    }
+}
+
+impl<'de> Decode<'de> for u32 {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        u32::try_from(u64::decode(de)?).map_err(|_| refused(start))
+    }
+}
+
+impl<'de> Decode<'de> for bool {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let b = match peek(&de.reader)? {
+            0xf4 => false,
+            0xf5 => true,
+            _ => return Err(refused(de.reader.pos)),
+        };
+        de.reader.pos += 1;
+        Ok(b)
+    }
+}
+
+/// Its text checked against the alphabet where it lies (the derive checks UTF-8 first).
+impl<'de> Decode<'de> for crate::id::Id {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 3 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        let text = de.reader.take(n)?;
+        crate::id::Id::from_bytes_checked(text).ok_or_else(|| refused(start))
+    }
+}
+
 /// Its text's bytes, decoded as hex where they lie (the derive reads a `&str` first).
 impl<'de> Decode<'de> for crate::lease::LeaseId {
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
@@ -924,6 +967,28 @@ impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
 
     fn absent() -> Option<Self> {
         Some(None)
+    }
+}
+
+#[cfg(test)]
+impl<'de, A: Decode<'de>, B: Decode<'de>, C: Decode<'de>, D: Decode<'de>> Decode<'de>
+    for (A, B, C, D)
+{
+    /// An array of four, for tests.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        if de.reader.head()? != (4, 4) {
+            return Err(refused(start));
+        }
+        de.enter(start)?;
+        let value = (
+            A::decode(de)?,
+            B::decode(de)?,
+            C::decode(de)?,
+            D::decode(de)?,
+        );
+        de.depth -= 1;
+        Ok(value)
     }
 }
 
@@ -1320,6 +1385,33 @@ mod tests {
             }
             reader_agrees::<serde_json::Value>(&bad)?;
             reader_agrees::<Option<Vec<crate::lease::LeaseId>>>(&bad)?;
+            reader_agrees::<Vec<u32>>(&bad)?;
+            reader_agrees::<Vec<u64>>(&bad)?;
+            reader_agrees::<Vec<bool>>(&bad)?;
+            reader_agrees::<Vec<crate::id::Id>>(&bad)?;
+        }
+
+        /// Identifiers, integers and booleans read as their derives read them.
+        #[test]
+        fn leaf_readers_agree_with_serde(
+            text in "[a-zA-Z0-9._:@~ é#-]{0,130}",
+            n in proptest::prop_oneof![0u64..30, proptest::prelude::any::<u64>()],
+            flag in proptest::prelude::any::<bool>(),
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..3),
+        ) {
+            let bytes = super::super::to_vec(&(text.as_str(), n, u32::try_from(n).ok(), flag)).expect("encodes");
+            let read = by_reader::<(crate::id::Id, u64, Option<u32>, bool)>(&bytes);
+            let serde = from_canonical::<(crate::id::Id, u64, Option<u32>, bool)>(&bytes).ok();
+            proptest::prop_assert_eq!(read, serde);
+            let mut bad = bytes.clone();
+            for (at, b) in &edits {
+                let i = at.index(bad.len());
+                bad[i] = *b;
+            }
+            if let Some(read) = by_reader::<(crate::id::Id, u64, Option<u32>, bool)>(&bad) {
+                proptest::prop_assert_eq!(Ok(read), from_canonical(&bad));
+            }
+            reader_agrees::<crate::id::Id>(&super::super::to_vec(&text).expect("text"))?;
         }
 
         /// Lease ids: exactly 32 lowercase hex digits.
