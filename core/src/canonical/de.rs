@@ -993,7 +993,7 @@ impl<'de, A: Decode<'de>, B: Decode<'de>, C: Decode<'de>, D: Decode<'de>> Decode
 }
 
 impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
-    /// An array: serde's derive also takes other sequences, which callers leave to it.
+    /// An array, as serde reads a sequence from this decoder.
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         let start = de.reader.pos;
         let (major, arg) = de.reader.head()?;
