@@ -254,6 +254,13 @@ pub struct NewWork {
     pub spec: Opaque,
 }
 
+canonical::decode_struct! {
+    MemberSpec { actor, role, key }
+    Contract { max_attempts, backoff_base_ms, backoff_max_ms, cost_budget, deadline_at, risk }
+    Needs { key, kind }
+    NewWork { tag = "type", work, contract, after, spec }
+}
+
 macro_rules! bodies {
     ($( $(#[$doc:meta])* $variant:ident($ty:ident) { $( $(#[$fattr:meta])* $field:ident : $fty:ty ),* $(,)? } )*) => {
         $(
@@ -270,6 +277,10 @@ macro_rules! bodies {
         #[serde(tag = "type", rename_all = "snake_case")]
         pub enum Body {
             $( $(#[$doc])* $variant($ty), )*
+        }
+
+        canonical::decode_struct! {
+            $( $ty { $( $field ),* } )*
         }
     };
 }

@@ -317,6 +317,24 @@ pub struct EvidenceRecorded {
     pub retryable: Option<bool>,
 }
 
+canonical::decode_struct! {
+    Revocation { work, lease, to }
+    GroupOpened { org, mission, title, members, authority_key }
+    WorkClaimed { work, lease_ms, start_within_ms, lease, checkpoint }
+    LeaseRenewed { work, lease, lease_ms, expires_at }
+    WorkFailed { work, lease, error, retryable, attempt, to, not_before }
+    WorkCancelled { work, reason, revoked }
+    WorkReassigned { work, reason, revoked }
+    MemberRemoved { actor, revoked }
+    SessionReplaced { session, revoked }
+    EffectIntended { work, lease, op, mode, irreversible, target, key }
+    EffectSettled { work, lease, op, outcome, receipt, key }
+    EffectReconciled { work, key, happened, receipt, to }
+    WorkCharged { work, lease, cost, data, spent }
+    LeasesExpired { expired }
+    EvidenceRecorded { of, work, lease, result, error, retryable }
+}
+
 /// What an event records; `type` is its tag. Every kind carries the command's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -666,8 +684,10 @@ impl Event {
     ///
     /// The hot path of every replay: the twelve fields are read in their canonical order
     /// straight from the bytes, and `kind` is read by its `type` without buffering its content
-    /// (what serde's derive does for an internally tagged enum). It accepts and gives exactly
-    /// what `canonical::from_slice::<Event>` does; a test holds the two equal on every kind.
+    /// (what serde's derive does for an internally tagged enum), by readers generated from each
+    /// kind's field list; what they refuse is read again through serde's derive, which
+    /// decides. It accepts and gives exactly what `canonical::from_slice::<Event>` does; tests
+    /// hold the two equal on every kind, and the readers to the derive on damaged bytes.
     pub fn from_cbor(bytes: &[u8]) -> Result<Event> {
         decode_event(bytes)
             .map(|(event, _)| event)
@@ -739,8 +759,26 @@ struct Spans {
     kind: std::ops::Range<usize>,
 }
 
+/// Reads the `kind` map of a variant: the name of its `type`, and the rest of the map.
+type VariantReader =
+    fn(&str, canonical::Tagged<'_, '_>) -> std::result::Result<EventKind, canonical::CanonError>;
+
 /// Reads a stored event; see [`Event::from_cbor`].
+///
+/// `kind` is read by the hand-written readers ([`EventKind::read_variant`]); bytes they
+/// refuse are read again through serde's derive ([`EventKind::decode_variant`]), which
+/// decides, as it always has, whether they are accepted and why not. So what is accepted and
+/// every error are those of the derive; the readers are the fast way for stored events.
 fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::CanonError> {
+    decode_event_with(bytes, EventKind::read_variant)
+        .or_else(|_| decode_event_with(bytes, EventKind::decode_variant))
+}
+
+/// Reads a stored event, its kind with `variant`.
+fn decode_event_with(
+    bytes: &[u8],
+    variant: VariantReader,
+) -> std::result::Result<(Event, Spans), canonical::CanonError> {
     // Keys in canonical order: shorter first, then bytewise.
     let mut f = canonical::Fields::new(bytes, 12)?;
     let at_entry = f.pos();
@@ -752,7 +790,7 @@ fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::
     let seq_end = f.pos();
     // The key "kind" is five bytes: a text head and four letters.
     let kind_start = f.pos() + 5;
-    let kind = f.tagged("kind", "type", EventKind::decode_variant)?;
+    let kind = f.tagged("kind", "type", variant)?;
     let kind_end = f.pos();
     let prev = f.field("prev")?;
     let actor = f.field("actor")?;
@@ -784,52 +822,70 @@ fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::
     Ok((event, spans))
 }
 
-/// Maps each `type` text to its variant, reading the variant's fields from `$de`.
-macro_rules! decode_variants {
-    ($name:expr, $de:expr; $($variant:ident = $tag:literal,)*) => {
-        match $name {
-            $( $tag => Ok(EventKind::$variant(Deserialize::deserialize($de)?)), )*
-            other => Err(serde::de::Error::custom(format!("unknown event type {other:?}"))),
+/// Maps each `type` text to its variant: `decode_variant` reads the variant's fields through
+/// its derived `Deserialize`, `read_variant` through its hand-written reader.
+macro_rules! variants {
+    ($($variant:ident = $tag:literal,)*) => {
+        impl EventKind {
+            /// Reads the variant named `name` from a kind map whose `type` entry is left out,
+            /// through serde's derive: the reference, and the path that words every error.
+            fn decode_variant(
+                name: &str,
+                de: canonical::Tagged<'_, '_>,
+            ) -> std::result::Result<EventKind, canonical::CanonError> {
+                match name {
+                    $( $tag => Ok(EventKind::$variant(Deserialize::deserialize(de)?)), )*
+                    other => Err(serde::de::Error::custom(format!("unknown event type {other:?}"))),
+                }
+            }
+
+            /// Reads the variant named `name` as [`EventKind::decode_variant`] does, through
+            /// the hand-written readers ([`canonical::DecodeFields`]): it accepts a subset of
+            /// what that accepts (every canonical encoding of an event kind) and gives the same
+            /// value; anything else is refused without a reason.
+            fn read_variant(
+                name: &str,
+                de: canonical::Tagged<'_, '_>,
+            ) -> std::result::Result<EventKind, canonical::CanonError> {
+                match name {
+                    $( $tag => Ok(EventKind::$variant(
+                        canonical::DecodeFields::decode_fields(de.entries()?)?,
+                    )), )*
+                    _ => Err(canonical::refused(0)),
+                }
+            }
         }
     };
 }
 
-impl EventKind {
-    /// Reads the variant named `name` from a kind map whose `type` entry is left out.
-    fn decode_variant(
-        name: &str,
-        de: canonical::Tagged<'_, '_>,
-    ) -> std::result::Result<EventKind, canonical::CanonError> {
-        decode_variants!(name, de;
-            GroupOpened = "group_opened",
-            MemberAdded = "member_added",
-            MemberRemoved = "member_removed",
-            RoleChanged = "role_changed",
-            SessionReplaced = "session_replaced",
-            WorkCreated = "work_created",
-            WorkClaimed = "work_claimed",
-            WorkStarted = "work_started",
-            LeaseRenewed = "lease_renewed",
-            WorkCheckpointed = "work_checkpointed",
-            WorkBlocked = "work_blocked",
-            BlockResolved = "block_resolved",
-            WorkSucceeded = "work_succeeded",
-            WorkFailed = "work_failed",
-            WorkCancelled = "work_cancelled",
-            WorkReassigned = "work_reassigned",
-            EffectIntended = "effect_intended",
-            EffectSettled = "effect_settled",
-            EffectReconciled = "effect_reconciled",
-            WorkCharged = "work_charged",
-            ApprovalRequested = "approval_requested",
-            ApprovalDecided = "approval_decided",
-            WorkExpanded = "work_expanded",
-            EventRedacted = "event_redacted",
-            GroupArchived = "group_archived",
-            LeasesExpired = "leases_expired",
-            EvidenceRecorded = "evidence_recorded",
-        )
-    }
+variants! {
+    GroupOpened = "group_opened",
+    MemberAdded = "member_added",
+    MemberRemoved = "member_removed",
+    RoleChanged = "role_changed",
+    SessionReplaced = "session_replaced",
+    WorkCreated = "work_created",
+    WorkClaimed = "work_claimed",
+    WorkStarted = "work_started",
+    LeaseRenewed = "lease_renewed",
+    WorkCheckpointed = "work_checkpointed",
+    WorkBlocked = "work_blocked",
+    BlockResolved = "block_resolved",
+    WorkSucceeded = "work_succeeded",
+    WorkFailed = "work_failed",
+    WorkCancelled = "work_cancelled",
+    WorkReassigned = "work_reassigned",
+    EffectIntended = "effect_intended",
+    EffectSettled = "effect_settled",
+    EffectReconciled = "effect_reconciled",
+    WorkCharged = "work_charged",
+    ApprovalRequested = "approval_requested",
+    ApprovalDecided = "approval_decided",
+    WorkExpanded = "work_expanded",
+    EventRedacted = "event_redacted",
+    GroupArchived = "group_archived",
+    LeasesExpired = "leases_expired",
+    EvidenceRecorded = "evidence_recorded",
 }
 
 /// A CBOR head in shortest form (RFC 8949 §4.2.1).
@@ -880,7 +936,157 @@ mod tests {
         "[a-z0-9.@~-]{1,128}".prop_map(|s| Id::new(s).expect("valid"))
     }
 
+    /// Keeps every event a transcript host accepts.
+    #[derive(Default)]
+    struct Recorder {
+        inner: crate::memory::MemoryAuthority,
+        events: Vec<Event>,
+    }
+
+    impl crate::transcript::Host for Recorder {
+        fn submit(&mut self, cmd: &crate::Command, now_ms: u64) -> Result<crate::Decision> {
+            let d = self.inner.submit(cmd, now_ms)?;
+            if let crate::Decision::Accepted(e) = &d {
+                self.events.push((**e).clone());
+            }
+            Ok(d)
+        }
+        fn restart(&mut self) -> Result<()> {
+            self.inner.restart()
+        }
+        fn state(&self, group: &Id) -> Option<crate::GroupState> {
+            crate::transcript::Host::state(&self.inner, group)
+        }
+        fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
+            self.inner.work_state(group, work)
+        }
+    }
+
+    /// Every event the transcripts produce, and each of them redacted: every kind.
+    fn transcript_events() -> &'static [Event] {
+        static EVENTS: std::sync::OnceLock<Vec<Event>> = std::sync::OnceLock::new();
+        EVENTS.get_or_init(|| {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+            let mut events = Vec::new();
+            for entry in std::fs::read_dir(dir).expect("transcripts") {
+                let text = std::fs::read_to_string(entry.expect("entry").path()).expect("text");
+                let mut host = Recorder::default();
+                crate::transcript::Runner::new(&mut host).run_all(&text);
+                for e in host.events {
+                    let mut redacted = e.clone();
+                    redacted.redact().expect("redacts");
+                    events.push(e);
+                    events.push(redacted);
+                }
+            }
+            events
+        })
+    }
+
+    /// The event the hand-written readers give, or `None` where they refuse.
+    fn by_readers(bytes: &[u8]) -> Option<Event> {
+        decode_event_with(bytes, EventKind::read_variant)
+            .ok()
+            .map(|(e, _)| e)
+    }
+
+    /// The event serde's derive gives, or its error.
+    fn by_derive(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonError> {
+        decode_event_with(bytes, EventKind::decode_variant).map(|(e, _)| e)
+    }
+
+    /// Where the readers accept, the derive accepts and gives the same event; and the
+    /// decoding replay uses accepts and refuses exactly as the derive does, with its error.
+    fn readers_agree(bytes: &[u8]) -> std::result::Result<(), TestCaseError> {
+        let derived = by_derive(bytes);
+        if let Some(read) = by_readers(bytes) {
+            prop_assert_eq!(Ok(&read), derived.as_ref());
+        }
+        prop_assert_eq!(decode_event(bytes).map(|(e, _)| e), derived);
+        Ok(())
+    }
+
+    /// The readers take every stored event of every kind themselves (the derive is only
+    /// the way for what they refuse), and give what the derive gives.
+    #[test]
+    fn readers_read_every_kind_as_the_derive_does() {
+        let events = transcript_events();
+        let mut kinds = std::collections::HashSet::new();
+        for e in events {
+            let bytes = e.to_cbor().expect("encodes");
+            assert_eq!(by_readers(&bytes).as_ref(), Some(e), "{e:?}");
+            assert_eq!(by_derive(&bytes).as_ref(), Ok(e));
+            kinds.insert(std::mem::discriminant(&e.kind));
+        }
+        assert_eq!(kinds.len(), 27, "every event kind is covered");
+    }
+
+    /// Maps the readers refuse but the derive accepts are accepted, by the derive: a lease
+    /// with a field it does not know (its derive ignores unknown fields).
+    #[test]
+    fn what_the_readers_refuse_the_derive_decides() {
+        let e = transcript_events()
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::WorkClaimed(_)))
+            .expect("a claim");
+        let mut json = serde_json::to_value(e).expect("JSON");
+        assert_eq!(
+            canonical::to_vec(&json).expect("encodes"),
+            e.to_cbor().expect("encodes"),
+            "the JSON form encodes to the stored bytes"
+        );
+        json["kind"]["lease"]["unknown"] = serde_json::json!(1);
+        let bytes = canonical::to_vec(&json).expect("encodes");
+        assert_eq!(by_readers(&bytes), None);
+        assert_eq!(by_derive(&bytes).as_ref(), Ok(e));
+        assert_eq!(Event::from_cbor(&bytes).as_ref(), Ok(e));
+        // An unknown field where the derive denies them: refused by both, worded by the
+        // derive.
+        json["kind"]["unknown"] = serde_json::json!(1);
+        let bytes = canonical::to_vec(&json).expect("encodes");
+        assert_eq!(by_readers(&bytes), None);
+        let err = Event::from_cbor(&bytes).expect_err("unknown field");
+        assert!(err.message.contains("unknown field"), "{err}");
+    }
+
+    /// Every byte of every stored event changed in a few ways, and every cut.
+    #[test]
+    fn readers_agree_with_the_derive_on_damaged_events() {
+        for e in transcript_events().iter().step_by(3) {
+            let bytes = e.to_cbor().expect("encodes");
+            for i in 0..bytes.len() {
+                for flip in [0x01, 0x20, 0x80, 0xff] {
+                    let mut bad = bytes.clone();
+                    bad[i] ^= flip;
+                    readers_agree(&bad).expect("agree");
+                }
+                readers_agree(&bytes[..i]).expect("agree");
+            }
+        }
+    }
+
     proptest! {
+        /// Stored events with bytes overwritten, cut short or extended.
+        #[test]
+        fn readers_agree_with_the_derive_on_edited_events(
+            pick in any::<proptest::sample::Index>(),
+            edits in proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>()), 0..4),
+            cut in proptest::option::of(any::<proptest::sample::Index>()),
+            extra in proptest::collection::vec(any::<u8>(), 0..2),
+        ) {
+            let events = transcript_events();
+            let mut bytes = events[pick.index(events.len())].to_cbor().expect("encodes");
+            for (at, value) in &edits {
+                let i = at.index(bytes.len());
+                bytes[i] = *value;
+            }
+            if let Some(cut) = cut {
+                bytes.truncate(cut.index(bytes.len()));
+            }
+            bytes.extend_from_slice(&extra);
+            readers_agree(&bytes)?;
+        }
+
         /// The hand-written header encoding is the canonical encoding, for every length and
         /// integer width.
         #[test]

@@ -47,6 +47,23 @@ impl Id {
         Ok(Id(CompactString::new(s)))
     }
 
+    /// Checks and copies an identifier's bytes: `None` unless they are 1–128 bytes of the
+    /// alphabet (which is ASCII, so valid UTF-8).
+    pub(crate) fn from_bytes_checked(raw: &[u8]) -> Option<Self> {
+        if raw.is_empty() || raw.len() > MAX_ID_LEN {
+            return None;
+        }
+        if !raw
+            .iter()
+            .fold(true, |ok, b| ok & ID_BYTES[usize::from(*b)])
+        {
+            return None;
+        }
+        std::str::from_utf8(raw)
+            .ok()
+            .map(|s| Id(CompactString::new(s)))
+    }
+
     /// The identifier as text.
     pub fn as_str(&self) -> &str {
         &self.0

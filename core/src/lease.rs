@@ -56,6 +56,19 @@ impl crate::crypto::FromHex for LeaseId {
     fn parse(s: &str) -> Result<Self, String> {
         LeaseId::from_hex(s)
     }
+
+    /// 32 lowercase hex digits, checked as bytes; anything else goes to [`LeaseId::from_hex`]
+    /// for its error.
+    fn parse_bytes(s: &[u8]) -> Result<Self, String> {
+        let mut id = [0u8; 16];
+        if s.len() == 32
+            && !s.iter().fold(false, |up, b| up | b.is_ascii_uppercase())
+            && const_hex::decode_to_slice(s, &mut id).is_ok()
+        {
+            return Ok(LeaseId(id));
+        }
+        Self::parse(std::str::from_utf8(s).map_err(|_| "hex text is not valid UTF-8".to_owned())?)
+    }
 }
 
 impl<'de> Deserialize<'de> for LeaseId {
@@ -97,6 +110,12 @@ pub struct Lease {
     pub start_by: u64,
     /// The lease ends at this time unless renewed.
     pub expires_at: u64,
+}
+
+// `Lease` takes unknown fields (its derive does not deny them): the reader refuses them and
+// leaves such a map to the derive.
+canonical::decode_struct! {
+    Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
 }
 
 /// How a lease that is no longer current ended.

@@ -50,7 +50,7 @@ pub(super) fn from_canonical<'de, T: de::Deserialize<'de>>(
 }
 
 /// The deserializer: a canonical [`Reader`] and the current nesting depth.
-struct Decoder<'de> {
+pub(crate) struct Decoder<'de> {
     reader: Reader<'de>,
     depth: usize,
 }
@@ -762,6 +762,13 @@ pub(crate) struct Tagged<'a, 'de> {
     skip: &'a [u8],
 }
 
+impl<'a, 'de> Tagged<'a, 'de> {
+    /// The variant's entries, the tag's left out, for a hand-written reader.
+    pub(crate) fn entries(self) -> Result<Entries<'a, 'de>, CanonError> {
+        Entries::open(self.de, Some(self.skip))
+    }
+}
+
 impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
     type Error = CanonError;
 
@@ -780,6 +787,362 @@ impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
         identifier ignored_any
     }
 }
+
+/// A type read from canonical CBOR without serde's derived visitors: the hot shapes of a
+/// stored event (each kind's fields, and the structs inside them).
+///
+/// A reader accepts a subset of what the type's derived `Deserialize` accepts through the
+/// canonical decoder and gives the same value for it: it reads only the canonical encoding of
+/// the type's own fields, as maps, and refuses everything else (an unknown key, a struct as an
+/// array) without wording why. Callers fall back to the derived path on any refusal, which
+/// accepts what it accepts today and words the error; the readers are only the fast way
+/// through. Nesting depth is counted as the decoder counts it.
+pub(crate) trait Decode<'de>: Sized {
+    /// Reads one data item.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError>;
+
+    /// The value of a field whose key is left out of its map, if it may be left out (as
+    /// serde's derive does, an `Option` field may be: it is `None`).
+    fn absent() -> Option<Self> {
+        None
+    }
+}
+
+/// A struct read from the entries of its map by a reader [`decode_struct!`] generates (the
+/// map of an internally tagged variant is its entries with the tag's left out).
+pub(crate) trait DecodeFields<'de>: Sized {
+    /// Reads the struct's fields from the map's entries, and every entry.
+    fn decode_fields(entries: Entries<'_, 'de>) -> Result<Self, CanonError>;
+}
+
+/// Types whose derived or hand-written `Deserialize` already reads the decoder directly
+/// (leaves: integers, text, identifiers, hashes, unit enums, opaque values).
+macro_rules! decode_via_serde {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            impl<'de> Decode<'de> for $ty {
+                #[inline]
+                fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+                    <$ty as de::Deserialize<'de>>::deserialize(de)
+                }
+            }
+        )*
+    };
+}
+
+decode_via_serde!(
+    String,
+    crate::crypto::Hash,
+    crate::crypto::PublicKey,
+    crate::work::WorkState,
+    crate::command::Role,
+    crate::command::Risk,
+    crate::command::EffectMode,
+    crate::event::EvidenceOf,
+);
+
+/// An opaque value, built as serde_json's own `Deserialize` builds it from the canonical
+/// decoder (integers of `i64` or `u64`, text, arrays, maps of text keys in their stored order,
+/// `false`, `true`, `null`), with maps and arrays sized up front. Byte strings and negative
+/// integers below `i64::MIN` are left to serde_json, which words why it refuses them.
+impl<'de> Decode<'de> for serde_json::Value {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        use serde_json::Value;
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        Ok(match major {
+            0 => Value::from(arg),
+            // -1 - arg, which fits an i64 whenever arg does.
+            1 => Value::from(-1 - i64::try_from(arg).map_err(|_| refused(start))?),
+            3 => Value::String(de.text(arg, start)?.to_owned()),
+            4 => {
+                let n = de.reader.len(arg, start)?;
+                de.enter(start)?;
+                let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
+                for _ in 0..n {
+                    items.push(Self::decode(de)?);
+                }
+                de.depth -= 1;
+                Value::Array(items)
+            }
+            5 => {
+                let n = de.reader.len(arg, start)?;
+                de.enter(start)?;
+                let mut map = serde_json::Map::with_capacity(n.min(super::PREALLOC_LIMIT));
+                let mut previous = None;
+                for _ in 0..n {
+                    let key_start = de.reader.pos;
+                    let (major, arg) = de.reader.head()?;
+                    if major != 3 {
+                        return Err(refused(key_start));
+                    }
+                    let key = de.text(arg, key_start)?;
+                    previous = Some(de.check_key_order(previous, key_start)?);
+                    let value = Self::decode(de)?;
+                    map.insert(key.to_owned(), value);
+                }
+                de.depth -= 1;
+                Value::Object(map)
+            }
+            7 => match simple(arg, start)? {
+                Some(b) => Value::Bool(b),
+                None => Value::Null,
+            },
+            _ => return Err(refused(start)),
+        })
+    }
+}
+
+impl<'de> Decode<'de> for u64 {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        match de.reader.head()? {
+            (0, n) => Ok(n),
+            _ => Err(refused(start)),
+        }
+    }
+}
+
+impl<'de> Decode<'de> for u32 {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        u32::try_from(u64::decode(de)?).map_err(|_| refused(start))
+    }
+}
+
+impl<'de> Decode<'de> for bool {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let b = match peek(&de.reader)? {
+            0xf4 => false,
+            0xf5 => true,
+            _ => return Err(refused(de.reader.pos)),
+        };
+        de.reader.pos += 1;
+        Ok(b)
+    }
+}
+
+/// Its text checked against the alphabet where it lies (the derive checks UTF-8 first).
+impl<'de> Decode<'de> for crate::id::Id {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 3 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        let text = de.reader.take(n)?;
+        crate::id::Id::from_bytes_checked(text).ok_or_else(|| refused(start))
+    }
+}
+
+/// Its text's bytes, decoded as hex where they lie (the derive reads a `&str` first).
+impl<'de> Decode<'de> for crate::lease::LeaseId {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 3 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        let text = de.reader.take(n)?;
+        <Self as crate::crypto::FromHex>::parse_bytes(text).map_err(|_| refused(start))
+    }
+}
+
+impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
+    /// `null` is `None`, as serde reads an option.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        if peek(&de.reader)? == 0xf6 {
+            de.reader.pos += 1;
+            Ok(None)
+        } else {
+            T::decode(de).map(Some)
+        }
+    }
+
+    fn absent() -> Option<Self> {
+        Some(None)
+    }
+}
+
+#[cfg(test)]
+impl<'de, A: Decode<'de>, B: Decode<'de>, C: Decode<'de>, D: Decode<'de>> Decode<'de>
+    for (A, B, C, D)
+{
+    /// An array of four, for tests.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        if de.reader.head()? != (4, 4) {
+            return Err(refused(start));
+        }
+        de.enter(start)?;
+        let value = (
+            A::decode(de)?,
+            B::decode(de)?,
+            C::decode(de)?,
+            D::decode(de)?,
+        );
+        de.depth -= 1;
+        Ok(value)
+    }
+}
+
+impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
+    /// An array, as serde reads a sequence from this decoder.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 4 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        de.enter(start)?;
+        let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
+        for _ in 0..n {
+            items.push(T::decode(de)?);
+        }
+        de.depth -= 1;
+        Ok(items)
+    }
+}
+
+/// Why a reader refused: not worded, since the caller falls back to the derived path, which
+/// words it.
+#[cold]
+pub(crate) fn refused(at: usize) -> CanonError {
+    CanonError::new("not read by the hand-written reader", at)
+}
+
+/// The entries of a map, read key by key in their stored order (for [`DecodeFields`]).
+pub(crate) struct Entries<'a, 'de> {
+    de: &'a mut Decoder<'de>,
+    left: usize,
+    previous: Option<(usize, usize)>,
+    /// The encoded key of an entry to check but not show (an enum's tag, already read).
+    skip: Option<&'a [u8]>,
+}
+
+impl<'a, 'de> Entries<'a, 'de> {
+    /// Reads a map head; the entries sit one level deeper.
+    pub(crate) fn open(
+        de: &'a mut Decoder<'de>,
+        skip: Option<&'a [u8]>,
+    ) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 5 {
+            return Err(refused(start));
+        }
+        let left = de.reader.len(arg, start)?;
+        de.enter(start)?;
+        Ok(Entries {
+            de,
+            left,
+            previous: None,
+            skip,
+        })
+    }
+
+    /// The next key's text, not checked to be UTF-8 (callers match it against their field
+    /// names and refuse anything else), after checking that it sorts after the key before
+    /// it; `None` once every entry is read.
+    #[inline]
+    pub(crate) fn key(&mut self) -> Result<Option<&'de [u8]>, CanonError> {
+        loop {
+            if self.left == 0 {
+                return Ok(None);
+            }
+            self.left -= 1;
+            let reader = &mut self.de.reader;
+            let start = reader.pos;
+            let (major, arg) = reader.head()?;
+            if major != 3 {
+                return Err(refused(start));
+            }
+            let n = reader.len(arg, start)?;
+            let text = reader.take(n)?;
+            self.previous = Some(self.de.check_key_order(self.previous, start)?);
+            if self.skip == Some(&self.de.reader.bytes[start..self.de.reader.pos]) {
+                self.de.skip()?;
+                continue;
+            }
+            return Ok(Some(text));
+        }
+    }
+
+    /// The value of the entry whose key was just read.
+    #[inline]
+    pub(crate) fn value<T: Decode<'de>>(&mut self) -> Result<T, CanonError> {
+        T::decode(self.de)
+    }
+
+    /// Offset of the next byte to read.
+    pub(crate) fn pos(&self) -> usize {
+        self.de.reader.pos
+    }
+
+    /// Leaves the map, whose entries have all been read.
+    pub(crate) fn finish(self) {
+        self.de.depth -= 1;
+    }
+}
+
+/// Generates [`Decode`] and [`DecodeFields`] for structs from their field names (a field
+/// whose key differs from its name is written `name = "key"`). The struct is built with every
+/// field named, so a field left out of the list does not compile; a key that is not one of
+/// the names, or a field without its key (unless it is an `Option`), is refused.
+macro_rules! decode_struct {
+    ($($ty:ident { $($field:ident $(= $key:literal)?),* $(,)? })*) => {
+        $(
+            impl<'de> $crate::canonical::Decode<'de> for $ty {
+                fn decode(
+                    de: &mut $crate::canonical::Decoder<'de>,
+                ) -> ::std::result::Result<Self, $crate::canonical::CanonError> {
+                    let entries = $crate::canonical::Entries::open(de, None)?;
+                    $crate::canonical::DecodeFields::decode_fields(entries)
+                }
+            }
+
+            impl<'de> $crate::canonical::DecodeFields<'de> for $ty {
+                // A struct without fields reads no key and leaves these unused.
+                #[allow(unused_mut, unused_variables)]
+                fn decode_fields(
+                    mut entries: $crate::canonical::Entries<'_, 'de>,
+                ) -> ::std::result::Result<Self, $crate::canonical::CanonError> {
+                    $( let mut $field = None; )*
+                    while let Some(key) = entries.key()? {
+                        $(
+                            if key == $crate::canonical::decode_struct!(@key $field $($key)?).as_bytes() {
+                                $field = Some(entries.value()?);
+                                continue;
+                            }
+                        )*
+                        return Err($crate::canonical::refused(entries.pos()));
+                    }
+                    let at = entries.pos();
+                    entries.finish();
+                    Ok($ty {
+                        $(
+                            $field: match $field {
+                                Some(value) => value,
+                                None => $crate::canonical::Decode::absent()
+                                    .ok_or_else(|| $crate::canonical::refused(at))?,
+                            },
+                        )*
+                    })
+                }
+            }
+        )*
+    };
+    (@key $field:ident) => { stringify!($field) };
+    (@key $field:ident $key:literal) => { $key };
+}
+pub(crate) use decode_struct;
 
 #[cfg(test)]
 mod tests {
@@ -953,6 +1316,134 @@ mod tests {
         let mut as_bytes = vec![0x58, 64];
         as_bytes.extend_from_slice(good.to_hex().as_bytes());
         assert!(from_canonical::<crate::Hash>(&as_bytes).is_err());
+    }
+
+    /// Reads `bytes` with a hand-written reader, which must take them all.
+    fn by_reader<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Option<T> {
+        let mut de = Decoder {
+            reader: Reader {
+                bytes,
+                pos: 0,
+                strictness: Strictness::Canonical,
+            },
+            depth: 0,
+        };
+        let value = T::decode(&mut de).ok()?;
+        (de.reader.pos == bytes.len()).then_some(value)
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (0u64..30).prop_map(Value::from),
+            "[a-z$é]{0,30}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec(("[a-z]{0,6}", inner), 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// The same bytes read by the hand-written reader and by serde's: where the reader
+    /// accepts, serde accepts and gives the same value.
+    fn reader_agrees<T>(bytes: &[u8]) -> Result<(), proptest::test_runner::TestCaseError>
+    where
+        T: for<'de> Decode<'de> + for<'de> de::Deserialize<'de> + PartialEq + std::fmt::Debug,
+    {
+        if let Some(read) = by_reader::<T>(bytes) {
+            proptest::prop_assert_eq!(Ok(read), from_canonical::<T>(bytes));
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// An opaque value reads as serde_json reads it, and its bytes changed or cut are
+        /// read by the reader only where serde_json reads them, to the same value.
+        #[test]
+        fn value_reader_agrees_with_serde_json(
+            value in arb_json(),
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..3),
+            cut in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
+        ) {
+            let bytes = super::super::to_vec(&value).expect("no floats");
+            proptest::prop_assert_eq!(by_reader::<serde_json::Value>(&bytes), Some(value));
+            let mut bad = bytes.clone();
+            for (at, b) in &edits {
+                let i = at.index(bad.len());
+                bad[i] = *b;
+            }
+            if let Some(cut) = cut {
+                bad.truncate(cut.index(bad.len()));
+            }
+            reader_agrees::<serde_json::Value>(&bad)?;
+            reader_agrees::<Option<Vec<crate::lease::LeaseId>>>(&bad)?;
+            reader_agrees::<Vec<u32>>(&bad)?;
+            reader_agrees::<Vec<u64>>(&bad)?;
+            reader_agrees::<Vec<bool>>(&bad)?;
+            reader_agrees::<Vec<crate::id::Id>>(&bad)?;
+        }
+
+        /// Identifiers, integers and booleans read as their derives read them.
+        #[test]
+        fn leaf_readers_agree_with_serde(
+            text in "[a-zA-Z0-9._:@~ é#-]{0,130}",
+            n in proptest::prop_oneof![0u64..30, proptest::prelude::any::<u64>()],
+            flag in proptest::prelude::any::<bool>(),
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..3),
+        ) {
+            let bytes = super::super::to_vec(&(text.as_str(), n, u32::try_from(n).ok(), flag)).expect("encodes");
+            let read = by_reader::<(crate::id::Id, u64, Option<u32>, bool)>(&bytes);
+            let serde = from_canonical::<(crate::id::Id, u64, Option<u32>, bool)>(&bytes).ok();
+            proptest::prop_assert_eq!(read, serde);
+            let mut bad = bytes.clone();
+            for (at, b) in &edits {
+                let i = at.index(bad.len());
+                bad[i] = *b;
+            }
+            if let Some(read) = by_reader::<(crate::id::Id, u64, Option<u32>, bool)>(&bad) {
+                proptest::prop_assert_eq!(Ok(read), from_canonical(&bad));
+            }
+            reader_agrees::<crate::id::Id>(&super::super::to_vec(&text).expect("text"))?;
+        }
+
+        /// Lease ids: exactly 32 lowercase hex digits.
+        #[test]
+        fn lease_id_reader_agrees_with_serde(text in "[0-9a-fA-Gx]{30,33}") {
+            let bytes = super::super::to_vec(&text).expect("text");
+            reader_agrees::<crate::lease::LeaseId>(&bytes)?;
+            let id = crate::lease::LeaseId([0x5a; 16]);
+            let bytes = super::super::to_vec(&id).expect("text");
+            proptest::prop_assert_eq!(by_reader(&bytes), Some(id));
+        }
+    }
+
+    /// Nesting is counted as the decoder counts it: at the limit the reader refuses what
+    /// serde refuses.
+    #[test]
+    fn value_reader_counts_depth() {
+        for levels in [
+            super::super::MAX_DEPTH - 1,
+            super::super::MAX_DEPTH,
+            super::super::MAX_DEPTH + 1,
+            super::super::MAX_DEPTH + 2,
+        ] {
+            let mut bytes = vec![0x81; levels];
+            bytes.push(0x00);
+            let serde = from_canonical::<serde_json::Value>(&bytes).ok();
+            assert_eq!(
+                by_reader::<serde_json::Value>(&bytes),
+                serde,
+                "{levels} levels"
+            );
+        }
     }
 
     /// Walking heads finds where an item ends, and gives up on anything that is not whole.

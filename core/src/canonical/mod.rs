@@ -24,7 +24,10 @@ use std::fmt::Display;
 mod de;
 mod stream;
 
-pub(crate) use de::{Fields, Items, Tagged, ITEM_BYTES};
+pub(crate) use de::{
+    decode_struct, refused, Decode, DecodeFields, Decoder, Entries, Fields, Items, Tagged,
+    ITEM_BYTES,
+};
 pub(crate) use stream::StreamDecoder;
 
 use ciborium::value::{Integer, Value};
