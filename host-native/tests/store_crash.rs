@@ -206,6 +206,19 @@ fn power_loss_during_a_committer_round_of_several_groups() {
     power_loss_in_shared_rounds(true);
 }
 
+/// A store on `be` with `n` groups opened, `g1` … `gn`, each by the workload's first line.
+fn open_groups(be: &MemBackend, n: usize) -> Recorder {
+    let open_line: String = workload().lines().take(1).collect();
+    let mut rec = Recorder::open(be, opts());
+    for g in 0..n {
+        let line = open_line
+            .replace(r#""group": "g1""#, &format!(r#""group": "g{}""#, g + 1))
+            .replace(r#""action": "open""#, &format!(r#""action": "open-{g}""#));
+        run(&mut rec, &line);
+    }
+    rec
+}
+
 /// The server's submitters (`submit_staged`) of many groups share the store's one committer:
 /// with a single blocking thread and a slow sync, one command in each of eight groups is made
 /// durable in at most two syncs (the committer's first round and one for the groups queued
@@ -213,17 +226,9 @@ fn power_loss_during_a_committer_round_of_several_groups() {
 #[test]
 fn the_groups_of_staged_submits_share_one_committer() {
     const GROUPS: usize = 8;
-    let text = workload();
-    let open_line: String = text.lines().take(1).collect();
     let contract = r#"{"max_attempts": 1, "backoff_base_ms": 1, "backoff_max_ms": 1, "cost_budget": 1, "risk": "low"}"#;
     let be = MemBackend::new();
-    let mut rec = Recorder::open(&be, opts());
-    for g in 0..GROUPS {
-        let line = open_line
-            .replace(r#""group": "g1""#, &format!(r#""group": "g{}""#, g + 1))
-            .replace(r#""action": "open""#, &format!(r#""action": "open-{g}""#));
-        run(&mut rec, &line);
-    }
+    let mut rec = open_groups(&be, GROUPS);
     let store = rec.store.take().unwrap();
     let cmds: Vec<mwp_core::Command> = (0..GROUPS)
         .map(|g| {
@@ -268,8 +273,6 @@ fn the_groups_of_staged_submits_share_one_committer() {
 fn power_loss_in_shared_rounds(staged: bool) {
     const GROUPS: usize = 4;
     const EACH: usize = 5;
-    let text = workload();
-    let open_line: String = text.lines().take(1).collect();
     let contract = r#"{"max_attempts": 1, "backoff_base_ms": 1, "backoff_max_ms": 1, "cost_budget": 1, "risk": "low"}"#;
     let group = |g: usize| id(&format!("g{}", g + 1));
     let mut shared = false;
@@ -279,13 +282,7 @@ fn power_loss_in_shared_rounds(staged: bool) {
         .flat_map(|c| [(c, Fault::Once), (c, Fault::Forever)])
     {
         let be = MemBackend::new();
-        let mut rec = Recorder::open(&be, opts());
-        for g in 0..GROUPS {
-            let line = open_line
-                .replace(r#""group": "g1""#, &format!(r#""group": "g{}""#, g + 1))
-                .replace(r#""action": "open""#, &format!(r#""action": "open-{g}""#));
-            run(&mut rec, &line);
-        }
+        let mut rec = open_groups(&be, GROUPS);
         assert_eq!(rec.acked.len(), GROUPS, "every group opened");
         let store = rec.store.take().unwrap();
         be.set_sync_delay(std::time::Duration::from_millis(1));

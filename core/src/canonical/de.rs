@@ -925,17 +925,23 @@ impl<'de> Decode<'de> for bool {
     }
 }
 
+/// A text string's bytes where they lie, unchecked, with the offset of its head (for the
+/// readers that check the bytes themselves).
+fn text_bytes<'de>(de: &mut Decoder<'de>) -> Result<(usize, &'de [u8]), CanonError> {
+    let start = de.reader.pos;
+    let (major, arg) = de.reader.head()?;
+    if major != 3 {
+        return Err(refused(start));
+    }
+    let n = de.reader.len(arg, start)?;
+    Ok((start, de.reader.take(n)?))
+}
+
 /// Its text checked against the alphabet where it lies (the derive checks UTF-8 first).
 impl<'de> Decode<'de> for crate::id::Id {
     #[inline]
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
-        if major != 3 {
-            return Err(refused(start));
-        }
-        let n = de.reader.len(arg, start)?;
-        let text = de.reader.take(n)?;
+        let (start, text) = text_bytes(de)?;
         crate::id::Id::from_bytes_checked(text).ok_or_else(|| refused(start))
     }
 }
@@ -943,13 +949,7 @@ impl<'de> Decode<'de> for crate::id::Id {
 /// Its text's bytes, decoded as hex where they lie (the derive reads a `&str` first).
 impl<'de> Decode<'de> for crate::lease::LeaseId {
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
-        if major != 3 {
-            return Err(refused(start));
-        }
-        let n = de.reader.len(arg, start)?;
-        let text = de.reader.take(n)?;
+        let (start, text) = text_bytes(de)?;
         <Self as crate::crypto::FromHex>::parse_bytes(text).map_err(|_| refused(start))
     }
 }
