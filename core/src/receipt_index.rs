@@ -139,7 +139,8 @@ fn key<'de>(r: &mut Items<'de>, previous: &mut Option<&'de [u8]>) -> Option<Id> 
         return None;
     }
     *previous = Some(encoded);
-    Id::from_str_checked(std::str::from_utf8(text).ok()?).ok()
+    // The alphabet is ASCII: bytes it accepts are valid UTF-8.
+    Id::from_bytes_checked(text)
 }
 
 /// One receipt: its seven fields, keys in canonical order (shorter first, then bytewise).

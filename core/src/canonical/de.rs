@@ -1464,4 +1464,58 @@ mod tests {
             None
         );
     }
+
+    /// The walk as the reader's heads would take it: what [`super::super::item_end`] must
+    /// agree with on every input.
+    fn item_end_by_reader(bytes: &[u8], start: usize) -> Option<usize> {
+        let mut r = Reader {
+            bytes,
+            pos: start,
+            strictness: Strictness::Lenient,
+        };
+        let mut pending: u64 = 1;
+        while pending > 0 {
+            pending -= 1;
+            let (major, arg) = r.head().ok()?;
+            match major {
+                0 | 1 => {}
+                2 | 3 => {
+                    let n = r.len(arg, r.pos).ok()?;
+                    r.take(n).ok()?;
+                }
+                4 => pending = pending.checked_add(arg)?,
+                5 => pending = pending.checked_add(arg.checked_mul(2)?)?,
+                7 if matches!(arg, 20..=22) => {}
+                _ => return None,
+            }
+            if pending > (bytes.len() - r.pos) as u64 {
+                return None;
+            }
+        }
+        Some(r.pos)
+    }
+
+    proptest::proptest! {
+        /// Walking heads without the reader ends where the reader's walk ends, and gives up
+        /// where it gives up: on arbitrary bytes, on encoded values, and on their prefixes.
+        #[test]
+        fn item_end_agrees_with_the_reader(
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            value in arb_json(),
+            cut in 0usize..4096,
+            start in 0usize..8,
+        ) {
+            proptest::prop_assert_eq!(
+                super::super::item_end(&noise, start),
+                item_end_by_reader(&noise, start)
+            );
+            let bytes = super::super::to_vec(&value).expect("encodes");
+            proptest::prop_assert_eq!(super::super::item_end(&bytes, 0), Some(bytes.len()));
+            let prefix = &bytes[..cut.min(bytes.len())];
+            proptest::prop_assert_eq!(
+                super::super::item_end(prefix, 0),
+                item_end_by_reader(prefix, 0)
+            );
+        }
+    }
 }

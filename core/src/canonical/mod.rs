@@ -150,33 +150,55 @@ pub fn decode(bytes: &[u8], strictness: Strictness) -> Result<Value, CanonError>
 /// locates items in bytes that are decoded and checked in full anyway. `None` when the bytes
 /// do not hold a whole item or hold a tag or float.
 pub(crate) fn item_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut r = Reader {
-        bytes,
-        pos: start,
-        strictness: Strictness::Lenient,
-    };
+    let mut pos = start;
     // Items still to be read; each takes at least one byte, so more than the bytes left
     // cannot be whole.
     let mut pending: u64 = 1;
     while pending > 0 {
         pending -= 1;
-        let (major, arg) = r.head().ok()?;
+        let (major, arg, next) = walk_head(bytes, pos)?;
+        pos = next;
         match major {
             0 | 1 => {}
             2 | 3 => {
-                let n = r.len(arg, r.pos).ok()?;
-                r.take(n).ok()?;
+                let n = usize::try_from(arg).ok()?;
+                if n > bytes.len() - pos {
+                    return None;
+                }
+                pos += n;
             }
             4 => pending = pending.checked_add(arg)?,
             5 => pending = pending.checked_add(arg.checked_mul(2)?)?,
             7 if matches!(arg, 20..=22) => {}
             _ => return None,
         }
-        if pending > (bytes.len() - r.pos) as u64 {
+        if pending > (bytes.len() - pos) as u64 {
             return None;
         }
     }
-    Some(r.pos)
+    Some(pos)
+}
+
+/// The head at `pos` as [`item_end`] reads it, leniently: its major type, its argument (for
+/// major type 7, the additional information) and where it ends; `None` where the reader's
+/// head would be an error (input ending early, reserved or indefinite additional
+/// information). It builds no error, so walking millions of heads costs only the reading.
+#[inline]
+fn walk_head(bytes: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
+    let initial = *bytes.get(pos)?;
+    let major = initial >> 5;
+    let info = initial & 0x1f;
+    let rest = bytes.get(pos + 1..)?;
+    let (arg, size) = match info {
+        0..=23 => (u64::from(info), 0),
+        24 => (u64::from(*rest.first()?), 1),
+        25 => (u64::from(u16::from_be_bytes(*rest.first_chunk()?)), 2),
+        26 => (u64::from(u32::from_be_bytes(*rest.first_chunk()?)), 4),
+        27 => (u64::from_be_bytes(*rest.first_chunk()?), 8),
+        _ => return None,
+    };
+    let arg = if major == 7 { u64::from(info) } else { arg };
+    Some((major, arg, pos + 1 + size))
 }
 
 fn write_head(out: &mut Vec<u8>, major: u8, arg: u64) {
