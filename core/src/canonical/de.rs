@@ -855,16 +855,7 @@ impl<'de> Decode<'de> for serde_json::Value {
             // -1 - arg, which fits an i64 whenever arg does.
             1 => Value::from(-1 - i64::try_from(arg).map_err(|_| refused(start))?),
             3 => Value::String(de.text(arg, start)?.to_owned()),
-            4 => {
-                let n = de.reader.len(arg, start)?;
-                de.enter(start)?;
-                let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
-                for _ in 0..n {
-                    items.push(Self::decode(de)?);
-                }
-                de.depth -= 1;
-                Value::Array(items)
-            }
+            4 => Value::Array(array_items(de, arg, start)?),
             5 => {
                 let n = de.reader.len(arg, start)?;
                 de.enter(start)?;
@@ -1000,15 +991,25 @@ impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
         if major != 4 {
             return Err(refused(start));
         }
-        let n = de.reader.len(arg, start)?;
-        de.enter(start)?;
-        let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
-        for _ in 0..n {
-            items.push(T::decode(de)?);
-        }
-        de.depth -= 1;
-        Ok(items)
+        array_items(de, arg, start)
     }
+}
+
+/// The items of an array whose head, at `start` with argument `arg`, was just read; they sit
+/// one level deeper.
+fn array_items<'de, T: Decode<'de>>(
+    de: &mut Decoder<'de>,
+    arg: u64,
+    start: usize,
+) -> Result<Vec<T>, CanonError> {
+    let n = de.reader.len(arg, start)?;
+    de.enter(start)?;
+    let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
+    for _ in 0..n {
+        items.push(T::decode(de)?);
+    }
+    de.depth -= 1;
+    Ok(items)
 }
 
 /// Why a reader refused: not worded, since the caller falls back to the derived path, which

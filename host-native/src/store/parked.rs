@@ -71,28 +71,37 @@ mod tests {
             .map(|mark| {
                 let state = Arc::clone(&state);
                 std::thread::spawn(move || loop {
-                    let mut s = state.lock().unwrap();
+                    let mut s = state.lock().expect("no test thread panics holding it");
                     if s.0 >= mark {
                         return s.0;
                     }
                     s.1.push(mark);
                     drop(s);
                     std::thread::park();
-                    state.lock().unwrap().1.forget_current();
+                    state
+                        .lock()
+                        .expect("no test thread panics holding it")
+                        .1
+                        .forget_current();
                 })
             })
             .collect();
         for step in 1..=4 {
             std::thread::sleep(std::time::Duration::from_millis(5));
-            let mut s = state.lock().unwrap();
+            let mut s = state.lock().expect("no test thread panics holding it");
             s.0 = step;
             s.1.wake(step, false, true);
         }
         for (t, mark) in threads.into_iter().zip(1..) {
-            assert!(t.join().unwrap() >= mark);
+            assert!(t.join().expect("the waiter does not panic") >= mark);
         }
         assert!(
-            state.lock().unwrap().1 .0.is_empty(),
+            state
+                .lock()
+                .expect("no test thread panics holding it")
+                .1
+                 .0
+                .is_empty(),
             "nobody is left parked"
         );
     }
