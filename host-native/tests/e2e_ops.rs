@@ -236,7 +236,7 @@ fn serve_logs_json_lines_with_mwp_log_format() {
     let mut child = Process::new(env!("CARGO_BIN_EXE_mwp"))
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env("MWP_LOG_FORMAT", "json")
-        .env("MWP_LOG", "info")
+        .env("MWP_LOG", "info,mwp_host=debug")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -260,7 +260,7 @@ fn serve_logs_json_lines_with_mwp_log_format() {
             break value;
         }
     };
-    assert_eq!(accepted["level"], "INFO");
+    assert_eq!(accepted["level"], "DEBUG");
     assert_eq!(accepted["fields"]["group"], "g1");
     assert_eq!(accepted["fields"]["kind"], "open_group");
     for line in &logged {
@@ -269,6 +269,38 @@ fn serve_logs_json_lines_with_mwp_log_format() {
     }
     child.kill().expect("stops");
     let _ = child.wait();
+}
+
+/// Under the default filter (`info`) an accepted command writes no log line: one line per
+/// command is `debug` (docs/decisions.md, "Operating `mwp serve`").
+#[test]
+fn serve_logs_no_line_per_accepted_command_at_info() {
+    let mut child = Process::new(env!("CARGO_BIN_EXE_mwp"))
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env("MWP_LOG_FORMAT", "json")
+        .env_remove("MWP_LOG")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
+    let (base, _) = read_address(&mut reader);
+    let client = mwp_host::server::client::Client::new(base);
+    let authority = client.authority_key().expect("answers");
+    client
+        .submit(&open_group("g1", authority, &[]))
+        .expect("opens");
+    // The line would have been written before the answer left; whatever was written is in
+    // the pipe once the process is gone.
+    child.kill().expect("stops");
+    let _ = child.wait();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).expect("reads");
+    for line in rest.lines() {
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("a log line is not JSON ({e}): {line}"));
+        assert_ne!(value["fields"]["message"], "accepted", "{line}");
+    }
 }
 
 #[test]
