@@ -374,24 +374,11 @@ fn process_cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
-/// One strict verification of a bench command under a key decoded once, microseconds: the
-/// median of 5 rounds of 400.
+/// One strict verification of a bench command under a key decoded once, microseconds of
+/// thread CPU time: `mwp bench`'s measure ([`mwp_host::cli::bench::verify_floor`]).
 fn verify_us(key: &SecretKey) -> f64 {
     let cmd = commands(0, 1, 1, u64::MAX, 1, std::slice::from_ref(key)).remove(0);
-    let prepared = key.public().prepare().expect("a usable key");
-    let mut rounds: Vec<f64> = (0..5)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..400 {
-                assert!(std::hint::black_box(&cmd)
-                    .verify_prepared(std::hint::black_box(&prepared))
-                    .unwrap_or(false));
-            }
-            start.elapsed().as_secs_f64() * 1e6 / 400.0
-        })
-        .collect();
-    rounds.sort_by(f64::total_cmp);
-    rounds[2]
+    mwp_host::cli::bench::verify_floor(&cmd, &key.public()).expect("a bench command verifies")
 }
 
 /// Builds (once) a data directory holding one group of `events` events — work items going
