@@ -351,27 +351,12 @@ fn durable_accepts(c: &mut Criterion) {
 
 /// This process's peak RSS in KiB (`VmHWM`), or 0 where unknown.
 fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
+    mwp_host::cli::bench::peak_rss_kib("self").unwrap_or(0)
 }
 
 /// CPU time (user + system) of this process, every thread, seconds; 0 without `/proc`.
 fn process_cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-        return 0.0;
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    (ticks(11) + ticks(12)) as f64 / 100.0
+    mwp_host::cli::bench::proc_cpu_seconds("self").unwrap_or(0.0)
 }
 
 /// One strict verification of a bench command under a key decoded once, microseconds of
@@ -556,23 +541,9 @@ fn cold_open_child(dir: &str, without_snapshot: bool) {
     let store = FileStore::open(&data, opts).expect("cold open");
     let elapsed = start.elapsed();
     let head = store.head_seq(&id("g1")).expect("head");
-    let rss = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(str::to_owned)
-        })
-        .unwrap_or_default();
-    // CPU time of the whole process (both replay threads), in clock ticks of 10 ms.
-    let cpu_ticks: u64 = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit_once(')')?.1.to_owned();
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-        })
-        .unwrap_or(0);
+    let rss_kib = peak_rss_kib();
+    // CPU time of the whole process (both replay threads), in ms (clock ticks of 10 ms).
+    let cpu_ms = (process_cpu_seconds() * 1000.0).round() as u64;
     // With MWP_BENCH_STATE_HASH=1, the state hash last (after the peak RSS is read): the two
     // opens must restore the same state.
     let state_hash = if std::env::var("MWP_BENCH_STATE_HASH").is_ok_and(|v| v == "1") {
@@ -588,8 +559,8 @@ fn cold_open_child(dir: &str, without_snapshot: bool) {
         "{} {} {} {} {}",
         elapsed.as_nanos(),
         head,
-        rss.split_whitespace().nth(1).unwrap_or("0"),
-        cpu_ticks * 10,
+        rss_kib,
+        cpu_ms,
         state_hash
     );
 }

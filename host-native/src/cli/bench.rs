@@ -194,8 +194,9 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     proc_cpu_seconds(&pid.to_string())
 }
 
-/// [`cpu_seconds`] of `/proc/ENTRY` (a pid or `self`): every thread's, live or ended.
-fn proc_cpu_seconds(entry: &str) -> Option<f64> {
+/// [`cpu_seconds`] of `/proc/ENTRY` (a pid or `self`): every thread's, live or ended. The
+/// store bench (`benches/store.rs`) reads its own CPU time with it too.
+pub fn proc_cpu_seconds(entry: &str) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{entry}/stat")).ok()?;
     // The fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
@@ -206,8 +207,8 @@ fn proc_cpu_seconds(entry: &str) -> Option<f64> {
 }
 
 /// Peak resident set of `/proc/ENTRY` (a pid or `self`) in KiB, its `VmHWM`; `None` off
-/// Linux or for a gone process.
-fn peak_rss_kib(entry: &str) -> Option<u64> {
+/// Linux or for a gone process. The store bench reads its own with it too.
+pub fn peak_rss_kib(entry: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{entry}/status")).ok()?;
     status
         .lines()
