@@ -792,8 +792,8 @@ impl<'a, 'de> Tagged<'a, 'de> {
 /// again.
 #[derive(Debug, Clone)]
 pub(crate) struct KeySpans {
-    /// The keys whose values are noted.
-    keys: &'static [&'static str],
+    /// Whether the value of the entry with this key (its text) is noted.
+    wants: fn(&[u8]) -> bool,
     /// The spans noted, `(start, end)`: the first `len`.
     found: [(usize, usize); KeySpans::MAX],
     len: usize,
@@ -802,15 +802,15 @@ pub(crate) struct KeySpans {
 }
 
 impl KeySpans {
-    /// Most spans noted; a map with more such keys is refused by the reader. Keys of a map are
-    /// unique, so this bounds `keys.len()`.
+    /// Most spans noted; a map with more such keys is refused by the reader (keys of a map are
+    /// unique, so a set of fewer names never is).
     const MAX: usize = 16;
 
-    /// Notes the values of the entries keyed `keys` (at most [`KeySpans::MAX`] names).
-    pub(crate) fn new(keys: &'static [&'static str]) -> Self {
-        debug_assert!(keys.len() <= Self::MAX);
+    /// Notes the values of the entries whose keys `wants` (fewer than [`KeySpans::MAX`]
+    /// names).
+    pub(crate) fn new(wants: fn(&[u8]) -> bool) -> Self {
         KeySpans {
-            keys,
+            wants,
             found: [(0, 0); Self::MAX],
             len: 0,
             complete: false,
@@ -821,12 +821,6 @@ impl KeySpans {
     pub(crate) fn spans(&self) -> Option<impl Iterator<Item = std::ops::Range<usize>> + '_> {
         self.complete
             .then(|| self.found[..self.len].iter().map(|&(s, e)| s..e))
-    }
-
-    /// Whether the value of the entry keyed `key` (its text) is noted.
-    #[inline]
-    fn wants(&self, key: &[u8]) -> bool {
-        self.keys.iter().any(|k| k.as_bytes() == key)
     }
 }
 
@@ -1179,7 +1173,7 @@ impl<'a, 'de> Entries<'a, 'de> {
                 continue;
             }
             if let Some(spans) = &self.spans {
-                if spans.wants(text) {
+                if (spans.wants)(text) {
                     if spans.len == KeySpans::MAX {
                         return Err(refused(start));
                     }
