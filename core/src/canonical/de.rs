@@ -712,7 +712,13 @@ impl<'de> Fields<'de> {
         let mut found = None;
         for _ in 0..n {
             let key_start = self.de.reader.pos;
-            self.de.skip()?;
+            // The tag's key is found by its bytes, which are a whole, valid text item: what
+            // stepping over it and comparing would conclude, without the steps.
+            if self.de.reader.bytes[key_start..].starts_with(encoded) {
+                self.de.reader.pos += encoded.len();
+            } else {
+                self.de.skip()?;
+            }
             if self.de.reader.bytes[key_start..self.de.reader.pos] == *encoded {
                 let at = self.de.reader.pos;
                 let (major, arg) = self.de.reader.head()?;
