@@ -11,9 +11,30 @@ fn hex_fixed<const N: usize>(s: &str, what: &str) -> Result<[u8; N], String> {
     hex_fixed_bytes(s.as_bytes(), what)
 }
 
+/// The bytes of exactly `2 * N` lowercase hex digits, decoded; `None` for anything else
+/// (what [`hex_fixed_bytes`] refuses, without wording why).
+#[inline]
+pub(crate) fn hex_digits<const N: usize>(s: &[u8]) -> Option<[u8; N]> {
+    if s.len() != 2 * N {
+        return None;
+    }
+    // Every byte is looked at (no early exit), which lets the loop run on whole vectors; the
+    // decoder takes uppercase digits too, so they are refused first.
+    if s.iter().fold(false, |up, b| up | b.is_ascii_uppercase()) {
+        return None;
+    }
+    let mut out = [0u8; N];
+    const_hex::decode_to_slice(s, &mut out).ok()?;
+    Some(out)
+}
+
 /// [`hex_fixed`] of text as it lies in the input: lowercase hex digits are ASCII, so bytes
 /// that decode were valid UTF-8 without checking.
 fn hex_fixed_bytes<const N: usize>(s: &[u8], what: &str) -> Result<[u8; N], String> {
+    if let Some(out) = hex_digits(s) {
+        return Ok(out);
+    }
+    // Refused: find why, in the order the checks have always been made.
     if s.len() != 2 * N {
         return Err(format!(
             "{what} must be {} hex digits, got {}",
@@ -21,8 +42,7 @@ fn hex_fixed_bytes<const N: usize>(s: &[u8], what: &str) -> Result<[u8; N], Stri
             s.len()
         ));
     }
-    // Every byte is looked at (no early exit), which lets the loop run on whole vectors.
-    if s.iter().fold(false, |up, b| up | b.is_ascii_uppercase()) {
+    if s.iter().any(u8::is_ascii_uppercase) {
         return Err(format!("{what} must be lowercase hex"));
     }
     let mut out = [0u8; N];

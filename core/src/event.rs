@@ -35,6 +35,23 @@ pub const OPAQUE_FIELDS: [&str; 9] = [
     "target",
 ];
 
+/// Whether `key` (a key's text) is one of [`OPAQUE_FIELDS`]: a match the compiler turns into a
+/// switch on the length and a few comparisons (a test holds it to the list).
+fn is_opaque_field(key: &[u8]) -> bool {
+    matches!(
+        key,
+        b"title"
+            | b"spec"
+            | b"result"
+            | b"data"
+            | b"error"
+            | b"reason"
+            | b"resolution"
+            | b"receipt"
+            | b"target"
+    )
+}
+
 /// An accepted, immutable fact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -463,6 +480,25 @@ fn payload_hash_encoded(bytes: &[u8]) -> Result<Hash> {
     Ok(Hash(out.finalize().into()))
 }
 
+/// [`payload_hash`] of a kind whose canonical CBOR is `bytes[kind]` and whose opaque values
+/// lie at `opaque` (offsets in `bytes`, in increasing order), as a reader found them: the same
+/// bytes go to SHA-256 as in [`payload_hash_encoded`], without walking the kind again.
+fn payload_hash_at(
+    bytes: &[u8],
+    kind: std::ops::Range<usize>,
+    opaque: impl Iterator<Item = std::ops::Range<usize>>,
+) -> Hash {
+    let mut out = Sha256::new();
+    let mut run = kind.start;
+    for value in opaque {
+        out.update(&bytes[run..value.start]);
+        put_opaque_hash(&mut out, &bytes[value.clone()]);
+        run = value.end;
+    }
+    out.update(&bytes[run..kind.end]);
+    Hash(out.finalize().into())
+}
+
 /// Hashes the text that stands for an opaque value: the hash its redaction marker carries,
 /// or the SHA-256 of its canonical CBOR (as [`opaque::hash`]).
 fn put_opaque_hash(out: &mut Sha256, encoded: &[u8]) {
@@ -705,7 +741,16 @@ impl Event {
     pub fn from_cbor_verified(bytes: &[u8]) -> Result<Event> {
         let (event, spans) = decode_event(bytes)
             .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))?;
-        if payload_hash_encoded(&bytes[spans.kind])? != event.payload_hash {
+        // The readers noted where the kind's opaque values lie, except inside the items of
+        // `work_expanded` (and not at all when the derive read the event): then the kind is
+        // walked again to find them.
+        let payload_hash = match (&event.kind, spans.opaque.spans()) {
+            (EventKind::WorkExpanded(_), _) | (_, None) => {
+                payload_hash_encoded(&bytes[spans.kind])?
+            }
+            (_, Some(opaque)) => payload_hash_at(bytes, spans.kind, opaque),
+        };
+        if payload_hash != event.payload_hash {
             return Err(event.payload_mismatch());
         }
         let mut header = Sha256::new();
@@ -757,6 +802,9 @@ struct Spans {
     header: [std::ops::Range<usize>; 3],
     /// The value of `kind`.
     kind: std::ops::Range<usize>,
+    /// Where the values of the kind's entries keyed by [`OPAQUE_FIELDS`] lie, if the
+    /// hand-written readers read it.
+    opaque: canonical::KeySpans,
 }
 
 /// Reads the `kind` map of a variant: the name of its `type`, and the rest of the map.
@@ -770,36 +818,47 @@ type VariantReader =
 /// decides, as it always has, whether they are accepted and why not. So what is accepted and
 /// every error are those of the derive; the readers are the fast way for stored events.
 fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::CanonError> {
-    decode_event_with(bytes, EventKind::read_variant)
-        .or_else(|_| decode_event_with(bytes, EventKind::decode_variant))
+    decode_event_with::<true>(bytes, EventKind::read_variant)
+        .or_else(|_| decode_event_with::<false>(bytes, EventKind::decode_variant))
 }
 
-/// Reads a stored event, its kind with `variant`.
-fn decode_event_with(
+/// Reads a stored event, its kind with `variant`, and its header with the hand-written
+/// readers ([`canonical::Decode`]) if `READERS`, else through serde's derive.
+fn decode_event_with<const READERS: bool>(
     bytes: &[u8],
     variant: VariantReader,
 ) -> std::result::Result<(Event, Spans), canonical::CanonError> {
-    // Keys in canonical order: shorter first, then bytewise.
     let mut f = canonical::Fields::new(bytes, 12)?;
+    macro_rules! field {
+        ($name:literal) => {
+            if READERS {
+                f.read($name)?
+            } else {
+                f.field($name)?
+            }
+        };
+    }
+    // Keys in canonical order: shorter first, then bytewise.
     let at_entry = f.pos();
-    let at = f.field("at")?;
+    let at = field!("at");
     let at_end = f.pos();
-    let id = f.field("id")?;
+    let id = field!("id");
     let seq_entry = f.pos();
-    let seq = f.field("seq")?;
+    let seq = field!("seq");
     let seq_end = f.pos();
     // The key "kind" is five bytes: a text head and four letters.
     let kind_start = f.pos() + 5;
-    let kind = f.tagged("kind", "type", variant)?;
+    let mut opaque = canonical::KeySpans::new(is_opaque_field);
+    let kind = f.tagged("kind", "type", READERS.then_some(&mut opaque), variant)?;
     let kind_end = f.pos();
-    let prev = f.field("prev")?;
-    let actor = f.field("actor")?;
-    let group = f.field("group")?;
-    let action = f.field("action")?;
-    let revision = f.field("revision")?;
-    let aggregate = f.field("aggregate")?;
-    let content_hash = f.field("content_hash")?;
-    let payload_hash = f.field("payload_hash")?;
+    let prev = field!("prev");
+    let actor = field!("actor");
+    let group = field!("group");
+    let action = field!("action");
+    let revision = field!("revision");
+    let aggregate = field!("aggregate");
+    let content_hash = field!("content_hash");
+    let payload_hash = field!("payload_hash");
     f.finish()?;
     let event = Event {
         id,
@@ -818,6 +877,7 @@ fn decode_event_with(
     let spans = Spans {
         header: [at_entry..at_end, seq_entry..seq_end, kind_end..bytes.len()],
         kind: kind_start..kind_end,
+        opaque,
     };
     Ok((event, spans))
 }
@@ -985,14 +1045,14 @@ mod tests {
 
     /// The event the hand-written readers give, or `None` where they refuse.
     fn by_readers(bytes: &[u8]) -> Option<Event> {
-        decode_event_with(bytes, EventKind::read_variant)
+        decode_event_with::<true>(bytes, EventKind::read_variant)
             .ok()
             .map(|(e, _)| e)
     }
 
     /// The event serde's derive gives, or its error.
     fn by_derive(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonError> {
-        decode_event_with(bytes, EventKind::decode_variant).map(|(e, _)| e)
+        decode_event_with::<false>(bytes, EventKind::decode_variant).map(|(e, _)| e)
     }
 
     /// Where the readers accept, the derive accepts and gives the same event; and the
@@ -1019,6 +1079,60 @@ mod tests {
             kinds.insert(std::mem::discriminant(&e.kind));
         }
         assert_eq!(kinds.len(), 27, "every event kind is covered");
+    }
+
+    /// The match is the list.
+    #[test]
+    fn is_opaque_field_is_the_list() {
+        for name in OPAQUE_FIELDS {
+            assert!(is_opaque_field(name.as_bytes()), "{name}");
+            assert!(!is_opaque_field(&name.as_bytes()[1..]), "{name}");
+            assert!(!is_opaque_field(format!("{name}s").as_bytes()), "{name}");
+        }
+        for other in ["type", "work", "outcome", "lease", "", "titlf"] {
+            assert!(!is_opaque_field(other.as_bytes()), "{other}");
+        }
+    }
+
+    /// The readers note where every opaque value of the kind lies (but inside the items of
+    /// `work_expanded`, which are walked again), and hashing the kind with those values
+    /// swapped is the payload hash the walk computes.
+    #[test]
+    fn readers_note_where_the_opaque_values_lie() {
+        let mut noted = 0;
+        for e in transcript_events() {
+            let bytes = e.to_cbor().expect("encodes");
+            let (read, spans) = decode_event_with::<true>(&bytes, EventKind::read_variant)
+                .expect("the readers read every kind");
+            assert_eq!(&read, e);
+            let kind = &bytes[spans.kind.clone()];
+            let walked = payload_hash_encoded(kind).expect("hashes");
+            assert_eq!(walked, e.payload_hash);
+            let found: Vec<_> = spans.opaque.spans().expect("read whole").collect();
+            let json = serde_json::to_value(&e.kind).expect("JSON");
+            let keys = json
+                .as_object()
+                .expect("a map")
+                .keys()
+                .filter(|k| OPAQUE_FIELDS.contains(&k.as_str()))
+                .count();
+            assert_eq!(found.len(), keys, "{e:?}");
+            noted += keys;
+            // The specs inside the items of `work_expanded` are not noted.
+            if !matches!(e.kind, EventKind::WorkExpanded(_)) {
+                assert_eq!(
+                    payload_hash_at(&bytes, spans.kind.clone(), found.into_iter()),
+                    walked,
+                    "{e:?}"
+                );
+            }
+            assert_eq!(Event::from_cbor_verified(&bytes).as_ref(), Ok(e));
+            // The derive notes nothing: the kind is walked.
+            let (_, derived) = decode_event_with::<false>(&bytes, EventKind::decode_variant)
+                .expect("the derive reads every kind");
+            assert!(derived.opaque.spans().is_none());
+        }
+        assert!(noted > 0);
     }
 
     /// Maps the readers refuse but the derive accepts are accepted, by the derive: a lease

@@ -672,12 +672,23 @@ impl<'de> Fields<'de> {
         T::deserialize(&mut self.de).map_err(|e| locate(e, at))
     }
 
+    /// Reads the entry `name` with its hand-written reader ([`Decode`]), which refuses
+    /// without wording why (the caller reads the map again with [`Fields::field`]).
+    #[inline(always)]
+    pub(crate) fn read<T: Decode<'de>>(&mut self, name: &str) -> Result<T, CanonError> {
+        self.key(name)?;
+        T::decode(&mut self.de)
+    }
+
     /// Reads the entry `name`, a map carrying an internally tagged enum: finds the text under
-    /// `tag`, then lets `variant` read the map, with the tag entry checked but left out.
+    /// `tag`, then lets `variant` read the map, with the tag entry checked but left out. A
+    /// hand-written reader of the variant ([`Tagged::entries`]) notes in `spans` where the
+    /// values of its keys lie.
     pub(crate) fn tagged<T>(
         &mut self,
         name: &str,
         tag: &'static str,
+        spans: Option<&mut KeySpans>,
         variant: impl FnOnce(&'de str, Tagged<'_, 'de>) -> Result<T, CanonError>,
     ) -> Result<T, CanonError> {
         self.key(name)?;
@@ -701,7 +712,13 @@ impl<'de> Fields<'de> {
         let mut found = None;
         for _ in 0..n {
             let key_start = self.de.reader.pos;
-            self.de.skip()?;
+            // The tag's key is found by its bytes, which are a whole, valid text item: what
+            // stepping over it and comparing would conclude, without the steps.
+            if self.de.reader.bytes[key_start..].starts_with(encoded) {
+                self.de.reader.pos += encoded.len();
+            } else {
+                self.de.skip()?;
+            }
             if self.de.reader.bytes[key_start..self.de.reader.pos] == *encoded {
                 let at = self.de.reader.pos;
                 let (major, arg) = self.de.reader.head()?;
@@ -724,6 +741,7 @@ impl<'de> Fields<'de> {
             Tagged {
                 de: &mut self.de,
                 skip: encoded,
+                spans,
             },
         )
         .map_err(|e| locate(e, start))?;
@@ -760,12 +778,55 @@ fn locate(mut e: CanonError, at: usize) -> CanonError {
 pub(crate) struct Tagged<'a, 'de> {
     de: &'a mut Decoder<'de>,
     skip: &'a [u8],
+    /// Where the values of some keys lie, noted by [`Tagged::entries`].
+    spans: Option<&'a mut KeySpans>,
 }
 
 impl<'a, 'de> Tagged<'a, 'de> {
-    /// The variant's entries, the tag's left out, for a hand-written reader.
+    /// The variant's entries, the tag's left out, for a hand-written reader. Where the values
+    /// of the keys `spans` asks for lie is noted as they are read.
     pub(crate) fn entries(self) -> Result<Entries<'a, 'de>, CanonError> {
-        Entries::open(self.de, Some(self.skip))
+        let mut entries = Entries::open(self.de, Some(self.skip))?;
+        entries.spans = self.spans;
+        Ok(entries)
+    }
+}
+
+/// Where the values of the entries with some keys lie in the input, noted by a hand-written
+/// reader as it reads the entries of one map (in their stored order, so in increasing order
+/// of offset): the payload hash swaps them for their own hashes without walking the map
+/// again.
+#[derive(Debug, Clone)]
+pub(crate) struct KeySpans {
+    /// Whether the value of the entry with this key (its text) is noted.
+    wants: fn(&[u8]) -> bool,
+    /// The spans noted, `(start, end)`: the first `len`.
+    found: [(usize, usize); KeySpans::MAX],
+    len: usize,
+    /// Set once every entry of the map was read (the spans are all there).
+    complete: bool,
+}
+
+impl KeySpans {
+    /// Most spans noted; a map with more such keys is refused by the reader (keys of a map are
+    /// unique, so a set of fewer names never is).
+    const MAX: usize = 16;
+
+    /// Notes the values of the entries whose keys `wants` (fewer than [`KeySpans::MAX`]
+    /// names).
+    pub(crate) fn new(wants: fn(&[u8]) -> bool) -> Self {
+        KeySpans {
+            wants,
+            found: [(0, 0); Self::MAX],
+            len: 0,
+            complete: false,
+        }
+    }
+
+    /// The spans, `start..end` in the input, if the reader read the whole map.
+    pub(crate) fn spans(&self) -> Option<impl Iterator<Item = std::ops::Range<usize>> + '_> {
+        self.complete
+            .then(|| self.found[..self.len].iter().map(|&(s, e)| s..e))
     }
 }
 
@@ -832,8 +893,6 @@ macro_rules! decode_via_serde {
 
 decode_via_serde!(
     String,
-    crate::crypto::Hash,
-    crate::crypto::PublicKey,
     crate::work::WorkState,
     crate::command::Role,
     crate::command::Risk,
@@ -926,6 +985,43 @@ fn text_bytes<'de>(de: &mut Decoder<'de>) -> Result<(usize, &'de [u8]), CanonErr
     }
     let n = de.reader.len(arg, start)?;
     Ok((start, de.reader.take(n)?))
+}
+
+/// 32 bytes as 64 lowercase hex digits, decoded where they lie, the text's head read as two
+/// fixed bytes (`0x78 0x40`, its only canonical form): the derive's checks, without its
+/// visitors.
+macro_rules! decode_hex32 {
+    ($($ty:ty),*) => {
+        $(
+            impl<'de> Decode<'de> for $ty {
+                #[inline]
+                fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+                    let start = de.reader.pos;
+                    let item = de.reader.bytes[start..]
+                        .first_chunk::<66>()
+                        .filter(|item| item[..2] == [0x78, 64])
+                        .ok_or_else(|| refused(start))?;
+                    let bytes = crate::crypto::hex_digits::<32>(&item[2..])
+                        .ok_or_else(|| refused(start))?;
+                    de.reader.pos += 66;
+                    Ok(Self(bytes))
+                }
+            }
+        )*
+    };
+}
+
+decode_hex32!(crate::crypto::Hash, crate::crypto::PublicKey);
+
+/// Text checked to be UTF-8, as the derive reads it.
+impl<'de> Decode<'de> for compact_str::CompactString {
+    #[inline]
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let (start, text) = text_bytes(de)?;
+        std::str::from_utf8(text)
+            .map(compact_str::CompactString::new)
+            .map_err(|_| refused(start))
+    }
 }
 
 /// Its text checked against the alphabet where it lies (the derive checks UTF-8 first).
@@ -1024,8 +1120,13 @@ pub(crate) struct Entries<'a, 'de> {
     de: &'a mut Decoder<'de>,
     left: usize,
     previous: Option<(usize, usize)>,
-    /// The encoded key of an entry to check but not show (an enum's tag, already read).
+    /// The encoded key of an entry to check but not show: an enum's tag, whose text value
+    /// [`Fields::tagged`] already read and checked.
     skip: Option<&'a [u8]>,
+    /// Where to note the values of some keys, and where the value of the entry whose key was
+    /// just read starts if it is one of them.
+    spans: Option<&'a mut KeySpans>,
+    noting: Option<usize>,
 }
 
 impl<'a, 'de> Entries<'a, 'de> {
@@ -1046,6 +1147,8 @@ impl<'a, 'de> Entries<'a, 'de> {
             left,
             previous: None,
             skip,
+            spans: None,
+            noting: None,
         })
     }
 
@@ -1069,8 +1172,19 @@ impl<'a, 'de> Entries<'a, 'de> {
             let text = reader.take(n)?;
             self.previous = Some(self.de.check_key_order(self.previous, start)?);
             if self.skip == Some(&self.de.reader.bytes[start..self.de.reader.pos]) {
-                self.de.skip()?;
+                // The tag's value, which [`Fields::tagged`] read as text and checked before
+                // the variant's entries were opened (keys are unique, so this is that entry):
+                // stepped over without checking its UTF-8 again.
+                text_bytes(self.de)?;
                 continue;
+            }
+            if let Some(spans) = &self.spans {
+                if (spans.wants)(text) {
+                    if spans.len == KeySpans::MAX {
+                        return Err(refused(start));
+                    }
+                    self.noting = Some(self.de.reader.pos);
+                }
             }
             return Ok(Some(text));
         }
@@ -1079,7 +1193,12 @@ impl<'a, 'de> Entries<'a, 'de> {
     /// The value of the entry whose key was just read.
     #[inline]
     pub(crate) fn value<T: Decode<'de>>(&mut self) -> Result<T, CanonError> {
-        T::decode(self.de)
+        let value = T::decode(self.de)?;
+        if let (Some(start), Some(spans)) = (self.noting.take(), self.spans.as_deref_mut()) {
+            spans.found[spans.len] = (start, self.de.reader.pos);
+            spans.len += 1;
+        }
+        Ok(value)
     }
 
     /// Offset of the next byte to read.
@@ -1090,6 +1209,9 @@ impl<'a, 'de> Entries<'a, 'de> {
     /// Leaves the map, whose entries have all been read.
     pub(crate) fn finish(self) {
         self.de.depth -= 1;
+        if let Some(spans) = self.spans {
+            spans.complete = true;
+        }
     }
 }
 
@@ -1173,7 +1295,9 @@ mod tests {
         bytes.extend_from_slice(&[0x65, b'z', b'z', b'z', b'z', b'z', 6]);
         let mut f = Fields::new(&bytes, 1).expect("a map of one entry");
         let (name, v) = f
-            .tagged("k", "type", |name, de| Ok((name, V::deserialize(de)?)))
+            .tagged("k", "type", None, |name, de| {
+                Ok((name, V::deserialize(de)?))
+            })
             .expect("decodes");
         f.finish().expect("nothing follows");
         assert_eq!(name, "x");
@@ -1228,7 +1352,7 @@ mod tests {
                 bytes.extend_from_slice(e);
             }
             let mut f = Fields::new(&bytes, 1).expect("a map of one entry");
-            f.tagged("k", "type", |_, de| V::deserialize(de))
+            f.tagged("k", "type", None, |_, de| V::deserialize(de))
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         };
@@ -1413,6 +1537,31 @@ mod tests {
                 proptest::prop_assert_eq!(Ok(read), from_canonical(&bad));
             }
             reader_agrees::<crate::id::Id>(&super::super::to_vec(&text).expect("text"))?;
+        }
+
+        /// Hashes and keys: exactly 64 lowercase hex digits in a text (a byte string, a head
+        /// not in shortest form, or any other length refused); aggregates: any UTF-8 text.
+        #[test]
+        fn hex32_and_text_readers_agree_with_serde(
+            text in "[0-9a-fA-Gx]{62,66}",
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..3),
+        ) {
+            let mut bytes = super::super::to_vec(&text).expect("text");
+            for (at, b) in &edits {
+                let i = at.index(bytes.len());
+                bytes[i] = *b;
+            }
+            reader_agrees::<crate::crypto::Hash>(&bytes)?;
+            reader_agrees::<crate::crypto::PublicKey>(&bytes)?;
+            reader_agrees::<compact_str::CompactString>(&bytes)?;
+            let hash = crate::crypto::Hash([0xa5; 32]);
+            let bytes = super::super::to_vec(&hash).expect("text");
+            proptest::prop_assert_eq!(by_reader(&bytes), Some(hash));
+            // The same digits under a two-byte length head, which is not its shortest form.
+            let mut long = vec![0x79, 0, 64];
+            long.extend_from_slice(&bytes[2..]);
+            proptest::prop_assert!(by_reader::<crate::crypto::Hash>(&long).is_none());
+            proptest::prop_assert!(from_canonical::<crate::crypto::Hash>(&long).is_err());
         }
 
         /// Lease ids: exactly 32 lowercase hex digits.
