@@ -229,6 +229,15 @@ fn corrupt(event: &Event, what: impl std::fmt::Display) -> Error {
 }
 
 impl GroupState {
+    /// Reads a state from its canonical CBOR, refusing any other encoding: what
+    /// `canonical::from_slice(bytes, Strictness::Canonical)` gives. Not generic, so it is built
+    /// once, in this crate, with the lenient branch of `from_slice` folded away; a caller in
+    /// another crate (the WebAssembly bindings) would otherwise build that branch for this
+    /// type too (docs/decisions.md, "Decoding the core's types outside the core").
+    pub fn from_canonical(bytes: &[u8]) -> std::result::Result<GroupState, canonical::CanonError> {
+        canonical::from_slice(bytes, canonical::Strictness::Canonical)
+    }
+
     /// The state after the genesis event.
     pub fn genesis(event: &Event) -> Result<GroupState> {
         let EventKind::GroupOpened(g) = &event.kind else {

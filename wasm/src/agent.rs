@@ -19,7 +19,7 @@
 use mwp_core::agent::{
     Agent as CoreAgent, AgentImage as CoreImage, Config, Dispatch, Notice, Transmit,
 };
-use mwp_core::canonical::{self, Strictness};
+use mwp_core::canonical;
 use mwp_core::command::EffectMode;
 use mwp_core::replica::WriteSet;
 use mwp_core::{Error, Hash, Id, Receipt};
@@ -195,7 +195,7 @@ impl AgentImage {
     /// An image saved with `toCbor()`.
     #[wasm_bindgen(js_name = fromCbor)]
     pub fn from_cbor(bytes: &[u8]) -> Result<AgentImage, AgentError> {
-        let inner = canonical::from_slice(bytes, Strictness::Canonical)
+        let inner = CoreImage::from_canonical(bytes)
             .map_err(|e| Error::corrupt(format!("agent image: {e}")))?;
         Ok(AgentImage { inner })
     }
@@ -209,7 +209,7 @@ impl AgentImage {
     /// Folds in one write set (its canonical CBOR, as `pollWriteSet` gave it). Serials must
     /// follow each other: `STORAGE` otherwise, and nothing changes.
     pub fn commit(&mut self, write_set: &[u8]) -> Result<(), AgentError> {
-        let ws: WriteSet = canonical::from_slice(write_set, Strictness::Canonical)
+        let ws = WriteSet::from_canonical(write_set)
             .map_err(|e| Error::corrupt(format!("write set: {e}")))?;
         Ok(self.inner.commit(&ws)?)
     }

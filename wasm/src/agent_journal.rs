@@ -5,7 +5,6 @@
 //! Damage is a `StoreError` with code `LOG_CORRUPT` naming the file and the offset
 //! (`details.file`, `details.offset`), as the native journal reports it.
 
-use mwp_core::canonical::{self, Strictness};
 use mwp_core::log_format::journal::{self, MAX_PIECE};
 use mwp_core::replica::WriteSet;
 use mwp_core::{Error, Id};
@@ -46,7 +45,7 @@ pub fn encode_agent_journal_append(
     next_seq: f64,
     journal_group: Option<String>,
 ) -> Result<JsValue, StoreError> {
-    let ws: WriteSet = canonical::from_slice(write_set, Strictness::Canonical)
+    let ws = WriteSet::from_canonical(write_set)
         .map_err(|e| Error::malformed(format!("write set: {e}")))?;
     let Some(group) = ws.group.as_ref() else {
         return Err(Error::malformed("a write set without a group").into());

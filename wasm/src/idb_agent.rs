@@ -75,16 +75,15 @@ impl IdbAgentStore {
                     .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
                     .ok_or_else(|| Error::corrupt("the stored image is not a Uint8Array"))?
                     .to_vec();
-                canonical::from_slice::<CoreImage>(&bytes, canonical::Strictness::Canonical)
+                CoreImage::from_canonical(&bytes)
                     .map_err(|e| Error::corrupt(format!("the stored image: {e}")))?
             }
             None => CoreImage::default(),
         };
         for bytes in bytes_after(&tx, WRITE_SETS, image.serial, None, "write set").await? {
-            let ws: WriteSet = canonical::from_slice(&bytes, canonical::Strictness::Canonical)
-                .map_err(|e| {
-                    Error::corrupt(format!("write set after serial {}: {e}", image.serial))
-                })?;
+            let ws = WriteSet::from_canonical(&bytes).map_err(|e| {
+                Error::corrupt(format!("write set after serial {}: {e}", image.serial))
+            })?;
             image.commit(&ws).map_err(|e| {
                 Error::corrupt(format!(
                     "stored write sets do not follow each other: {}",

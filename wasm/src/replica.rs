@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use mwp_core::canonical::{self, Strictness};
 use mwp_core::replica::{Offer, Replica as CoreReplica};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Error, Event, GroupState, Id};
@@ -127,7 +126,7 @@ pub fn offer_frames(
 
 /// Decodes a canonical state (as stored by a host) into a [`GroupState`].
 pub fn state_from_cbor(bytes: &[u8]) -> Result<GroupState, Error> {
-    canonical::from_slice(bytes, Strictness::Canonical)
+    GroupState::from_canonical(bytes)
         .map_err(|e| Error::corrupt(format!("stored state does not decode: {e}")))
 }
 

@@ -226,6 +226,17 @@ pub struct AgentImage {
 }
 
 impl AgentImage {
+    /// Reads an image from its canonical CBOR, refusing any other encoding: what
+    /// `canonical::from_slice(bytes, Strictness::Canonical)` gives. Not generic, so it is built
+    /// once, in this crate, with the lenient branch of `from_slice` folded away; a caller in
+    /// another crate (the WebAssembly bindings) would otherwise build that branch for this
+    /// type too (docs/decisions.md, "Decoding the core's types outside the core").
+    pub fn from_canonical(
+        bytes: &[u8],
+    ) -> std::result::Result<AgentImage, crate::canonical::CanonError> {
+        crate::canonical::from_slice(bytes, crate::canonical::Strictness::Canonical)
+    }
+
     /// Commits a write set: serials must follow each other (`STORAGE` otherwise, and
     /// nothing changes).
     pub fn commit(&mut self, ws: &WriteSet) -> Result<()> {

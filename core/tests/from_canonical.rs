@@ -1,0 +1,88 @@
+//! The non-generic canonical readers of the types a host stores (`GroupState`, `WriteSet`,
+//! `AgentImage`) read exactly what `canonical::from_slice` reads at `Strictness::Canonical`,
+//! and refuse what only the lenient reader takes.
+
+use mwp_core::agent::AgentImage;
+use mwp_core::canonical::{self, Strictness};
+use mwp_core::replica::WriteSet;
+use mwp_core::{accept, Decision, GroupState, Limits};
+
+#[path = "../benches/common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+
+fn state() -> GroupState {
+    let limits = Limits::default();
+    let mut state = None;
+    let mut cmds = vec![common::open()];
+    cmds.extend(common::workload(5));
+    for cmd in &cmds {
+        match accept(state.as_ref(), cmd, common::NOW_MS, &limits) {
+            Ok(Decision::Accepted(event)) => {
+                GroupState::apply_to(&mut state, &event).expect("applies");
+            }
+            other => panic!("the workload is valid: {other:?}"),
+        }
+    }
+    state.expect("open")
+}
+
+/// The canonical bytes with the shortest encoding of `serial` (a small unsigned integer
+/// right after the text key "serial") written in two bytes instead: valid CBOR, not canonical.
+fn with_long_serial(canonical: &[u8]) -> Vec<u8> {
+    let key = b"\x66serial";
+    let at = canonical
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("a serial field")
+        + key.len();
+    assert!(canonical[at] < 24, "a small serial");
+    let mut out = canonical[..at].to_vec();
+    out.extend_from_slice(&[0x18, canonical[at]]);
+    out.extend_from_slice(&canonical[at + 1..]);
+    out
+}
+
+#[test]
+fn group_state_reads_its_canonical_bytes() {
+    let state = state();
+    let bytes = canonical::to_vec(&state).expect("encodes");
+    let read = GroupState::from_canonical(&bytes).expect("decodes");
+    assert_eq!(read, state);
+    let generic: GroupState =
+        canonical::from_slice(&bytes, Strictness::Canonical).expect("decodes");
+    assert_eq!(read, generic);
+    assert!(GroupState::from_canonical(&bytes[..bytes.len() - 1]).is_err());
+}
+
+#[test]
+fn write_set_reads_canonical_bytes_only() {
+    let ws = WriteSet {
+        serial: 7,
+        cursor: 3,
+        ..WriteSet::default()
+    };
+    let bytes = canonical::to_vec(&ws).expect("encodes");
+    assert_eq!(WriteSet::from_canonical(&bytes).expect("decodes"), ws);
+    let long = with_long_serial(&bytes);
+    let lenient: WriteSet = canonical::from_slice(&long, Strictness::Lenient).expect("lenient");
+    assert_eq!(lenient, ws);
+    let refused = WriteSet::from_canonical(&long).expect_err("not canonical");
+    let generic =
+        canonical::from_slice::<WriteSet>(&long, Strictness::Canonical).expect_err("not canonical");
+    assert_eq!(refused.to_string(), generic.to_string());
+}
+
+#[test]
+fn agent_image_reads_canonical_bytes_only() {
+    let image = AgentImage {
+        serial: 9,
+        ..AgentImage::default()
+    };
+    let bytes = canonical::to_vec(&image).expect("encodes");
+    assert_eq!(AgentImage::from_canonical(&bytes).expect("decodes"), image);
+    let long = with_long_serial(&bytes);
+    let lenient: AgentImage = canonical::from_slice(&long, Strictness::Lenient).expect("lenient");
+    assert_eq!(lenient, image);
+    assert!(AgentImage::from_canonical(&long).is_err());
+}
