@@ -1218,6 +1218,23 @@ proptest! {
         same_as_value_path(&envelope.liar)?;
     }
 
+    /// Typed lenient decoding reads any valid encoding of a value as its canonical bytes
+    /// read canonically: lenient only widens which bytes are taken, never what they mean.
+    #[test]
+    fn prop_lenient_typed_reads_loose_encodings(envelope in arb_envelope(), seed in 1u64..) {
+        if let Ok(canon) = to_vec(&envelope) {
+            let value = strict(&canon).expect("to_vec output is canonical");
+            let mut bytes = Vec::new();
+            loose(&mut bytes, &mut Rng(seed), &value);
+            let read = from_slice::<Envelope>(&bytes, Strictness::Lenient);
+            let direct = from_slice::<Envelope>(&canon, Strictness::Canonical);
+            prop_assert_eq!(
+                read.map(|e| to_vec(&e).ok()).map_err(|e| e.reason),
+                direct.map(|e| to_vec(&e).ok()).map_err(|e| e.reason)
+            );
+        }
+    }
+
     #[test]
     fn prop_serializer_matches_value_path_on_json(json in arb_json()) {
         same_as_value_path(&json)?;

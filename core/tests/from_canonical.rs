@@ -86,3 +86,66 @@ fn agent_image_reads_canonical_bytes_only() {
     assert_eq!(lenient, image);
     assert!(AgentImage::from_canonical(&long).is_err());
 }
+
+/// The value with every map's entries in reverse order, recursively: the same data, and for
+/// any map of two or more entries not its canonical encoding.
+fn reversed(value: ciborium::Value) -> ciborium::Value {
+    use ciborium::Value;
+    match value {
+        Value::Map(entries) => Value::Map(
+            entries
+                .into_iter()
+                .rev()
+                .map(|(k, v)| (reversed(k), reversed(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(reversed).collect()),
+        other => other,
+    }
+}
+
+fn loose_bytes(value: ciborium::Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    ciborium::into_writer(&reversed(value), &mut out).expect("writes");
+    out
+}
+
+/// A command sent in any valid CBOR encoding decodes to the command its canonical bytes
+/// hold; the lenient reader rewrites it canonically and reads it with the one typed reader.
+#[test]
+fn command_reads_any_valid_encoding() {
+    use mwp_core::Command;
+    let limits = Limits::default();
+    let mut cmds = vec![common::open()];
+    cmds.extend(common::workload(3));
+    for cmd in &cmds {
+        let canon = cmd.to_cbor().expect("encodes");
+        let value = canonical::decode(&canon, Strictness::Canonical).expect("canonical");
+        let loose = loose_bytes(value);
+        assert_ne!(loose, canon, "the loose bytes differ");
+        assert!(canonical::decode(&loose, Strictness::Canonical).is_err());
+        let read = Command::from_cbor(&loose, &limits).expect("lenient");
+        assert_eq!(read.to_cbor().expect("encodes"), canon);
+        assert_eq!(&read, cmd);
+    }
+}
+
+/// A loose encoding that lacks a field is refused with the field's name.
+#[test]
+fn command_missing_field_is_named() {
+    use mwp_core::Command;
+    let canon = common::open().to_cbor().expect("encodes");
+    let Ok(ciborium::Value::Map(entries)) = canonical::decode(&canon, Strictness::Canonical) else {
+        panic!("a command is a map");
+    };
+    let without: Vec<_> = entries
+        .into_iter()
+        .filter(|(k, _)| k.as_text() != Some("actor"))
+        .collect();
+    let err = Command::from_cbor(
+        &loose_bytes(ciborium::Value::Map(without)),
+        &Limits::default(),
+    )
+    .expect_err("no actor");
+    assert!(err.to_string().contains("actor"), "{err}");
+}

@@ -113,7 +113,11 @@ pub fn encode_value(value: &Value) -> Result<Vec<u8>, CanonError> {
 /// Decodes bytes into a serde value, checking them at the given strictness.
 ///
 /// Canonical input is read straight into `T` in one pass (the path every stored event and
-/// snapshot takes); lenient input is decoded and checked into a [`Value`] first.
+/// snapshot takes). Lenient input is decoded and checked into a [`Value`] first, written
+/// again in canonical form and read by the same one-pass reader: one reader of `T` for both
+/// strictnesses, not a second one over the value tree (which was a tenth of the WebAssembly
+/// module). A refusal of the rewritten bytes names no offset (`at byte 0`): its offsets are in
+/// bytes the sender did not send.
 pub fn from_slice<T: DeserializeOwned>(
     bytes: &[u8],
     strictness: Strictness,
@@ -122,9 +126,8 @@ pub fn from_slice<T: DeserializeOwned>(
         return de::from_canonical(bytes);
     }
     let value = decode(bytes, strictness)?;
-    value
-        .deserialized()
-        .map_err(|e| CanonError::new(e.to_string(), 0))
+    let rewritten = encode_value(&value)?;
+    de::from_canonical(&rewritten).map_err(|e| CanonError::new(e.reason, 0))
 }
 
 /// Decodes one CBOR data item that must span the whole input.
