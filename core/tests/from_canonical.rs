@@ -149,3 +149,26 @@ fn command_missing_field_is_named() {
     .expect_err("no actor");
     assert!(err.to_string().contains("actor"), "{err}");
 }
+
+/// A byte string where text is expected is refused leniently, as it is canonically.
+#[test]
+fn command_with_bytes_for_text_is_refused() {
+    use mwp_core::Command;
+    let canon = common::open().to_cbor().expect("encodes");
+    let Ok(ciborium::Value::Map(entries)) = canonical::decode(&canon, Strictness::Canonical) else {
+        panic!("a command is a map");
+    };
+    let as_bytes: Vec<_> = entries
+        .into_iter()
+        .map(|(k, v)| match (k.as_text(), v) {
+            (Some("actor"), ciborium::Value::Text(t)) => (k, ciborium::Value::Bytes(t.into())),
+            (_, v) => (k, v),
+        })
+        .collect();
+    let value = ciborium::Value::Map(as_bytes);
+    let err = Command::from_cbor(&loose_bytes(value.clone()), &Limits::default())
+        .expect_err("bytes for the actor");
+    assert!(err.to_string().contains("byte"), "{err}");
+    let canon_bytes = canonical::encode_value(&value).expect("encodes");
+    assert!(Command::from_cbor(&canon_bytes, &Limits::default()).is_err());
+}
