@@ -16,6 +16,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mwp_core::accept::accept_preverified;
 use mwp_core::{accept, Command, Decision, Event, GroupState, Limits, Result};
 
+#[allow(dead_code)] // the workload and the peak RSS only
 mod common;
 
 /// Decides without the Ed25519 check: the command's key is the actor's registered key.

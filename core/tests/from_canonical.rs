@@ -5,26 +5,14 @@
 use mwp_core::agent::AgentImage;
 use mwp_core::canonical::{self, Strictness};
 use mwp_core::replica::WriteSet;
-use mwp_core::{accept, Decision, GroupState, Limits};
+use mwp_core::{GroupState, Limits};
 
 #[path = "../benches/common/mod.rs"]
 #[allow(dead_code)]
 mod common;
 
 fn state() -> GroupState {
-    let limits = Limits::default();
-    let mut state = None;
-    let mut cmds = vec![common::open()];
-    cmds.extend(common::workload(5));
-    for cmd in &cmds {
-        match accept(state.as_ref(), cmd, common::NOW_MS, &limits) {
-            Ok(Decision::Accepted(event)) => {
-                GroupState::apply_to(&mut state, &event).expect("applies");
-            }
-            other => panic!("the workload is valid: {other:?}"),
-        }
-    }
-    state.expect("open")
+    common::state(5)
 }
 
 /// The canonical bytes with the shortest encoding of `serial` (a small unsigned integer

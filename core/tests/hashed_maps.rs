@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use mwp_core::canonical::{self, Strictness};
 use mwp_core::state::StoredReceipt;
 use mwp_core::work::{WorkItem, WorkItems};
-use mwp_core::{accept, Decision, GroupState, Id, Limits};
+use mwp_core::{GroupState, Id};
 
 #[path = "../benches/common/mod.rs"]
 #[allow(dead_code)]
@@ -14,19 +14,7 @@ mod common;
 
 /// A state whose 30 work items were created as w0, w1, …, w29: not their ID order.
 fn state() -> GroupState {
-    let limits = Limits::default();
-    let mut state = None;
-    let mut cmds = vec![common::open()];
-    cmds.extend(common::workload(30));
-    for cmd in &cmds {
-        match accept(state.as_ref(), cmd, common::NOW_MS, &limits) {
-            Ok(Decision::Accepted(event)) => {
-                GroupState::apply_to(&mut state, &event).expect("applies");
-            }
-            other => panic!("the workload is valid: {other:?}"),
-        }
-    }
-    state.expect("open")
+    common::state(30)
 }
 
 #[test]

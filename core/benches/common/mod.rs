@@ -5,7 +5,7 @@ use mwp_core::command::{
     Submit,
 };
 use mwp_core::lease::LeaseId;
-use mwp_core::{Body, Command, Id, SecretKey};
+use mwp_core::{accept, Body, Command, Decision, GroupState, Id, Limits, SecretKey};
 
 /// Time of every command: leases are long enough never to expire.
 pub const NOW_MS: u64 = 1_000;
@@ -54,6 +54,24 @@ pub fn open() -> Command {
             authority_key: SecretKey::for_transcript("@authority").public(),
         }),
     )
+}
+
+/// The state after the genesis command and the workload over `items` work items, every
+/// command accepted with its signature checked.
+pub fn state(items: usize) -> GroupState {
+    let limits = Limits::default();
+    let mut state = None;
+    let mut cmds = vec![open()];
+    cmds.extend(workload(items));
+    for cmd in &cmds {
+        match accept(state.as_ref(), cmd, NOW_MS, &limits) {
+            Ok(Decision::Accepted(event)) => {
+                GroupState::apply_to(&mut state, &event).expect("applies");
+            }
+            other => panic!("the workload is valid: {other:?}"),
+        }
+    }
+    state.expect("open")
 }
 
 /// For each of `items` work items: create, claim, start, checkpoint, claim, start, submit
