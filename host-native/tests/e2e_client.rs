@@ -4,7 +4,7 @@
 
 mod e2e_support;
 
-use e2e_support::read_address;
+use e2e_support::spawn_serve;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -56,17 +56,7 @@ struct Serve {
 
 impl Serve {
     fn start(data: &Path, addr: &str) -> Serve {
-        let mut child = mwp()
-            .args(["serve", "--addr", addr, "--data"])
-            .arg(data)
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("starts");
-        let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-        let (base, _) = read_address(&mut reader);
-        // Keep reading its log so it never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+        let (child, base) = spawn_serve(mwp().args(["serve", "--addr", addr, "--data"]).arg(data));
         Serve { child, base }
     }
 

@@ -5,11 +5,10 @@
 mod e2e_support;
 
 use std::collections::BTreeMap;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use e2e_support::read_address;
+use e2e_support::spawn_serve;
 use mwp_core::export::{self, HeadFile, HEAD_FILE};
 use mwp_core::head::{ForkProof, SignedHead};
 use mwp_core::{Hash, Id, SecretKey};
@@ -490,29 +489,22 @@ fn replica_checks_signed_head_lines_under_the_given_key() {
 }
 
 /// `mwp export --server`: the signed head from `GET /v1/groups/{g}/head`, the events up to
-/// it. NEEDS the head route, which the server side of signed heads adds (issue #18); until
-/// that is merged the server answers 404 and this test fails, so it is ignored with that
-/// reason. Run it with `--ignored` after the merge.
+/// it.
 #[test]
 fn export_from_a_server_verifies_like_one_from_the_store() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = store(tmp.path(), "d", transcript_lines().len());
-    let mut child = mwp()
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--allow-test-key",
-            "--data",
-        ])
-        .arg(&data)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
-    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let (base, _) = read_address(&mut reader);
-    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let (mut child, base) = spawn_serve(
+        mwp()
+            .args([
+                "serve",
+                "--addr",
+                "127.0.0.1:0",
+                "--allow-test-key",
+                "--data",
+            ])
+            .arg(&data),
+    );
     let out = tmp.path().join("site");
     let run = mwp()
         .args(["export", "--group", "g1", "--server", &base, "--out"])

@@ -8,7 +8,7 @@
 mod e2e_support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -66,22 +66,7 @@ struct CborPage {
 
 /// Starts `mwp serve` on a free port (a memory store), as an operator would.
 fn serve() -> (std::process::Child, String) {
-    let mut child = mwp()
-        .args(["serve", "--store", "memory:", "--addr", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
-    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let (base, _) = read_address(&mut reader);
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while reader.read_line(&mut sink).is_ok_and(|n| n > 0) {
-            sink.clear();
-        }
-    });
-    (child, base)
+    spawn_serve(mwp().args(["serve", "--store", "memory:", "--addr", "127.0.0.1:0"]))
 }
 
 #[test]

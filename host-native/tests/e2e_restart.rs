@@ -4,9 +4,8 @@
 
 mod e2e_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,18 +16,11 @@ use mwp_host::server::client::Client;
 
 /// Starts `mwp serve --data DIR` on a random port; returns the child and its base URL.
 fn serve(data: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mwp"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
-    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let (base, _) = read_address(&mut reader);
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in reader.lines() {});
-    (child, base)
+    spawn_serve(
+        Command::new(env!("CARGO_BIN_EXE_mwp"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(data),
+    )
 }
 
 fn sigkill(child: &mut Child) {

@@ -4,9 +4,8 @@
 
 mod e2e_support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command as Process, Stdio};
+use std::process::{Child, Command as Process};
 
 use e2e_support::*;
 use mwp_core::command::{AddMember, MemberSpec, OpenGroup, Role};
@@ -19,17 +18,11 @@ const IDENTITY: &str = "01000000000000000000000000000000000000000000000000000000
 
 /// Starts `mwp serve --data DIR` on a random port; returns the child and its base URL.
 fn serve(data: &Path) -> (Child, String) {
-    let mut child = Process::new(env!("CARGO_BIN_EXE_mwp"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
-    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let (base, _) = read_address(&mut reader);
-    std::thread::spawn(move || for _ in reader.lines() {});
-    (child, base)
+    spawn_serve(
+        Process::new(env!("CARGO_BIN_EXE_mwp"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(data),
+    )
 }
 
 /// Kills the server when the test ends, however it ends.

@@ -8,7 +8,6 @@
 mod e2e_support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -28,17 +27,11 @@ fn mwp() -> Command {
 
 /// Starts `mwp serve --data DIR` on a random port; returns the child and its base URL.
 fn serve(data: &Path) -> (Child, String) {
-    let mut child = mwp()
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
-    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let (base, _) = read_address(&mut reader);
-    std::thread::spawn(move || for _ in reader.lines() {});
-    (child, base)
+    spawn_serve(
+        mwp()
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(data),
+    )
 }
 
 fn sigkill(child: &mut Child) {

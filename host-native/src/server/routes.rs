@@ -432,13 +432,49 @@ struct Tail {
     head_ready: Option<Arc<SignedHead>>,
     /// Seq of the last head sent (0: none yet).
     head_sent: u64,
-    /// Whether this idle period's wait for a fresh head was spent (one wait per idle
-    /// period: a head that still does not come is not waited for again until the next event).
-    head_waited: bool,
+    /// This idle period's wait for a fresh head.
+    head_wait: HeadWait,
     /// Its place under the tail caps, and its group's commit signal.
     slot: super::tails::Slot,
     closing: tokio::sync::watch::Receiver<bool>,
     done: bool,
+}
+
+/// An idle tail's wait for a fresh head (SPEC §8a): once the last head it sent is behind its
+/// last event, it waits until a fresh head is due. One timed wait per idle period, so that a
+/// head that still cannot be signed is not waited for again until the next event. A wake by
+/// a commit that brought no new event does not spend it: a commit's signal may come after
+/// the tail has already read its event, and such a wake must not cost the tail the head that
+/// covers that event.
+#[derive(Debug, Default, Clone, Copy)]
+struct HeadWait {
+    /// Whether the timed wait of this idle period has run out.
+    spent: bool,
+}
+
+impl HeadWait {
+    /// New events were read: a new idle period begins after them.
+    fn handle_events(&mut self) {
+        self.spent = false;
+    }
+
+    /// The timed wait ran out (whether or not a head is due now).
+    fn handle_timeout(&mut self) {
+        self.spent = true;
+    }
+
+    /// How long (ms) to wait before reading again, if at all (else only a commit wakes the
+    /// tail): until `due()` (when the next head may be signed), 1 to `HEAD_INTERVAL_MS`.
+    fn poll_timeout(
+        &self,
+        head_sent: u64,
+        cursor: u64,
+        due: impl FnOnce() -> u64,
+        now_ms: u64,
+    ) -> Option<u64> {
+        (head_sent < cursor && !self.spent)
+            .then(|| due().saturating_sub(now_ms).clamp(1, HEAD_INTERVAL_MS))
+    }
 }
 
 fn sse_event(event: &Event) -> SseEvent {
@@ -506,7 +542,7 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
             Ok((events, head)) if !events.is_empty() => {
                 tail.pending.extend(events);
                 tail.head_ready = head;
-                tail.head_waited = false;
+                tail.head_wait.handle_events();
             }
             Ok((_, head)) => {
                 if head.as_ref().is_some_and(|h| h.seq > tail.head_sent) {
@@ -515,25 +551,23 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
                 }
                 // Idle with the last head sent behind the last event: wait for a fresh one
                 // to be due (once per idle period), or for a commit.
-                let owed = tail.head_sent < tail.cursor && !tail.head_waited;
-                let wait = if owed {
-                    tail.head_waited = true;
-                    let due = tail.app.heads.next_due(&tail.group);
-                    due.saturating_sub(now_ms()).clamp(1, HEAD_INTERVAL_MS)
-                } else {
-                    u64::MAX
-                };
+                let heads = &tail.app.heads;
+                let wait = tail.head_wait.poll_timeout(
+                    tail.head_sent,
+                    tail.cursor,
+                    || heads.next_due(&tail.group),
+                    now_ms(),
+                );
                 let sleep = async {
-                    if wait == u64::MAX {
-                        std::future::pending::<()>().await;
-                    } else {
-                        tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                    match wait {
+                        Some(ms) => tokio::time::sleep(std::time::Duration::from_millis(ms)).await,
+                        None => std::future::pending::<()>().await,
                     }
                 };
                 tokio::select! {
                     changed = tail.slot.commits.changed() => if changed.is_err() { return None },
                     _ = tail.closing.changed() => return None,
-                    () = sleep => {}
+                    () = sleep => tail.head_wait.handle_timeout(),
                 }
             }
             Err(e) => {
@@ -597,7 +631,7 @@ pub(super) async fn stream_events(
         pending: first.into(),
         head_ready: None,
         head_sent: 0,
-        head_waited: false,
+        head_wait: HeadWait::default(),
         done: false,
     };
     let events: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> =
@@ -716,4 +750,40 @@ fn static_file(asset: super::assets::Asset, headers: &HeaderMap) -> Response {
         }
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_tail_waits_for_a_head_until_one_is_due() {
+        let wait = HeadWait::default();
+        // Behind by one event, the last head signed at 1,000: due at 1,100.
+        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_030), Some(70));
+        // Already due, or due long ago: a short wait, never none.
+        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_200), Some(1));
+        // Never more than one interval.
+        assert_eq!(
+            wait.poll_timeout(3, 4, || 9_000, 1_000),
+            Some(HEAD_INTERVAL_MS)
+        );
+        // Nothing owed: only a commit wakes the tail.
+        assert_eq!(wait.poll_timeout(4, 4, || 1_100, 1_030), None);
+    }
+
+    #[test]
+    fn a_wake_without_new_events_does_not_spend_the_wait() {
+        let mut wait = HeadWait::default();
+        assert!(wait.poll_timeout(3, 4, || 1_100, 1_030).is_some());
+        // A commit's signal that arrives after its event was read wakes the tail with nothing
+        // new: it waits for the head again.
+        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_050), Some(50));
+        // The timed wait ran out and still no head (it could not be signed): not again...
+        wait.handle_timeout();
+        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_101), None);
+        // ...until new events begin another idle period.
+        wait.handle_events();
+        assert_eq!(wait.poll_timeout(3, 5, || 1_100, 1_101), Some(1));
+    }
 }

@@ -30,6 +30,22 @@ pub fn read_address(reader: &mut impl std::io::BufRead) -> (String, Vec<String>)
     }
 }
 
+/// Spawns `mwp serve` as `command` describes (stdout discarded, stderr read), waits for the
+/// line that announces its address and returns the child and its base URL. The rest of its
+/// log is drained on a thread, so the server never blocks on a full pipe.
+pub fn spawn_serve(command: &mut std::process::Command) -> (std::process::Child, String) {
+    use std::process::Stdio;
+    let mut child = command
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut reader = std::io::BufReader::new(child.stderr.take().expect("piped"));
+    let (base, _) = read_address(&mut reader);
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    (child, base)
+}
+
 /// A server on 127.0.0.1 with a random port, shut down when dropped.
 pub struct TestServer {
     rt: tokio::runtime::Runtime,
