@@ -118,14 +118,20 @@ fn command_reads_any_valid_encoding() {
     }
 }
 
+/// The entries of the genesis command's map, as its canonical bytes hold them.
+fn genesis_entries() -> Vec<(ciborium::Value, ciborium::Value)> {
+    let canon = common::open().to_cbor().expect("encodes");
+    match canonical::decode(&canon, Strictness::Canonical) {
+        Ok(ciborium::Value::Map(entries)) => entries,
+        other => panic!("a command is a map: {other:?}"),
+    }
+}
+
 /// A loose encoding that lacks a field is refused with the field's name.
 #[test]
 fn command_missing_field_is_named() {
     use mwp_core::Command;
-    let canon = common::open().to_cbor().expect("encodes");
-    let Ok(ciborium::Value::Map(entries)) = canonical::decode(&canon, Strictness::Canonical) else {
-        panic!("a command is a map");
-    };
+    let entries = genesis_entries();
     let without: Vec<_> = entries
         .into_iter()
         .filter(|(k, _)| k.as_text() != Some("actor"))
@@ -142,10 +148,7 @@ fn command_missing_field_is_named() {
 #[test]
 fn command_with_bytes_for_text_is_refused() {
     use mwp_core::Command;
-    let canon = common::open().to_cbor().expect("encodes");
-    let Ok(ciborium::Value::Map(entries)) = canonical::decode(&canon, Strictness::Canonical) else {
-        panic!("a command is a map");
-    };
+    let entries = genesis_entries();
     let as_bytes: Vec<_> = entries
         .into_iter()
         .map(|(k, v)| match (k.as_text(), v) {
