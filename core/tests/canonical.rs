@@ -474,7 +474,20 @@ fn depth_limit() {
         assert!(decode(&nested_maps(MAX_DEPTH), mode).is_ok());
         let err = decode(&nested_arrays(MAX_DEPTH + 1), mode).unwrap_err();
         assert!(err.reason.contains("deep"), "{err}");
-        assert_eq!(err.offset, MAX_DEPTH + 1);
+        // The head of the array one level too deep.
+        assert_eq!(err.offset, MAX_DEPTH);
+        // An empty array or map counts as a level too, for every reader alike.
+        for empty in [0x80u8, 0xa0] {
+            let mut fits = vec![0x81; MAX_DEPTH - 1];
+            fits.push(empty);
+            let mut deeper = vec![0x81; MAX_DEPTH];
+            deeper.push(empty);
+            assert!(decode(&fits, mode).is_ok());
+            assert!(from_slice::<serde_json::Value>(&fits, mode).is_ok());
+            assert_eq!(decode(&deeper, mode).unwrap_err().offset, MAX_DEPTH);
+            let typed = from_slice::<serde_json::Value>(&deeper, mode).unwrap_err();
+            assert!(typed.reason.contains("deep"), "{typed}");
+        }
         assert!(decode(&nested_maps(MAX_DEPTH + 1), mode).is_err());
         // Keys count as nested too.
         let mut key_nest = vec![0xa1; MAX_DEPTH + 1];

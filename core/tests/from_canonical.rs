@@ -163,3 +163,33 @@ fn command_with_bytes_for_text_is_refused() {
     let canon_bytes = canonical::encode_value(&value).expect("encodes");
     assert!(Command::from_cbor(&canon_bytes, &Limits::default()).is_err());
 }
+
+/// A command is a map: the same fields as an array are refused, leniently too.
+#[test]
+fn command_as_an_array_is_refused() {
+    use mwp_core::Command;
+    let values: Vec<_> = genesis_entries().into_iter().map(|(_, v)| v).collect();
+    let array = ciborium::Value::Array(values);
+    let canon = canonical::encode_value(&array).expect("encodes");
+    let err = Command::from_cbor(&canon, &Limits::default()).expect_err("an array");
+    assert!(err.to_string().contains("expected a map"), "{err}");
+    assert!(Command::from_cbor(&loose_bytes(array), &Limits::default()).is_err());
+}
+
+/// Canonical bytes that are not a command are refused with the offset where they fail.
+#[test]
+fn canonical_input_keeps_its_error_offset() {
+    use mwp_core::Command;
+    let entries: Vec<_> = genesis_entries()
+        .into_iter()
+        .map(|(k, v)| match k.as_text() {
+            Some("session") => (k, ciborium::Value::Text("one".into())),
+            _ => (k, v),
+        })
+        .collect();
+    let canon = canonical::encode_value(&ciborium::Value::Map(entries)).expect("encodes");
+    let err = canonical::from_slice::<Command>(&canon, Strictness::Lenient).expect_err("text");
+    let direct = canonical::from_slice::<Command>(&canon, Strictness::Canonical).expect_err("text");
+    assert_eq!(err, direct);
+    assert!(err.offset > 0, "{err}");
+}

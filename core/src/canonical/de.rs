@@ -235,19 +235,19 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         }
     }
 
-    /// A struct's keys are matched against its field names as bytes: a key equal to a name is
-    /// valid UTF-8 without checking, and the name is handed on as the key. Anything else reads
-    /// as [`Self::deserialize_any`] would.
+    /// A struct is a map (never an array, although serde's derive would take one): its keys
+    /// are matched against its field names as bytes, so a key equal to a name is valid UTF-8
+    /// without checking, and the name is handed on as the key.
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CanonError> {
-        if peek(&self.reader)? >> 5 != 5 {
-            return self.deserialize_any(visitor);
-        }
         let start = self.reader.pos;
+        if peek(&self.reader)? >> 5 != 5 {
+            return Err(CanonError::new("expected a map", start));
+        }
         let (_, arg) = self.reader.head()?;
         self.visit_map(arg, start, None, fields, visitor)
     }

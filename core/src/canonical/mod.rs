@@ -37,9 +37,11 @@ use sha2::{Digest, Sha256};
 
 /// Deepest nesting of arrays and maps accepted by the decoder.
 ///
-/// A data item may sit inside at most this many arrays and maps; the top-level item is at depth
-/// 0. The encoder does not check depth, so a value nested deeper than this encodes but does not
-/// decode.
+/// Arrays and maps nest at most this deep: a data item may sit inside at most this many of
+/// them, and an array or map inside this many is refused even when it is empty (the top-level
+/// item is at depth 0). Every reader (to a [`Value`], typed, streamed) draws the line at the
+/// same place. The encoder does not check depth, so a value nested deeper than this encodes
+/// but does not decode.
 pub const MAX_DEPTH: usize = 128;
 
 /// Most elements the decoder reserves room for up front, whatever length an array or map
@@ -128,6 +130,10 @@ pub fn from_slice<T: DeserializeOwned>(
     }
     let value = decode(bytes, strictness)?;
     let rewritten = encode_value(&value)?;
+    if rewritten == bytes {
+        // Canonical input the type refused: the direct reader's error names the right offset.
+        return direct;
+    }
     de::from_canonical(&rewritten).map_err(|e| CanonError::new(e.reason, 0))
 }
 
@@ -927,6 +933,7 @@ impl<'a> Reader<'a> {
                     .map_err(|_| CanonError::new("text string is not valid UTF-8", start))?;
                 Ok(Value::Text(text.to_owned()))
             }
+            4 | 5 if depth >= MAX_DEPTH => Err(CanonError::new("nested too deeply", start)),
             4 => {
                 let n = self.len(arg, start)?;
                 let mut items = Vec::with_capacity(n.min(PREALLOC_LIMIT));

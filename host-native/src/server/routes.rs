@@ -445,9 +445,14 @@ struct Tail {
 /// head that still cannot be signed is not waited for again until the next event. A wake by
 /// a commit that brought no new event does not spend it: a commit's signal may come after
 /// the tail has already read its event, and such a wake must not cost the tail the head that
-/// covers that event.
+/// covers that event. Nor does a timer that ran out before the due time by the wall clock
+/// (the clock heads are stamped with): the tail waits again, at most `HEAD_INTERVAL_MS` at a
+/// time.
 #[derive(Debug, Default, Clone, Copy)]
 struct HeadWait {
+    /// When (ms, wall clock) a fresh head is due, read once per idle period: reading it takes
+    /// the group's head lock, which a signature holds across a sync.
+    due: Option<u64>,
     /// Whether the timed wait of this idle period has run out.
     spent: bool,
 }
@@ -455,25 +460,29 @@ struct HeadWait {
 impl HeadWait {
     /// New events were read: a new idle period begins after them.
     fn handle_events(&mut self) {
-        self.spent = false;
+        *self = HeadWait::default();
     }
 
-    /// The timed wait ran out (whether or not a head is due now).
-    fn handle_timeout(&mut self) {
-        self.spent = true;
+    /// The timed wait ran out at `now_ms`: it is spent if the head was due by then (whether
+    /// or not one came).
+    fn handle_timeout(&mut self, now_ms: u64) {
+        self.spent = self.due.is_none_or(|due| now_ms >= due);
     }
 
     /// How long (ms) to wait before reading again, if at all (else only a commit wakes the
     /// tail): until `due()` (when the next head may be signed), 1 to `HEAD_INTERVAL_MS`.
     fn poll_timeout(
-        &self,
+        &mut self,
         head_sent: u64,
         cursor: u64,
         due: impl FnOnce() -> u64,
         now_ms: u64,
     ) -> Option<u64> {
-        (head_sent < cursor && !self.spent)
-            .then(|| due().saturating_sub(now_ms).clamp(1, HEAD_INTERVAL_MS))
+        if head_sent >= cursor || self.spent {
+            return None;
+        }
+        let due = *self.due.get_or_insert_with(due);
+        Some(due.saturating_sub(now_ms).clamp(1, HEAD_INTERVAL_MS))
     }
 }
 
@@ -567,7 +576,7 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
                 tokio::select! {
                     changed = tail.slot.commits.changed() => if changed.is_err() { return None },
                     _ = tail.closing.changed() => return None,
-                    () = sleep => tail.head_wait.handle_timeout(),
+                    () = sleep => tail.head_wait.handle_timeout(now_ms()),
                 }
             }
             Err(e) => {
@@ -758,18 +767,26 @@ mod tests {
 
     #[test]
     fn an_idle_tail_waits_for_a_head_until_one_is_due() {
-        let wait = HeadWait::default();
         // Behind by one event, the last head signed at 1,000: due at 1,100.
-        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_030), Some(70));
+        assert_eq!(
+            HeadWait::default().poll_timeout(3, 4, || 1_100, 1_030),
+            Some(70)
+        );
         // Already due, or due long ago: a short wait, never none.
-        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_200), Some(1));
+        assert_eq!(
+            HeadWait::default().poll_timeout(3, 4, || 1_100, 1_200),
+            Some(1)
+        );
         // Never more than one interval.
         assert_eq!(
-            wait.poll_timeout(3, 4, || 9_000, 1_000),
+            HeadWait::default().poll_timeout(3, 4, || 9_000, 1_000),
             Some(HEAD_INTERVAL_MS)
         );
         // Nothing owed: only a commit wakes the tail.
-        assert_eq!(wait.poll_timeout(4, 4, || 1_100, 1_030), None);
+        assert_eq!(
+            HeadWait::default().poll_timeout(4, 4, || 1_100, 1_030),
+            None
+        );
     }
 
     #[test]
@@ -777,13 +794,19 @@ mod tests {
         let mut wait = HeadWait::default();
         assert!(wait.poll_timeout(3, 4, || 1_100, 1_030).is_some());
         // A commit's signal that arrives after its event was read wakes the tail with nothing
-        // new: it waits for the head again.
-        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_050), Some(50));
-        // The timed wait ran out and still no head (it could not be signed): not again...
-        wait.handle_timeout();
+        // new: it waits for the head again, without reading the due time again.
+        assert_eq!(
+            wait.poll_timeout(3, 4, || unreachable!("read once"), 1_050),
+            Some(50)
+        );
+        // The timer ran out early by the wall clock: not spent, a short wait more.
+        wait.handle_timeout(1_098);
+        assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_098), Some(2));
+        // It ran out when due and still no head came (none could be signed): not again...
+        wait.handle_timeout(1_101);
         assert_eq!(wait.poll_timeout(3, 4, || 1_100, 1_101), None);
-        // ...until new events begin another idle period.
+        // ...until new events begin another idle period, which reads the due time again.
         wait.handle_events();
-        assert_eq!(wait.poll_timeout(3, 5, || 1_100, 1_101), Some(1));
+        assert_eq!(wait.poll_timeout(3, 5, || 1_300, 1_250), Some(50));
     }
 }
