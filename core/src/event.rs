@@ -35,6 +35,9 @@ pub const OPAQUE_FIELDS: [&str; 9] = [
     "target",
 ];
 
+// A kind's map holds each opaque field at most once, and the readers note where each lies.
+const _: () = assert!(OPAQUE_FIELDS.len() < canonical::KeySpans::MAX);
+
 /// Whether `key` (a key's text) is one of [`OPAQUE_FIELDS`]: a match the compiler turns into a
 /// switch on the length and a few comparisons (a test holds it to the list).
 fn is_opaque_field(key: &[u8]) -> bool {

@@ -810,7 +810,7 @@ pub(crate) struct KeySpans {
 impl KeySpans {
     /// Most spans noted; a map with more such keys is refused by the reader (keys of a map are
     /// unique, so a set of fewer names never is).
-    const MAX: usize = 16;
+    pub(crate) const MAX: usize = 10;
 
     /// Notes the values of the entries whose keys `wants` (fewer than [`KeySpans::MAX`]
     /// names).

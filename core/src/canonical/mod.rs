@@ -868,7 +868,23 @@ impl<'a> Reader<'a> {
 
     /// Reads an initial byte and its argument; returns (major, argument). For major type 7 the
     /// "argument" is the additional information itself (20 false, 21 true, 22 null, …).
+    ///
+    /// Most heads are one byte (an argument below 24: short texts, keys, small integers,
+    /// `false`, `true`, `null`), read here inline; the rest by [`Reader::head_long`].
+    #[inline(always)]
     fn head(&mut self) -> Result<(u8, u64), CanonError> {
+        match self.bytes.get(self.pos) {
+            Some(&initial) if initial & 0x1f < 24 => {
+                self.pos += 1;
+                Ok((initial >> 5, u64::from(initial & 0x1f)))
+            }
+            _ => self.head_long(),
+        }
+    }
+
+    /// [`Reader::head`] for a head with a following argument, or none at all.
+    #[inline(never)]
+    fn head_long(&mut self) -> Result<(u8, u64), CanonError> {
         let start = self.pos;
         let [initial] = self.array::<1>()?;
         let major = initial >> 5;

@@ -183,8 +183,23 @@ impl<R: Read> Source<R> {
         Ok(a)
     }
 
-    /// An initial byte and its argument, as [`super::Reader`] reads them (canonical only).
+    /// An initial byte and its argument, as [`super::Reader`] reads them (canonical only):
+    /// a one-byte head already in the window inline, the rest by [`Source::head_long`].
+    #[inline(always)]
     fn head(&mut self) -> Result<(u8, u64), CanonError> {
+        if self.available() > 0 {
+            let initial = self.buf[self.pos - self.base];
+            if initial & 0x1f < 24 {
+                self.pos += 1;
+                return Ok((initial >> 5, u64::from(initial & 0x1f)));
+            }
+        }
+        self.head_long()
+    }
+
+    /// [`Source::head`] for a head with a following argument, or not in the window yet.
+    #[inline(never)]
+    fn head_long(&mut self) -> Result<(u8, u64), CanonError> {
         let start = self.pos;
         let [initial] = self.array::<1>()?;
         let major = initial >> 5;
