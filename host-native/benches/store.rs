@@ -1,9 +1,11 @@
 //! File store benchmarks (docs/bench-store.md has the figures and how to read them).
 //!
-//! * `durable_accepts/{file,sqlite}/{1,8,64}`: commands accepted durably per second with 1, 8
-//!   and 64 concurrent submitters, through the file store and through a SQLite baseline
-//!   (rusqlite, WAL, `synchronous=FULL`, one transaction per command holding an event row and
-//!   a receipt row) deciding the same pre-signed commands with the same core.
+//! * `durable_accepts/{file,file_async,sqlite}/{1,8,64}`: commands accepted durably per second
+//!   with 1, 8 and 64 concurrent submitters, through the file store (`file`: a thread per
+//!   submitter; `file_async`: a task per submitter on two runtime workers, awaiting
+//!   `submit_staged` as `mwp serve` does) and through a SQLite baseline (rusqlite, WAL,
+//!   `synchronous=FULL`, one transaction per command holding an event row and a receipt row)
+//!   deciding the same pre-signed commands with the same core.
 //! * `cold_open_1m/{snapshot_and_tail,full_log}`: opening a 1,000,000-event Group in a fresh
 //!   process, from the latest snapshot plus a 1,000-event tail and from the full log; each
 //!   child process reports its own open time and peak RSS (VmHWM), printed to stderr. Run as
@@ -241,10 +243,15 @@ fn durable_accepts(c: &mut Criterion) {
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements(1));
+    // The tasks of `file_async` run on a runtime of two workers, as `mwp serve`'s.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("a runtime");
     for submitters in [1usize, 8, 64] {
-        for kind in ["file", "sqlite"] {
+        for kind in ["file", "file_async", "sqlite"] {
             let tmp = tempfile::tempdir_in(bench_dir("")).expect("tempdir");
-            let file = (kind == "file").then(|| {
+            let file = (kind != "sqlite").then(|| {
                 let opts = StoreOptions {
                     authority_key: Some(authority()),
                     ..StoreOptions::default()
@@ -253,7 +260,7 @@ fn durable_accepts(c: &mut Criterion) {
                 for g in 0..groups {
                     s.submit(&open_group_cmd(g), 1000).expect("opens group");
                 }
-                s
+                std::sync::Arc::new(s)
             });
             let sqlite = (kind == "sqlite").then(|| {
                 let s = Sqlite::open(&tmp.path().join("bench.db"));
@@ -272,6 +279,39 @@ fn durable_accepts(c: &mut Criterion) {
                     let lists: Vec<Vec<Command>> = (0..submitters)
                         .map(|s| commands(s, submitters, groups, round, per, &keys))
                         .collect();
+                    if kind == "file_async" {
+                        let store = file.clone().expect("the file store is set");
+                        let start = Instant::now();
+                        let cpu = process_cpu_seconds();
+                        rt.block_on(async {
+                            let tasks: Vec<_> = lists
+                                .into_iter()
+                                .map(|list| {
+                                    let store = std::sync::Arc::clone(&store);
+                                    tokio::spawn(async move {
+                                        for cmd in &list {
+                                            let d = match store.submit_staged(cmd, 2000) {
+                                                Some(staged) => staged.await,
+                                                None => store.submit(cmd, 2000),
+                                            };
+                                            assert!(
+                                                matches!(d, Ok(Decision::Accepted(_))),
+                                                "{d:?}"
+                                            );
+                                        }
+                                    })
+                                })
+                                .collect();
+                            for t in tasks {
+                                t.await.expect("a submitter task does not panic");
+                            }
+                        });
+                        let elapsed = start.elapsed();
+                        cpu_spent += process_cpu_seconds() - cpu;
+                        wall_spent += elapsed.as_secs_f64();
+                        commands_done += submitters * per;
+                        return elapsed.mul_f64(iters as f64 / (submitters * per) as f64);
+                    }
                     let barrier = Barrier::new(submitters + 1);
                     let elapsed = std::thread::scope(|scope| {
                         for list in &lists {
