@@ -871,7 +871,7 @@ impl<'a> Reader<'a> {
     ///
     /// Most heads are one byte (an argument below 24: short texts, keys, small integers,
     /// `false`, `true`, `null`), read here inline; the rest by [`Reader::head_long`].
-    #[inline(always)]
+    #[inline]
     fn head(&mut self) -> Result<(u8, u64), CanonError> {
         match self.bytes.get(self.pos) {
             Some(&initial) if initial & 0x1f < 24 => {

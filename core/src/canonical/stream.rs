@@ -185,7 +185,7 @@ impl<R: Read> Source<R> {
 
     /// An initial byte and its argument, as [`super::Reader`] reads them (canonical only):
     /// a one-byte head already in the window inline, the rest by [`Source::head_long`].
-    #[inline(always)]
+    #[inline]
     fn head(&mut self) -> Result<(u8, u64), CanonError> {
         if self.available() > 0 {
             let initial = self.buf[self.pos - self.base];
