@@ -386,6 +386,7 @@ fn bench_spreads_durable_accepts_over_groups_of_a_file_store() {
     for field in [
         "process_cpu_us_per_accept",
         "cpu_per_verify",
+        "system_us_per_accept",
         "peak_rss_kib",
     ] {
         assert!(figures[field].is_number(), "{field}: {figures}");

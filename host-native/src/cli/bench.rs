@@ -120,6 +120,11 @@ pub struct Figures {
     /// `server_cpu_us_per_accept` with `--server-pid`, from `process_cpu_us_per_accept` with
     /// the in-process server (so clients included); `None` without a server CPU figure.
     pub cpu_per_verify: Option<f64>,
+    /// The system (kernel) part of the CPU per accepted command that [`Figures::cpu_per_verify`]
+    /// is taken from, microseconds: the server's with `--server-pid`, this process's with the
+    /// in-process server; `None` without a server CPU figure. The kernel's work per request
+    /// (sockets, scheduling, syncs) is a floor no change to mwp's own code moves.
+    pub system_us_per_accept: Option<f64>,
     /// Peak resident set, KiB (`VmHWM`): of the server with `--server-pid`, else of this
     /// process (with the in-process server: server and clients).
     pub peak_rss_kib: Option<u64>,
@@ -197,13 +202,25 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
 /// [`cpu_seconds`] of `/proc/ENTRY` (a pid or `self`): every thread's, live or ended. The
 /// store bench (`benches/store.rs`) reads its own CPU time with it too.
 pub fn proc_cpu_seconds(entry: &str) -> Option<f64> {
+    proc_cpu_split(entry).map(|(user, system)| user + system)
+}
+
+/// The user and system CPU time of `/proc/ENTRY` (a pid or `self`) in seconds, every
+/// thread's; `None` off Linux or for a gone process.
+pub fn proc_cpu_split(entry: &str) -> Option<(f64, f64)> {
     let stat = std::fs::read_to_string(format!("/proc/{entry}/stat")).ok()?;
+    parse_cpu_split(&stat)
+}
+
+/// The `utime` and `stime` fields (clock ticks of 1/100 s) of a `/proc/PID/stat` line, in
+/// seconds.
+fn parse_cpu_split(stat: &str) -> Option<(f64, f64)> {
     // The fields after the command name, which is in parentheses and may hold spaces.
     let rest = stat.get(stat.rfind(')')? + 2..)?;
     let mut fields = rest.split(' ').skip(11);
     let user: u64 = fields.next()?.parse().ok()?;
     let system: u64 = fields.next()?.parse().ok()?;
-    Some((user + system) as f64 / 100.0)
+    Some((user as f64 / 100.0, system as f64 / 100.0))
 }
 
 /// Peak resident set of `/proc/ENTRY` (a pid or `self`) in KiB, its `VmHWM`; `None` off
@@ -467,6 +484,12 @@ pub fn measure(
     let signed_before = heads_signed(&client);
     let cpu_before = server_pid.and_then(cpu_seconds);
     let own_cpu_before = proc_cpu_seconds("self");
+    // The system part, of the process the CPU figure is taken from.
+    let measured = match server_pid {
+        Some(pid) => Some(pid.to_string()),
+        None => store.is_some().then(|| "self".to_owned()),
+    };
+    let system_before = measured.as_deref().and_then(proc_cpu_split).map(|c| c.1);
     barrier.wait();
     let start = Instant::now();
     let mut latencies: Vec<Duration> = Vec::with_capacity(commands);
@@ -485,6 +508,7 @@ pub fn measure(
         std::thread::sleep(Duration::from_millis(300));
     }
     let cpu_after = server_pid.and_then(cpu_seconds);
+    let system_after = measured.as_deref().and_then(proc_cpu_split).map(|c| c.1);
     let signed_after = heads_signed(&client);
     latencies.sort();
     let pct = |p: f64| {
@@ -530,6 +554,7 @@ pub fn measure(
         cpu_per_verify: server_cpu
             .filter(|_| verify_us > 0.0)
             .map(|c| c / verify_us),
+        system_us_per_accept: per_accept(system_before, system_after),
         peak_rss_kib,
     })
 }
@@ -576,4 +601,20 @@ pub fn run(args: BenchArgs) -> Outcome {
     } else {
         EXIT_FAILED
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `utime` and `stime` are the 14th and 15th fields, counted after a command name that may
+    /// hold spaces and parentheses.
+    #[test]
+    fn the_cpu_split_is_read_after_the_command_name() {
+        let stat =
+            "4242 (mwp (serve) x) S 1 4242 4242 0 -1 4194560 1520 0 0 0 731 254 0 0 20 0 5 0";
+        assert_eq!(parse_cpu_split(stat), Some((7.31, 2.54)));
+        assert_eq!(parse_cpu_split("4242 (mwp) S 1"), None);
+        assert_eq!(parse_cpu_split("no parenthesis"), None);
+    }
 }
