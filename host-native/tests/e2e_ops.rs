@@ -231,16 +231,26 @@ fn healthz_is_alive_and_readyz_follows_the_latest_write() {
     );
 }
 
-#[test]
-fn serve_logs_json_lines_with_mwp_log_format() {
-    let mut child = Process::new(env!("CARGO_BIN_EXE_mwp"))
+/// `mwp serve` logging JSON lines under the filter `mwp_log` (the default without one), its
+/// stderr, the lines it wrote before its address, once it has accepted `open_group` for `g1`.
+fn serve_with_json_logs(
+    mwp_log: Option<&str>,
+) -> (
+    std::process::Child,
+    BufReader<std::process::ChildStderr>,
+    Vec<String>,
+) {
+    let mut serve = Process::new(env!("CARGO_BIN_EXE_mwp"));
+    serve
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env("MWP_LOG_FORMAT", "json")
-        .env("MWP_LOG", "info,mwp_host=debug")
         .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
+        .stdout(Stdio::null());
+    match mwp_log {
+        Some(filter) => serve.env("MWP_LOG", filter),
+        None => serve.env_remove("MWP_LOG"),
+    };
+    let mut child = serve.spawn().expect("starts");
     let mut reader = BufReader::new(child.stderr.take().expect("piped"));
     let (base, logged) = read_address(&mut reader);
     let client = mwp_host::server::client::Client::new(base);
@@ -248,6 +258,12 @@ fn serve_logs_json_lines_with_mwp_log_format() {
     client
         .submit(&open_group("g1", authority, &[]))
         .expect("opens");
+    (child, reader, logged)
+}
+
+#[test]
+fn serve_logs_json_lines_with_mwp_log_format() {
+    let (mut child, mut reader, logged) = serve_with_json_logs(Some("info,mwp_host=debug"));
     let accepted = loop {
         let mut line = String::new();
         assert!(
@@ -275,21 +291,7 @@ fn serve_logs_json_lines_with_mwp_log_format() {
 /// command is `debug` (docs/decisions.md, "Operating `mwp serve`").
 #[test]
 fn serve_logs_no_line_per_accepted_command_at_info() {
-    let mut child = Process::new(env!("CARGO_BIN_EXE_mwp"))
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env("MWP_LOG_FORMAT", "json")
-        .env_remove("MWP_LOG")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("starts");
-    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
-    let (base, _) = read_address(&mut reader);
-    let client = mwp_host::server::client::Client::new(base);
-    let authority = client.authority_key().expect("answers");
-    client
-        .submit(&open_group("g1", authority, &[]))
-        .expect("opens");
+    let (mut child, mut reader, _) = serve_with_json_logs(None);
     // The line would have been written before the answer left; whatever was written is in
     // the pipe once the process is gone.
     child.kill().expect("stops");

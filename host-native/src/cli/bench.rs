@@ -193,14 +193,9 @@ fn heads_signed(client: &Client) -> Option<u64> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-/// CPU time (user + system) of process `pid` in seconds, from `/proc/PID/stat` (clock ticks of
-/// 1/100 s); `None` off Linux or for a gone process.
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    proc_cpu_seconds(&pid.to_string())
-}
-
-/// [`cpu_seconds`] of `/proc/ENTRY` (a pid or `self`): every thread's, live or ended. The
-/// store bench (`benches/store.rs`) reads its own CPU time with it too.
+/// CPU time (user + system) of `/proc/ENTRY` (a pid or `self`) in seconds, from its `stat`
+/// (clock ticks of 1/100 s): every thread's, live or ended; `None` off Linux or for a gone
+/// process. The store bench (`benches/store.rs`) reads its own CPU time with it too.
 pub fn proc_cpu_seconds(entry: &str) -> Option<f64> {
     proc_cpu_split(entry).map(|(user, system)| user + system)
 }
@@ -482,14 +477,10 @@ pub fn measure(
         None
     };
     let signed_before = heads_signed(&client);
-    let cpu_before = server_pid.and_then(cpu_seconds);
-    let own_cpu_before = proc_cpu_seconds("self");
-    // The system part, of the process the CPU figure is taken from.
-    let measured = match server_pid {
-        Some(pid) => Some(pid.to_string()),
-        None => store.is_some().then(|| "self".to_owned()),
-    };
-    let system_before = measured.as_deref().and_then(proc_cpu_split).map(|c| c.1);
+    // User and system CPU of the server (with `--server-pid`) and of this process.
+    let server_stat = server_pid.map(|pid| pid.to_string());
+    let server_cpu_before = server_stat.as_deref().and_then(proc_cpu_split);
+    let own_cpu_before = proc_cpu_split("self");
     barrier.wait();
     let start = Instant::now();
     let mut latencies: Vec<Duration> = Vec::with_capacity(commands);
@@ -502,13 +493,12 @@ pub fn measure(
         rejected += r;
     }
     let seconds = start.elapsed().as_secs_f64();
-    let own_cpu_after = proc_cpu_seconds("self");
+    let own_cpu_after = proc_cpu_split("self");
     if tail {
         // The tail's last head comes once it is idle, within 100 ms.
         std::thread::sleep(Duration::from_millis(300));
     }
-    let cpu_after = server_pid.and_then(cpu_seconds);
-    let system_after = measured.as_deref().and_then(proc_cpu_split).map(|c| c.1);
+    let server_cpu_after = server_stat.as_deref().and_then(proc_cpu_split);
     let signed_after = heads_signed(&client);
     latencies.sort();
     let pct = |p: f64| {
@@ -520,12 +510,18 @@ pub fn measure(
         (Some(a), Some(b)) if accepted > 0 => Some((b - a) * 1e6 / accepted as f64),
         _ => None,
     };
-    let server_cpu_us_per_accept = per_accept(cpu_before, cpu_after);
-    let process_cpu_us_per_accept = per_accept(own_cpu_before, own_cpu_after);
-    let server_cpu = match server_pid {
-        Some(_) => server_cpu_us_per_accept,
-        None if store.is_some() => process_cpu_us_per_accept,
-        None => None,
+    let total = |cpu: Option<(f64, f64)>| cpu.map(|(user, system)| user + system);
+    let system = |cpu: Option<(f64, f64)>| cpu.map(|(_, system)| system);
+    let server_cpu_us_per_accept = per_accept(total(server_cpu_before), total(server_cpu_after));
+    let process_cpu_us_per_accept = per_accept(total(own_cpu_before), total(own_cpu_after));
+    // The process the CPU figure is taken from: the server, or this one running it.
+    let (server_cpu, measured) = match server_pid {
+        Some(_) => (
+            server_cpu_us_per_accept,
+            (server_cpu_before, server_cpu_after),
+        ),
+        None if store.is_some() => (process_cpu_us_per_accept, (own_cpu_before, own_cpu_after)),
+        None => (None, (None, None)),
     };
     let peak_rss_kib = match server_pid {
         Some(pid) => peak_rss_kib(&pid.to_string()),
@@ -554,7 +550,7 @@ pub fn measure(
         cpu_per_verify: server_cpu
             .filter(|_| verify_us > 0.0)
             .map(|c| c / verify_us),
-        system_us_per_accept: per_accept(system_before, system_after),
+        system_us_per_accept: per_accept(system(measured.0), system(measured.1)),
         peak_rss_kib,
     })
 }
