@@ -7,6 +7,10 @@
 //! builds the maps directly. On anything else it gives up and the ordinary decoder reads the
 //! same bytes, so what is accepted and what it decodes to never depend on the path taken.
 //! Other formats (JSON, JS values) always take the ordinary path.
+//!
+//! A snapshot streamed from its file ([`read_streamed`]) is read entry by entry from the
+//! streamed decoder's window with the same reader; an entry it declines is read by that
+//! decoder's ordinary path, so that the outcome, errors included, is the ordinary path's.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,7 +18,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use crate::canonical::{self, Items, Strictness, ITEM_BYTES};
+use crate::canonical::{self, CanonError, Items, StreamDecoder, Strictness, ITEM_BYTES};
 use crate::crypto::{FromHex, Hash};
 use crate::id::Id;
 use crate::id_map::IdMap;
@@ -64,7 +68,8 @@ fn read(bytes: &[u8]) -> Option<BTreeMap<Id, Receipts>> {
     let mut parts = Vec::new();
     let mut previous_actor = None;
     for _ in 0..actors {
-        let actor = key(&mut r, &mut previous_actor)?;
+        let (actor, encoded) = key(&mut r, previous_actor)?;
+        previous_actor = Some(encoded);
         parts.push((actor, r.item()?));
     }
     if !r.done() {
@@ -124,7 +129,8 @@ fn actor_receipts(bytes: &[u8]) -> Option<Receipts> {
     let mut receipts = IdMap::with_capacity(n.min(r.remaining() / 64));
     let mut previous_action = None;
     for _ in 0..n {
-        let action = key(&mut r, &mut previous_action)?;
+        let (action, encoded) = key(&mut r, previous_action)?;
+        previous_action = Some(encoded);
         if receipts.insert(action, receipt(&mut r)?) {
             return None;
         }
@@ -132,15 +138,75 @@ fn actor_receipts(bytes: &[u8]) -> Option<Receipts> {
     r.done().then_some(receipts)
 }
 
-/// A map key: an identifier whose encoding sorts after the previous key's.
-fn key<'de>(r: &mut Items<'de>, previous: &mut Option<&'de [u8]>) -> Option<Id> {
+/// Bytes of the window an entry of an actor's receipts is read from by hand: a key and a
+/// receipt take about 250 bytes; a longer entry (a long aggregate) is left to the ordinary
+/// path.
+const ENTRY_WINDOW: usize = 1024;
+
+/// The receipt index from a streamed snapshot (the `receipts` entry of its state): actors by
+/// the ordinary path, each actor's receipts entry by entry with [`key`] and [`receipt`] from
+/// the decoder's window. What it accepts, decodes and refuses, and the error it gives, are
+/// the ordinary path's (`BTreeMap::<Id, Receipts>::deserialize` on the same decoder).
+pub(crate) fn read_streamed<R: std::io::Read>(
+    de: &mut StreamDecoder<R>,
+) -> Result<BTreeMap<Id, Receipts>, CanonError> {
+    let Some(mut actors) = de.map_entries()? else {
+        return BTreeMap::deserialize(de);
+    };
+    let mut index = BTreeMap::new();
+    while actors.left() > 0 {
+        let actor: Id = actors.key()?;
+        let receipts = actors.value(actor_receipts_streamed)?;
+        index.insert(actor, receipts);
+    }
+    actors.finish();
+    Ok(index)
+}
+
+/// One actor's receipts from a streamed decoder (see [`read_streamed`]).
+fn actor_receipts_streamed<R: std::io::Read>(
+    de: &mut StreamDecoder<R>,
+) -> Result<Receipts, CanonError> {
+    let Some(mut entries) = de.map_entries()? else {
+        return Receipts::deserialize(de);
+    };
+    // As in `actor_receipts`: room for what the bytes can hold, no more.
+    let mut receipts = IdMap::with_capacity(entries.left().min(entries.remaining() / 64));
+    while entries.left() > 0 {
+        let by_hand = entries.by_hand(ENTRY_WINDOW, |bytes, previous| {
+            let mut r = Items::new(bytes);
+            let (action, encoded) = key(&mut r, previous)?;
+            let receipt = receipt(&mut r)?;
+            Some(((action, receipt), encoded.len(), r.pos()))
+        })?;
+        let (action, receipt) = match by_hand {
+            Some(entry) => {
+                #[cfg(test)]
+                tests::BY_HAND.set(tests::BY_HAND.get() + 1);
+                entry
+            }
+            None => {
+                let action: Id = entries.key()?;
+                (action, entries.value(|de| StoredReceipt::deserialize(de))?)
+            }
+        };
+        // Keys come in strictly increasing order (checked for both paths): no action twice.
+        let twice = receipts.insert(action, receipt);
+        debug_assert!(!twice);
+    }
+    entries.finish();
+    Ok(receipts)
+}
+
+/// A map key: an identifier whose encoding sorts after the previous key's; with its
+/// encoding (head included).
+fn key<'de>(r: &mut Items<'de>, previous: Option<&[u8]>) -> Option<(Id, &'de [u8])> {
     let (text, encoded) = r.text_bytes()?;
     if previous.is_some_and(|p| p >= encoded) {
         return None;
     }
-    *previous = Some(encoded);
     // The alphabet is ASCII: bytes it accepts are valid UTF-8.
-    Id::from_bytes_checked(text)
+    Some((Id::from_bytes_checked(text)?, encoded))
 }
 
 /// One receipt: its seven fields, keys in canonical order (shorter first, then bytewise).
@@ -183,6 +249,11 @@ fn hash(r: &mut Items<'_>) -> Option<Hash> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    std::thread_local! {
+        /// Entries [`read_streamed`] read by hand on this thread.
+        pub(super) static BY_HAND: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
 
     fn id(s: &str) -> Id {
         Id::new(s).expect("valid")
@@ -266,5 +337,77 @@ mod tests {
         assert_eq!(read(&bytes[..bytes.len() - 1]), None);
         bytes.push(0);
         assert_eq!(read(&bytes), None);
+    }
+
+    /// The index read from a streamed decoder by [`read_streamed`] and by the ordinary path
+    /// (`BTreeMap::deserialize` on the same decoder), then checked to be the whole input.
+    fn streamed(
+        bytes: &[u8],
+        piece: usize,
+        by_hand: bool,
+    ) -> Result<BTreeMap<Id, Receipts>, CanonError> {
+        let mut de = StreamDecoder::new(canonical::Pieces { bytes, piece }, bytes.len());
+        let index = if by_hand {
+            read_streamed(&mut de)
+        } else {
+            BTreeMap::<Id, Receipts>::deserialize(&mut de)
+        };
+        index.and_then(|index| de.finish().map(|()| index))
+    }
+
+    /// The streamed reader accepts, decodes and refuses exactly as the streamed decoder's
+    /// ordinary path does, down to the error's wording and offset: every single-bit flip,
+    /// read in pieces of several sizes (so that the window's edge falls inside entries).
+    #[test]
+    fn the_streamed_reader_is_the_ordinary_streamed_path() {
+        let bytes = canonical::to_vec(&sample()).expect("encodes");
+        BY_HAND.set(0);
+        assert_eq!(streamed(&bytes, usize::MAX, true), Ok(sample()));
+        // Every entry of the sample is read by hand.
+        assert_eq!(BY_HAND.get(), 12);
+        let mut refused = 0;
+        for piece in [usize::MAX, 100, 7] {
+            for i in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut damaged = bytes.clone();
+                    damaged[i] ^= 1 << bit;
+                    let by_hand = streamed(&damaged, piece, true);
+                    assert_eq!(
+                        by_hand,
+                        streamed(&damaged, piece, false),
+                        "byte {i} bit {bit} piece {piece}"
+                    );
+                    refused += usize::from(by_hand.is_err());
+                }
+            }
+        }
+        assert!(refused > 0);
+    }
+
+    /// An entry longer than the window read by hand, and a map in another shape, are the
+    /// ordinary path's: read, or refused with its error.
+    #[test]
+    fn the_streamed_reader_leaves_other_shapes_to_the_ordinary_path() {
+        let mut index = sample();
+        let long = "work:".to_owned() + &"x".repeat(2 * ENTRY_WINDOW);
+        let receipts = index.get_mut(&id("b")).expect("b");
+        let mut first = receipts.get(&id("x-0")).expect("x-0").clone();
+        first.aggregate = long.into();
+        receipts.insert(id("x-0"), first);
+        let bytes = canonical::to_vec(&index).expect("encodes");
+        BY_HAND.set(0);
+        assert_eq!(streamed(&bytes, 999, true), Ok(index));
+        assert_eq!(BY_HAND.get(), 11);
+        // A receipt with a field it does not have, an actor whose receipts are a list, and
+        // an index that is not a map.
+        let mut value = serde_json::to_value(sample()).expect("to JSON");
+        value["b"]["x-0"]["extra"] = serde_json::json!(1);
+        let mut list = serde_json::to_value(sample()).expect("to JSON");
+        list["b"] = serde_json::json!([1, 2]);
+        for v in [value, list, serde_json::json!("receipts")] {
+            let bytes = canonical::to_vec(&v).expect("encodes");
+            let e = streamed(&bytes, usize::MAX, true).expect_err("refused");
+            assert_eq!(Err(e), streamed(&bytes, usize::MAX, false));
+        }
     }
 }

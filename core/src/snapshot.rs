@@ -570,22 +570,6 @@ fn decode_streamed(reader: impl std::io::Read, len: u64) -> Result<(Snapshot, Op
         .map_err(|e| invalid("decode", format!("does not decode: {e}")))
 }
 
-/// Reads one field of the snapshot map: its key `name`, then its value.
-fn streamed_field<T: serde::de::DeserializeOwned, R: std::io::Read>(
-    de: &mut canonical::StreamDecoder<R>,
-    previous: &mut Vec<u8>,
-    name: &str,
-) -> std::result::Result<T, canonical::CanonError> {
-    de.key(name, previous)?;
-    let at = de.src.pos();
-    T::deserialize(&mut *de).map_err(|mut e| {
-        if e.offset == 0 {
-            e.offset = at;
-        }
-        e
-    })
-}
-
 /// Offsets in a snapshot's bytes that the digests need, told as the decoder passes them.
 #[cfg_attr(
     not(all(feature = "parallel", not(target_family = "wasm"))),
@@ -616,18 +600,18 @@ fn read_streamed<R: std::io::Read>(
         de.src.tap(SIGNED_TAP, true);
     }
     let p = &mut Vec::new();
-    let org = streamed_field(de, p, "org")?;
-    let seq = streamed_field(de, p, "seq")?;
+    let org = de.field("org", p)?;
+    let seq = de.field("seq", p)?;
     let sig_start = de.src.pos();
     if taps {
         de.src.tap(SIGNED_TAP, false);
     }
-    let sig = streamed_field(de, p, "sig")?;
+    let sig = de.field("sig", p)?;
     let sig_end = de.src.pos();
     if taps {
         de.src.tap(SIGNED_TAP, true);
     }
-    let group = streamed_field(de, p, "group")?;
+    let group = de.field("group", p)?;
     de.key("state", p)?;
     let at = de.src.pos();
     mark(Mark::Prefix {
@@ -637,7 +621,7 @@ fn read_streamed<R: std::io::Read>(
     if taps {
         de.src.tap(STATE_TAP, true);
     }
-    let state = GroupState::deserialize(&mut *de).map_err(|mut e| {
+    let state = GroupState::read_streamed(de).map_err(|mut e| {
         if e.offset == 0 {
             e.offset = at;
         }
@@ -647,11 +631,11 @@ fn read_streamed<R: std::io::Read>(
     if taps {
         de.src.tap(STATE_TAP, false);
     }
-    let schema = streamed_field(de, p, "schema")?;
-    let signer = streamed_field(de, p, "signer")?;
-    let mission = streamed_field(de, p, "mission")?;
-    let chain_head = streamed_field(de, p, "chain_head")?;
-    let state_hash = streamed_field(de, p, "state_hash")?;
+    let schema = de.field("schema", p)?;
+    let signer = de.field("signer", p)?;
+    let mission = de.field("mission", p)?;
+    let chain_head = de.field("chain_head", p)?;
+    let state_hash = de.field("state_hash", p)?;
     de.finish()?;
     let digests = taps.then(|| Digests {
         state_hash: Hash(de.src.digest(STATE_TAP)),
@@ -873,13 +857,14 @@ mod aside {
     }
 }
 
-#[cfg(all(test, feature = "parallel", not(target_family = "wasm")))]
-mod tests {
+/// Test data for the tests of both decoders.
+#[cfg(test)]
+mod fixtures {
     use super::*;
     use serde_json::json;
 
     /// A state of more than a MiB: `items` work items.
-    fn big_state(items: usize) -> GroupState {
+    pub(crate) fn big_state(items: usize) -> GroupState {
         let id = |s: &str| Id::new(s).expect("valid id");
         let alice = SecretKey::for_transcript("alice");
         let mut g = crate::memory::MemoryGroup::default();
@@ -914,21 +899,60 @@ mod tests {
         }
         g.state().expect("opened").clone()
     }
+}
 
-    /// A reader that gives at most `piece` bytes per call.
-    struct Pieces<'a> {
-        bytes: &'a [u8],
-        piece: usize,
-    }
+#[cfg(test)]
+mod streamed_tests {
+    use super::fixtures::big_state;
+    use super::*;
+    use crate::canonical::Pieces;
 
-    impl std::io::Read for Pieces<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = buf.len().min(self.piece).min(self.bytes.len());
-            buf[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            Ok(n)
+    /// Work items read from a streamed snapshot, each by the slice decoder where it lies
+    /// whole in the window, are what the streamed decoder's ordinary path reads, value or
+    /// error (wording and offset), for every single-bit flip, read in pieces of two sizes.
+    #[test]
+    fn streamed_work_items_are_read_as_the_ordinary_path_reads_them() {
+        use crate::work::WorkItems;
+        let work = big_state(3).work;
+        let bytes = canonical::to_vec(&work).expect("encodes");
+        let read = |bytes: &[u8], piece: usize, by_slice: bool| {
+            let mut de = canonical::StreamDecoder::new(Pieces { bytes, piece }, bytes.len());
+            let read = if by_slice {
+                WorkItems::read_streamed(&mut de)
+            } else {
+                WorkItems::deserialize(&mut de)
+            };
+            read.and_then(|w| de.finish().map(|()| w))
+        };
+        canonical::BY_SLICE.set(0);
+        assert_eq!(read(&bytes, usize::MAX, true), Ok(work.clone()));
+        assert_eq!(canonical::BY_SLICE.get(), 3);
+        let mut refused = 0;
+        for piece in [usize::MAX, 50] {
+            for i in 0..bytes.len() {
+                for bit in 0..8 {
+                    let mut damaged = bytes.clone();
+                    damaged[i] ^= 1 << bit;
+                    let by_slice = read(&damaged, piece, true);
+                    assert_eq!(
+                        by_slice,
+                        read(&damaged, piece, false),
+                        "byte {i} bit {bit} piece {piece}"
+                    );
+                    refused += usize::from(by_slice.is_err());
+                }
+            }
         }
+        assert!(refused > 0);
     }
+}
+
+#[cfg(all(test, feature = "parallel", not(target_family = "wasm")))]
+mod tests {
+    use super::fixtures::big_state;
+    use super::*;
+    use crate::canonical::Pieces;
+    use serde_json::json;
 
     /// A snapshot of a MiB or more, read in pieces and hashed on a second thread, is accepted
     /// or refused exactly as its bytes held whole are: damage in the signed fields, in the

@@ -238,6 +238,61 @@ impl GroupState {
         canonical::from_slice(bytes, canonical::Strictness::Canonical)
     }
 
+    /// Reads a state from a streamed snapshot (see [`crate::snapshot`]): the map of its
+    /// eighteen fields, keys in canonical order (shorter first, then bytewise), each read by
+    /// its type's decoder, except the work items and the receipt index, which are read entry
+    /// by entry ([`WorkItems::read_streamed`], [`crate::receipt_index::read_streamed`]). It accepts what the derived decoder
+    /// accepts from the same canonical bytes and decodes the same state; a map with other
+    /// keys is refused naming the key expected.
+    pub(crate) fn read_streamed<R: std::io::Read>(
+        de: &mut canonical::StreamDecoder<R>,
+    ) -> std::result::Result<GroupState, canonical::CanonError> {
+        de.map_of(18)?;
+        let p = &mut Vec::new();
+        let org = de.field("org", p)?;
+        let seq = de.field("seq", p)?;
+        let head = de.field("head", p)?;
+        de.key("work", p)?;
+        let work = WorkItems::read_streamed(de)?;
+        let group = de.field("group", p)?;
+        let title = de.field("title", p)?;
+        let members = de.field("members", p)?;
+        let mission = de.field("mission", p)?;
+        let archived = de.field("archived", p)?;
+        let evidence = de.field("evidence", p)?;
+        de.key("receipts", p)?;
+        let receipts = crate::receipt_index::read_streamed(de)?;
+        let redacted = de.field("redacted", p)?;
+        let revision = de.field("revision", p)?;
+        let terminal = de.field("terminal", p)?;
+        let approvals = de.field("approvals", p)?;
+        let expansions = de.field("expansions", p)?;
+        let authority_key = de.field("authority_key", p)?;
+        let members_revision = de.field("members_revision", p)?;
+        de.leave();
+        Ok(GroupState {
+            org,
+            group,
+            mission,
+            title,
+            authority_key,
+            seq,
+            head,
+            revision,
+            members_revision,
+            archived,
+            members,
+            work,
+            approvals,
+            receipts,
+            terminal,
+            expansions,
+            redacted,
+            evidence,
+            deadlines: Cache::default(),
+        })
+    }
+
     /// The state after the genesis event.
     pub fn genesis(event: &Event) -> Result<GroupState> {
         let EventKind::GroupOpened(g) = &event.kind else {

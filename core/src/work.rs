@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::canonical;
 use crate::command::{Contract, EffectMode, Needs};
 use crate::crypto::Hash;
 use crate::id::Id;
@@ -310,6 +311,41 @@ impl fmt::Debug for WorkItems {
 impl Serialize for WorkItems {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.iter())
+    }
+}
+
+/// Bytes of a streamed decoder's window a work item is read from with the slice decoder: an
+/// item takes about 400 bytes, more with many past leases or effects; a longer one is read by
+/// the streamed decoder itself.
+const WORK_WINDOW: usize = 16 << 10;
+
+impl WorkItems {
+    /// The work items of a streamed snapshot, entry by entry: each whole in the decoder's
+    /// window is read by the slice decoder, which is quicker, any other by the streamed
+    /// decoder's ordinary path ([`canonical::StreamDecoder::map_entries`]). What it accepts,
+    /// decodes and refuses, and its errors, are those of `WorkItems::deserialize` on the
+    /// same decoder.
+    pub(crate) fn read_streamed<R: std::io::Read>(
+        de: &mut canonical::StreamDecoder<R>,
+    ) -> Result<WorkItems, canonical::CanonError> {
+        let Some(mut entries) = de.map_entries()? else {
+            return WorkItems::deserialize(de);
+        };
+        let mut items = WorkItems::new();
+        while entries.left() > 0 {
+            let (id, item) = match entries.by_slice::<Id, WorkItem>(WORK_WINDOW)? {
+                Some(entry) => entry,
+                None => {
+                    let id: Id = entries.key()?;
+                    (id, entries.value(|de| WorkItem::deserialize(de))?)
+                }
+            };
+            if items.insert(id.clone(), item) {
+                return Err(serde::de::Error::custom(format!("work {id} appears twice")));
+            }
+        }
+        entries.finish();
+        Ok(items)
     }
 }
 

@@ -296,6 +296,44 @@ fn a_damaged_snapshot_is_passed_over_and_reported() {
     assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
 }
 
+/// The open loads the newest snapshot while it reads the log from the segment after it; when
+/// that snapshot is refused, it reads the log again from the base it falls back to. A torn
+/// tail the first read trimmed is reported once, and the state is the clean one.
+#[test]
+fn a_damaged_snapshot_and_a_torn_tail_are_both_reported() {
+    let (be, _) = written();
+    let want = open(&be).unwrap().state_hash(&id("g1")).unwrap();
+    let head = open(&be).unwrap().head_seq(&id("g1")).unwrap();
+    let dir = Path::new("/d/groups/g1");
+    let snap = be
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".snap"))
+        .max()
+        .unwrap();
+    let path = dir.join(&snap);
+    let mut bytes = be.read_file(&path).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 4;
+    be.write_file(&path, &bytes).unwrap();
+    let seg = last_segment(&be);
+    let mut log = be.read_file(&seg).unwrap();
+    let good = records_end(&log);
+    log.truncate(good);
+    log.extend_from_slice(&[0x2a, 0, 0, 0, (head + 1) as u8, 0, 0, 0, 0, 0]);
+    be.write_file(&seg, &log).unwrap();
+    let store = open(&be).unwrap();
+    assert_eq!(store.report().skipped_snapshots.len(), 1);
+    assert_eq!(
+        store.report().trimmed,
+        vec![(seg.display().to_string(), good as u64, 10)]
+    );
+    assert_eq!(be.read_file(&seg).unwrap().len(), good);
+    assert_eq!(store.head_seq(&id("g1")).unwrap(), head);
+    assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
+}
+
 /// The open reads a snapshot file in pieces. What it refuses, and why, is what checking the
 /// whole file in memory refuses: a flipped payload byte under the old checksum is a checksum
 /// mismatch; with the checksum made to match, the snapshot check that fails on the bytes held

@@ -108,6 +108,11 @@ fn every_bit_flip_and_every_truncation_is_rejected() {
             let own = Snapshot::verify_stored(&t, &key, &s.group)
                 .expect_err(&format!("verify_stored: bit {bit} of byte {i}"));
             assert_eq!(check_of(&own), check_of(&e), "byte {i} bit {bit}");
+            // And so is one streamed from a file.
+            let streamed =
+                Snapshot::verify_stored_from(&t[..], t.len() as u64, Some(&key), &s.group)
+                    .expect_err(&format!("verify_stored_from: bit {bit} of byte {i}"));
+            assert_eq!(check_of(&streamed), check_of(&e), "byte {i} bit {bit}");
             // The struct path agrees whenever the bytes decode at all (sampled: it
             // re-encodes the state).
             if i % 7 != 0 {
@@ -417,5 +422,24 @@ fn field_by_field_decoding_equals_the_generic_one() {
         let fast = Snapshot::from_cbor(&bad).ok();
         let generic = from_slice::<Snapshot>(&bad, Strictness::Canonical).ok();
         assert_eq!(fast, generic, "byte {i}");
+    }
+}
+
+/// A snapshot streamed from a file (its state read field by field, its receipts entry by
+/// entry) decodes to what its bytes held whole decode to: the rich scenario's state after
+/// every event, which passes through every field of the state.
+#[test]
+fn a_streamed_snapshot_decodes_as_its_bytes_held_whole() {
+    let s = rich();
+    let mut state = None;
+    for e in s.events() {
+        mwp_core::GroupState::apply_to(&mut state, &e).unwrap();
+        let state = state.as_ref().unwrap();
+        let bytes = Snapshot::build_cbor(state, &authority()).unwrap();
+        let whole = Snapshot::verify_stored(&bytes, &state.authority_key, &s.group).unwrap();
+        let streamed =
+            Snapshot::verify_stored_from(&bytes[..], bytes.len() as u64, None, &s.group).unwrap();
+        assert_eq!(streamed, whole, "after seq {}", e.seq);
+        assert_eq!(&streamed.state, state, "after seq {}", e.seq);
     }
 }

@@ -55,6 +55,26 @@ pub(crate) struct Decoder<'de> {
     depth: usize,
 }
 
+impl<'de> Decoder<'de> {
+    /// A canonical decoder of `bytes` that starts `depth` arrays and maps deep: what it
+    /// accepts and refuses is what it would inside that many.
+    pub(crate) fn nested(bytes: &'de [u8], depth: usize) -> Self {
+        Decoder {
+            reader: Reader {
+                bytes,
+                pos: 0,
+                strictness: Strictness::Canonical,
+            },
+            depth,
+        }
+    }
+
+    /// Offset of the next byte to read.
+    pub(crate) fn pos(&self) -> usize {
+        self.reader.pos
+    }
+}
+
 /// The first byte of a data item, without consuming it.
 fn peek(reader: &Reader<'_>) -> Result<u8, CanonError> {
     reader
@@ -532,6 +552,11 @@ impl<'de> Items<'de> {
     /// Whether every byte has been read.
     pub(crate) fn done(&self) -> bool {
         self.reader.pos == self.reader.bytes.len()
+    }
+
+    /// Offset of the next byte to read.
+    pub(crate) fn pos(&self) -> usize {
+        self.reader.pos
     }
 
     /// Bytes not yet read.

@@ -29,6 +29,8 @@ pub(crate) use de::{
     Tagged, ITEM_BYTES,
 };
 pub(crate) use stream::StreamDecoder;
+#[cfg(test)]
+pub(crate) use stream::{Pieces, BY_SLICE};
 
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;

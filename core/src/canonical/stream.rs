@@ -9,6 +9,10 @@
 //! `ITEM_BYTES` newtype) through the ordinary path, which accepts and builds the same values as
 //! the hand-written reader the slice decoder uses.
 //!
+//! Large maps of one shape (a snapshot's work items and receipts) are read entry by entry
+//! ([`MapEntries`]): an entry whole in the window is read by a hand-written reader or by the
+//! slice decoder, any other by the ordinary path, which also words every error.
+//!
 //! The bytes read can be fed to SHA-256 digests ("taps") while they pass, which is how a
 //! streamed snapshot is hashed without a second pass. The core does no IO: the reader is the
 //! host's.
@@ -378,6 +382,51 @@ impl<R: Read> StreamDecoder<R> {
         r
     }
 
+    /// Reads the entry `name` of a map whose previous key is `previous`: its key, then its
+    /// value as a `T`. An error the value's type raises without an offset is placed where the
+    /// value starts.
+    pub(crate) fn field<T: de::DeserializeOwned>(
+        &mut self,
+        name: &str,
+        previous: &mut Vec<u8>,
+    ) -> Result<T, CanonError> {
+        self.key(name, previous)?;
+        let at = self.src.pos;
+        T::deserialize(&mut *self).map_err(|mut e| {
+            if e.offset == 0 {
+                e.offset = at;
+            }
+            e
+        })
+    }
+
+    /// Leaves a map entered by [`StreamDecoder::map_of`], once its entries have been read.
+    pub(crate) fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// The entries of the map at the reader, for a hand-written reader of a hot shape: the
+    /// map's head is read and entered exactly as the ordinary path reads it (the same checks,
+    /// the same errors). `None`, with nothing read, if the next item is not a map: the
+    /// ordinary path then reads it and words what is wrong.
+    pub(crate) fn map_entries(&mut self) -> Result<Option<MapEntries<'_, R>>, CanonError> {
+        if self.src.peek()? >> 5 != 5 {
+            return Ok(None);
+        }
+        let start = self.src.pos;
+        let (_, arg) = self.src.head()?;
+        let n = self.src.len(arg, start)?;
+        self.enter(start)?;
+        Ok(Some(MapEntries {
+            map: Map {
+                de: self,
+                left: n,
+                previous: PreviousKey::default(),
+                fields: &[],
+            },
+        }))
+    }
+
     /// Checks that the whole input was read.
     pub(crate) fn finish(&self) -> Result<(), CanonError> {
         if self.src.pos != self.src.len {
@@ -705,6 +754,133 @@ impl<'de, R: Read> de::MapAccess<'de> for Map<'_, R> {
     }
 }
 
+/// A map read entry by entry ([`StreamDecoder::map_entries`]). Each entry is read either by
+/// hand from the window ([`MapEntries::by_hand`]) or, wherever the hand-written reader
+/// declines, by the ordinary path ([`MapEntries::key`], [`MapEntries::value`]), which checks
+/// and words everything as decoding the whole map would. Key order is checked across both.
+pub(crate) struct MapEntries<'a, R: Read> {
+    map: Map<'a, R>,
+}
+
+impl<'de, R: Read> MapEntries<'_, R> {
+    /// Entries not read yet.
+    pub(crate) fn left(&self) -> usize {
+        self.map.left
+    }
+
+    /// Bytes of the input after the reader.
+    pub(crate) fn remaining(&self) -> usize {
+        self.map.de.src.len - self.map.de.src.pos
+    }
+
+    /// Reads the next entry by hand, or declines with nothing read. `read` is given up to
+    /// `want` bytes from the entry's first byte (fewer only at the end of the input) and the
+    /// encoding of the previous key, and answers the entry, the length of its key's encoding
+    /// and the bytes it used; it must check those bytes exactly as the ordinary path would and
+    /// decline wherever that path would refuse them, or the key does not sort after the
+    /// previous one. An entry's value may hold one map, no deeper nesting: near the depth
+    /// limit every entry is left to the ordinary path.
+    pub(crate) fn by_hand<T>(
+        &mut self,
+        want: usize,
+        read: impl FnOnce(&[u8], Option<&[u8]>) -> Option<(T, usize, usize)>,
+    ) -> Result<Option<T>, CanonError> {
+        if self.map.left == 0 || self.map.de.depth >= MAX_DEPTH {
+            return Ok(None);
+        }
+        let previous = &mut self.map.previous;
+        // A reader that fails here fails the ordinary path too, where it needs the bytes.
+        let Ok(window) = self.map.de.src.peek_upto(want) else {
+            return Ok(None);
+        };
+        let Some((entry, key_len, used)) =
+            read(window, previous.some.then_some(&previous.bytes[..]))
+        else {
+            return Ok(None);
+        };
+        debug_assert!(key_len <= used && used <= window.len());
+        previous.bytes.clear();
+        previous.bytes.extend_from_slice(&window[..key_len]);
+        previous.some = true;
+        self.map.de.src.pos += used;
+        self.map.left -= 1;
+        Ok(Some(entry))
+    }
+
+    /// Reads the next entry with the slice decoder ([`super::Decoder`]), which is quicker,
+    /// when the whole entry lies in the first `want` bytes of the window; or declines, with
+    /// nothing read. It declines as well wherever the slice decoder refuses the entry, or
+    /// its key does not sort after the previous one: the ordinary path then reads it and
+    /// words the error. The slice decoder accepts and decodes what this one does (the
+    /// readers' property tests), and starts as deep as this one is.
+    pub(crate) fn by_slice<K: de::DeserializeOwned, V: de::DeserializeOwned>(
+        &mut self,
+        want: usize,
+    ) -> Result<Option<(K, V)>, CanonError> {
+        if self.map.left == 0 {
+            return Ok(None);
+        }
+        let depth = self.map.de.depth;
+        let previous = &mut self.map.previous;
+        // A reader that fails here fails the ordinary path too, where it needs the bytes.
+        let Ok(window) = self.map.de.src.peek_upto(want) else {
+            return Ok(None);
+        };
+        let Some(key_end) = super::item_end(window, 0) else {
+            return Ok(None);
+        };
+        let Some(end) = super::item_end(window, key_end) else {
+            return Ok(None);
+        };
+        let mut slice = super::Decoder::nested(&window[..key_end], depth);
+        let Ok(key) = K::deserialize(&mut slice) else {
+            return Ok(None);
+        };
+        let key_bytes = &window[..key_end];
+        if slice.pos() != key_end || previous.some && previous.bytes[..] >= *key_bytes {
+            return Ok(None);
+        }
+        let mut slice = super::Decoder::nested(&window[key_end..end], depth);
+        let Ok(value) = V::deserialize(&mut slice) else {
+            return Ok(None);
+        };
+        if key_end + slice.pos() != end {
+            return Ok(None);
+        }
+        previous.bytes.clear();
+        previous.bytes.extend_from_slice(key_bytes);
+        previous.some = true;
+        self.map.de.src.pos += end;
+        self.map.left -= 1;
+        #[cfg(test)]
+        BY_SLICE.set(BY_SLICE.get() + 1);
+        Ok(Some((key, value)))
+    }
+
+    /// The next entry's key, read by the ordinary path.
+    pub(crate) fn key<K: de::Deserialize<'de>>(&mut self) -> Result<K, CanonError> {
+        use de::MapAccess;
+        self.map
+            .next_key()?
+            .ok_or_else(|| CanonError::new("no entry left", self.map.de.src.pos))
+    }
+
+    /// The value after a key read by [`MapEntries::key`], read by `read` (the ordinary path,
+    /// or a reader of its own that checks as much).
+    pub(crate) fn value<T>(
+        &mut self,
+        read: impl FnOnce(&mut StreamDecoder<R>) -> Result<T, CanonError>,
+    ) -> Result<T, CanonError> {
+        read(&mut *self.map.de)
+    }
+
+    /// Leaves the map once every entry has been read.
+    pub(crate) fn finish(self) {
+        debug_assert_eq!(self.map.left, 0);
+        self.map.de.depth -= 1;
+    }
+}
+
 /// An enum variant written as `{name: content}`.
 struct Variant<'a, R: Read> {
     de: &'a mut StreamDecoder<R>,
@@ -751,5 +927,29 @@ impl<'de, R: Read> de::VariantAccess<'de> for Variant<'_, R> {
         visitor: V,
     ) -> Result<V::Value, CanonError> {
         de::Deserializer::deserialize_any(&mut *self.de, visitor)
+    }
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Entries [`MapEntries::by_slice`] read on this thread.
+    pub(crate) static BY_SLICE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A reader that gives at most `piece` bytes per call, for tests that move the window's
+/// edges through what they read.
+#[cfg(test)]
+pub(crate) struct Pieces<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) piece: usize,
+}
+
+#[cfg(test)]
+impl Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.piece).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
     }
 }

@@ -21,7 +21,7 @@ use super::format::{
 };
 use super::group::{
     load_snapshot, plain_from, read_overlay, read_seal_record, replay, snapshot_ahead,
-    verify_artifact_file, GroupFiles, SealRecord, Torn,
+    verify_artifact_file, Base, GroupFiles, SealRecord, Torn,
 };
 
 /// One thing fsck found.
@@ -253,7 +253,7 @@ fn check_group_inner(
         id,
         &segments,
         &overlay,
-        base,
+        Base::Loaded(base),
         from,
         false,
         &mut |event, state| {

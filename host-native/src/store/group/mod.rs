@@ -48,7 +48,7 @@ pub(crate) use commit::CommitQueue;
 use recover::*;
 pub(crate) use recover::{read_snapshot_file, write_new_file};
 use replay::*;
-pub(crate) use replay::{read_overlay, replay, snapshot_ahead, GroupFiles, Torn};
+pub(crate) use replay::{read_overlay, replay, snapshot_ahead, Base, GroupFiles, Torn};
 pub(crate) use seal::{plain_from, read_seal_record, verify_artifact_file, SealRecord};
 pub(crate) use snapshots::load_snapshot;
 

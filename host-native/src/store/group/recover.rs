@@ -48,25 +48,34 @@ impl GroupLog {
             report.trimmed.push((torn.path, torn.end, torn.bytes));
         }
 
-        // The newest snapshot that verifies is the base; older ones are fallbacks.
-        let mut base: Option<Snapshot> = None;
-        for seq in files.snapshots.iter().rev() {
-            let path = dir.join(snapshot_name(*seq));
-            match load_snapshot(&*be, &path, *seq, &id, Some(&key)) {
-                Ok(s) => {
-                    base = Some(s);
-                    break;
+        // The newest snapshot that verifies is the base; older ones are fallbacks. It is
+        // loaded while the log is read (`Base::Load`).
+        let mut snap_info = None;
+        let mut load = || {
+            for seq in files.snapshots.iter().rev() {
+                let path = dir.join(snapshot_name(*seq));
+                match load_snapshot(&*be, &path, *seq, &id, Some(&key)) {
+                    Ok(s) => {
+                        snap_info = Some(SnapInfo {
+                            seq: s.seq,
+                            state_hash: s.state_hash,
+                        });
+                        return Some(s);
+                    }
+                    Err(e) => report
+                        .skipped_snapshots
+                        .push((path.display().to_string(), e.message)),
                 }
-                Err(e) => report
-                    .skipped_snapshots
-                    .push((path.display().to_string(), e.message)),
             }
-        }
-        let base_seq = base.as_ref().map_or(0, |s| s.seq);
-        let snap_info = base.as_ref().map(|s| SnapInfo {
-            seq: s.seq,
-            state_hash: s.state_hash,
-        });
+            None
+        };
+        let base = match files.snapshots.last() {
+            Some(&seq) => Base::Load {
+                seq,
+                load: &mut load,
+            },
+            None => Base::Loaded(None),
+        };
         let (state, scanned) = replay(
             &be,
             &dir,
@@ -78,6 +87,7 @@ impl GroupLog {
             !ctx.read_only,
             &mut |_, _| Ok(()),
         )?;
+        let base_seq = snap_info.as_ref().map_or(0, |s: &SnapInfo| s.seq);
         let Scanned {
             index,
             reserved,

@@ -135,17 +135,28 @@ pub(crate) fn read_overlay(
     Ok((overlay, torn))
 }
 
-/// Replays a group's log onto `base` (a verified snapshot) or, without one, from genesis:
+/// Where a replay starts. Built once per read of the log: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Base<'a> {
+    /// On this verified snapshot, or from genesis.
+    Loaded(Option<Snapshot>),
+    /// On the snapshot `load` gives, expected at `seq` (the newest snapshot file's): `load`
+    /// runs on this thread while the worker already reads and checks the log, which it does
+    /// from its first segment whatever the base. Should `load` give another base (that file
+    /// does not verify, and an older one or genesis is the base), the log is read again from
+    /// that base.
+    Load {
+        seq: u64,
+        load: &'a mut dyn FnMut() -> Option<Snapshot>,
+    },
+}
+
+/// Replays a group's log onto its base (a verified snapshot) or, without one, from genesis:
 /// every segment's header, framing, CRCs and seq continuity, every event's payload hash, id,
 /// group and chain, redacted events read from the overlay, each applied in order with
-/// [`GroupState::apply_stored_to`]. `on_event` sees every event from `base`'s seq on with the state
-/// after it. Torn tails are trimmed only when `trim` is set; either way they are returned.
-///
-/// Two stages on two threads: a scoped worker reads and checks the log and decodes most
-/// records (the expensive part); this thread decodes the rest and applies, in order. The split
-/// keeps both cores busy (see `Batch`). Applied batches go back to the worker to be freed
-/// there: memory allocated and freed by the same thread keeps the allocator out of
-/// cross-thread consolidation.
+/// [`GroupState::apply_stored_to`]. `on_event` sees every event from the base's seq on with
+/// the state after it. Torn tails are trimmed only when `trim` is set; either way they are
+/// returned.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn replay(
     be: &Arc<dyn Backend>,
@@ -153,22 +164,102 @@ pub(crate) fn replay(
     id: &Id,
     segments: &[u64],
     overlay: &Overlay,
-    base: Option<Snapshot>,
+    base: Base<'_>,
     plain_from: u64,
     trim: bool,
     on_event: &mut dyn FnMut(&Event, &GroupState) -> Result<()>,
 ) -> Result<(Option<GroupState>, Scanned)> {
-    let base_seq = base.as_ref().map_or(0, |s| s.seq);
-    let chain_head = base.as_ref().map(|s| s.chain_head);
-    let mut state: Option<GroupState> = base.map(|s| s.state);
+    let mut expected = match &base {
+        Base::Loaded(base) => base.as_ref().map_or(0, |s| s.seq),
+        Base::Load { seq, .. } => *seq,
+    };
+    let mut base = base;
+    let mut trim = trim;
+    // Torn tails the first read trimmed, when the log is read a second time.
+    let mut trimmed = None;
+    loop {
+        match replay_from(
+            be, dir, id, segments, overlay, expected, base, plain_from, trim, on_event,
+        )? {
+            Replayed::Done(state, mut scanned) => {
+                if let Some(torn) = trimmed {
+                    scanned.torn = torn;
+                }
+                return Ok((state, scanned));
+            }
+            Replayed::Again {
+                base: loaded,
+                first,
+            } => {
+                // The first read ran to its end: what it trimmed is reported, and the second
+                // finds nothing left to trim. Had it failed, the second reads as it would.
+                if let Ok(first) = first {
+                    trimmed = Some(first.torn);
+                    trim = false;
+                }
+                expected = loaded.as_ref().map_or(0, |s| s.seq);
+                base = Base::Loaded(loaded);
+            }
+        }
+    }
+}
+
+/// What one read of the log came to. Returned once per read: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Replayed {
+    Done(Option<GroupState>, Scanned),
+    /// The base loaded is not at the seq expected: the read sent only the records after
+    /// that seq, so the log is read again from `base`. `first` is what the read found.
+    Again {
+        base: Option<Snapshot>,
+        first: Result<Scanned>,
+    },
+}
+
+/// One read of the log, sending the records after `expected` to be applied onto `base`
+/// ([`replay`]).
+///
+/// Two stages on two threads: a scoped worker reads and checks the log and decodes most
+/// records (the expensive part); this thread loads the base meanwhile, then decodes the rest
+/// and applies, in order. The split keeps both cores busy (see `Batch`). Applied batches go
+/// back to the worker to be freed there: memory allocated and freed by the same thread keeps
+/// the allocator out of cross-thread consolidation.
+#[allow(clippy::too_many_arguments)]
+fn replay_from(
+    be: &Arc<dyn Backend>,
+    dir: &Path,
+    id: &Id,
+    segments: &[u64],
+    overlay: &Overlay,
+    expected: u64,
+    base: Base<'_>,
+    plain_from: u64,
+    trim: bool,
+    on_event: &mut dyn FnMut(&Event, &GroupState) -> Result<()>,
+) -> Result<Replayed> {
+    let base_seq = expected;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(8);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<Batch>();
-    let scanned: Result<Scanned> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             scan_segments(
                 be, dir, id, segments, overlay, base_seq, plain_from, trim, tx, done_rx,
             )
         });
+        let base = match base {
+            Base::Loaded(base) => base,
+            Base::Load { load, .. } => load(),
+        };
+        if base.as_ref().map_or(0, |s| s.seq) != base_seq {
+            // Let the worker finish (its trimming included), dropping what it sends.
+            rx.iter().for_each(drop);
+            let first = worker.join().unwrap_or_else(|_| {
+                Err(Error::new(Code::Storage, "the log reader thread panicked"))
+            });
+            return Ok(Replayed::Again { base, first });
+        }
+        let chain_head = base.as_ref().map(|s| s.chain_head);
+        let mut state: Option<GroupState> = base.map(|s| s.state);
         let mut applied: Result<()> = Ok(());
         for batch in rx.iter() {
             for (name, offset, item) in &batch.items {
@@ -235,9 +326,10 @@ pub(crate) fn replay(
         let scanned = worker
             .join()
             .unwrap_or_else(|_| Err(Error::new(Code::Storage, "the log reader thread panicked")));
-        applied.and(scanned)
-    });
-    Ok((state, scanned?))
+        applied
+            .and(scanned)
+            .map(|scanned| Replayed::Done(state, scanned))
+    })
 }
 
 /// Turns scanned records into events, reading redacted ones from the overlay.
