@@ -269,9 +269,8 @@ fn damage_in_the_last_segment_before_a_later_batch_is_refused() {
     assert!(e.message.contains("later write batch"), "{e}");
 }
 
-#[test]
-fn a_damaged_snapshot_is_passed_over_and_reported() {
-    let (be, _) = written();
+/// Flips a bit in the middle of group g1's newest snapshot file.
+fn damage_newest_snapshot(be: &MemBackend) {
     let dir = Path::new("/d/groups/g1");
     let snap = be
         .list(dir)
@@ -285,6 +284,12 @@ fn a_damaged_snapshot_is_passed_over_and_reported() {
     let n = bytes.len();
     bytes[n / 2] ^= 4;
     be.write_file(&path, &bytes).unwrap();
+}
+
+#[test]
+fn a_damaged_snapshot_is_passed_over_and_reported() {
+    let (be, _) = written();
+    damage_newest_snapshot(&be);
     let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
     assert!(!report.is_clean());
     let store = open(&be).unwrap();
@@ -304,19 +309,7 @@ fn a_damaged_snapshot_and_a_torn_tail_are_both_reported() {
     let (be, _) = written();
     let want = open(&be).unwrap().state_hash(&id("g1")).unwrap();
     let head = open(&be).unwrap().head_seq(&id("g1")).unwrap();
-    let dir = Path::new("/d/groups/g1");
-    let snap = be
-        .list(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".snap"))
-        .max()
-        .unwrap();
-    let path = dir.join(&snap);
-    let mut bytes = be.read_file(&path).unwrap();
-    let n = bytes.len();
-    bytes[n / 2] ^= 4;
-    be.write_file(&path, &bytes).unwrap();
+    damage_newest_snapshot(&be);
     let seg = last_segment(&be);
     let mut log = be.read_file(&seg).unwrap();
     let good = records_end(&log);

@@ -30,7 +30,7 @@ pub(crate) use de::{
 };
 pub(crate) use stream::StreamDecoder;
 #[cfg(test)]
-pub(crate) use stream::{Pieces, BY_SLICE};
+pub(crate) use stream::{every_flip_reads_alike, Pieces, BY_SLICE};
 
 use ciborium::value::{Integer, Value};
 use serde::de::DeserializeOwned;

@@ -953,3 +953,32 @@ impl Read for Pieces<'_> {
         Ok(n)
     }
 }
+
+/// Flips every bit of `bytes` in turn and reads the result in pieces of each size in
+/// `pieces`, by a reader of a hot shape (`read(bytes, piece, true)`) and by the ordinary path
+/// (`read(bytes, piece, false)`): the two must give the same value or the same error. Answers
+/// how many flips were refused.
+#[cfg(test)]
+pub(crate) fn every_flip_reads_alike<T: PartialEq + std::fmt::Debug>(
+    bytes: &[u8],
+    pieces: &[usize],
+    read: impl Fn(&[u8], usize, bool) -> Result<T, CanonError>,
+) -> usize {
+    let mut refused = 0;
+    for &piece in pieces {
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut damaged = bytes.to_vec();
+                damaged[i] ^= 1 << bit;
+                let by_hand = read(&damaged, piece, true);
+                assert_eq!(
+                    by_hand,
+                    read(&damaged, piece, false),
+                    "byte {i} bit {bit} piece {piece}"
+                );
+                refused += usize::from(by_hand.is_err());
+            }
+        }
+    }
+    refused
+}
