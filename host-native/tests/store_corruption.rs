@@ -327,6 +327,39 @@ fn a_damaged_snapshot_and_a_torn_tail_are_both_reported() {
     assert_eq!(store.state_hash(&id("g1")).unwrap(), want);
 }
 
+/// A snapshot that holds a seq past the log's end means acknowledged events are missing: the
+/// open refuses with LOG_CORRUPT instead of starting from it (the log is read while that
+/// snapshot decodes, and the check comes once both are done).
+#[test]
+fn a_snapshot_ahead_of_the_log_stops_the_open() {
+    let (full, _) = written();
+    let dir = Path::new("/d/groups/g1");
+    let newest = full
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".snap"))
+        .max()
+        .unwrap();
+    let be = MemBackend::new();
+    let mut rec = Recorder::open(&be, opts());
+    let first: String = workload().lines().take(3).collect::<Vec<_>>().join("\n");
+    run(&mut rec, &first);
+    drop(rec);
+    let head = open(&be).unwrap().head_seq(&id("g1")).unwrap();
+    let path = dir.join(&newest);
+    be.create(&path, 0o644).unwrap();
+    be.write_file(&path, &full.read_file(&path).unwrap())
+        .unwrap();
+    let e = open(&be).unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains(&format!("the log ends at seq {head}"))
+            && e.message.contains("acknowledged events are missing"),
+        "{e}"
+    );
+}
+
 /// The open reads a snapshot file in pieces. What it refuses, and why, is what checking the
 /// whole file in memory refuses: a flipped payload byte under the old checksum is a checksum
 /// mismatch; with the checksum made to match, the snapshot check that fails on the bytes held
