@@ -809,7 +809,8 @@ impl<'de, R: Read> MapEntries<'_, R> {
 
     /// Reads the next entry with the slice decoder ([`super::Decoder`]), which is quicker,
     /// when the whole entry lies in the first `want` bytes of the window; or declines, with
-    /// nothing read. It declines as well wherever the slice decoder refuses the entry, or
+    /// nothing read (an entry longer than that is refused by the slice decoder at the
+    /// window's end). It declines as well wherever the slice decoder refuses the entry, or
     /// its key does not sort after the previous one: the ordinary path then reads it and
     /// words the error. The slice decoder accepts and decodes what this one does (the
     /// readers' property tests), and starts as deep as this one is.
@@ -826,27 +827,23 @@ impl<'de, R: Read> MapEntries<'_, R> {
         let Ok(window) = self.map.de.src.peek_upto(want) else {
             return Ok(None);
         };
-        let Some(key_end) = super::item_end(window, 0) else {
-            return Ok(None);
-        };
-        let Some(end) = super::item_end(window, key_end) else {
-            return Ok(None);
-        };
-        let mut slice = super::Decoder::nested(&window[..key_end], depth);
+        // The slice decoder reads one item from the window, as this one would read it from
+        // the stream; an item that runs past the window is refused, and read by the ordinary
+        // path.
+        let mut slice = super::Decoder::nested(window, depth);
         let Ok(key) = K::deserialize(&mut slice) else {
             return Ok(None);
         };
+        let key_end = slice.pos();
         let key_bytes = &window[..key_end];
-        if slice.pos() != key_end || previous.some && previous.bytes[..] >= *key_bytes {
+        if previous.some && previous.bytes[..] >= *key_bytes {
             return Ok(None);
         }
-        let mut slice = super::Decoder::nested(&window[key_end..end], depth);
+        let mut slice = super::Decoder::nested(&window[key_end..], depth);
         let Ok(value) = V::deserialize(&mut slice) else {
             return Ok(None);
         };
-        if key_end + slice.pos() != end {
-            return Ok(None);
-        }
+        let end = key_end + slice.pos();
         previous.bytes.clear();
         previous.bytes.extend_from_slice(key_bytes);
         previous.some = true;
@@ -981,4 +978,40 @@ pub(crate) fn every_flip_reads_alike<T: PartialEq + std::fmt::Debug>(
         }
     }
     refused
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+
+    use super::*;
+
+    /// An entry longer than the window `by_slice` is given is declined with nothing read,
+    /// and the ordinary path reads it; key order is checked across both.
+    #[test]
+    fn by_slice_leaves_an_entry_longer_than_its_window_to_the_ordinary_path() {
+        let map: BTreeMap<String, Vec<u64>> = [
+            ("a".to_owned(), vec![1]),
+            ("b".to_owned(), vec![7; 40]),
+            ("c".to_owned(), vec![2]),
+        ]
+        .into_iter()
+        .collect();
+        let bytes = super::super::to_vec(&map).expect("encodes");
+        let mut de = StreamDecoder::new(&bytes[..], bytes.len());
+        let mut entries = de.map_entries().expect("a map").expect("a map");
+        let entry = entries.by_slice::<String, Vec<u64>>(16).expect("reads");
+        assert_eq!(entry, Some(("a".to_owned(), vec![1])));
+        assert_eq!(entries.by_slice::<String, Vec<u64>>(16), Ok(None));
+        let key: String = entries.key().expect("key");
+        let value = entries.value(|de| Vec::<u64>::deserialize(de));
+        assert_eq!((key.as_str(), value), ("b", Ok(vec![7; 40])));
+        let entry = entries.by_slice::<String, Vec<u64>>(16).expect("reads");
+        assert_eq!(entry, Some(("c".to_owned(), vec![2])));
+        assert_eq!(entries.left(), 0);
+        entries.finish();
+        de.finish().expect("whole");
+    }
 }
