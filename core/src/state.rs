@@ -169,7 +169,8 @@ pub struct EvidenceNote {
 /// ([`IdMap`]); encoded in canonical order like any other map.
 pub type Receipts = IdMap<StoredReceipt>;
 
-/// The state of one Group.
+/// The state of one Group. A streamed snapshot reads its fields one by one
+/// ([`GroupState::read_streamed`]): a field added here is added there too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupState {
     /// Organization.
@@ -241,9 +242,9 @@ impl GroupState {
     /// Reads a state from a streamed snapshot (see [`crate::snapshot`]): the map of its
     /// eighteen fields, keys in canonical order (shorter first, then bytewise), each read by
     /// its type's decoder, except the work items and the receipt index, which are read entry
-    /// by entry ([`WorkItems::read_streamed`], [`crate::receipt_index::read_streamed`]). It accepts what the derived decoder
-    /// accepts from the same canonical bytes and decodes the same state; a map with other
-    /// keys is refused naming the key expected.
+    /// by entry ([`WorkItems::read_streamed`], [`crate::receipt_index::read_streamed`]). It
+    /// accepts what the derived decoder accepts from the same canonical bytes and decodes the
+    /// same state; a map with other keys is refused naming the key expected.
     pub(crate) fn read_streamed<R: std::io::Read>(
         de: &mut canonical::StreamDecoder<R>,
     ) -> std::result::Result<GroupState, canonical::CanonError> {
