@@ -170,7 +170,7 @@ pub struct EvidenceNote {
 pub type Receipts = IdMap<StoredReceipt>;
 
 /// The state of one Group. A streamed snapshot reads its fields one by one
-/// ([`GroupState::read_streamed`]): a field added here is added there too.
+/// (`GroupState::read_streamed`): a field added here is added there too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupState {
     /// Organization.
