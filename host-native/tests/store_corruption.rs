@@ -269,8 +269,8 @@ fn damage_in_the_last_segment_before_a_later_batch_is_refused() {
     assert!(e.message.contains("later write batch"), "{e}");
 }
 
-/// Flips a bit in the middle of group g1's newest snapshot file.
-fn damage_newest_snapshot(be: &MemBackend) {
+/// The path of group g1's newest snapshot file.
+fn newest_snapshot(be: &MemBackend) -> PathBuf {
     let dir = Path::new("/d/groups/g1");
     let snap = be
         .list(dir)
@@ -279,7 +279,12 @@ fn damage_newest_snapshot(be: &MemBackend) {
         .filter(|n| n.ends_with(".snap"))
         .max()
         .unwrap();
-    let path = dir.join(&snap);
+    dir.join(&snap)
+}
+
+/// Flips a bit in the middle of group g1's newest snapshot file.
+fn damage_newest_snapshot(be: &MemBackend) {
+    let path = newest_snapshot(be);
     let mut bytes = be.read_file(&path).unwrap();
     let n = bytes.len();
     bytes[n / 2] ^= 4;
@@ -333,21 +338,13 @@ fn a_damaged_snapshot_and_a_torn_tail_are_both_reported() {
 #[test]
 fn a_snapshot_ahead_of_the_log_stops_the_open() {
     let (full, _) = written();
-    let dir = Path::new("/d/groups/g1");
-    let newest = full
-        .list(dir)
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(".snap"))
-        .max()
-        .unwrap();
+    let path = newest_snapshot(&full);
     let be = MemBackend::new();
     let mut rec = Recorder::open(&be, opts());
     let first: String = workload().lines().take(3).collect::<Vec<_>>().join("\n");
     run(&mut rec, &first);
     drop(rec);
     let head = open(&be).unwrap().head_seq(&id("g1")).unwrap();
-    let path = dir.join(&newest);
     be.create(&path, 0o644).unwrap();
     be.write_file(&path, &full.read_file(&path).unwrap())
         .unwrap();
