@@ -17,6 +17,9 @@ const TYPES = {
 
 export async function serveStatic(root, { routes = {} } = {}) {
   const server = createServer(async (req, res) => {
+    // No connection is kept open between requests: `close` must not wait for a client's
+    // idle keep-alive connection (Deno's fetch keeps one, and its server then never closed).
+    res.setHeader("connection", "close");
     const path = decodeURIComponent(new URL(req.url, "http://127.0.0.1").pathname);
     if (routes[path]) return routes[path](req, res);
     if (path === "/favicon.ico") return res.writeHead(204).end();
@@ -34,7 +37,12 @@ export async function serveStatic(root, { routes = {} } = {}) {
     }
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${server.address().port}`, close: () => new Promise((r) => server.close(r)) };
+  const close = () =>
+    new Promise((r) => {
+      server.close(() => r());
+      server.closeAllConnections?.();
+    });
+  return { url: `http://127.0.0.1:${server.address().port}`, close };
 }
 
 /** Launches headless Chromium through playwright-core (from the tools folder). */
