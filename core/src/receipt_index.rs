@@ -129,9 +129,9 @@ fn actor_receipts(bytes: &[u8]) -> Option<Receipts> {
     let mut receipts = IdMap::with_capacity(n.min(r.remaining() / 64));
     let mut previous_action = None;
     for _ in 0..n {
-        let (action, encoded) = key(&mut r, previous_action)?;
+        let (action, receipt, encoded) = entry(&mut r, previous_action)?;
         previous_action = Some(encoded);
-        if receipts.insert(action, receipt(&mut r)?) {
+        if receipts.insert(action, receipt) {
             return None;
         }
     }
@@ -175,8 +175,7 @@ fn actor_receipts_streamed<R: std::io::Read>(
     while entries.left() > 0 {
         let by_hand = entries.by_hand(ENTRY_WINDOW, |bytes, previous| {
             let mut r = Items::new(bytes);
-            let (action, encoded) = key(&mut r, previous)?;
-            let receipt = receipt(&mut r)?;
+            let (action, receipt, encoded) = entry(&mut r, previous)?;
             Some(((action, receipt), encoded.len(), r.pos()))
         })?;
         let (action, receipt) = match by_hand {
@@ -196,6 +195,16 @@ fn actor_receipts_streamed<R: std::io::Read>(
     }
     entries.finish();
     Ok(receipts)
+}
+
+/// One entry of an actor's receipts: its action (a key sorting after `previous`), its
+/// receipt, and the key's encoding.
+fn entry<'de>(
+    r: &mut Items<'de>,
+    previous: Option<&[u8]>,
+) -> Option<(Id, StoredReceipt, &'de [u8])> {
+    let (action, encoded) = key(r, previous)?;
+    Some((action, receipt(r)?, encoded))
 }
 
 /// A map key: an identifier whose encoding sorts after the previous key's; with its

@@ -278,6 +278,15 @@ struct PreviousKey {
     some: bool,
 }
 
+impl PreviousKey {
+    /// Remembers `key` (its encoding) as the previous key.
+    fn set(&mut self, key: &[u8]) {
+        self.bytes.clear();
+        self.bytes.extend_from_slice(key);
+        self.some = true;
+    }
+}
+
 impl<R: Read> StreamDecoder<R> {
     /// A decoder of `len` bytes from `inner`.
     pub(crate) fn new(inner: R, len: usize) -> Self {
@@ -352,9 +361,7 @@ impl<R: Read> StreamDecoder<R> {
                 }
             }
         }
-        previous.bytes.clear();
-        previous.bytes.extend_from_slice(key);
-        previous.some = true;
+        previous.set(key);
         Ok(())
     }
 
@@ -799,9 +806,7 @@ impl<'de, R: Read> MapEntries<'_, R> {
             return Ok(None);
         };
         debug_assert!(key_len <= used && used <= window.len());
-        previous.bytes.clear();
-        previous.bytes.extend_from_slice(&window[..key_len]);
-        previous.some = true;
+        previous.set(&window[..key_len]);
         self.map.de.src.pos += used;
         self.map.left -= 1;
         Ok(Some(entry))
@@ -844,9 +849,7 @@ impl<'de, R: Read> MapEntries<'_, R> {
             return Ok(None);
         };
         let end = key_end + slice.pos();
-        previous.bytes.clear();
-        previous.bytes.extend_from_slice(key_bytes);
-        previous.some = true;
+        previous.set(key_bytes);
         self.map.de.src.pos += end;
         self.map.left -= 1;
         #[cfg(test)]

@@ -87,7 +87,7 @@ impl GroupLog {
             !ctx.read_only,
             &mut |_, _| Ok(()),
         )?;
-        let base_seq = snap_info.as_ref().map_or(0, |s: &SnapInfo| s.seq);
+        let base_seq = snap_info.as_ref().map_or(0, |s| s.seq);
         let Scanned {
             index,
             reserved,

@@ -164,17 +164,15 @@ pub(crate) fn replay(
     id: &Id,
     segments: &[u64],
     overlay: &Overlay,
-    base: Base<'_>,
+    mut base: Base<'_>,
     plain_from: u64,
-    trim: bool,
+    mut trim: bool,
     on_event: &mut dyn FnMut(&Event, &GroupState) -> Result<()>,
 ) -> Result<(Option<GroupState>, Scanned)> {
     let mut expected = match &base {
         Base::Loaded(base) => base.as_ref().map_or(0, |s| s.seq),
         Base::Load { seq, .. } => *seq,
     };
-    let mut base = base;
-    let mut trim = trim;
     // Torn tails the first read trimmed, when the log is read a second time.
     let mut trimmed = None;
     loop {
