@@ -116,6 +116,7 @@ pub struct Lease {
 // leaves such a map to the derive.
 canonical::decode_struct! {
     Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
+    PastLease { id, holder, epoch, end }
 }
 
 /// How a lease that is no longer current ended.

@@ -108,6 +108,11 @@ pub struct Effect {
     pub receipt: Option<OpaqueRef>,
 }
 
+canonical::decode_struct! {
+    OpaqueRef { seq, hash }
+    Effect { op, epoch, mode, irreversible, target, status, happened, receipt }
+}
+
 /// A work item as the Group state holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkItem {
@@ -145,6 +150,15 @@ pub struct WorkItem {
     pub outcome: Option<OpaqueRef>,
     /// Effects by key.
     pub effects: BTreeMap<Hash, Effect>,
+}
+
+// `WorkItem` takes unknown fields (its derive does not deny them): the reader refuses them
+// and leaves such a map to the derive.
+canonical::decode_struct! {
+    WorkItem {
+        contract, after, spec, state, revision, epoch, attempts, not_before, spent, lease,
+        past_leases, checkpoint, needs, outcome, effects,
+    }
 }
 
 impl WorkItem {
@@ -331,7 +345,7 @@ impl WorkItems {
         let Some(mut entries) = de.map_entries()? else {
             return WorkItems::deserialize(de);
         };
-        let mut items = WorkItems::new();
+        let mut items = Bulk::with_capacity(entries.left().min(entries.remaining() / 64));
         while entries.left() > 0 {
             let (id, item) = match entries.by_slice::<Id, WorkItem>(WORK_WINDOW)? {
                 Some(entry) => entry,
@@ -340,12 +354,44 @@ impl WorkItems {
                     (id, entries.value(|de| WorkItem::deserialize(de))?)
                 }
             };
-            if items.insert(id.clone(), item) {
-                return Err(serde::de::Error::custom(format!("work {id} appears twice")));
-            }
+            items.push(id, item)?;
         }
         entries.finish();
-        Ok(items)
+        Ok(items.finish())
+    }
+}
+
+/// Work items read from a map, one by one: the IDs are kept aside and put in order once, at
+/// the end (sorting them and building the ordered set in one go costs a fraction of
+/// inserting each into it).
+struct Bulk {
+    items: IdMap<WorkItem>,
+    ids: Vec<Id>,
+}
+
+impl Bulk {
+    /// Room for `n` items (callers bound `n` by what the input can hold).
+    fn with_capacity(n: usize) -> Bulk {
+        Bulk {
+            items: IdMap::with_capacity(n),
+            ids: Vec::with_capacity(n),
+        }
+    }
+
+    /// Adds an item; an ID seen before is refused, as a map's key given twice.
+    fn push<E: serde::de::Error>(&mut self, id: Id, item: WorkItem) -> Result<(), E> {
+        if self.items.insert(id.clone(), item) {
+            return Err(E::custom(format!("work {id} appears twice")));
+        }
+        self.ids.push(id);
+        Ok(())
+    }
+
+    fn finish(self) -> WorkItems {
+        WorkItems {
+            items: self.items,
+            order: self.ids.into_iter().collect(),
+        }
     }
 }
 
@@ -358,15 +404,106 @@ impl<'de> Deserialize<'de> for WorkItems {
                 f.write_str("a map of work items by ID")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WorkItems, A::Error> {
-                let mut items = WorkItems::new();
+                // A hint larger than a few thousand is not trusted for room up front.
+                let mut items = Bulk::with_capacity(map.size_hint().unwrap_or(0).min(4096));
                 while let Some((id, item)) = map.next_entry::<Id, WorkItem>()? {
-                    if items.insert(id.clone(), item) {
-                        return Err(serde::de::Error::custom(format!("work {id} appears twice")));
-                    }
+                    items.push(id, item)?;
                 }
-                Ok(items)
+                Ok(items.finish())
             }
         }
         deserializer.deserialize_map(Items)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::{Decode, Decoder};
+
+    /// A work item with every field set: a lease, past leases, an effect with every optional
+    /// field, a checkpoint, what it needs and an outcome.
+    fn rich_item() -> WorkItem {
+        let h = |c: char| c.to_string().repeat(64);
+        serde_json::from_value(serde_json::json!({
+            "contract": {"max_attempts": 3, "backoff_base_ms": 10, "backoff_max_ms": 100,
+                "cost_budget": 7, "deadline_at": 90_000, "risk": "high"},
+            "after": ["w0", "w00"],
+            "spec": {"seq": 2, "hash": h('a')},
+            "state": "blocked",
+            "revision": 6,
+            "epoch": 3,
+            "attempts": 2,
+            "not_before": 1_500,
+            "spent": 4,
+            "lease": {"id": "0".repeat(32), "work": "w1", "holder": "bob", "session": 2,
+                "epoch": 3, "granted_at": 1_000, "start_by": 2_000, "expires_at": 61_000},
+            "past_leases": [
+                {"id": "1".repeat(32), "holder": "bob", "epoch": 1, "end": "expired"},
+                {"id": "2".repeat(32), "holder": "carol", "epoch": 2, "end": "revoked"}],
+            "checkpoint": {"seq": 5, "hash": h('b')},
+            "needs": {"key": "approval-1", "kind": "a human's yes"},
+            "outcome": {"seq": 4, "hash": h('c')},
+            "effects": {
+                h('d'): {"op": "charge", "epoch": 2, "mode": "undeclared", "irreversible": true,
+                    "target": {"seq": 4, "hash": h('e')}, "status": "reconciled",
+                    "happened": false, "receipt": {"seq": 6, "hash": h('f')}},
+                h('e'): {"op": "read", "epoch": 3, "mode": "read_only", "irreversible": false,
+                    "target": {"seq": 6, "hash": h('0')}, "status": "intended"}},
+        }))
+        .expect("a work item")
+    }
+
+    /// The hand-written reader's value and end, if it reads `bytes`.
+    fn by_reader(bytes: &[u8]) -> Option<(WorkItem, usize)> {
+        let mut de = Decoder::nested(bytes, 0);
+        WorkItem::decode(&mut de).ok().map(|item| (item, de.pos()))
+    }
+
+    /// The derive's value and end, or its error.
+    fn by_derive(bytes: &[u8]) -> Result<(WorkItem, usize), canonical::CanonError> {
+        let mut de = Decoder::nested(bytes, 0);
+        WorkItem::deserialize(&mut de).map(|item| (item, de.pos()))
+    }
+
+    /// The reader reads a work item with every field as the derive does, and on every
+    /// damaged or cut copy of it reads nothing the derive refuses, and nothing else than the
+    /// derive reads: what it refuses, the derive decides.
+    #[test]
+    fn the_reader_reads_work_items_as_the_derive_does() {
+        let item = rich_item();
+        let bytes = canonical::to_vec(&item).expect("encodes");
+        assert_eq!(by_reader(&bytes), Some((item.clone(), bytes.len())));
+        assert_eq!(by_derive(&bytes), Ok((item, bytes.len())));
+        let (mut read, mut refused) = (0, 0);
+        let mut check = |bad: &[u8]| match by_reader(bad) {
+            Some(value) => {
+                assert_eq!(by_derive(bad), Ok(value), "{bad:02x?}");
+                read += 1;
+            }
+            None => refused += 1,
+        };
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut bad = bytes.clone();
+                bad[i] ^= 1 << bit;
+                check(&bad);
+            }
+            check(&bytes[..i]);
+        }
+        // Flips in the values of identifiers, counts and hashes still read.
+        assert!(read > 0 && refused > 0, "{read} read, {refused} refused");
+    }
+
+    /// A field the derive ignores (it does not deny unknown fields) is refused by the reader
+    /// and left to the derive, which reads the item.
+    #[test]
+    fn a_work_item_with_an_unknown_field_is_left_to_the_derive() {
+        let item = rich_item();
+        let mut json = serde_json::to_value(&item).expect("JSON");
+        json["zz_unknown"] = serde_json::json!([1, 2]);
+        let bytes = canonical::to_vec(&json).expect("encodes");
+        assert_eq!(by_reader(&bytes), None);
+        assert_eq!(by_derive(&bytes), Ok((item, bytes.len())));
     }
 }

@@ -923,6 +923,8 @@ decode_via_serde!(
     crate::command::Risk,
     crate::command::EffectMode,
     crate::event::EvidenceOf,
+    crate::work::EffectStatus,
+    crate::lease::LeaseEnd,
 );
 
 /// An opaque value, built as serde_json's own `Deserialize` builds it from the canonical
@@ -1113,6 +1115,33 @@ impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
             return Err(refused(start));
         }
         array_items(de, arg, start)
+    }
+}
+
+impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections::BTreeMap<K, V> {
+    /// A map, its keys in canonical order, as serde reads a map from this decoder.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 5 {
+            return Err(refused(start));
+        }
+        let n = de.reader.len(arg, start)?;
+        de.enter(start)?;
+        let mut map = std::collections::BTreeMap::new();
+        let mut previous = None;
+        for _ in 0..n {
+            let key_start = de.reader.pos;
+            let key = K::decode(de)?;
+            previous = Some(de.check_key_order(previous, key_start)?);
+            // Keys in canonical order are distinct encodings; a type with two encodings of
+            // one key is left to the derive.
+            if map.insert(key, V::decode(de)?).is_some() {
+                return Err(refused(key_start));
+            }
+        }
+        de.depth -= 1;
+        Ok(map)
     }
 }
 

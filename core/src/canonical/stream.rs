@@ -818,11 +818,14 @@ impl<'de, R: Read> MapEntries<'_, R> {
     /// window's end). It declines as well wherever the slice decoder refuses the entry, or
     /// its key does not sort after the previous one: the ordinary path then reads it and
     /// words the error. The slice decoder accepts and decodes what this one does (the
-    /// readers' property tests), and starts as deep as this one is.
-    pub(crate) fn by_slice<K: de::DeserializeOwned, V: de::DeserializeOwned>(
-        &mut self,
-        want: usize,
-    ) -> Result<Option<(K, V)>, CanonError> {
+    /// readers' property tests), and starts as deep as this one is. The key and the value are
+    /// each read by their hand-written reader ([`super::Decode`]) first, and by their
+    /// `Deserialize` on the slice decoder where that refuses.
+    pub(crate) fn by_slice<K, V>(&mut self, want: usize) -> Result<Option<(K, V)>, CanonError>
+    where
+        K: de::DeserializeOwned + for<'w> super::Decode<'w>,
+        V: de::DeserializeOwned + for<'w> super::Decode<'w>,
+    {
         if self.map.left == 0 {
             return Ok(None);
         }
@@ -835,20 +838,17 @@ impl<'de, R: Read> MapEntries<'_, R> {
         // The slice decoder reads one item from the window, as this one would read it from
         // the stream; an item that runs past the window is refused, and read by the ordinary
         // path.
-        let mut slice = super::Decoder::nested(window, depth);
-        let Ok(key) = K::deserialize(&mut slice) else {
+        let Some((key, key_end)) = read_slice::<K>(window, depth) else {
             return Ok(None);
         };
-        let key_end = slice.pos();
         let key_bytes = &window[..key_end];
         if previous.some && previous.bytes[..] >= *key_bytes {
             return Ok(None);
         }
-        let mut slice = super::Decoder::nested(&window[key_end..], depth);
-        let Ok(value) = V::deserialize(&mut slice) else {
+        let Some((value, value_len)) = read_slice::<V>(&window[key_end..], depth) else {
             return Ok(None);
         };
-        let end = key_end + slice.pos();
+        let end = key_end + value_len;
         previous.set(key_bytes);
         self.map.de.src.pos += end;
         self.map.left -= 1;
@@ -879,6 +879,22 @@ impl<'de, R: Read> MapEntries<'_, R> {
         debug_assert_eq!(self.map.left, 0);
         self.map.de.depth -= 1;
     }
+}
+
+/// One item at the start of `bytes`, `depth` deep, and its length: by its hand-written reader
+/// ([`super::Decode`]), else by its `Deserialize` on the slice decoder; `None` if both refuse.
+fn read_slice<T>(bytes: &[u8], depth: usize) -> Option<(T, usize)>
+where
+    T: de::DeserializeOwned + for<'w> super::Decode<'w>,
+{
+    let mut slice = super::Decoder::nested(bytes, depth);
+    if let Ok(value) = T::decode(&mut slice) {
+        return Some((value, slice.pos()));
+    }
+    let mut slice = super::Decoder::nested(bytes, depth);
+    T::deserialize(&mut slice)
+        .ok()
+        .map(|value| (value, slice.pos()))
 }
 
 /// An enum variant written as `{name: content}`.
