@@ -1121,13 +1121,7 @@ impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
 impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections::BTreeMap<K, V> {
     /// A map, its keys in canonical order, as serde reads a map from this decoder.
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
-        if major != 5 {
-            return Err(refused(start));
-        }
-        let n = de.reader.len(arg, start)?;
-        de.enter(start)?;
+        let n = map_head(de)?;
         let mut map = std::collections::BTreeMap::new();
         let mut previous = None;
         for _ in 0..n {
@@ -1143,6 +1137,20 @@ impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections
         de.depth -= 1;
         Ok(map)
     }
+}
+
+/// Reads a map's head for a hand-written reader: the number of its entries, which sit one
+/// level deeper.
+#[inline]
+fn map_head(de: &mut Decoder<'_>) -> Result<usize, CanonError> {
+    let start = de.reader.pos;
+    let (major, arg) = de.reader.head()?;
+    if major != 5 {
+        return Err(refused(start));
+    }
+    let n = de.reader.len(arg, start)?;
+    de.enter(start)?;
+    Ok(n)
 }
 
 /// The items of an array whose head, at `start` with argument `arg`, was just read; they sit
@@ -1189,13 +1197,7 @@ impl<'a, 'de> Entries<'a, 'de> {
         de: &'a mut Decoder<'de>,
         skip: Option<&'a [u8]>,
     ) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
-        if major != 5 {
-            return Err(refused(start));
-        }
-        let left = de.reader.len(arg, start)?;
-        de.enter(start)?;
+        let left = map_head(de)?;
         Ok(Entries {
             de,
             left,
