@@ -404,12 +404,15 @@ impl<'de> Deserialize<'de> for WorkItems {
                 f.write_str("a map of work items by ID")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<WorkItems, A::Error> {
-                // A hint larger than a few thousand is not trusted for room up front.
-                let mut items = Bulk::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+                // One by one: the list-then-sort of [`Bulk`] would build a sort into the
+                // WebAssembly module for a few percent of a replica's restore.
+                let mut items = WorkItems::new();
                 while let Some((id, item)) = map.next_entry::<Id, WorkItem>()? {
-                    items.push(id, item)?;
+                    if items.insert(id.clone(), item) {
+                        return Err(serde::de::Error::custom(format!("work {id} appears twice")));
+                    }
                 }
-                Ok(items.finish())
+                Ok(items)
             }
         }
         deserializer.deserialize_map(Items)
