@@ -7,7 +7,10 @@
 //! values live behind an [`Arc`]: the table itself holds 32 bytes per entry, so growing it
 //! moves little and leaves little empty space, which keeps a million receipts as small as in
 //! a tree; and a replica's write set shares the rows it reports instead of copying them (a
-//! value still shared when it next changes is copied then, see [`Arc::make_mut`]).
+//! value still shared when it next changes is copied then, see [`Arc::make_mut`]). The [`Arc`]
+//! is `triomphe`'s: a strong count only, so its header is 8 bytes, not the standard one's 16
+//! (a stored receipt's allocation is 128 bytes rather than 136, a smaller class for the
+//! allocator; docs/decisions.md, "Group state lookups").
 //!
 //! The seed is public, so a member could pick identifiers whose hashes collide; members are
 //! authenticated and can be removed, and the worst case is slower lookups, never a wrong
@@ -19,13 +22,15 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use foldhash::fast::FixedState;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::id::Id;
+
+/// The shared pointer an [`IdMap`]'s values, and a replica's write-set rows, are held by.
+pub use triomphe::Arc;
 
 /// What an [`IdMap`] can be looked up by: an [`Id`] or any string.
 pub trait Lookup {

@@ -23,7 +23,6 @@
 //! [`run_lines`] is the pure core of `mwp replica FILE` (SPEC §11).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -34,7 +33,7 @@ use crate::error::{Code, Error, Result};
 use crate::event::{Event, EventKind};
 use crate::head::{ForkProof, SignedHead};
 use crate::id::Id;
-use crate::id_map::IdMap;
+use crate::id_map::{Arc, IdMap};
 use crate::limits::Limits;
 use crate::opaque::{self, Opaque};
 use crate::snapshot::Snapshot;

@@ -738,7 +738,7 @@ impl GroupState {
             work.clone(),
             WorkItem {
                 contract: contract.clone(),
-                after: after.to_vec(),
+                after: after.into(),
                 spec: opaque_ref(seq, spec)?,
                 state: WorkState::Queued,
                 revision: 1,

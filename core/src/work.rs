@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::Arc;
 
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -11,7 +10,7 @@ use crate::canonical;
 use crate::command::{Contract, EffectMode, Needs};
 use crate::crypto::Hash;
 use crate::id::Id;
-use crate::id_map::{IdMap, Lookup};
+use crate::id_map::{Arc, IdMap, Lookup};
 use crate::lease::{Lease, LeaseId, PastLease};
 
 /// Where a work item is in its lifecycle.
@@ -118,8 +117,9 @@ canonical::decode_struct! {
 pub struct WorkItem {
     /// Budgets.
     pub contract: Contract,
-    /// Items that must succeed first.
-    pub after: Vec<Id>,
+    /// Items that must succeed first: fixed when the item is created, so held as a boxed
+    /// slice, 8 bytes smaller than a `Vec` (docs/decisions.md, "Group state lookups").
+    pub after: Box<[Id]>,
     /// The spec, as a hash.
     pub spec: OpaqueRef,
     /// Lifecycle state.

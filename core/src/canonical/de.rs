@@ -1084,6 +1084,13 @@ impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
     }
 }
 
+impl<'de, T: Decode<'de>> Decode<'de> for Box<[T]> {
+    /// An array, as serde reads a boxed slice: as a `Vec`, then boxed.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        Vec::decode(de).map(Vec::into_boxed_slice)
+    }
+}
+
 #[cfg(test)]
 impl<'de, A: Decode<'de>, B: Decode<'de>, C: Decode<'de>, D: Decode<'de>> Decode<'de>
     for (A, B, C, D)
