@@ -4534,7 +4534,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 3, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__hf66d173ab52e399f);
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h53a378718fc3aac2);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -4588,8 +4588,8 @@ function wasm_bindgen__convert__closures_____invoke__h0e02f36e4c60e55b(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0e02f36e4c60e55b(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__hf66d173ab52e399f(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__hf66d173ab52e399f(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__h53a378718fc3aac2(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__h53a378718fc3aac2(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__hfa36945eb8a05c18(arg0, arg1, arg2) {
