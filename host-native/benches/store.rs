@@ -359,15 +359,20 @@ fn durable_accepts(c: &mut Criterion) {
     // Accepts/s over the timed parts, and the file store's against SQLite's (the baseline)
     // at each submitter count; the peak RSS of the whole run.
     let verify_us = verify_us(&keys[0]);
-    let mut per: Vec<String> = cpu_us
-        .iter()
-        .map(|(name, us, rate)| {
-            format!(
-                "\"{name}_per_s\":{rate:.0},\"{name}_cpu_us_per_accept\":{us:.1},\"{name}_cpu_per_verify\":{:.2}",
-                us / verify_us
-            )
-        })
-        .collect();
+    // Built as a JSON object, so that a run a filter left without figures still prints a
+    // valid line.
+    let round = |x: f64, digits: i32| {
+        let scale = 10f64.powi(digits);
+        serde_json::json!((x * scale).round() / scale)
+    };
+    let mut line = serde_json::Map::new();
+    line.insert("groups".into(), groups.into());
+    line.insert("verify_us".into(), round(verify_us, 2));
+    for (name, us, rate) in &cpu_us {
+        line.insert(format!("{name}_per_s"), round(*rate, 0));
+        line.insert(format!("{name}_cpu_us_per_accept"), round(*us, 1));
+        line.insert(format!("{name}_cpu_per_verify"), round(us / verify_us, 2));
+    }
     for submitters in [1usize, 8, 64] {
         let rate = |kind: &str| {
             cpu_us
@@ -376,17 +381,14 @@ fn durable_accepts(c: &mut Criterion) {
                 .map(|(_, _, rate)| *rate)
         };
         if let (Some(file), Some(sqlite)) = (rate("file"), rate("sqlite")) {
-            per.push(format!(
-                "\"file_over_sqlite_{submitters}\":{:.2}",
-                file / sqlite
-            ));
+            line.insert(
+                format!("file_over_sqlite_{submitters}"),
+                round(file / sqlite, 2),
+            );
         }
     }
-    println!(
-        "{{\"groups\":{groups},\"verify_us\":{verify_us:.2},{},\"peak_rss_kib\":{}}}",
-        per.join(","),
-        peak_rss_kib()
-    );
+    line.insert("peak_rss_kib".into(), peak_rss_kib().into());
+    println!("{}", serde_json::Value::Object(line));
 }
 
 /// This process's peak RSS in KiB (`VmHWM`), or 0 where unknown.
