@@ -21,9 +21,9 @@
 
 use std::sync::Arc;
 
-use crate::accept::{accept, accept_preverified, Decision};
+use crate::accept::{accept, accept_preverified, accept_verified, Decision};
 use crate::audit::{OrgPolicies, OrgPolicy};
-use crate::command::{Body, Command, Tick};
+use crate::command::{Body, Command, Tick, Verified};
 use crate::crypto::{PublicKey, SecretKey};
 use crate::error::{Code, Error, Rejection, Result};
 use crate::event::{Event, EventKind};
@@ -276,6 +276,17 @@ impl Keys {
     }
 }
 
+/// What a host checked of a command before handing it to the authority.
+#[derive(Clone, Copy)]
+enum Checked<'a, 'c> {
+    /// Nothing: [`accept`] checks the signature.
+    Nothing,
+    /// Its signature, under this key ([`accept_preverified`]).
+    Key(&'a PublicKey),
+    /// Its signature, by the core, with the content bytes it verified ([`accept_verified`]).
+    Verified(&'a Verified<'c>),
+}
+
 /// What [`Authority::handle_command`] decided.
 #[derive(Debug)]
 pub enum Step {
@@ -375,7 +386,7 @@ impl Authority {
     /// Decides `cmd` at `now_ms`; an accepted command is applied and returned as the
     /// [`Commit`] to persist. `Err` only for what is not a decision (a bug, corruption).
     pub fn handle_command(&mut self, cmd: &Command, now_ms: u64) -> Result<Step> {
-        self.decide(cmd, now_ms, None)
+        self.decide(cmd, now_ms, Checked::Nothing)
     }
 
     /// [`Authority::handle_command`] for a host that verified `cmd`'s signature under
@@ -386,26 +397,30 @@ impl Authority {
         now_ms: u64,
         verified_key: &PublicKey,
     ) -> Result<Step> {
-        self.decide(cmd, now_ms, Some(verified_key))
+        self.decide(cmd, now_ms, Checked::Key(verified_key))
+    }
+
+    /// [`Authority::handle_command`] for a command the core verified before the host took
+    /// its lock ([`Command::verify_once`], [`accept_verified`]): its content is not encoded
+    /// again.
+    pub fn handle_verified(&mut self, verified: &Verified<'_>, now_ms: u64) -> Result<Step> {
+        self.decide(verified.command(), now_ms, Checked::Verified(verified))
     }
 
     /// Decides `cmd` at `now_ms` without applying it: the decision
     /// [`Authority::handle_command`] would make. For a host that makes the event durable
     /// first and then hands it to [`Authority::handle_logged`].
     pub fn check(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        self.check_with(cmd, now_ms, None)
+        self.check_with(cmd, now_ms, Checked::Nothing)
     }
 
-    fn check_with(
-        &self,
-        cmd: &Command,
-        now_ms: u64,
-        verified_key: Option<&PublicKey>,
-    ) -> Result<Decision> {
+    fn check_with(&self, cmd: &Command, now_ms: u64, checked: Checked<'_, '_>) -> Result<Decision> {
         let limits = &self.policy().limits;
-        let decision = match verified_key {
-            Some(k) => accept_preverified(self.state.as_ref(), cmd, now_ms, limits, k)?,
-            None => accept(self.state.as_ref(), cmd, now_ms, limits)?,
+        let state = self.state.as_ref();
+        let decision = match checked {
+            Checked::Nothing => accept(state, cmd, now_ms, limits)?,
+            Checked::Key(k) => accept_preverified(state, cmd, now_ms, limits, k)?,
+            Checked::Verified(v) => accept_verified(state, v, now_ms, limits)?,
         };
         // Checked once the command is otherwise acceptable, so that a bad signature is
         // answered as such before the key is looked at.
@@ -417,13 +432,8 @@ impl Authority {
         Ok(decision)
     }
 
-    fn decide(
-        &mut self,
-        cmd: &Command,
-        now_ms: u64,
-        verified_key: Option<&PublicKey>,
-    ) -> Result<Step> {
-        let event = match self.check_with(cmd, now_ms, verified_key)? {
+    fn decide(&mut self, cmd: &Command, now_ms: u64, checked: Checked<'_, '_>) -> Result<Step> {
+        let event = match self.check_with(cmd, now_ms, checked)? {
             Decision::Accepted(event) => event,
             Decision::Duplicate(r) => return Ok(Step::Duplicate(r)),
             Decision::Rejected(r) => return Ok(Step::Rejected(r)),

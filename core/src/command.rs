@@ -108,6 +108,19 @@ impl Command {
         Ok(key.verify(&self.content_bytes()?, &self.sig))
     }
 
+    /// Checks `sig` under `key` and keeps what was checked: the [`Verified`] command, which
+    /// [`crate::accept::accept_verified`] decides without encoding its content again, or
+    /// `None` when the signature does not verify (the same answer as
+    /// [`Command::verify_prepared`]).
+    pub fn verify_once(&self, key: &PreparedKey) -> Result<Option<Verified<'_>>> {
+        let content = self.content_bytes()?;
+        Ok(key.verify(&content, &self.sig).then(|| Verified {
+            cmd: self,
+            content,
+            key: key.public(),
+        }))
+    }
+
     /// Parses the JSON form. Unknown fields, floats and bad IDs are `MALFORMED`.
     pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<Command> {
         if bytes.len() > limits.max_command_bytes * 4 {
@@ -158,6 +171,35 @@ fn too_large(len: usize, limits: &Limits) -> Error {
         limits.max_command_bytes
     ))
     .with("limit", limits.max_command_bytes)
+}
+
+/// A command whose signature the core has checked, with the content bytes it checked and the
+/// key they verified under ([`Command::verify_once`]). Only the core makes one, from the
+/// command it borrows, so the bytes are that command's and the key the one that verified
+/// them: a host that checks signatures before taking its lock hands this on
+/// ([`crate::accept::accept_verified`]), and the content is encoded once per accept.
+#[derive(Debug)]
+pub struct Verified<'c> {
+    cmd: &'c Command,
+    content: Vec<u8>,
+    key: PublicKey,
+}
+
+impl<'c> Verified<'c> {
+    /// The command.
+    pub fn command(&self) -> &'c Command {
+        self.cmd
+    }
+
+    /// The key its signature verified under.
+    pub fn key(&self) -> &PublicKey {
+        &self.key
+    }
+
+    /// Its content bytes ([`Command::content_bytes`]), as verified.
+    pub(crate) fn content(&self) -> &[u8] {
+        &self.content
+    }
 }
 
 /// Member roles.

@@ -299,6 +299,11 @@ impl PreparedKey {
         let sig = ed25519_dalek::Signature::from_bytes(&sig.0);
         self.0.verify_strict(message, &sig).is_ok()
     }
+
+    /// The public key this was prepared from.
+    pub fn public(&self) -> PublicKey {
+        PublicKey(self.0.to_bytes())
+    }
 }
 
 /// An Ed25519 secret key. Its `Debug` form never shows the secret.

@@ -23,7 +23,7 @@ mod effects;
 mod members;
 mod work;
 
-use crate::command::{Body, Command, Role};
+use crate::command::{Body, Command, Role, Verified};
 use crate::crypto::{Hash, PublicKey};
 use crate::error::{Code, Error, Rejection, Result};
 use crate::event::{Event, EventKind, EvidenceOf, EvidenceRecorded, GroupOpened};
@@ -94,8 +94,40 @@ pub fn accept_preverified(
         cmd,
         now_ms,
         limits,
-        Some(verified_key),
+        Some(Checked {
+            key: verified_key,
+            content: None,
+        }),
     ))
+}
+
+/// [`accept_preverified`] for a command the core verified ([`Command::verify_once`]): its
+/// content bytes are taken as they were verified instead of being encoded again. Every
+/// answer is the one [`accept`] gives.
+pub fn accept_verified(
+    state: Option<&GroupState>,
+    verified: &Verified<'_>,
+    now_ms: u64,
+    limits: &Limits,
+) -> Result<Decision> {
+    as_decision(decide_command(
+        state,
+        verified.command(),
+        now_ms,
+        limits,
+        Some(Checked {
+            key: verified.key(),
+            content: Some(verified.content()),
+        }),
+    ))
+}
+
+/// What a host checked before the decision: the key the signature verified under, and, when
+/// the core verified it, the content bytes it verified.
+#[derive(Clone, Copy)]
+struct Checked<'a> {
+    key: &'a PublicKey,
+    content: Option<&'a [u8]>,
 }
 
 fn decide_command(
@@ -103,14 +135,22 @@ fn decide_command(
     cmd: &Command,
     now_ms: u64,
     limits: &Limits,
-    verified_key: Option<&PublicKey>,
+    checked: Option<Checked<'_>>,
 ) -> Result<Decision> {
     // 1. Decode and limits; org and group. Payload rules first: they name the field.
     if cmd.session == 0 {
         return Err(Error::malformed("`session` must be at least 1"));
     }
     cmd.body.check(limits)?;
-    let content = cmd.content_bytes()?;
+    let encoded;
+    let content = match checked.and_then(|c| c.content) {
+        Some(content) => content,
+        None => {
+            encoded = cmd.content_bytes()?;
+            &encoded[..]
+        }
+    };
+    let verified_key = checked.map(|c| c.key);
     if content.len() > limits.max_command_bytes {
         return Err(Error::malformed(format!(
             "command is {} bytes; the limit is {} bytes",
@@ -119,9 +159,9 @@ fn decide_command(
         ))
         .with("limit", limits.max_command_bytes));
     }
-    let content_hash = Hash::of(&content);
+    let content_hash = Hash::of(content);
     let Some(state) = state else {
-        return open_group(cmd, &content, content_hash, now_ms, verified_key);
+        return open_group(cmd, content, content_hash, now_ms, verified_key);
     };
     if cmd.org != state.org || cmd.group != state.group {
         return Err(Error::new(
@@ -138,8 +178,8 @@ fn decide_command(
     let key = member.map_or(state.authority_key, |m| m.key);
     if verified_key != Some(&key) {
         let verified = match member {
-            Some(m) => m.verify(&content, &cmd.sig),
-            None => state.authority_key.verify(&content, &cmd.sig),
+            Some(m) => m.verify(content, &cmd.sig),
+            None => state.authority_key.verify(content, &cmd.sig),
         };
         if !verified {
             return Err(bad_signature(&key, cmd));

@@ -89,17 +89,17 @@ impl GroupLog {
                 Some((m.key, m.prepared_key().cloned()))
             }
         });
+        // The core keeps the content bytes it verified, so that deciding does not encode them
+        // again.
         let verified = signer.and_then(|(key, prepared)| {
             let prepared = prepared.or_else(|| key.prepare())?;
-            cmd.verify_prepared(&prepared)
-                .unwrap_or(false)
-                .then_some(key)
+            cmd.verify_once(&prepared).ok().flatten()
         });
         let (decision, wait_for, snapshot, seal) = {
             let mut core = lock(&self.core);
             self.ctx.check_sticky()?;
             let decided = match &verified {
-                Some(k) => core.driver.handle_command_preverified(cmd, now_ms, k),
+                Some(v) => core.driver.handle_verified(v, now_ms),
                 None => core.driver.handle_command(cmd, now_ms),
             };
             match decided {
