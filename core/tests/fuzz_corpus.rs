@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
 #[path = "../fuzz/src/targets.rs"]
 mod targets;
 
@@ -95,43 +96,13 @@ fn accept_seeds_reach_the_domain_rules() {
 fn write_seed_corpus() {
     use std::collections::BTreeMap;
 
-    use mwp_core::memory::MemoryAuthority;
-    use mwp_core::transcript::{Host, Runner};
-    use mwp_core::{Command, Decision, GroupState, Id, Result, WorkState};
+    use mwp_core::Command;
 
-    #[derive(Default)]
-    struct Recorder {
-        inner: MemoryAuthority,
-        seen: Vec<Command>,
-    }
-    impl Host for Recorder {
-        fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-            self.seen.push(cmd.clone());
-            self.inner.submit(cmd, now_ms)
-        }
-        fn restart(&mut self) -> Result<()> {
-            self.inner.restart()
-        }
-        fn state(&self, group: &Id) -> Option<GroupState> {
-            Host::state(&self.inner, group)
-        }
-        fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
-            self.inner.work_state(group, work)
-        }
-    }
-
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
     let mut commands = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("transcripts")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("readable");
-        let mut host = Recorder::default();
-        Runner::new(&mut host).run_all(&text);
-        commands.extend(host.seen);
+    for (_, text) in common::transcripts() {
+        let mut host = common::Recorder::default();
+        common::run(&mut host, &text);
+        commands.extend(host.commands);
     }
     // A few of each type, small ones only.
     let mut per_type: BTreeMap<&'static str, Vec<Command>> = BTreeMap::new();

@@ -3,10 +3,11 @@
 //! CBOR — for every event the transcripts produce, and for each of them redacted.
 
 use mwp_core::event::{payload_hash, EventKind, OPAQUE_FIELDS};
-use mwp_core::memory::MemoryAuthority;
-use mwp_core::transcript::{Host, Runner};
-use mwp_core::{canonical, opaque, Command, Decision, Event, GroupState, Id, Result, WorkState};
+use mwp_core::{canonical, opaque, Event, Id};
 use serde_json::Value;
+
+mod common;
+use common::Recorder;
 
 fn reference(kind: &EventKind) -> mwp_core::crypto::Hash {
     let mut json = serde_json::to_value(kind).expect("a kind is JSON");
@@ -87,40 +88,13 @@ fn same_decoding(e: &Event) {
     }
 }
 
-#[derive(Default)]
-struct Recorder {
-    inner: MemoryAuthority,
-    events: Vec<Event>,
-}
-
-impl Host for Recorder {
-    fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        let d = self.inner.submit(cmd, now_ms)?;
-        if let Decision::Accepted(e) = &d {
-            self.events.push((**e).clone());
-        }
-        Ok(d)
-    }
-    fn restart(&mut self) -> Result<()> {
-        self.inner.restart()
-    }
-    fn state(&self, group: &Id) -> Option<GroupState> {
-        Host::state(&self.inner, group)
-    }
-    fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
-        self.inner.work_state(group, work)
-    }
-}
-
 #[test]
 fn payload_hash_follows_the_rule_for_every_transcript_event() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
     let mut kinds = std::collections::BTreeSet::new();
     let mut n = 0;
-    for entry in std::fs::read_dir(dir).expect("transcripts") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
+    for (_, text) in common::transcripts() {
         let mut host = Recorder::default();
-        Runner::new(&mut host).run_all(&text);
+        common::run(&mut host, &text);
         for mut e in host.events {
             same_decoding(&e);
             assert_eq!(payload_hash(&e.kind).expect("hashes"), reference(&e.kind));
@@ -142,12 +116,10 @@ fn payload_hash_follows_the_rule_for_every_transcript_event() {
 fn transcript_records() -> &'static [Vec<u8>] {
     static RECORDS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
     RECORDS.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
         let mut records = Vec::new();
-        for entry in std::fs::read_dir(dir).expect("transcripts") {
-            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
+        for (_, text) in common::transcripts() {
             let mut host = Recorder::default();
-            Runner::new(&mut host).run_all(&text);
+            common::run(&mut host, &text);
             for mut e in host.events {
                 records.push(e.to_cbor().expect("encodes"));
                 e.redact().expect("redacts");

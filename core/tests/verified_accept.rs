@@ -4,20 +4,12 @@
 //! the verified content exceeds.
 
 use mwp_core::accept::accept_verified;
-use mwp_core::memory::MemoryAuthority;
-use mwp_core::transcript::{Host, Runner};
-use mwp_core::{accept, Code, Command, Decision, GroupState, Id, Limits, Result, WorkState};
+use mwp_core::{accept, Code, Command, Decision, GroupState, Id, Limits, PreparedKey};
 
-/// A transcript host that decides every command twice before the in-memory authority takes
-/// it: by `accept`, and by `accept_verified` when the sender's key verifies it.
-#[derive(Default)]
-struct Twice {
-    inner: MemoryAuthority,
-    compared: usize,
-}
+mod common;
 
 /// The key `cmd`'s sender signs with in `state`, decoded.
-fn signer(state: Option<&GroupState>, cmd: &Command) -> Option<mwp_core::PreparedKey> {
+fn signer(state: Option<&GroupState>, cmd: &Command) -> Option<PreparedKey> {
     let state = state?;
     let key = if cmd.actor.is_authority() {
         state.authority_key
@@ -27,85 +19,50 @@ fn signer(state: Option<&GroupState>, cmd: &Command) -> Option<mwp_core::Prepare
     key.prepare()
 }
 
-impl Host for Twice {
-    fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        let state = self
-            .inner
-            .group(&cmd.group)
-            .and_then(|g| g.state().cloned());
-        let limits = Limits::default();
-        let plain = accept(state.as_ref(), cmd, now_ms, &limits);
-        if let Some(key) = signer(state.as_ref(), cmd) {
+#[test]
+fn a_verified_command_is_decided_as_accept_decides_it() {
+    let mut compared = 0;
+    for (_, text) in common::transcripts() {
+        let mut host = common::Recorder::checking(|state, cmd, now_ms| {
+            let Some(key) = signer(state, cmd) else {
+                return;
+            };
+            let limits = Limits::default();
             match cmd.verify_once(&key).expect("encodes") {
                 Some(verified) => {
                     assert_eq!(verified.key(), &key.public());
                     assert!(std::ptr::eq(verified.command(), cmd));
-                    let decided = accept_verified(state.as_ref(), &verified, now_ms, &limits);
-                    assert_eq!(decided, plain, "{cmd:?}");
-                    self.compared += 1;
+                    assert_eq!(
+                        accept_verified(state, &verified, now_ms, &limits),
+                        accept(state, cmd, now_ms, &limits),
+                        "{cmd:?}"
+                    );
+                    compared += 1;
                 }
                 None => assert!(!cmd.verify_prepared(&key).expect("encodes")),
             }
-        }
-        self.inner.submit(cmd, now_ms)
-    }
-    fn restart(&mut self) -> Result<()> {
-        self.inner.restart()
-    }
-    fn state(&self, group: &Id) -> Option<GroupState> {
-        Host::state(&self.inner, group)
-    }
-    fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
-        self.inner.work_state(group, work)
-    }
-}
-
-#[test]
-fn a_verified_command_is_decided_as_accept_decides_it() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
-    let mut compared = 0;
-    for entry in std::fs::read_dir(dir).expect("transcripts") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("text");
-        let mut host = Twice::default();
-        Runner::new(&mut host).run_all(&text);
-        compared += host.compared;
+        });
+        common::run(&mut host, &text);
     }
     assert!(compared > 100, "only {compared} commands compared");
 }
 
 #[test]
 fn a_tampered_command_does_not_verify_and_the_limit_still_holds() {
-    // The first commands of a transcript: the group opened, then one member's command.
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
-    let text = std::fs::read_to_string(dir.join("lifecycle.jsonl")).expect("text");
-    let mut host = Twice::default();
-    let mut seen: Vec<Command> = Vec::new();
-    struct Keep<'a>(&'a mut Twice, &'a mut Vec<Command>);
-    impl Host for Keep<'_> {
-        fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-            self.1.push(cmd.clone());
-            self.0.submit(cmd, now_ms)
+    let (_, text) = common::transcripts()
+        .into_iter()
+        .find(|(name, _)| name == "lifecycle.jsonl")
+        .expect("the lifecycle transcript");
+    let mut member_command = None;
+    let mut host = common::Recorder::checking(|state, cmd, _| {
+        if member_command.is_none() && !cmd.actor.is_authority() {
+            if let Some(state) = state.filter(|s| s.members.contains_key(&cmd.actor)) {
+                member_command = Some((cmd.clone(), state.clone()));
+            }
         }
-        fn restart(&mut self) -> Result<()> {
-            self.0.restart()
-        }
-        fn state(&self, group: &Id) -> Option<GroupState> {
-            self.0.state(group)
-        }
-        fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
-            self.0.work_state(group, work)
-        }
-    }
-    Runner::new(&mut Keep(&mut host, &mut seen)).run_all(&text);
-    let (cmd, state) = seen
-        .iter()
-        .find_map(|c| {
-            let g = host.inner.group(&c.group)?;
-            let state = g.state()?.clone();
-            (!c.actor.is_authority() && state.members.contains_key(&c.actor))
-                .then(|| (c.clone(), state))
-        })
-        .expect("a member's command");
+    });
+    common::run(&mut host, &text);
+    let (cmd, state) = member_command.expect("a member's command");
     let key = signer(Some(&state), &cmd).expect("a member's key");
     assert!(cmd.verify_once(&key).expect("encodes").is_some());
 

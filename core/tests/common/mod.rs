@@ -1,0 +1,84 @@
+//! What the core's integration tests share: a transcript host that keeps what it is given.
+
+use mwp_core::memory::MemoryAuthority;
+use mwp_core::transcript::{Host, Runner};
+use mwp_core::{Command, Decision, Event, GroupState, Id, Result, WorkState};
+
+/// The in-memory authority as a transcript host that keeps every command it is sent and
+/// every event it accepts, and hands each command, with the state of its group before it, to
+/// `check` first.
+pub struct Recorder<F = fn(Option<&GroupState>, &Command, u64)> {
+    /// The authority.
+    pub inner: MemoryAuthority,
+    /// Every command sent, in order.
+    pub commands: Vec<Command>,
+    /// Every event accepted, in order.
+    pub events: Vec<Event>,
+    check: F,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::checking(|_, _, _| {})
+    }
+}
+
+impl<F: FnMut(Option<&GroupState>, &Command, u64)> Recorder<F> {
+    /// A recorder that hands every command to `check` before the authority decides it.
+    pub fn checking(check: F) -> Self {
+        Recorder {
+            inner: MemoryAuthority::new(),
+            commands: Vec::new(),
+            events: Vec::new(),
+            check,
+        }
+    }
+}
+
+impl<F: FnMut(Option<&GroupState>, &Command, u64)> Host for Recorder<F> {
+    fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+        let state = self.inner.group(&cmd.group).and_then(|g| g.state());
+        (self.check)(state, cmd, now_ms);
+        self.commands.push(cmd.clone());
+        let d = self.inner.submit(cmd, now_ms)?;
+        if let Decision::Accepted(e) = &d {
+            self.events.push((**e).clone());
+        }
+        Ok(d)
+    }
+    fn restart(&mut self) -> Result<()> {
+        self.inner.restart()
+    }
+    fn state(&self, group: &Id) -> Option<GroupState> {
+        Host::state(&self.inner, group)
+    }
+    fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
+        self.inner.work_state(group, work)
+    }
+}
+
+/// Every transcript of `tests/transcripts`, as (file name, text), in name order.
+pub fn transcripts() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("transcripts")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .into_owned();
+            (name, std::fs::read_to_string(&p).expect("readable"))
+        })
+        .collect()
+}
+
+/// Runs `text` through `host`.
+pub fn run<H: Host>(host: &mut H, text: &str) {
+    Runner::new(host).run_all(text);
+}
