@@ -9,10 +9,31 @@ use std::thread::Thread;
 #[derive(Default)]
 pub(crate) struct Parked(Vec<(u64, Thread)>);
 
+/// Threads to unpark, taken from [`Parked`] under its lock and unparked once the lock is
+/// released: a thread woken while the waker still held the lock would block on it at once.
+#[must_use = "the threads stay parked until `unpark` is called"]
+#[derive(Default)]
+pub(crate) struct Wakeups(Vec<Thread>);
+
+impl Wakeups {
+    /// Unparks every thread (call it after releasing the lock that guards the [`Parked`]).
+    pub(crate) fn unpark(self) {
+        for t in self.0 {
+            t.unpark();
+        }
+    }
+
+    /// Adds the threads of `other`.
+    pub(crate) fn extend(&mut self, other: Wakeups) {
+        self.0.extend(other.0);
+    }
+}
+
 impl Parked {
     /// Records the calling thread as waiting for `mark`. It then releases the lock that
     /// guards this and calls `std::thread::park`: a wake-up that comes before the park is
-    /// not lost (the thread's token), and it [`Parked::forget_current`]s itself once awake.
+    /// not lost (the thread's token). Once awake it either finds its mark reached (the
+    /// waker forgot it) or [`Parked::forget_current`]s itself under the lock.
     pub(crate) fn push(&mut self, mark: u64) {
         self.0.push((mark, std::thread::current()));
     }
@@ -23,37 +44,36 @@ impl Parked {
         self.0.retain(|(_, t)| t.id() != me);
     }
 
-    /// Unparks and forgets the threads whose mark is at most `reached` (every thread when
-    /// the step `failed`); with `hand_off`, also unparks the first thread still waiting, so
-    /// that it leads the next step.
-    pub(crate) fn wake(&mut self, reached: u64, failed: bool, hand_off: bool) {
+    /// Forgets the threads whose mark is at most `reached` (every thread when the step
+    /// `failed`) and returns them to unpark; with `hand_off`, also returns the first thread
+    /// still waiting (it stays recorded), so that it leads the next step.
+    pub(crate) fn wake(&mut self, reached: u64, failed: bool, hand_off: bool) -> Wakeups {
+        let mut woken = Vec::new();
         let mut leader = !hand_off;
         self.0.retain(|(mark, t)| {
             if failed || *mark <= reached {
-                t.unpark();
+                woken.push(t.clone());
                 false
             } else {
                 if !leader {
                     leader = true;
-                    t.unpark();
+                    woken.push(t.clone());
                 }
                 true
             }
         });
+        Wakeups(woken)
     }
 
-    /// Unparks and forgets every thread: nothing they wait for will come.
-    pub(crate) fn wake_all(&mut self) {
-        for (_, t) in self.0.drain(..) {
-            t.unpark();
-        }
+    /// Forgets every thread and returns them to unpark: nothing they wait for will come.
+    pub(crate) fn wake_all(&mut self) -> Wakeups {
+        Wakeups(self.0.drain(..).map(|(_, t)| t).collect())
     }
 
-    /// Unparks the first thread still waiting, if any, to lead the next step.
-    pub(crate) fn wake_first(&self) {
-        if let Some((_, t)) = self.0.first() {
-            t.unpark();
-        }
+    /// Returns the first thread still waiting, if any (it stays recorded), to unpark so
+    /// that it leads the next step.
+    pub(crate) fn wake_first(&self) -> Wakeups {
+        Wakeups(self.0.first().map(|(_, t)| t.clone()).into_iter().collect())
     }
 }
 
@@ -90,7 +110,9 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
             let mut s = state.lock().expect("no test thread panics holding it");
             s.0 = step;
-            s.1.wake(step, false, true);
+            let woken = s.1.wake(step, false, true);
+            drop(s);
+            woken.unpark();
         }
         for (t, mark) in threads.into_iter().zip(1..) {
             assert!(t.join().expect("the waiter does not panic") >= mark);

@@ -136,7 +136,10 @@ impl SharedSync {
                 if let Err(e) = synced {
                     r.failed.get_or_insert((round, e));
                 }
-                r.waiters.wake(round, failed, true);
+                let woken = r.waiters.wake(round, failed, true);
+                drop(r);
+                woken.unpark();
+                r = lock(&self.rounds);
                 continue;
             }
             r.waiters.push(mine);

@@ -4,6 +4,7 @@
 //! the module doc); segments roll here.
 
 use super::*;
+use crate::store::parked::Wakeups;
 
 /// A command decided by [`GroupLog::decide`], not answered yet.
 pub(crate) struct Decided {
@@ -197,16 +198,19 @@ impl GroupLog {
     ///
     /// A submitter that finds a flush running parks. The leader, when its sync is done,
     /// unparks the submitters whose events it made durable (all of them if it failed) and
-    /// one more, still waiting, to lead the next flush of what was staged meanwhile.
+    /// one more, still waiting, to lead the next flush of what was staged meanwhile. A
+    /// submitter woken with its event durable returns without taking the lock again.
     pub(crate) fn wait_durable(&self, seq: u64) -> Result<()> {
         let mut s = lock(&self.sync);
         loop {
-            if s.durable >= seq {
+            if self.durable() >= seq {
                 return Ok(());
             }
             if let Err(e) = self.ctx.check_sticky() {
                 // Nothing will be flushed any more: nobody may stay parked.
-                s.waiters.wake_all();
+                let woken = s.waiters.wake_all();
+                drop(s);
+                woken.unpark();
                 return Err(e);
             }
             if !s.flushing {
@@ -215,27 +219,35 @@ impl GroupLog {
                 let flushed = self.flush();
                 s = lock(&self.sync);
                 s.flushing = false;
-                self.flushed(&mut s, flushed, true);
+                let (_, woken) = self.flushed(&mut s, flushed, true);
+                drop(s);
+                woken.unpark();
+                s = lock(&self.sync);
                 continue;
             }
             s.waiters.push(seq);
             drop(s);
             // A wake-up that came before this park is not lost (the thread's token).
             std::thread::park();
+            // The flush that made `seq` durable forgot this thread when it woke it.
+            if self.durable() >= seq {
+                return Ok(());
+            }
             s = lock(&self.sync);
             s.waiters.forget_current();
         }
     }
 
     /// Records the end of a flush (`flushing` already cleared by a leader that hands the next
-    /// flush on): the durable seq, or the sticky error. Unparks the submitters whose events
-    /// it made durable (all of them if it failed) and, with `hand_off`, one more, still
-    /// waiting, to lead the next flush; wakes every [`GroupLog::durable_async`] waiter.
-    /// Returns whether the flush failed.
-    fn flushed(&self, s: &mut SyncState, flushed: Result<u64>, hand_off: bool) -> bool {
+    /// flush on): the durable seq, or the sticky error. Returns whether the flush failed, and
+    /// the submitters to unpark once `s` is released: those whose events it made durable (all
+    /// of them if it failed) and, with `hand_off`, one more, still waiting, to lead the next
+    /// flush. Wakes every [`GroupLog::durable_async`] waiter.
+    fn flushed(&self, s: &mut SyncState, flushed: Result<u64>, hand_off: bool) -> (bool, Wakeups) {
         let failed = match flushed {
             Ok(d) => {
-                s.durable = s.durable.max(d);
+                // Only written under `sync` (held here): no update is lost.
+                self.durable.fetch_max(d, Ordering::Release);
                 false
             }
             Err(e) => {
@@ -243,10 +255,9 @@ impl GroupLog {
                 true
             }
         };
-        let durable = s.durable;
-        s.waiters.wake(durable, failed, hand_off);
+        let woken = s.waiters.wake(self.durable(), failed, hand_off);
         s.flushes.send_modify(|n| *n = n.wrapping_add(1));
-        failed
+        (failed, woken)
     }
 
     /// Makes sure a flush will cover `seq` without waiting for it: when no flush runs, queues
@@ -259,7 +270,7 @@ impl GroupLog {
     pub(crate) fn commit_in_background(self: &Arc<Self>, seq: u64) {
         {
             let mut s = lock(&self.sync);
-            if s.flushing || s.durable >= seq {
+            if s.flushing || self.durable() >= seq {
                 return;
             }
             s.flushing = true;
@@ -294,13 +305,18 @@ impl GroupLog {
                 Err(e) => Err(e),
             };
             let mut s = lock(&self.sync);
-            let failed = self.flushed(&mut s, flushed, false);
+            let (failed, mut woken) = self.flushed(&mut s, flushed, false);
             // Staging happens before `commit_in_background` looks at `flushing`, so what is
             // staged after this check finds `flushing` cleared and starts a committer.
-            if failed || lock(&self.core).pending.is_empty() {
+            let done = failed || lock(&self.core).pending.is_empty();
+            if done {
                 s.flushing = false;
                 // A submitter parked meanwhile may still wait for a later seq: it leads.
-                s.waiters.wake_first();
+                woken.extend(s.waiters.wake_first());
+            }
+            drop(s);
+            woken.unpark();
+            if done {
                 return;
             }
         }
@@ -339,14 +355,16 @@ impl GroupLog {
             };
             drop(w);
             let mut s = lock(&g.sync);
-            let failed = g.flushed(&mut s, flushed, false);
+            let (failed, mut woken) = g.flushed(&mut s, flushed, false);
             // As in `commit_staged`: what is staged after this check starts a new commit.
             if failed || lock(&g.core).pending.is_empty() {
                 s.flushing = false;
-                s.waiters.wake_first();
+                woken.extend(s.waiters.wake_first());
             } else {
                 again.push(Arc::clone(g));
             }
+            drop(s);
+            woken.unpark();
         }
         again
     }
@@ -359,7 +377,7 @@ impl GroupLog {
         // Subscribed before the first look: every flush that ends after it wakes this.
         let mut flushes = lock(&self.sync).flushes.subscribe();
         loop {
-            if lock(&self.sync).durable >= seq {
+            if self.durable() >= seq {
                 return Ok(());
             }
             self.ctx.check_sticky()?;

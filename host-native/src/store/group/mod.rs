@@ -19,6 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use mwp_core::authority::{self, Authority, Commit, Step};
@@ -91,7 +92,6 @@ impl Core {
 }
 
 struct SyncState {
-    durable: u64,
     flushing: bool,
     /// Submitters parked until their seq is durable: woken by the flush that makes it so,
     /// or to lead the next flush. Waking only these (not every waiter after every sync)
@@ -152,6 +152,9 @@ pub(crate) struct GroupLog {
     dir: PathBuf,
     ctx: Arc<Ctx>,
     core: Mutex<Core>,
+    /// The last durable seq: written only under `sync`, and read without it, so that a
+    /// submitter its flush woke returns without taking the lock again.
+    durable: AtomicU64,
     sync: Mutex<SyncState>,
     io: Mutex<Writer>,
     index: RwLock<Vec<SegmentIndex>>,
@@ -231,8 +234,8 @@ impl GroupLog {
                 driver,
                 pending: Vec::new(),
             }),
+            durable: AtomicU64::new(1),
             sync: Mutex::new(SyncState {
-                durable: 1,
                 flushing: false,
                 waiters: Default::default(),
                 flushes: tokio::sync::watch::Sender::new(0),
@@ -271,7 +274,7 @@ impl GroupLog {
 
     /// Seq of the last durable event.
     pub(crate) fn durable(&self) -> u64 {
-        lock(&self.sync).durable
+        self.durable.load(Ordering::Acquire)
     }
 
     /// A copy of the state as of the last durable event (the in-memory state may be ahead by

@@ -139,8 +139,8 @@ impl GroupLog {
                 driver,
                 pending: Vec::new(),
             }),
+            durable: AtomicU64::new(head),
             sync: Mutex::new(SyncState {
-                durable: head,
                 flushing: false,
                 waiters: Default::default(),
                 flushes: tokio::sync::watch::Sender::new(0),
