@@ -409,6 +409,8 @@ impl Encoder {
             }
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.clear();
+            // One allocation for the whole body, not a doubling per entry.
+            scratch.reserve(end - body);
             for span in &spans {
                 scratch.extend_from_slice(&self.out[span.key..span.end]);
             }
