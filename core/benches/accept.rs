@@ -1,5 +1,6 @@
 //! Accept throughput: commands decided and applied per second, with and without Ed25519
-//! signature checking, beside the raw Ed25519 verify rate measured in the same run.
+//! signature checking, beside the raw Ed25519 verify rate measured in the same run; and the
+//! accepted events' stored bytes, written by `Event::to_cbor` beside the generic encoder.
 //!
 //! `cargo bench -p mwp-core --bench accept`
 // criterion's macros generate undocumented public functions.
@@ -97,6 +98,41 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for (key, msg, sig) in &prepared {
                 key.verify_strict(msg, sig).expect("verifies");
+            }
+        })
+    });
+    group.finish();
+
+    // The stored bytes of each accepted event: the authority's encoder beside the generic one
+    // (the baseline it replaced), over the workload's events.
+    let mut events = Vec::new();
+    let mut state = Some(genesis.clone());
+    for cmd in &cmds {
+        if let Ok(Decision::Accepted(event)) = accept(state.as_ref(), cmd, common::NOW_MS, &limits)
+        {
+            GroupState::apply_to(&mut state, &event).expect("accepted events apply");
+            events.push(event);
+        }
+    }
+    for e in &events {
+        assert_eq!(
+            e.to_cbor().expect("encodes"),
+            mwp_core::canonical::to_vec(e).expect("encodes")
+        );
+    }
+    let mut group = c.benchmark_group("event_bytes");
+    group.throughput(Throughput::Elements(events.len() as u64));
+    group.bench_function("Event::to_cbor", |b| {
+        b.iter(|| {
+            for e in &events {
+                std::hint::black_box(e.to_cbor().expect("encodes"));
+            }
+        })
+    });
+    group.bench_function("canonical::to_vec (generic)", |b| {
+        b.iter(|| {
+            for e in &events {
+                std::hint::black_box(mwp_core::canonical::to_vec(e).expect("encodes"));
             }
         })
     });

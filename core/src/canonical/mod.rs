@@ -97,6 +97,15 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonError> {
     Ok(encoder.out)
 }
 
+/// Appends the canonical CBOR of a serde value to `out` (what [`to_vec`] gives, after the
+/// bytes `out` already holds), for an encoder that writes the rest of a value by hand.
+pub fn append<T: Serialize + ?Sized>(out: Vec<u8>, value: &T) -> Result<Vec<u8>, CanonError> {
+    let mut encoder = Encoder::new();
+    encoder.out = out;
+    value.serialize(&mut encoder)?;
+    Ok(encoder.out)
+}
+
 /// SHA-256 of the canonical CBOR of a serde value.
 pub fn hash<T: Serialize + ?Sized>(value: &T) -> Result<[u8; 32], CanonError> {
     Ok(sha256(&to_vec(value)?))
