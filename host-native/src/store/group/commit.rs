@@ -81,24 +81,35 @@ impl GroupLog {
         self.ctx.check_sticky()?;
         // Step 2 of accept, the signature check, runs here outside the lock so that
         // concurrent submitters verify in parallel; accept re-checks if the key changed.
-        // A member's key is decoded once, in the state; the authority's only signs ticks.
-        let signer: Option<(PublicKey, Option<PreparedKey>)> = self.with_state(|s| {
-            if cmd.actor.is_authority() {
-                Some((s.authority_key, None))
-            } else {
-                let m = s.members.get(&cmd.actor)?;
-                Some((m.key, m.prepared_key().cloned()))
-            }
-        });
+        // A member's key is decoded once, in the state, and read from `signers` without
+        // taking `core`; the authority's only signs ticks.
+        let cached = if cmd.actor.is_authority() {
+            None
+        } else {
+            read(&self.signers).get(&cmd.actor).cloned()
+        };
+        let prepared = match cached {
+            Some(p) => Some(p),
+            None => self.with_state(|s| {
+                if cmd.actor.is_authority() {
+                    s.authority_key.prepare()
+                } else {
+                    let m = s.members.get(&cmd.actor)?;
+                    m.prepared_key().cloned().or_else(|| m.key.prepare())
+                }
+            }),
+        };
         // The core keeps the content bytes it verified, so that deciding does not encode them
         // again.
-        let verified = signer.and_then(|(key, prepared)| {
-            let prepared = prepared.or_else(|| key.prepare())?;
-            cmd.verify_once(&prepared).ok().flatten()
-        });
+        let verified = prepared
+            .as_ref()
+            .and_then(|p| cmd.verify_once(p).ok().flatten());
         let (decision, wait_for, snapshot, seal) = {
             let mut core = lock(&self.core);
             self.ctx.check_sticky()?;
+            if !cmd.actor.is_authority() {
+                self.refresh_signer(core.state(), &cmd.actor, prepared.as_ref());
+            }
             let decided = match &verified {
                 Some(v) => core.driver.handle_verified(v, now_ms),
                 None => core.driver.handle_command(cmd, now_ms),
@@ -148,6 +159,25 @@ impl GroupLog {
             snapshot,
             seal,
         })
+    }
+
+    /// Records the state's key of member `actor` in `signers` when it is not `used` (the key
+    /// the signature was checked under): the member is new to the cache or changed its key.
+    /// A key the state no longer holds is forgotten.
+    fn refresh_signer(&self, state: &GroupState, actor: &Id, used: Option<&PreparedKey>) {
+        let used = used.map(PreparedKey::public);
+        match state.members.get(actor) {
+            Some(m) if used == Some(m.key) => {}
+            Some(m) => {
+                if let Some(p) = m.prepared_key().cloned().or_else(|| m.key.prepare()) {
+                    write(&self.signers).insert(actor.clone(), p);
+                }
+            }
+            None if used.is_some() => {
+                write(&self.signers).remove(actor);
+            }
+            None => {}
+        }
     }
 
     /// What follows an accepted event once it is durable: erasing a redacted payload, a

@@ -152,6 +152,12 @@ pub(crate) struct GroupLog {
     dir: PathBuf,
     ctx: Arc<Ctx>,
     core: Mutex<Core>,
+    /// The members' decoded keys, for the signature check that runs before `core` is taken:
+    /// read without waiting for a decision in progress. Refreshed from the state under
+    /// `core` whenever a member's key there differs; a stale key only costs the decision a
+    /// second check ([`mwp_core::accept::accept_verified`] verifies again under any other
+    /// key than the state's).
+    signers: RwLock<std::collections::HashMap<Id, PreparedKey>>,
     /// The last durable seq: written only under `sync`, and read without it, so that a
     /// submitter its flush woke returns without taking the lock again.
     durable: AtomicU64,
@@ -234,6 +240,7 @@ impl GroupLog {
                 driver,
                 pending: Vec::new(),
             }),
+            signers: Default::default(),
             durable: AtomicU64::new(1),
             sync: Mutex::new(SyncState {
                 flushing: false,

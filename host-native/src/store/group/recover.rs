@@ -139,6 +139,7 @@ impl GroupLog {
                 driver,
                 pending: Vec::new(),
             }),
+            signers: Default::default(),
             durable: AtomicU64::new(head),
             sync: Mutex::new(SyncState {
                 flushing: false,
