@@ -265,7 +265,7 @@ pub fn split_chunk<'a>(file: &str, bytes: &'a [u8]) -> Result<Vec<&'a [u8]>> {
 /// `trusted`, every event (id, payload hash, chain from the previous export), the head's id at
 /// its seq, and the snapshot's signature. Old files are never planned again; chunks are cut
 /// the same way every time (at most `chunk_events` events, [`CHUNK_EVENTS`] for hosts), so
-/// the same log gives the same files.
+/// the same log gives the same files. [`Planner`] does the same one event at a time.
 pub fn plan<B: AsRef<[u8]>>(
     previous: Option<&ExportIndex>,
     events: &[B],
@@ -274,121 +274,189 @@ pub fn plan<B: AsRef<[u8]>>(
     trusted: &PublicKey,
     chunk_events: usize,
 ) -> Result<Export> {
-    head.verify(trusted, &head.group)?;
-    let (mut seq, mut id) = previous.map_or((0, Hash::ZERO), |p| (p.seq, p.id));
-    if let Some(p) = previous {
-        if p.group != head.group || p.org != head.org {
+    let mut planner = Planner::new(previous, head, trusted, chunk_events)?;
+    let mut chunks = Vec::new();
+    for bytes in events {
+        chunks.extend(planner.handle_event(bytes.as_ref().to_vec())?);
+    }
+    let mut export = planner.finish(snapshot)?;
+    chunks.append(&mut export.files);
+    export.files = chunks;
+    Ok(export)
+}
+
+/// [`plan`] one event at a time, for a host that writes each chunk as soon as it is cut
+/// instead of holding the whole run: [`Planner::handle_event`] checks an event and answers the
+/// chunk file it closes, if any; [`Planner::finish`] checks that the events ended at the head
+/// and answers the last chunk, the snapshot, the index and the head file. The chunks it
+/// answers before `finish` are not yet known to belong to an export that will succeed: a host
+/// that fails later removes those it created (nothing names them; [`plan`] answers nothing
+/// until everything is checked).
+#[derive(Debug)]
+pub struct Planner {
+    head: SignedHead,
+    trusted: PublicKey,
+    chunk_events: usize,
+    index: ExportIndex,
+    /// The last event checked (the previous export's end before the first).
+    seq: u64,
+    id: Hash,
+    /// The events of the chunk being filled, their bytes, and the seq of its first.
+    run: Vec<Vec<u8>>,
+    run_bytes: usize,
+    first: u64,
+}
+
+impl Planner {
+    /// Starts planning the events after `previous` (or from seq 1) up to `head.seq`: checks
+    /// the head under `trusted` and that `previous` is an export of the same group that the
+    /// head does not fall behind.
+    pub fn new(
+        previous: Option<&ExportIndex>,
+        head: &SignedHead,
+        trusted: &PublicKey,
+        chunk_events: usize,
+    ) -> Result<Planner> {
+        head.verify(trusted, &head.group)?;
+        let (seq, id) = previous.map_or((0, Hash::ZERO), |p| (p.seq, p.id));
+        if let Some(p) = previous {
+            if p.group != head.group || p.org != head.org {
+                return Err(Error::malformed(format!(
+                    "the export in place is of {}/{}, not {}/{}",
+                    p.org, p.group, head.org, head.group
+                )));
+            }
+        }
+        if head.seq < seq {
             return Err(Error::malformed(format!(
-                "the export in place is of {}/{}, not {}/{}",
-                p.org, p.group, head.org, head.group
+                "the head is at seq {} but the export in place already reaches seq {seq}",
+                head.seq
             )));
         }
+        let index = previous.cloned().unwrap_or(ExportIndex {
+            schema: INDEX_SCHEMA.to_owned(),
+            org: head.org.clone(),
+            group: head.group.clone(),
+            authority: *trusted,
+            seq: 0,
+            id: Hash::ZERO,
+            chunks: Vec::new(),
+            snapshots: Vec::new(),
+        });
+        let first = index.seq + 1;
+        Ok(Planner {
+            head: head.clone(),
+            trusted: *trusted,
+            chunk_events: chunk_events.max(1),
+            index,
+            seq,
+            id,
+            run: Vec::new(),
+            run_bytes: 0,
+            first,
+        })
     }
-    if head.seq < seq {
-        return Err(Error::malformed(format!(
-            "the head is at seq {} but the export in place already reaches seq {seq}",
-            head.seq
-        )));
+
+    /// The seq of the last event checked (the previous export's, before the first).
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
-    for bytes in events {
-        let e = Event::from_cbor_verified(bytes.as_ref())?;
-        if e.group != head.group || e.seq != seq + 1 || e.prev != id {
+
+    /// Checks the next event (its stored bytes: id, payload hash, and that it continues the
+    /// chain) and adds it to the chunk being filled; answers that chunk's file once it is
+    /// closed (at `chunk_events` events, or once its bytes reach [`CHUNK_BYTES`]).
+    pub fn handle_event(&mut self, bytes: Vec<u8>) -> Result<Option<ExportFile>> {
+        let e = Event::from_cbor_verified(&bytes)?;
+        let (seq, id) = (self.seq, self.id);
+        if e.group != self.head.group || e.seq != seq + 1 || e.prev != id {
             return Err(Error::corrupt(format!(
                 "event seq {} of group {} does not continue the export at seq {seq}",
                 e.seq, e.group
             ))
             .with("seq", e.seq));
         }
-        seq = e.seq;
-        id = e.id;
+        self.seq = e.seq;
+        self.id = e.id;
+        self.run_bytes += bytes.len();
+        self.run.push(bytes);
+        if self.run.len() >= self.chunk_events || self.run_bytes >= CHUNK_BYTES {
+            return Ok(Some(self.close_chunk()));
+        }
+        Ok(None)
     }
-    if (seq, id) != (head.seq, head.id) {
-        return Err(Error::new(
-            Code::Fork,
-            format!(
-                "the events end at seq {seq} id {id}, but the signed head names seq {} id {}",
-                head.seq, head.id
-            ),
-        ));
-    }
-    let mut files = Vec::new();
-    let mut index = previous.cloned().unwrap_or(ExportIndex {
-        schema: INDEX_SCHEMA.to_owned(),
-        org: head.org.clone(),
-        group: head.group.clone(),
-        authority: *trusted,
-        seq: 0,
-        id: Hash::ZERO,
-        chunks: Vec::new(),
-        snapshots: Vec::new(),
-    });
-    let mut first = index.seq + 1;
-    for run in cut(events, chunk_events) {
-        let bytes = encode_chunk(run);
+
+    /// Closes the chunk being filled: its file, recorded in the index.
+    fn close_chunk(&mut self) -> ExportFile {
+        let bytes = encode_chunk(&self.run);
         let file = address("chunks", &bytes, "cbor");
-        let last = first + run.len() as u64 - 1;
-        index.chunks.push(ChunkRef {
+        let first = self.first;
+        let last = first + self.run.len() as u64 - 1;
+        self.first = last + 1;
+        self.index.chunks.push(ChunkRef {
             first,
             last,
             file: file.clone(),
             bytes: bytes.len() as u64,
         });
-        files.push(ExportFile { path: file, bytes });
-        first = last + 1;
+        self.run.clear();
+        self.run_bytes = 0;
+        ExportFile { path: file, bytes }
     }
-    if let Some(bytes) = snapshot {
-        let snap = Snapshot::verify_stored(bytes, trusted, &head.group)?;
-        if snap.seq <= head.seq && !index.snapshots.iter().any(|s| s.seq == snap.seq) {
-            let file = address("snapshots", bytes, "cbor");
-            index.snapshots.push(SnapshotRef {
-                seq: snap.seq,
-                state_hash: snap.state_hash,
-                file: file.clone(),
-            });
-            index.snapshots.sort_by_key(|s| s.seq);
-            files.push(ExportFile {
-                path: file,
-                bytes: bytes.to_vec(),
-            });
-        }
-    }
-    index.seq = seq;
-    index.id = id;
-    let index_bytes = serde_json::to_vec_pretty(&index)
-        .map_err(|e| Error::malformed(format!("the index does not encode: {e}")))?;
-    let index_file = address("index", &index_bytes, "json");
-    let head_file = serde_json::to_vec_pretty(&HeadFile {
-        head: head.clone(),
-        index: index_file.clone(),
-    })
-    .map_err(|e| Error::malformed(format!("the head file does not encode: {e}")))?;
-    files.push(ExportFile {
-        path: index_file,
-        bytes: index_bytes,
-    });
-    Ok(Export {
-        files,
-        head_file,
-        index,
-    })
-}
 
-/// Cuts events into chunk runs: at most `max_events` (at least 1) each, a run closed once its
-/// bytes reach [`CHUNK_BYTES`].
-fn cut<B: AsRef<[u8]>>(events: &[B], max_events: usize) -> Vec<&[B]> {
-    let mut runs = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, e) in events.iter().enumerate() {
-        bytes += e.as_ref().len();
-        if i + 1 - start >= max_events.max(1) || bytes >= CHUNK_BYTES {
-            runs.push(&events[start..=i]);
-            (start, bytes) = (i + 1, 0);
+    /// Checks that the events ended at the head (its seq and id) and answers the rest of the
+    /// run: the last chunk if any, the snapshot if it is new (its signature checked), the new
+    /// index, and the head file naming it.
+    pub fn finish(mut self, snapshot: Option<&[u8]>) -> Result<Export> {
+        if (self.seq, self.id) != (self.head.seq, self.head.id) {
+            return Err(Error::new(
+                Code::Fork,
+                format!(
+                    "the events end at seq {} id {}, but the signed head names seq {} id {}",
+                    self.seq, self.id, self.head.seq, self.head.id
+                ),
+            ));
         }
+        let mut files = Vec::new();
+        if !self.run.is_empty() {
+            files.push(self.close_chunk());
+        }
+        let (head, trusted, mut index) = (self.head, self.trusted, self.index);
+        if let Some(bytes) = snapshot {
+            let snap = Snapshot::verify_stored(bytes, &trusted, &head.group)?;
+            if snap.seq <= head.seq && !index.snapshots.iter().any(|s| s.seq == snap.seq) {
+                let file = address("snapshots", bytes, "cbor");
+                index.snapshots.push(SnapshotRef {
+                    seq: snap.seq,
+                    state_hash: snap.state_hash,
+                    file: file.clone(),
+                });
+                index.snapshots.sort_by_key(|s| s.seq);
+                files.push(ExportFile {
+                    path: file,
+                    bytes: bytes.to_vec(),
+                });
+            }
+        }
+        index.seq = self.seq;
+        index.id = self.id;
+        let index_bytes = serde_json::to_vec_pretty(&index)
+            .map_err(|e| Error::malformed(format!("the index does not encode: {e}")))?;
+        let index_file = address("index", &index_bytes, "json");
+        let head_file = serde_json::to_vec_pretty(&HeadFile {
+            head,
+            index: index_file.clone(),
+        })
+        .map_err(|e| Error::malformed(format!("the head file does not encode: {e}")))?;
+        files.push(ExportFile {
+            path: index_file,
+            bytes: index_bytes,
+        });
+        Ok(Export {
+            files,
+            head_file,
+            index,
+        })
     }
-    if start < events.len() {
-        runs.push(&events[start..]);
-    }
-    runs
 }
 
 /// Reads an export's index (checking its name and bytes); what [`plan`] continues from.

@@ -341,6 +341,31 @@ fn export_refuses_a_planned_file_that_holds_other_bytes() {
     assert_eq!(std::fs::read(out.join(HEAD_FILE)).expect("read"), b"{}");
 }
 
+/// An export that fails after it wrote chunks (here: another file is already at the name its
+/// index would take) removes what it created: the directory holds what it held before.
+#[test]
+fn a_failed_export_removes_the_chunks_it_wrote() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", 12);
+    let good = tmp.path().join("good");
+    assert_eq!(export(&data, &good).status.code(), Some(0));
+    let index = head_file(&good).index;
+    assert!(files(&good).keys().any(|k| k.starts_with("chunks/")));
+    let out = tmp.path().join("site");
+    std::fs::create_dir_all(out.join("index")).expect("mkdir");
+    std::fs::write(out.join(&index), b"not the index").expect("write");
+    let before = files(&out);
+    let bad = export(&data, &out);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("other bytes"), "{}", stderr(&bad));
+    assert_eq!(files(&out), before, "nothing the failed run wrote is left");
+    assert!(!out.join("chunks").exists(), "nor the directory it created");
+    // With the obstacle gone, the same export succeeds and gives the same files.
+    std::fs::remove_dir_all(&out).expect("rm");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    assert_eq!(files(&out), files(&good));
+}
+
 fn two_heads() -> (SignedHead, SignedHead) {
     let org = Id::new("acme").expect("id");
     let group = Id::new("g1").expect("id");

@@ -307,3 +307,40 @@ fn a_file_over_its_size_cap_is_refused_before_it_is_parsed() {
     );
     assert!(export::max_file_bytes("chunks/a.cbor") > export::CHUNK_BYTES as u64);
 }
+
+/// The planner answers each chunk as soon as it is cut (a host writes it and forgets it), and
+/// in the end the same files as `plan`; a run whose events do not reach the head fails at the
+/// end, after chunks were answered.
+#[test]
+fn the_planner_answers_each_chunk_as_it_is_cut() {
+    let mut s = rich();
+    more(&mut s, 5, "x");
+    let events = s.events();
+    let trusted = key().public();
+    let mut planner = export::Planner::new(None, &head(&events), &trusted, 3).unwrap();
+    let mut files = Vec::new();
+    for (i, b) in bytes(&events).into_iter().enumerate() {
+        let chunk = planner.handle_event(b).unwrap();
+        // A chunk closes on every third event, and only then.
+        assert_eq!(chunk.is_some(), (i + 1) % 3 == 0, "event {i}");
+        files.extend(chunk);
+    }
+    assert_eq!(planner.seq(), events.len() as u64);
+    let mut rest = planner.finish(None).unwrap();
+    files.append(&mut rest.files);
+    let planned = export::plan(None, &bytes(&events), None, &head(&events), &trusted, 3).unwrap();
+    assert_eq!(files, planned.files);
+    assert_eq!(
+        (rest.head_file, rest.index),
+        (planned.head_file, planned.index)
+    );
+
+    // Events that stop short of the head: chunks were answered, the end is refused.
+    let mut short = export::Planner::new(None, &head(&events), &trusted, 3).unwrap();
+    let mut answered = 0;
+    for b in bytes(&events[..events.len() - 1]) {
+        answered += usize::from(short.handle_event(b).unwrap().is_some());
+    }
+    assert!(answered > 0);
+    assert_eq!(short.finish(None).unwrap_err().code, Code::Fork);
+}

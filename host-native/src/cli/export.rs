@@ -13,6 +13,12 @@
 //! goes last the same way, replacing the old one by rename. A crash at any point leaves the
 //! old export whole (at worst with unreferenced new files, or a leftover temporary file).
 //! Files are 0644 and directories 0755: an export is public by design.
+//!
+//! The events are read a page at a time and each chunk is written as soon as it is cut
+//! ([`export::Planner`]), so an export holds one page and one chunk in memory, not the whole
+//! run; the index and `head.json` are written once every event reached the signed head. A run
+//! that fails removes the files and directories it created, so the export in place (or its
+//! absence) is left as it was.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -168,14 +174,15 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The events of `group` with seq in `after+1 ..= upto`, as canonical CBOR.
-fn collect(
+/// Hands the events of `group` with seq in `after+1 ..= upto`, as canonical CBOR, to
+/// `each`, one page read at a time.
+fn stream(
     read: &dyn Fn(u64, usize) -> Result<Vec<mwp_core::Event>, Failure>,
     after: u64,
     upto: u64,
     page: usize,
-) -> Result<Vec<Vec<u8>>, Failure> {
-    let mut out = Vec::with_capacity(usize::try_from(upto.saturating_sub(after)).unwrap_or(0));
+    each: &mut dyn FnMut(Vec<u8>) -> Result<(), Failure>,
+) -> Result<(), Failure> {
     let mut cursor = after;
     while cursor < upto {
         let want = usize::try_from(upto - cursor)
@@ -199,13 +206,13 @@ fn collect(
                 break;
             }
             cursor = e.seq;
-            out.push(
+            each(
                 e.to_cbor()
                     .map_err(|err| Failure::from_error("cannot encode an event", &err))?,
-            );
+            )?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The latest snapshot, if the source has one: an export without one is still whole (a
@@ -223,9 +230,8 @@ pub fn run(args: &ExportArgs) -> Outcome {
     let source = open(args)?;
     let prev = previous(&args.out)?;
     let after = prev.as_ref().map_or(0, |p| p.seq);
-    let (head, trusted, events, snapshot) = match &source {
+    let (head, trusted) = match &source {
         From::Store(service) => {
-            let fail = |e: &Error| Failure::from_error(&format!("cannot read group {group}"), e);
             // The head first (the last durable event, signed by the store's own
             // `sign_head`), then the events up to it: a writer still appending meanwhile
             // cannot make the export name an event it does not hold.
@@ -236,7 +242,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
                         format!("the store holds no events of group {group}"),
                     )
                 } else {
-                    fail(&e)
+                    Failure::from_error(&format!("cannot read group {group}"), &e)
                 }
             })?;
             if head.seq < after {
@@ -245,12 +251,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
                     head.seq
                 )));
             }
-            let read = |after: u64, limit: usize| {
-                service.events(&group, after, limit).map_err(|e| fail(&e))
-            };
-            let events = collect(&read, after, head.seq, STORE_PAGE)?;
-            let snapshot = no_snapshot(service.latest_snapshot(&group));
-            (head, service.authority_key(), events, snapshot)
+            (head, service.authority_key())
         }
         From::Server(client) => {
             let fail = |ctx: &str, e: &Error| super::client::server_failure(ctx, e);
@@ -266,14 +267,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
                 .map_err(|e| failed(format!("{path} answered no signed head: {e}")))?;
             head.verify(&trusted, &group)
                 .map_err(|e| failed(format!("the server's head: {e}")))?;
-            let read = |after: u64, limit: usize| {
-                client
-                    .events(&group, after, limit)
-                    .map_err(|e| fail(&format!("cannot read the events of {group}"), &e))
-            };
-            let events = collect(&read, after, head.seq, SERVER_PAGE)?;
-            let snapshot = no_snapshot(client.snapshot(&group));
-            (head, trusted, events, snapshot)
+            (head, trusted)
         }
     };
     if let Some(p) = &prev {
@@ -285,17 +279,62 @@ pub fn run(args: &ExportArgs) -> Outcome {
             )));
         }
     }
-    let planned = export::plan(
-        prev.as_ref(),
-        &events,
-        snapshot.as_deref(),
-        &head,
-        &trusted,
-        export::CHUNK_EVENTS,
-    )
-    .map_err(|e| failed(format!("cannot export group {group}: {e}")))?;
-    drop(events);
-    let written = write_export(&args.out, &planned)?;
+    let cannot = |e: mwp_core::Error| failed(format!("cannot export group {group}: {e}"));
+    let mut planner = export::Planner::new(prev.as_ref(), &head, &trusted, export::CHUNK_EVENTS)
+        .map_err(cannot)?;
+    // Each chunk is written as soon as it is cut, so that the export holds one chunk in
+    // memory rather than the whole run; the index and `head.json` go last, once every event
+    // reached the head. A run that fails removes the chunks it created: the export in place
+    // is left as it was.
+    let mut files = NewFiles::default();
+    let planned = (|| {
+        files.ensure_dir(&args.out)?;
+        let mut each = |bytes: Vec<u8>| match planner.handle_event(bytes).map_err(cannot)? {
+            Some(chunk) => files.write(&args.out, &chunk),
+            None => Ok(()),
+        };
+        let snapshot = match &source {
+            From::Store(service) => {
+                let read = |after: u64, limit: usize| {
+                    service
+                        .events(&group, after, limit)
+                        .map_err(|e| Failure::from_error(&format!("cannot read group {group}"), &e))
+                };
+                stream(&read, after, head.seq, STORE_PAGE, &mut each)?;
+                no_snapshot(service.latest_snapshot(&group))
+            }
+            From::Server(client) => {
+                let read = |after: u64, limit: usize| {
+                    client.events(&group, after, limit).map_err(|e| {
+                        super::client::server_failure(
+                            &format!("cannot read the events of {group}"),
+                            &e,
+                        )
+                    })
+                };
+                stream(&read, after, head.seq, SERVER_PAGE, &mut each)?;
+                no_snapshot(client.snapshot(&group))
+            }
+        };
+        let planned = planner.finish(snapshot.as_deref()).map_err(cannot)?;
+        for file in &planned.files {
+            files.write(&args.out, file)?;
+        }
+        files.sync_dirs()?;
+        replace(&args.out.join(HEAD_FILE), &planned.head_file)?;
+        Ok(planned)
+    })();
+    let written = match planned {
+        Ok(planned) => Written {
+            chunks: files.written.chunks,
+            files: files.written.files + 1,
+            bytes: files.written.bytes + planned.head_file.len() as u64,
+        },
+        Err(e) => {
+            files.remove_created();
+            return Err(e);
+        }
+    };
     let value = json!({
         "group": group,
         "seq": head.seq,
@@ -436,13 +475,21 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     sync_dir(path.parent().unwrap_or(Path::new(".")))
 }
 
-/// Writes a planned export into `out`: every new file (each durable, directories synced),
-/// then `head.json`.
-pub fn write_export(out: &Path, planned: &export::Export) -> Result<Written, Failure> {
-    ensure_dir(out)?;
-    let mut written = Written::default();
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for file in &planned.files {
+/// The files one export run wrote, as it writes them: counted, their directories synced once,
+/// and those it created removed again if the run fails.
+#[derive(Default)]
+struct NewFiles {
+    written: Written,
+    dirs: Vec<PathBuf>,
+    /// Files and directories this run created, in order.
+    created: Vec<PathBuf>,
+    created_dirs: Vec<PathBuf>,
+}
+
+impl NewFiles {
+    /// Writes one planned file into `out` (durable; an identical file already there is left
+    /// as it is).
+    fn write(&mut self, out: &Path, file: &export::ExportFile) -> Result<(), Failure> {
         // `plan` names only `dir/<hex>.ext`; checked again before touching the disk.
         let (dir, ext) = file
             .path
@@ -452,22 +499,59 @@ pub fn write_export(out: &Path, planned: &export::Export) -> Result<Written, Fai
         export::check_name(&file.path, dir, ext)
             .map_err(|e| failed(format!("refusing to write {}: {e}", file.path)))?;
         let dir_path = out.join(dir);
-        ensure_dir(&dir_path)?;
-        if write_new(&out.join(&file.path), &file.bytes)? {
-            written.files += 1;
-            written.bytes += file.bytes.len() as u64;
+        self.ensure_dir(&dir_path)?;
+        let path = out.join(&file.path);
+        if write_new(&path, &file.bytes)? {
+            self.created.push(path);
+            self.written.files += 1;
+            self.written.bytes += file.bytes.len() as u64;
             if dir == "chunks" {
-                written.chunks += 1;
+                self.written.chunks += 1;
             }
-            if !dirs.contains(&dir_path) {
-                dirs.push(dir_path);
+            if !self.dirs.contains(&dir_path) {
+                self.dirs.push(dir_path);
             }
         }
+        Ok(())
     }
-    for dir in &dirs {
-        sync_dir(dir)?;
+
+    /// Creates `dir` if missing ([`ensure_dir`]), noting it as created.
+    fn ensure_dir(&mut self, dir: &Path) -> Result<(), Failure> {
+        if !dir.is_dir() {
+            ensure_dir(dir)?;
+            self.created_dirs.push(dir.to_path_buf());
+        }
+        Ok(())
     }
+
+    /// Makes the entries of every directory written to durable.
+    fn sync_dirs(&self) -> Result<(), Failure> {
+        self.dirs.iter().try_for_each(|dir| sync_dir(dir))
+    }
+
+    /// Removes the files and then the (empty) directories this run created, newest first
+    /// (best effort: nothing names them).
+    fn remove_created(&self) {
+        for path in self.created.iter().rev() {
+            let _ = std::fs::remove_file(path);
+        }
+        for dir in self.created_dirs.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Writes a planned export into `out`: every new file (each durable, directories synced),
+/// then `head.json`.
+pub fn write_export(out: &Path, planned: &export::Export) -> Result<Written, Failure> {
+    let mut files = NewFiles::default();
+    files.ensure_dir(out)?;
+    for file in &planned.files {
+        files.write(out, file)?;
+    }
+    files.sync_dirs()?;
     replace(&out.join(HEAD_FILE), &planned.head_file)?;
+    let mut written = files.written;
     written.files += 1;
     written.bytes += planned.head_file.len() as u64;
     Ok(written)
