@@ -654,23 +654,29 @@ impl Event {
         put_head(&mut out, 0, self.at);
         put_text(&mut out, "seq");
         put_head(&mut out, 0, self.seq);
-        put_text(&mut out, "prev");
-        put_hash(&mut out, &self.prev);
-        put_text(&mut out, "actor");
-        put_text(&mut out, self.actor.as_str());
-        put_text(&mut out, "group");
-        put_text(&mut out, self.group.as_str());
-        put_text(&mut out, "action");
-        put_text(&mut out, self.action.as_str());
-        put_text(&mut out, "revision");
-        put_head(&mut out, 0, self.revision);
-        put_text(&mut out, "aggregate");
-        put_text(&mut out, &self.aggregate);
-        put_text(&mut out, "content_hash");
-        put_hash(&mut out, &self.content_hash);
-        put_text(&mut out, "payload_hash");
-        put_hash(&mut out, &self.payload_hash);
+        self.put_header_from_prev(&mut out);
         Ok(Hash(canonical::sha256(&out)))
+    }
+
+    /// The header's entries from `prev` on, the last eight in canonical key order: what
+    /// [`Event::compute_id`] and [`Event::to_cbor`] both end with.
+    fn put_header_from_prev(&self, out: &mut Vec<u8>) {
+        put_text(out, "prev");
+        put_hash(out, &self.prev);
+        put_text(out, "actor");
+        put_text(out, self.actor.as_str());
+        put_text(out, "group");
+        put_text(out, self.group.as_str());
+        put_text(out, "action");
+        put_text(out, self.action.as_str());
+        put_text(out, "revision");
+        put_head(out, 0, self.revision);
+        put_text(out, "aggregate");
+        put_text(out, &self.aggregate);
+        put_text(out, "content_hash");
+        put_hash(out, &self.content_hash);
+        put_text(out, "payload_hash");
+        put_hash(out, &self.payload_hash);
     }
 
     /// `compute_id` through the generic canonical encoder: the reference for the test.
@@ -731,22 +737,7 @@ impl Event {
         put_head(&mut out, 0, self.seq);
         put_text(&mut out, "kind");
         let mut out = canonical::append(out, &self.kind)?;
-        put_text(&mut out, "prev");
-        put_hash(&mut out, &self.prev);
-        put_text(&mut out, "actor");
-        put_text(&mut out, self.actor.as_str());
-        put_text(&mut out, "group");
-        put_text(&mut out, self.group.as_str());
-        put_text(&mut out, "action");
-        put_text(&mut out, self.action.as_str());
-        put_text(&mut out, "revision");
-        put_head(&mut out, 0, self.revision);
-        put_text(&mut out, "aggregate");
-        put_text(&mut out, &self.aggregate);
-        put_text(&mut out, "content_hash");
-        put_hash(&mut out, &self.content_hash);
-        put_text(&mut out, "payload_hash");
-        put_hash(&mut out, &self.payload_hash);
+        self.put_header_from_prev(&mut out);
         Ok(out)
     }
 
