@@ -2,7 +2,7 @@
 //! [`mwp_core::export`]: a head crosses as its JSON form (an object or a JSON string), export
 //! files as bytes, and every check stays in the core.
 
-use mwp_core::export::{self, ExportIndex, Progress, Start, StaticReader as CoreReader};
+use mwp_core::export::{self, Progress, Start, StaticReader as CoreReader};
 use mwp_core::head::{ForkProof, SignedHead};
 use mwp_core::replica::{HeadOffer, Replica as CoreReplica};
 use mwp_core::{Error, Event, Hash, Id};
@@ -11,7 +11,6 @@ use wasm_bindgen::prelude::*;
 
 use crate::codec::{json_from_js, parse_public_key, parse_secret_key, to_js, uint};
 use crate::error::{CodecError, ExportError};
-use crate::frames;
 use crate::replica::Replica;
 
 /// A signed head given as its JSON form: an object or a JSON string. `HEAD_INVALID` (check
@@ -86,11 +85,13 @@ pub fn verify_fork_proof(bytes: &[u8], pinned_key: Option<String>) -> Result<JsV
     Ok(to_js(&fork)?)
 }
 
-/// Plans a static export (`export::plan`): the events (a frame batch of stored CBOR, in seq
+/// Plans a static export (`export::plan`; the full module only: the viewer reads exports, it
+/// does not plan them): the events (a frame batch of stored CBOR, in seq
 /// order, after the previous export's index if given as JSON text), the latest signed
 /// snapshot if any, the signed head they end at, the authority key (hex) and the chunk size.
 /// Returns `{files: [{path, bytes}], headFile: bytes, index}`; the caller writes the files,
 /// then `head.json`.
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = planExport)]
 pub fn plan_export(
     previous: Option<String>,
@@ -100,6 +101,8 @@ pub fn plan_export(
     trusted_key: &str,
     chunk_events: Option<u32>,
 ) -> Result<JsValue, ExportError> {
+    use crate::frames;
+    use mwp_core::export::ExportIndex;
     let previous: Option<ExportIndex> = previous
         .map(|text| {
             serde_json::from_str(&text)

@@ -3326,7 +3326,8 @@ export function parseRecordHeader(bytes, at) {
 }
 
 /**
- * Plans a static export (`export::plan`): the events (a frame batch of stored CBOR, in seq
+ * Plans a static export (`export::plan`; the full module only: the viewer reads exports, it
+ * does not plan them): the events (a frame batch of stored CBOR, in seq
  * order, after the previous export's index if given as JSON text), the latest signed
  * snapshot if any, the signed head they end at, the authority key (hex) and the chunk size.
  * Returns `{files: [{path, bytes}], headFile: bytes, index}`; the caller writes the files,
