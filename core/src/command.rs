@@ -105,7 +105,7 @@ impl Command {
     /// Whether `sig` verifies under a key decoded beforehand (the same answer as
     /// [`Command::verify`] with that key).
     pub fn verify_prepared(&self, key: &PreparedKey) -> Result<bool> {
-        Ok(key.verify(&self.content_bytes()?, &self.sig))
+        Ok(self.verify_once(key)?.is_some())
     }
 
     /// Checks `sig` under `key` and keeps what was checked: the [`Verified`] command, which

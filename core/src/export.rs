@@ -301,10 +301,9 @@ pub struct Planner {
     /// The last event checked (the previous export's end before the first).
     seq: u64,
     id: Hash,
-    /// The events of the chunk being filled, their bytes, and the seq of its first.
+    /// The events of the chunk being filled (the last of them is `seq`), and their bytes.
     run: Vec<Vec<u8>>,
     run_bytes: usize,
-    first: u64,
 }
 
 impl Planner {
@@ -343,7 +342,6 @@ impl Planner {
             chunks: Vec::new(),
             snapshots: Vec::new(),
         });
-        let first = index.seq + 1;
         Ok(Planner {
             head: head.clone(),
             trusted: *trusted,
@@ -353,7 +351,6 @@ impl Planner {
             id,
             run: Vec::new(),
             run_bytes: 0,
-            first,
         })
     }
 
@@ -389,9 +386,8 @@ impl Planner {
     fn close_chunk(&mut self) -> ExportFile {
         let bytes = encode_chunk(&self.run);
         let file = address("chunks", &bytes, "cbor");
-        let first = self.first;
-        let last = first + self.run.len() as u64 - 1;
-        self.first = last + 1;
+        let last = self.seq;
+        let first = last + 1 - self.run.len() as u64;
         self.index.chunks.push(ChunkRef {
             first,
             last,

@@ -92,16 +92,13 @@ pub enum Strictness {
 /// integers beyond the 64-bit CBOR range, which ciborium would turn into bignum tags) and
 /// duplicate map keys are refused.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonError> {
-    let mut encoder = Encoder::new();
-    value.serialize(&mut encoder)?;
-    Ok(encoder.out)
+    append(Vec::with_capacity(256), value)
 }
 
 /// Appends the canonical CBOR of a serde value to `out` (what [`to_vec`] gives, after the
 /// bytes `out` already holds), for an encoder that writes the rest of a value by hand.
 pub fn append<T: Serialize + ?Sized>(out: Vec<u8>, value: &T) -> Result<Vec<u8>, CanonError> {
-    let mut encoder = Encoder::new();
-    encoder.out = out;
+    let mut encoder = Encoder::new(out);
     value.serialize(&mut encoder)?;
     Ok(encoder.out)
 }
@@ -339,9 +336,10 @@ struct Entry {
 }
 
 impl Encoder {
-    fn new() -> Self {
+    /// An encoder that writes after the bytes `out` holds.
+    fn new(out: Vec<u8>) -> Self {
         Self {
-            out: Vec::with_capacity(256),
+            out,
             entries: Vec::with_capacity(32),
             spans: Vec::new(),
             scratch: Vec::new(),
