@@ -317,19 +317,10 @@ pub fn run(args: &ExportArgs) -> Outcome {
             }
         };
         let planned = planner.finish(snapshot.as_deref()).map_err(cannot)?;
-        for file in &planned.files {
-            files.write(&args.out, file)?;
-        }
-        files.sync_dirs()?;
-        replace(&args.out.join(HEAD_FILE), &planned.head_file)?;
-        Ok(planned)
+        files.finish(&args.out, &planned)
     })();
     let written = match planned {
-        Ok(planned) => Written {
-            chunks: files.written.chunks,
-            files: files.written.files + 1,
-            bytes: files.written.bytes + planned.head_file.len() as u64,
-        },
+        Ok(written) => written,
         Err(e) => {
             files.remove_created();
             return Err(e);
@@ -358,7 +349,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
     Ok(EXIT_OK)
 }
 
-/// What [`write_export`] wrote.
+/// What one `mwp export` run wrote.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Written {
     /// New chunk files.
@@ -524,9 +515,21 @@ impl NewFiles {
         Ok(())
     }
 
-    /// Makes the entries of every directory written to durable.
-    fn sync_dirs(&self) -> Result<(), Failure> {
-        self.dirs.iter().try_for_each(|dir| sync_dir(dir))
+    /// Writes the rest of a planned export into `out`: its files (each durable), the
+    /// directories that gained files synced, then `head.json`; answers what the run wrote.
+    fn finish(&mut self, out: &Path, planned: &export::Export) -> Result<Written, Failure> {
+        for file in &planned.files {
+            self.write(out, file)?;
+        }
+        for dir in &self.dirs {
+            sync_dir(dir)?;
+        }
+        replace(&out.join(HEAD_FILE), &planned.head_file)?;
+        Ok(Written {
+            chunks: self.written.chunks,
+            files: self.written.files + 1,
+            bytes: self.written.bytes + planned.head_file.len() as u64,
+        })
     }
 
     /// Removes the files and then the (empty) directories this run created, newest first
@@ -539,22 +542,6 @@ impl NewFiles {
             let _ = std::fs::remove_dir(dir);
         }
     }
-}
-
-/// Writes a planned export into `out`: every new file (each durable, directories synced),
-/// then `head.json`.
-pub fn write_export(out: &Path, planned: &export::Export) -> Result<Written, Failure> {
-    let mut files = NewFiles::default();
-    files.ensure_dir(out)?;
-    for file in &planned.files {
-        files.write(out, file)?;
-    }
-    files.sync_dirs()?;
-    replace(&out.join(HEAD_FILE), &planned.head_file)?;
-    let mut written = files.written;
-    written.files += 1;
-    written.bytes += planned.head_file.len() as u64;
-    Ok(written)
 }
 
 /// Reads a pinned key given as hex.

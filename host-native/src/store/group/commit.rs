@@ -83,21 +83,12 @@ impl GroupLog {
         // concurrent submitters verify in parallel; accept re-checks if the key changed.
         // A member's key is decoded once, in the state, and read from `signers` without
         // taking `core`; the authority's only signs ticks.
-        let cached = if cmd.actor.is_authority() {
-            None
+        let prepared = if cmd.actor.is_authority() {
+            self.with_state(|s| s.authority_key.prepare())
         } else {
-            read(&self.signers).get(&cmd.actor).cloned()
-        };
-        let prepared = match cached {
-            Some(p) => Some(p),
-            None => self.with_state(|s| {
-                if cmd.actor.is_authority() {
-                    s.authority_key.prepare()
-                } else {
-                    let m = s.members.get(&cmd.actor)?;
-                    m.prepared_key().cloned().or_else(|| m.key.prepare())
-                }
-            }),
+            let cached = read(&self.signers).get(&cmd.actor).cloned();
+            cached
+                .or_else(|| self.with_state(|s| s.members.get(&cmd.actor)?.prepared_key().cloned()))
         };
         // The core keeps the content bytes it verified, so that deciding does not encode them
         // again.
@@ -169,8 +160,8 @@ impl GroupLog {
         match state.members.get(actor) {
             Some(m) if used == Some(m.key) => {}
             Some(m) => {
-                if let Some(p) = m.prepared_key().cloned().or_else(|| m.key.prepare()) {
-                    write(&self.signers).insert(actor.clone(), p);
+                if let Some(p) = m.prepared_key() {
+                    write(&self.signers).insert(actor.clone(), p.clone());
                 }
             }
             None if used.is_some() => {
