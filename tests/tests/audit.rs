@@ -188,7 +188,11 @@ fn policy_files_are_checked_and_name_what_is_wrong() {
             "named twice",
         ),
         (ok.replace(&format!("\"{r}\""), ""), "recipients is empty"),
-        (ok.replace("365", "99999"), "retain_days"),
+        // The whole entry: the random recipient may hold "365" too.
+        (
+            ok.replace("\"retain_days\": 365", "\"retain_days\": 99999"),
+            "retain_days",
+        ),
         (
             ok.replace("\"remove_plain\"", "\"remove\""),
             "unknown field",
