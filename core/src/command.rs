@@ -239,7 +239,7 @@ pub enum Risk {
 }
 
 /// The budgets a work item runs within.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Contract {
     /// Attempts allowed, counting failures (≥ 1).
@@ -294,6 +294,14 @@ pub struct NewWork {
     pub after: Vec<Id>,
     /// Opaque description.
     pub spec: Opaque,
+}
+
+// Handed to the canonical encoder in canonical key order; JSON gets the declared order.
+canonical::encode_struct! {
+    Contract {
+        max_attempts, backoff_base_ms, backoff_max_ms, cost_budget,
+        deadline_at if is_some, risk,
+    }
 }
 
 canonical::decode_struct! {

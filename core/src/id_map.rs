@@ -163,8 +163,13 @@ impl<V: fmt::Debug> fmt::Debug for IdMap<V> {
 
 impl<V: Serialize> Serialize for IdMap<V> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // The canonical encoder sorts the entries by their encoded keys.
-        serializer.collect_map(self.iter())
+        // JSON in the table's (fixed-seed) order; the canonical encoder gets the entries in
+        // canonical key order, so it need not move them into place.
+        if serializer.is_human_readable() {
+            serializer.collect_map(self.iter())
+        } else {
+            serializer.collect_map(crate::canonical::in_key_order(self.iter(), false))
+        }
     }
 }
 

@@ -92,7 +92,7 @@ impl fmt::Debug for LeaseId {
 }
 
 /// An execution lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Lease {
     /// Stable ID.
     pub id: LeaseId,
@@ -114,6 +114,12 @@ pub struct Lease {
 
 // `Lease` takes unknown fields (its derive does not deny them): the reader refuses them and
 // leaves such a map to the derive.
+// Handed to the canonical encoder in canonical key order; JSON gets the declared order.
+canonical::encode_struct! {
+    Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
+    PastLease { id, holder, epoch, end }
+}
+
 canonical::decode_struct! {
     Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
     PastLease { id, holder, epoch, end }
@@ -132,7 +138,7 @@ pub enum LeaseEnd {
 }
 
 /// A lease that is no longer current, kept so late results can be recognised as evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct PastLease {
     /// Its ID.
     pub id: LeaseId,

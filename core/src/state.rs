@@ -22,7 +22,7 @@ use crate::receipt::{Disposition, Receipt};
 use crate::work::{Effect, EffectStatus, OpaqueRef, WorkItem, WorkItems, WorkState};
 
 /// A member of the group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Member {
     /// Role.
     pub role: Role,
@@ -109,7 +109,7 @@ pub enum ApprovalState {
 }
 
 /// An approval request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Approval {
     /// Work item it names.
     pub work: Id,
@@ -124,7 +124,7 @@ pub struct Approval {
 }
 
 /// A receipt as the state stores it (the group and the key are implied).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredReceipt {
     /// Seq.
@@ -144,7 +144,7 @@ pub struct StoredReceipt {
 }
 
 /// The disposition recorded for an `expand` trigger.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Expansion {
     /// Hash of the canonical CBOR of the `work` list.
     pub work_hash: Hash,
@@ -171,7 +171,7 @@ pub type Receipts = IdMap<StoredReceipt>;
 
 /// The state of one Group. A streamed snapshot reads its fields one by one
 /// (`GroupState::read_streamed`): a field added here is added there too.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct GroupState {
     /// Organization.
     pub org: Id,
@@ -216,6 +216,21 @@ pub struct GroupState {
     /// from `work` on first use, then kept up to date by `apply`.
     #[serde(skip)]
     pub(crate) deadlines: Cache<BTreeSet<(u64, Id)>>,
+}
+
+// What a snapshot holds is handed to the canonical encoder in canonical key order
+// (`canonical::encode_struct!`); JSON gets the fields in the order declared above.
+canonical::encode_struct! {
+    Member { role, key, session, removed; skip prepared }
+    Approval { work, requested_by, reason, state, revision }
+    StoredReceipt { seq, event_id, content_hash, aggregate, revision, disposition, at }
+    Expansion { work_hash, actor, action }
+    GroupState {
+        org, group, mission, title, authority_key, seq, head, revision, members_revision,
+        archived, members with canonical::ById, work, approvals with canonical::ById,
+        receipts with canonical::ById, terminal, expansions, redacted, evidence;
+        skip deadlines
+    }
 }
 
 fn opaque_ref(seq: u64, value: &Opaque) -> Result<OpaqueRef> {

@@ -85,7 +85,7 @@ pub enum EffectStatus {
 }
 
 /// An effect recorded against a work item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Effect {
     /// Operation ID.
     pub op: Id,
@@ -107,13 +107,26 @@ pub struct Effect {
     pub receipt: Option<OpaqueRef>,
 }
 
+// Handed to the canonical encoder in canonical key order; JSON gets the declared order.
+canonical::encode_struct! {
+    Effect {
+        op, epoch, mode, irreversible, target, status, happened if is_some,
+        receipt if is_some,
+    }
+    WorkItem {
+        contract, after, spec, state, revision, epoch, attempts, not_before, spent,
+        lease if is_some, past_leases, checkpoint if is_some,
+        needs if is_some, outcome if is_some, effects,
+    }
+}
+
 canonical::decode_struct! {
     OpaqueRef { seq, hash }
     Effect { op, epoch, mode, irreversible, target, status, happened, receipt }
 }
 
 /// A work item as the Group state holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WorkItem {
     /// Budgets.
     pub contract: Contract,
@@ -324,7 +337,13 @@ impl fmt::Debug for WorkItems {
 
 impl Serialize for WorkItems {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.iter())
+        // JSON in ID order; the canonical encoder gets the entries in canonical key order
+        // (shorter IDs first), so it need not move them into place.
+        if serializer.is_human_readable() {
+            serializer.collect_map(self.iter())
+        } else {
+            serializer.collect_map(canonical::in_key_order(self.iter(), true))
+        }
     }
 }
 

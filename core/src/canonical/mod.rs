@@ -22,12 +22,14 @@ use std::cmp::Ordering;
 use std::fmt::Display;
 
 mod de;
+mod order;
 mod stream;
 
 pub(crate) use de::{
     decode_struct, refused, Decode, DecodeFields, Decoder, Entries, Fields, Items, KeySpans,
     Tagged, ITEM_BYTES,
 };
+pub(crate) use order::{encode_struct, in_key_order, key_order, ById};
 pub(crate) use stream::StreamDecoder;
 #[cfg(test)]
 pub(crate) use stream::{every_flip_reads_alike, Pieces, BY_SLICE};
@@ -101,6 +103,15 @@ pub fn append<T: Serialize + ?Sized>(out: Vec<u8>, value: &T) -> Result<Vec<u8>,
     let mut encoder = Encoder::new(out);
     value.serialize(&mut encoder)?;
     Ok(encoder.out)
+}
+
+/// How many maps of `value` the encoder had to put in order: none, for the types that hand
+/// it their entries in canonical order ([`encode_struct!`], [`ById`]).
+#[cfg(test)]
+pub(crate) fn reorders<T: Serialize + ?Sized>(value: &T) -> Result<usize, CanonError> {
+    let mut encoder = Encoder::new(Vec::new());
+    value.serialize(&mut encoder)?;
+    Ok(encoder.reordered)
 }
 
 /// SHA-256 of the canonical CBOR of a serde value.
@@ -326,6 +337,8 @@ struct Encoder {
     /// bytes in their new order.
     spans: Vec<Span>,
     scratch: Vec<u8>,
+    /// Maps whose entries came out of order and were moved into place.
+    reordered: usize,
 }
 
 /// Where one map entry starts in the output and where its value starts.
@@ -343,6 +356,7 @@ impl Encoder {
             entries: Vec::with_capacity(32),
             spans: Vec::new(),
             scratch: Vec::new(),
+            reordered: 0,
         }
     }
 
@@ -399,6 +413,7 @@ impl Encoder {
         }
         let count = entries.len() as u64;
         if !sorted {
+            self.reordered += 1;
             let mut spans = std::mem::take(&mut self.spans);
             spans.clear();
             let out = &self.out;

@@ -1,0 +1,313 @@
+//! Writing struct fields and map entries in canonical key order.
+//!
+//! The encoder sorts every map's entries by their encoded keys, so any order is correct; but
+//! entries that arrive out of order are copied twice to be put in place, and for the Group
+//! state that is the whole state (its `receipts` and `work` entries), every snapshot. The
+//! types a snapshot holds therefore hand the canonical encoder their fields and entries already
+//! in canonical order, and every other serializer (JSON) the order serde's derive would give.
+
+use std::collections::BTreeMap;
+
+use serde::{Serialize, Serializer};
+
+use crate::id::Id;
+
+/// The canonical order of a struct's field names, as their encoded keys sort: shorter first,
+/// then bytewise. `key_order(names)[i]` is the index in `names` of the i-th key in that order.
+/// Computed at compile time by [`encode_struct!`].
+pub(crate) const fn key_order<const N: usize>(names: [&str; N]) -> [usize; N] {
+    let mut order = [0usize; N];
+    let mut i = 0;
+    while i < N {
+        order[i] = i;
+        i += 1;
+    }
+    // Insertion sort: a struct has a few dozen fields at most.
+    let mut i = 1;
+    while i < N {
+        let mut j = i;
+        while j > 0 && key_before(names[order[j]], names[order[j - 1]]) {
+            let moved = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = moved;
+            j -= 1;
+        }
+        i += 1;
+    }
+    order
+}
+
+/// Whether text key `a` comes before `b` in canonical order: the encoded key is a head that
+/// grows with the length, then the bytes.
+const fn key_before(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return a.len() < b.len();
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return a[i] < b[i];
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The entries of a map keyed by identifiers, in canonical key order (shorter first, then
+/// bytewise). `bytewise` says the entries already come in bytewise order (a `BTreeMap`), so
+/// only their lengths need sorting (stably).
+pub(crate) fn in_key_order<'a, V>(
+    entries: impl Iterator<Item = (&'a Id, &'a V)>,
+    bytewise: bool,
+) -> Vec<(&'a Id, &'a V)> {
+    let mut entries: Vec<_> = entries.collect();
+    if bytewise {
+        entries.sort_by_key(|(id, _)| id.as_str().len());
+    } else {
+        entries.sort_unstable_by(|(a, _), (b, _)| {
+            (a.as_str().len(), a.as_str().as_bytes())
+                .cmp(&(b.as_str().len(), b.as_str().as_bytes()))
+        });
+    }
+    entries
+}
+
+/// A map keyed by identifiers, written as the map itself is, its entries in canonical key
+/// order for the canonical encoder (which is not human-readable).
+pub(crate) struct ById<'a, V>(pub(crate) &'a BTreeMap<Id, V>);
+
+impl<V: Serialize> Serialize for ById<'_, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_map(self.0)
+        } else {
+            serializer.collect_map(in_key_order(self.0.iter(), true))
+        }
+    }
+}
+
+/// Generates `Serialize` for structs from their field names in declaration order: what serde's
+/// derive gives for a human-readable serializer (JSON), and the fields in canonical key order
+/// ([`key_order`], computed at compile time) for the canonical encoder, so it never reorders
+/// them. A field written `name if is_some` (an `Option`) is left out when that is false (serde's
+/// `skip_serializing_if`); one written `name with Wrapper` is written as `Wrapper(&name)`;
+/// fields serde skips are listed after `; skip`. Every field is named (the struct is
+/// destructured without `..`), so a field added to the struct and not here does not compile.
+macro_rules! encode_struct {
+    ($(
+        $ty:ident {
+            $($field:ident $(if $present:ident)? $(with $wrap:path)?),* $(,)?
+            $(; skip $($skipped:ident),* $(,)?)?
+        }
+    )*) => {$(
+        impl ::serde::Serialize for $ty {
+            fn serialize<S: ::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::std::result::Result<S::Ok, S::Error> {
+                use ::serde::ser::SerializeStruct;
+                let $ty { $($field,)* $($($skipped: _,)*)? } = self;
+                const NAMES: [&str; [$(stringify!($field)),*].len()] = [$(stringify!($field)),*];
+                const ORDER: [usize; NAMES.len()] = $crate::canonical::key_order(NAMES);
+                let canonical = !serializer.is_human_readable();
+                let len = 0 $(+ $crate::canonical::encode_struct!(@count $field $(if $present)?))*;
+                let mut s = serializer.serialize_struct(stringify!($ty), len)?;
+                let field = |i: usize, s: &mut S::SerializeStruct| {
+                    $crate::canonical::encode_struct!(
+                        @arms i s 0usize; $($field $(if $present)? $(with $wrap)?,)*
+                    )
+                };
+                if canonical {
+                    for i in ORDER {
+                        field(i, &mut s)?;
+                    }
+                } else {
+                    for i in 0..NAMES.len() {
+                        field(i, &mut s)?;
+                    }
+                }
+                s.end()
+            }
+        }
+    )*};
+    (@count $field:ident) => { 1 };
+    (@count $field:ident if $present:ident) => { usize::from(Option::$present($field)) };
+    (@arms $i:ident $s:ident $n:expr;) => { Ok(()) };
+    (@arms $i:ident $s:ident $n:expr;
+        $field:ident $(if $present:ident)? $(with $wrap:path)?, $($rest:tt)*) => {
+        if $i == $n {
+            $crate::canonical::encode_struct!(@one $s $field $(if $present)? $(with $wrap)?)
+        } else {
+            $crate::canonical::encode_struct!(@arms $i $s $n + 1; $($rest)*)
+        }
+    };
+    (@one $s:ident $field:ident) => { $s.serialize_field(stringify!($field), $field) };
+    (@one $s:ident $field:ident with $wrap:path) => {
+        $s.serialize_field(stringify!($field), &$wrap($field))
+    };
+    (@one $s:ident $field:ident if $present:ident) => {
+        if Option::$present($field) {
+            $s.serialize_field(stringify!($field), $field)
+        } else {
+            $s.skip_field(stringify!($field))
+        }
+    };
+}
+pub(crate) use encode_struct;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Command, Decision, Event, GroupState, Result};
+
+    /// Keeps every event a transcript host accepts.
+    #[derive(Default)]
+    struct Recorder {
+        inner: crate::memory::MemoryAuthority,
+        events: Vec<Event>,
+    }
+
+    impl crate::transcript::Host for Recorder {
+        fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+            let d = self.inner.submit(cmd, now_ms)?;
+            if let Decision::Accepted(e) = &d {
+                self.events.push((**e).clone());
+            }
+            Ok(d)
+        }
+        fn restart(&mut self) -> Result<()> {
+            self.inner.restart()
+        }
+        fn state(&self, group: &Id) -> Option<GroupState> {
+            crate::transcript::Host::state(&self.inner, group)
+        }
+        fn work_state(&self, group: &Id, work: &Id) -> Option<crate::WorkState> {
+            self.inner.work_state(group, work)
+        }
+    }
+
+    /// Every state every transcript passes through, whole: members, work items with leases,
+    /// past leases, effects, checkpoints and outcomes, approvals, receipts, expansions.
+    fn transcript_states() -> Vec<GroupState> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+        let mut states = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("transcripts") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("text");
+            let mut host = Recorder::default();
+            crate::transcript::Runner::new(&mut host).run_all(&text);
+            let mut by_group: BTreeMap<Id, Option<GroupState>> = BTreeMap::new();
+            for e in &host.events {
+                let state = by_group.entry(e.group.clone()).or_default();
+                GroupState::apply_to(state, e).expect("a transcript's event applies");
+                states.extend(state.clone());
+            }
+        }
+        states
+    }
+
+    #[test]
+    fn a_state_reaches_the_encoder_in_canonical_order() {
+        let states = transcript_states();
+        assert!(states.len() > 100, "{} states", states.len());
+        for state in &states {
+            assert_eq!(
+                super::super::reorders(state),
+                Ok(0),
+                "state at seq {}",
+                state.seq
+            );
+        }
+        // The JSON form keeps the fields in the order they are declared, as the derive wrote
+        // them; a work item with every optional field set shows each.
+        let json = serde_json::to_value(states.last().expect("a state")).expect("JSON");
+        let keys: Vec<&str> = json
+            .as_object()
+            .expect("a map")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "org",
+                "group",
+                "mission",
+                "title",
+                "authority_key",
+                "seq",
+                "head",
+                "revision",
+                "members_revision",
+                "archived",
+                "members",
+                "work",
+                "approvals",
+                "receipts",
+                "terminal",
+                "expansions",
+                "redacted",
+                "evidence",
+            ]
+        );
+    }
+
+    /// Without the order, the encoder still writes the same bytes, moving the entries.
+    #[test]
+    fn entries_out_of_order_are_moved_into_place() {
+        let map: BTreeMap<Id, u8> = ["b", "aa", "c"]
+            .iter()
+            .map(|s| (Id::new(*s).expect("an id"), 0))
+            .collect();
+        assert_eq!(super::super::reorders(&map), Ok(1));
+        assert_eq!(super::super::reorders(&ById(&map)), Ok(0));
+        assert_eq!(
+            super::super::to_vec(&map).expect("encodes"),
+            super::super::to_vec(&ById(&map)).expect("encodes")
+        );
+    }
+
+    #[test]
+    fn key_order_is_the_order_of_the_encoded_keys() {
+        let names = [
+            "org",
+            "group",
+            "mission",
+            "title",
+            "authority_key",
+            "seq",
+            "head",
+            "a",
+            "zz",
+            "ab",
+        ];
+        let order = key_order(names);
+        let mut by_encoding: Vec<usize> = (0..names.len()).collect();
+        by_encoding.sort_by_key(|&i| super::super::to_vec(names[i]).expect("encodes"));
+        assert_eq!(order.to_vec(), by_encoding);
+    }
+
+    #[test]
+    fn identifier_keys_sort_as_their_encodings() {
+        let ids: Vec<Id> = ["b", "aa", "a", "ab", "ba", "c", "abc"]
+            .iter()
+            .map(|s| Id::new(*s).expect("an id"))
+            .collect();
+        let map: BTreeMap<Id, u8> = ids.iter().cloned().map(|id| (id, 0)).collect();
+        let canonical: Vec<Vec<u8>> = {
+            let mut keys: Vec<Vec<u8>> = ids
+                .iter()
+                .map(|id| super::super::to_vec(id).expect("encodes"))
+                .collect();
+            keys.sort();
+            keys
+        };
+        for bytewise in [true, false] {
+            let keys: Vec<Vec<u8>> = in_key_order(map.iter(), bytewise)
+                .into_iter()
+                .map(|(id, _)| super::super::to_vec(id).expect("encodes"))
+                .collect();
+            assert_eq!(keys, canonical);
+        }
+    }
+}
