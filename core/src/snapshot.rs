@@ -156,12 +156,54 @@ impl Parts {
     }
 }
 
+/// The canonical CBOR of a signed snapshot of `state`, its state hash and its signature.
+///
+/// The state is encoded once, straight into the snapshot's bytes, and both digests are taken
+/// over those bytes where they lie (as a reader of a stored snapshot takes them): the state
+/// hash over the `state` value, and the signed digest over the map of every entry but `sig`,
+/// which is written as a placeholder of the signature's fixed length and filled in last. The
+/// entries are written in canonical key order; a test holds the bytes equal to
+/// `canonical::to_vec` of [`Snapshot::build`].
+fn encode_signed(state: &GroupState, key: &SecretKey) -> Result<(Vec<u8>, Hash, Signature)> {
+    fn entry<T: Serialize + ?Sized>(out: Vec<u8>, key: &str, value: &T) -> Result<Vec<u8>> {
+        Ok(canonical::append(canonical::append(out, key)?, value)?)
+    }
+    let mut out = Vec::with_capacity(4096);
+    write_map_head(&mut out, 10);
+    out = entry(out, "org", &state.org)?;
+    out = entry(out, "seq", &state.seq)?;
+    let sig_entry = out.len();
+    out = canonical::append(out, "sig")?;
+    let sig_value = out.len();
+    out = canonical::append(out, &Signature([0; 64]))?;
+    let sig_end = out.len();
+    out = entry(out, "group", &state.group)?;
+    out = canonical::append(out, "state")?;
+    let state_start = out.len();
+    out = canonical::append(out, state)?;
+    let state_hash = Hash::of(&out[state_start..]);
+    let signer = key.public();
+    out = entry(out, "schema", SCHEMA)?;
+    out = entry(out, "signer", &signer)?;
+    out = entry(out, "mission", &state.mission)?;
+    out = entry(out, "chain_head", &state.head)?;
+    out = entry(out, "state_hash", &state_hash)?;
+    let mut signed = Sha256::new();
+    signed.update([0xa0 | 9]); // the nine entries other than `sig`
+    signed.update(&out[1..sig_entry]);
+    signed.update(&out[sig_end..]);
+    let sig = key.sign(&<[u8; 32]>::from(signed.finalize()));
+    let sig_bytes = canonical::to_vec(&sig)?;
+    // A signature's text is always 128 hex digits: the placeholder has its length.
+    out[sig_value..sig_end].copy_from_slice(&sig_bytes);
+    Ok((out, state_hash, sig))
+}
+
 impl Snapshot {
     /// Builds and signs a snapshot of `state` with the authority key (the state is encoded
     /// once).
     pub fn build(state: &GroupState, key: &SecretKey) -> Result<Snapshot> {
-        let state_bytes = state.to_cbor()?;
-        let (state_hash, signer, sig, _) = Self::sign_parts(state, &state_bytes, key, false)?;
+        let (_, state_hash, sig) = encode_signed(state, key)?;
         Ok(Snapshot {
             schema: SCHEMA.to_owned(),
             org: state.org.clone(),
@@ -171,7 +213,7 @@ impl Snapshot {
             chain_head: state.head,
             state_hash,
             state: state.clone(),
-            signer,
+            signer: key.public(),
             sig,
         })
     }
@@ -184,40 +226,8 @@ impl Snapshot {
 
     /// [`Snapshot::build_cbor`], also giving the state hash it signed (what a store indexes).
     pub fn build_stored(state: &GroupState, key: &SecretKey) -> Result<(Vec<u8>, Hash)> {
-        let state_bytes = state.to_cbor()?;
-        let (state_hash, _, _, bytes) = Self::sign_parts(state, &state_bytes, key, true)?;
-        Ok((bytes.expect("sign_parts encodes when asked to"), state_hash))
-    }
-
-    fn sign_parts(
-        state: &GroupState,
-        state_bytes: &[u8],
-        key: &SecretKey,
-        encode: bool,
-    ) -> Result<(Hash, PublicKey, Signature, Option<Vec<u8>>)> {
-        let state_hash = Hash::of(state_bytes);
-        let signer = key.public();
-        let parts = Parts {
-            schema: canonical::to_vec(SCHEMA)?,
-            org: canonical::to_vec(&state.org)?,
-            group: canonical::to_vec(&state.group)?,
-            mission: canonical::to_vec(&state.mission)?,
-            seq: canonical::to_vec(&state.seq)?,
-            chain_head: canonical::to_vec(&state.head)?,
-            state_hash: canonical::to_vec(&state_hash)?,
-            signer: canonical::to_vec(&signer)?,
-        };
-        let signed = assemble(&parts.entries(state_bytes))?;
-        let sig = key.sign(&canonical::sha256(&signed));
-        let bytes = if encode {
-            let sig_bytes = canonical::to_vec(&sig)?;
-            let mut entries = parts.entries(state_bytes);
-            entries.push(("sig", &sig_bytes));
-            Some(assemble(&entries)?)
-        } else {
-            None
-        };
-        Ok((state_hash, signer, sig, bytes))
+        let (bytes, state_hash, _) = encode_signed(state, key)?;
+        Ok((bytes, state_hash))
     }
 
     /// The digests, by encoding the fields.
@@ -943,6 +953,24 @@ mod tests {
     /// or refused exactly as its bytes held whole are: damage in the signed fields, in the
     /// state (at its start, middle and last bytes) and in the fields after it, whatever the
     /// size of the pieces the reader gives.
+    #[test]
+    fn the_stored_bytes_are_the_canonical_snapshot() {
+        let key = SecretKey::for_transcript("@authority");
+        for items in [0, 1, 40] {
+            let state = big_state(items);
+            let (bytes, state_hash) = Snapshot::build_stored(&state, &key).expect("builds");
+            let snap = Snapshot::build(&state, &key).expect("builds");
+            assert_eq!(bytes, canonical::to_vec(&snap).expect("encodes"));
+            assert_eq!(state_hash, snap.state_hash);
+            assert_eq!(state_hash, Hash::of(&state.to_cbor().expect("encodes")));
+            let decoded = Snapshot::from_cbor(&bytes).expect("decodes");
+            decoded
+                .verify(&key.public(), &state.org, &state.group, 0)
+                .expect("verifies");
+            assert_eq!(decoded, snap);
+        }
+    }
+
     #[test]
     fn a_large_snapshot_hashed_aside_is_checked_as_the_bytes_held_whole() {
         let key = SecretKey::for_transcript("@authority");

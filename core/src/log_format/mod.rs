@@ -309,14 +309,22 @@ pub fn reserve_len(alloc: u64, reserve_bytes: u64) -> u64 {
 /// The snapshot file header and payload.
 pub fn encode_snapshot_file(seq: u64, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(SNAPSHOT_HEADER_LEN + payload.len());
-    out.extend_from_slice(&SNAPSHOT_MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    let crc = crc32c_append(crc32c(&out[..28]), payload);
-    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&snapshot_file_header(seq, payload));
     out.extend_from_slice(payload);
     out
+}
+
+/// The header of the snapshot file that holds `payload`: what [`encode_snapshot_file`] puts
+/// before it, for a writer that writes the payload from where it lies.
+pub fn snapshot_file_header(seq: u64, payload: &[u8]) -> [u8; SNAPSHOT_HEADER_LEN] {
+    let mut head = [0u8; SNAPSHOT_HEADER_LEN];
+    head[..8].copy_from_slice(&SNAPSHOT_MAGIC);
+    head[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    head[12..20].copy_from_slice(&seq.to_le_bytes());
+    head[20..28].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    let crc = crc32c_append(crc32c(&head[..28]), payload);
+    head[28..].copy_from_slice(&crc.to_le_bytes());
+    head
 }
 
 /// A snapshot file's header, checked against the file's length: what [`decode_snapshot_file`]

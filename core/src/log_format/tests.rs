@@ -134,6 +134,8 @@ fn records_and_erasure() {
 fn snapshot_files() {
     let f = encode_snapshot_file(9, b"cbor");
     assert_eq!(decode_snapshot_file(&f), Ok((9, &b"cbor"[..])));
+    // The header a writer puts before a payload it writes from where it lies.
+    assert_eq!(f[..SNAPSHOT_HEADER_LEN], snapshot_file_header(9, b"cbor"));
     assert_eq!(
         decode_snapshot_file(&f[..f.len() - 1]),
         Err("length field says 4 bytes, the file holds 3".into())

@@ -9,10 +9,10 @@ use mwp_core::log_format::{self, Scanner, Step};
 pub use mwp_core::log_format::{
     corrupt_at, crc32c, decode_overlay_entry, decode_snapshot_file, encode_batch,
     encode_overlay_entry, encode_record, encode_snapshot_file, group_dir_name, group_from_dir_name,
-    parse_numbered, record_crc, segment_name, snapshot_name, Damage, Erased, Erasure, FileHeader,
-    Record, RecordHeader, ScanEnd, FILE_HEADER_LEN, GROUPS_DIR, KEY_NAME, MAX_RECORD_LEN,
-    OVERLAY_MAGIC, OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC, SNAPSHOT_HEADER_LEN,
-    SNAPSHOT_MAGIC, VERSION,
+    parse_numbered, record_crc, segment_name, snapshot_file_header, snapshot_name, Damage, Erased,
+    Erasure, FileHeader, Record, RecordHeader, ScanEnd, FILE_HEADER_LEN, GROUPS_DIR, KEY_NAME,
+    MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC,
+    SNAPSHOT_HEADER_LEN, SNAPSHOT_MAGIC, VERSION,
 };
 
 use super::backend::StorageFile;

@@ -47,7 +47,7 @@ mod snapshots;
 
 pub(crate) use commit::CommitQueue;
 use recover::*;
-pub(crate) use recover::{read_snapshot_file, write_new_file};
+pub(crate) use recover::{read_snapshot_file, write_new_file, write_new_file_parts};
 use replay::*;
 pub(crate) use replay::{read_overlay, replay, snapshot_ahead, Base, GroupFiles, Torn};
 pub(crate) use seal::{plain_from, read_seal_record, verify_artifact_file, SealRecord};

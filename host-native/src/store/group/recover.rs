@@ -246,14 +246,29 @@ pub(crate) fn write_new_file(
     name: &str,
     data: &[u8],
 ) -> Result<Arc<dyn StorageFile>> {
+    write_new_file_parts(ctx, dir, name, &[data])
+}
+
+/// [`write_new_file`] of the bytes of `parts` one after the other, each written from where
+/// it lies (a snapshot's header, then its payload, without copying the payload behind it).
+pub(crate) fn write_new_file_parts(
+    ctx: &Ctx,
+    dir: &Path,
+    name: &str,
+    parts: &[&[u8]],
+) -> Result<Arc<dyn StorageFile>> {
     let be = &ctx.backend;
     let tmp = dir.join(format!("{name}.tmp"));
     let path = dir.join(name);
     let file = be
         .create(&tmp, 0o600)
         .map_err(io_err(format!("create {}", tmp.display())))?;
-    file.write_at(0, data)
-        .map_err(io_err(format!("write {}", tmp.display())))?;
+    let mut at = 0u64;
+    for part in parts {
+        file.write_at(at, part)
+            .map_err(io_err(format!("write {}", tmp.display())))?;
+        at += part.len() as u64;
+    }
     file.sync_data()
         .map_err(io_err(format!("sync {}", tmp.display())))?;
     be.rename(&tmp, &path)

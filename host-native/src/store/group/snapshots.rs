@@ -47,9 +47,14 @@ impl GroupLog {
         }
         self.ctx.check_sticky()?;
         let (payload, state_hash) = Snapshot::build_stored(state, self.ctx.authority.secret_key())?;
-        let data = format::encode_snapshot_file(state.seq, &payload);
+        let header = format::snapshot_file_header(state.seq, &payload);
+        write_new_file_parts(
+            &self.ctx,
+            &self.dir,
+            &snapshot_name(state.seq),
+            &[&header, &payload],
+        )?;
         drop(payload);
-        write_new_file(&self.ctx, &self.dir, &snapshot_name(state.seq), &data)?;
         let info = SnapInfo {
             seq: state.seq,
             state_hash,
