@@ -949,10 +949,8 @@ mod tests {
     use crate::canonical::Pieces;
     use serde_json::json;
 
-    /// A snapshot of a MiB or more, read in pieces and hashed on a second thread, is accepted
-    /// or refused exactly as its bytes held whole are: damage in the signed fields, in the
-    /// state (at its start, middle and last bytes) and in the fields after it, whatever the
-    /// size of the pieces the reader gives.
+    /// The snapshot written in place is byte for byte what the generic encoder writes for the
+    /// snapshot `build` gives, and it decodes and verifies.
     #[test]
     fn the_stored_bytes_are_the_canonical_snapshot() {
         let key = SecretKey::for_transcript("@authority");
@@ -971,6 +969,10 @@ mod tests {
         }
     }
 
+    /// A snapshot of a MiB or more, read in pieces and hashed on a second thread, is accepted
+    /// or refused exactly as its bytes held whole are: damage in the signed fields, in the
+    /// state (at its start, middle and last bytes) and in the fields after it, whatever the
+    /// size of the pieces the reader gives.
     #[test]
     fn a_large_snapshot_hashed_aside_is_checked_as_the_bytes_held_whole() {
         let key = SecretKey::for_transcript("@authority");
