@@ -917,6 +917,26 @@ mod streamed_tests {
     use super::*;
     use crate::canonical::Pieces;
 
+    /// The snapshot written in place is byte for byte what the generic encoder writes for the
+    /// snapshot `build` gives, and it decodes and verifies.
+    #[test]
+    fn the_stored_bytes_are_the_canonical_snapshot() {
+        let key = SecretKey::for_transcript("@authority");
+        for items in [0, 1, 40] {
+            let state = big_state(items);
+            let (bytes, state_hash) = Snapshot::build_stored(&state, &key).expect("builds");
+            let snap = Snapshot::build(&state, &key).expect("builds");
+            assert_eq!(bytes, canonical::to_vec(&snap).expect("encodes"));
+            assert_eq!(state_hash, snap.state_hash);
+            assert_eq!(state_hash, Hash::of(&state.to_cbor().expect("encodes")));
+            let decoded = Snapshot::from_cbor(&bytes).expect("decodes");
+            decoded
+                .verify(&key.public(), &state.org, &state.group, 0)
+                .expect("verifies");
+            assert_eq!(decoded, snap);
+        }
+    }
+
     /// Work items read from a streamed snapshot, each by the slice decoder where it lies
     /// whole in the window, are what the streamed decoder's ordinary path reads, value or
     /// error (wording and offset), for every single-bit flip, read in pieces of two sizes.
@@ -948,26 +968,6 @@ mod tests {
     use super::*;
     use crate::canonical::Pieces;
     use serde_json::json;
-
-    /// The snapshot written in place is byte for byte what the generic encoder writes for the
-    /// snapshot `build` gives, and it decodes and verifies.
-    #[test]
-    fn the_stored_bytes_are_the_canonical_snapshot() {
-        let key = SecretKey::for_transcript("@authority");
-        for items in [0, 1, 40] {
-            let state = big_state(items);
-            let (bytes, state_hash) = Snapshot::build_stored(&state, &key).expect("builds");
-            let snap = Snapshot::build(&state, &key).expect("builds");
-            assert_eq!(bytes, canonical::to_vec(&snap).expect("encodes"));
-            assert_eq!(state_hash, snap.state_hash);
-            assert_eq!(state_hash, Hash::of(&state.to_cbor().expect("encodes")));
-            let decoded = Snapshot::from_cbor(&bytes).expect("decodes");
-            decoded
-                .verify(&key.public(), &state.org, &state.group, 0)
-                .expect("verifies");
-            assert_eq!(decoded, snap);
-        }
-    }
 
     /// A snapshot of a MiB or more, read in pieces and hashed on a second thread, is accepted
     /// or refused exactly as its bytes held whole are: damage in the signed fields, in the
