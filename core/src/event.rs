@@ -1021,48 +1021,16 @@ mod tests {
         "[a-z0-9.@~-]{1,128}".prop_map(|s| Id::new(s).expect("valid"))
     }
 
-    /// Keeps every event a transcript host accepts.
-    #[derive(Default)]
-    struct Recorder {
-        inner: crate::memory::MemoryAuthority,
-        events: Vec<Event>,
-    }
-
-    impl crate::transcript::Host for Recorder {
-        fn submit(&mut self, cmd: &crate::Command, now_ms: u64) -> Result<crate::Decision> {
-            let d = self.inner.submit(cmd, now_ms)?;
-            if let crate::Decision::Accepted(e) = &d {
-                self.events.push((**e).clone());
-            }
-            Ok(d)
-        }
-        fn restart(&mut self) -> Result<()> {
-            self.inner.restart()
-        }
-        fn state(&self, group: &Id) -> Option<crate::GroupState> {
-            crate::transcript::Host::state(&self.inner, group)
-        }
-        fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
-            self.inner.work_state(group, work)
-        }
-    }
-
     /// Every event the transcripts produce, and each of them redacted: every kind.
     fn transcript_events() -> &'static [Event] {
         static EVENTS: std::sync::OnceLock<Vec<Event>> = std::sync::OnceLock::new();
         EVENTS.get_or_init(|| {
-            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
             let mut events = Vec::new();
-            for entry in std::fs::read_dir(dir).expect("transcripts") {
-                let text = std::fs::read_to_string(entry.expect("entry").path()).expect("text");
-                let mut host = Recorder::default();
-                crate::transcript::Runner::new(&mut host).run_all(&text);
-                for e in host.events {
-                    let mut redacted = e.clone();
-                    redacted.redact().expect("redacts");
-                    events.push(e);
-                    events.push(redacted);
-                }
+            for e in crate::transcript::recorded::events().into_iter().flatten() {
+                let mut redacted = e.clone();
+                redacted.redact().expect("redacts");
+                events.push(e);
+                events.push(redacted);
             }
             events
         })

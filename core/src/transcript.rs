@@ -439,3 +439,51 @@ pub fn run_in_memory(text: &str) -> (Vec<Value>, bool) {
     let failed = runner.failed();
     (lines, failed)
 }
+
+/// The events the repository's transcripts make, for the core's own tests.
+#[cfg(test)]
+pub(crate) mod recorded {
+    use super::*;
+    use crate::event::Event;
+    use crate::work::WorkState;
+
+    /// Keeps every event a transcript host accepts.
+    #[derive(Default)]
+    struct Recorder {
+        inner: MemoryAuthority,
+        events: Vec<Event>,
+    }
+
+    impl Host for Recorder {
+        fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+            let d = self.inner.submit(cmd, now_ms)?;
+            if let Decision::Accepted(e) = &d {
+                self.events.push((**e).clone());
+            }
+            Ok(d)
+        }
+        fn restart(&mut self) -> Result<()> {
+            self.inner.restart()
+        }
+        fn state(&self, group: &Id) -> Option<crate::GroupState> {
+            Host::state(&self.inner, group)
+        }
+        fn work_state(&self, group: &Id, work: &Id) -> Option<WorkState> {
+            self.inner.work_state(group, work)
+        }
+    }
+
+    /// The events each transcript of `tests/transcripts` has accepted, in order, one list per
+    /// transcript.
+    pub(crate) fn events() -> Vec<Vec<Event>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
+        let mut all = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("transcripts") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("text");
+            let mut host = Recorder::default();
+            Runner::new(&mut host).run_all(&text);
+            all.push(host.events);
+        }
+        all
+    }
+}
