@@ -168,7 +168,7 @@ impl<V: Serialize> Serialize for IdMap<V> {
         if serializer.is_human_readable() {
             serializer.collect_map(self.iter())
         } else {
-            serializer.collect_map(crate::canonical::in_key_order(self.iter(), false))
+            serializer.collect_map(crate::canonical::in_key_order(self.iter()))
         }
     }
 }

@@ -342,7 +342,7 @@ impl Serialize for WorkItems {
         if serializer.is_human_readable() {
             serializer.collect_map(self.iter())
         } else {
-            serializer.collect_map(canonical::in_key_order(self.iter(), true))
+            serializer.collect_map(canonical::in_key_order(self.iter()))
         }
     }
 }

@@ -16,12 +16,7 @@ use crate::id::Id;
 /// then bytewise. `key_order(names)[i]` is the index in `names` of the i-th key in that order.
 /// Computed at compile time by [`encode_struct!`].
 pub(crate) const fn key_order<const N: usize>(names: [&str; N]) -> [usize; N] {
-    let mut order = [0usize; N];
-    let mut i = 0;
-    while i < N {
-        order[i] = i;
-        i += 1;
-    }
+    let mut order = declared_order::<N>();
     // Insertion sort: a struct has a few dozen fields at most.
     let mut i = 1;
     while i < N {
@@ -32,6 +27,17 @@ pub(crate) const fn key_order<const N: usize>(names: [&str; N]) -> [usize; N] {
             order[j - 1] = moved;
             j -= 1;
         }
+        i += 1;
+    }
+    order
+}
+
+/// The declared order of a struct's `N` fields: `[0, 1, …, N − 1]`.
+pub(crate) const fn declared_order<const N: usize>() -> [usize; N] {
+    let mut order = [0usize; N];
+    let mut i = 0;
+    while i < N {
+        order[i] = i;
         i += 1;
     }
     order
@@ -55,22 +61,24 @@ const fn key_before(a: &str, b: &str) -> bool {
 }
 
 /// The entries of a map keyed by identifiers, in canonical key order (shorter first, then
-/// bytewise). `bytewise` says the entries already come in bytewise order (a `BTreeMap`), so
-/// only their lengths need sorting (stably).
+/// bytewise).
 pub(crate) fn in_key_order<'a, V>(
     entries: impl Iterator<Item = (&'a Id, &'a V)>,
-    bytewise: bool,
 ) -> Vec<(&'a Id, &'a V)> {
-    let mut entries: Vec<_> = entries.collect();
-    if bytewise {
-        entries.sort_by_key(|(id, _)| id.as_str().len());
-    } else {
-        entries.sort_unstable_by(|(a, _), (b, _)| {
-            (a.as_str().len(), a.as_str().as_bytes())
-                .cmp(&(b.as_str().len(), b.as_str().as_bytes()))
-        });
-    }
-    entries
+    let entries: Vec<(&Id, &V)> = entries.collect();
+    // The sort is not generic over the values: one instance for every map.
+    let order = key_order_of(entries.iter().map(|(id, _)| *id).collect());
+    order.into_iter().map(|i| entries[i]).collect()
+}
+
+/// The positions of `keys` in canonical key order.
+fn key_order_of(keys: Vec<&Id>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (a, b) = (keys[a].as_str(), keys[b].as_str());
+        (a.len(), a.as_bytes()).cmp(&(b.len(), b.as_bytes()))
+    });
+    order
 }
 
 /// A map keyed by identifiers, written as the map itself is, its entries in canonical key
@@ -82,7 +90,7 @@ impl<V: Serialize> Serialize for ById<'_, V> {
         if serializer.is_human_readable() {
             serializer.collect_map(self.0)
         } else {
-            serializer.collect_map(in_key_order(self.0.iter(), true))
+            serializer.collect_map(in_key_order(self.0.iter()))
         }
     }
 }
@@ -110,6 +118,7 @@ macro_rules! encode_struct {
                 let $ty { $($field,)* $($($skipped: _,)*)? } = self;
                 const NAMES: [&str; [$(stringify!($field)),*].len()] = [$(stringify!($field)),*];
                 const ORDER: [usize; NAMES.len()] = $crate::canonical::key_order(NAMES);
+                const DECLARED: [usize; NAMES.len()] = $crate::canonical::declared_order();
                 let canonical = !serializer.is_human_readable();
                 let len = 0 $(+ $crate::canonical::encode_struct!(@count $field $(if $present)?))*;
                 let mut s = serializer.serialize_struct(stringify!($ty), len)?;
@@ -118,14 +127,11 @@ macro_rules! encode_struct {
                         @arms i s 0usize; $($field $(if $present)? $(with $wrap)?,)*
                     )
                 };
-                if canonical {
-                    for i in ORDER {
-                        field(i, &mut s)?;
-                    }
-                } else {
-                    for i in 0..NAMES.len() {
-                        field(i, &mut s)?;
-                    }
+                // One loop over either order: each field's writing is built once per
+                // serializer.
+                let order: &[usize] = if canonical { &ORDER } else { &DECLARED };
+                for &i in order {
+                    field(i, &mut s)?;
                 }
                 s.end()
             }
@@ -261,12 +267,10 @@ mod tests {
             keys.sort();
             keys
         };
-        for bytewise in [true, false] {
-            let keys: Vec<Vec<u8>> = in_key_order(map.iter(), bytewise)
-                .into_iter()
-                .map(|(id, _)| super::super::to_vec(id).expect("encodes"))
-                .collect();
-            assert_eq!(keys, canonical);
-        }
+        let keys: Vec<Vec<u8>> = in_key_order(map.iter())
+            .into_iter()
+            .map(|(id, _)| super::super::to_vec(id).expect("encodes"))
+            .collect();
+        assert_eq!(keys, canonical);
     }
 }
