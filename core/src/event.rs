@@ -843,17 +843,36 @@ type VariantReader =
 /// decides, as it always has, whether they are accepted and why not. So what is accepted and
 /// every error are those of the derive; the readers are the fast way for stored events.
 fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::CanonError> {
-    decode_event_with::<true>(bytes, EventKind::read_variant)
-        .or_else(|_| decode_event_with::<false>(bytes, EventKind::decode_variant))
+    decode_event_at(bytes, 0)
 }
 
-/// Reads a stored event, its kind with `variant`, and its header with the hand-written
-/// readers ([`canonical::Decode`]) if `READERS`, else through serde's derive.
+/// Reads an event that sits `depth` arrays and maps deep in a larger item (the events of a
+/// fork proof) as [`decode_event`] reads a stored one: it accepts, refuses and gives what
+/// serde's derive does for an event at that depth, nesting limit included.
+pub(crate) fn decode_nested_event(
+    bytes: &[u8],
+    depth: usize,
+) -> std::result::Result<Event, canonical::CanonError> {
+    decode_event_at(bytes, depth).map(|(event, _)| event)
+}
+
+/// [`decode_event`], `depth` deep.
+fn decode_event_at(
+    bytes: &[u8],
+    depth: usize,
+) -> std::result::Result<(Event, Spans), canonical::CanonError> {
+    decode_event_with::<true>(bytes, depth, EventKind::read_variant)
+        .or_else(|_| decode_event_with::<false>(bytes, depth, EventKind::decode_variant))
+}
+
+/// Reads a stored event `depth` deep, its kind with `variant`, and its header with the
+/// hand-written readers ([`canonical::Decode`]) if `READERS`, else through serde's derive.
 fn decode_event_with<const READERS: bool>(
     bytes: &[u8],
+    depth: usize,
     variant: VariantReader,
 ) -> std::result::Result<(Event, Spans), canonical::CanonError> {
-    let mut f = canonical::Fields::new(bytes, 12)?;
+    let mut f = canonical::Fields::nested(bytes, 12, depth)?;
     macro_rules! field {
         ($name:literal) => {
             if READERS {
@@ -1070,14 +1089,14 @@ mod tests {
 
     /// The event the hand-written readers give, or `None` where they refuse.
     fn by_readers(bytes: &[u8]) -> Option<Event> {
-        decode_event_with::<true>(bytes, EventKind::read_variant)
+        decode_event_with::<true>(bytes, 0, EventKind::read_variant)
             .ok()
             .map(|(e, _)| e)
     }
 
     /// The event serde's derive gives, or its error.
     fn by_derive(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonError> {
-        decode_event_with::<false>(bytes, EventKind::decode_variant).map(|(e, _)| e)
+        decode_event_with::<false>(bytes, 0, EventKind::decode_variant).map(|(e, _)| e)
     }
 
     /// Where the readers accept, the derive accepts and gives the same event; and the
@@ -1128,7 +1147,7 @@ mod tests {
         let mut noted = 0;
         for e in transcript_events() {
             let bytes = e.to_cbor().expect("encodes");
-            let (read, spans) = decode_event_with::<true>(&bytes, EventKind::read_variant)
+            let (read, spans) = decode_event_with::<true>(&bytes, 0, EventKind::read_variant)
                 .expect("the readers read every kind");
             assert_eq!(&read, e);
             let kind = &bytes[spans.kind.clone()];
@@ -1154,7 +1173,7 @@ mod tests {
             }
             assert_eq!(Event::from_cbor_verified(&bytes).as_ref(), Ok(e));
             // The derive notes nothing: the kind is walked.
-            let (_, derived) = decode_event_with::<false>(&bytes, EventKind::decode_variant)
+            let (_, derived) = decode_event_with::<false>(&bytes, 0, EventKind::decode_variant)
                 .expect("the derive reads every kind");
             assert!(derived.opaque.spans().is_none());
         }

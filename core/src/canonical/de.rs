@@ -632,14 +632,13 @@ pub(crate) struct Fields<'de> {
 impl<'de> Fields<'de> {
     /// Starts reading `bytes`, which must hold one map of exactly `len` entries.
     pub(crate) fn new(bytes: &'de [u8], len: u64) -> Result<Self, CanonError> {
-        let mut de = Decoder {
-            reader: Reader {
-                bytes,
-                pos: 0,
-                strictness: Strictness::Canonical,
-            },
-            depth: 0,
-        };
+        Self::nested(bytes, len, 0)
+    }
+
+    /// As [`Fields::new`], for a map that sits `depth` arrays and maps deep in a larger item:
+    /// what it accepts and refuses is what it would inside that many.
+    pub(crate) fn nested(bytes: &'de [u8], len: u64, depth: usize) -> Result<Self, CanonError> {
+        let mut de = Decoder::nested(bytes, depth);
         let (major, arg) = de.reader.head()?;
         if major != 5 || arg != len {
             return Err(CanonError::new(
@@ -703,6 +702,39 @@ impl<'de> Fields<'de> {
     pub(crate) fn read<T: Decode<'de>>(&mut self, name: &str) -> Result<T, CanonError> {
         self.key(name)?;
         T::decode(&mut self.de)
+    }
+
+    /// Reads the entry `name`, an array, each element with `item`, which is handed the
+    /// element's bytes and the depth it sits at, and must read them all. An element that is
+    /// not one whole data item is handed on with the rest of the input, for `item` to refuse
+    /// where it goes wrong. An error `item` raises names the element (`name[i]`) and its
+    /// offset in the whole input.
+    pub(crate) fn items<T>(
+        &mut self,
+        name: &str,
+        mut item: impl FnMut(&'de [u8], usize) -> Result<T, CanonError>,
+    ) -> Result<Vec<T>, CanonError> {
+        self.key(name)?;
+        let start = self.de.reader.pos;
+        let (major, arg) = self.de.reader.head()?;
+        if major != 4 {
+            return Err(CanonError::new(format!("`{name}` must be an array"), start));
+        }
+        let n = self.de.reader.len(arg, start)?;
+        self.de.enter(start)?;
+        let bytes = self.de.reader.bytes;
+        let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
+        for i in 0..n {
+            let at = self.de.reader.pos;
+            let end = super::item_end(bytes, at).unwrap_or(bytes.len());
+            let value = item(&bytes[at..end], self.de.depth).map_err(|e| {
+                CanonError::new(format!("{name}[{i}]: {}", e.reason), at + e.offset)
+            })?;
+            items.push(value);
+            self.de.reader.pos = end;
+        }
+        self.de.depth -= 1;
+        Ok(items)
     }
 
     /// Reads the entry `name`, a map carrying an internally tagged enum: finds the text under
