@@ -93,6 +93,34 @@ fn proofs_agree_with_the_derive_on_damaged_bytes() {
     }
 }
 
+proptest::proptest! {
+    /// Proofs of up to three events, over every kind, with bytes overwritten, cut short or
+    /// extended.
+    #[test]
+    fn proofs_agree_with_the_derive_on_edited_bytes(
+        picks in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..4),
+        edits in proptest::collection::vec(
+            (proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()),
+            0..4,
+        ),
+        cut in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
+        extra in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2),
+    ) {
+        let events = transcript_events();
+        let chosen: Vec<Event> = picks.iter().map(|p| events[p.index(events.len())].clone()).collect();
+        let mut bytes = proof_bytes(&chosen);
+        for (at, value) in &edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *value;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        bytes.extend_from_slice(&extra);
+        agree(&bytes);
+    }
+}
+
 /// An event is read at the depth it sits at in the proof: an opaque value nested as deep as a
 /// stored event may hold is too deep inside a proof, as the derive finds.
 #[test]
