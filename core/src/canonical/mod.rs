@@ -25,8 +25,8 @@ mod de;
 mod stream;
 
 pub(crate) use de::{
-    decode_struct, refused, Decode, DecodeFields, Decoder, Entries, Fields, Items, KeySpans,
-    Tagged, ITEM_BYTES,
+    decode_struct, missing_field, refused, unknown_field, Decode, DecodeFields, Decoder, Entries,
+    Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
 pub(crate) use stream::StreamDecoder;
 #[cfg(test)]
