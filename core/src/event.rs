@@ -746,9 +746,9 @@ impl Event {
     /// The hot path of every replay: the twelve fields are read in their canonical order
     /// straight from the bytes, and `kind` is read by its `type` without buffering its content
     /// (what serde's derive does for an internally tagged enum), by readers generated from each
-    /// kind's field list; what they refuse is read again through serde's derive, which
-    /// decides. It accepts and gives exactly what `canonical::from_slice::<Event>` does; tests
-    /// hold the two equal on every kind, and the readers to the derive on damaged bytes.
+    /// kind's field list, which word why they refuse. They accept and give exactly what serde's
+    /// derive reads from the same decoder, field by field (tests hold the two equal on every
+    /// kind and on damaged bytes); the derive of the kinds is not built outside the tests.
     pub fn from_cbor(bytes: &[u8]) -> Result<Event> {
         decode_event(bytes)
             .map(|(event, _)| event)
@@ -767,8 +767,7 @@ impl Event {
         let (event, spans) = decode_event(bytes)
             .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))?;
         // The readers noted where the kind's opaque values lie, except inside the items of
-        // `work_expanded` (and not at all when the derive read the event): then the kind is
-        // walked again to find them.
+        // `work_expanded`: then the kind is walked again to find them.
         let payload_hash = match (&event.kind, spans.opaque.spans()) {
             (EventKind::WorkExpanded(_), _) | (_, None) => {
                 payload_hash_encoded(&bytes[spans.kind])?
@@ -838,22 +837,41 @@ type VariantReader =
 
 /// Reads a stored event; see [`Event::from_cbor`].
 ///
-/// `kind` is read by the hand-written readers ([`EventKind::read_variant`]); bytes they
-/// refuse are read again through serde's derive ([`EventKind::decode_variant`]), which
-/// decides, as it always has, whether they are accepted and why not. So what is accepted and
-/// every error are those of the derive; the readers are the fast way for stored events.
+/// `kind` is read by the hand-written readers ([`EventKind::read_variant`]), which accept what
+/// serde's derive (`EventKind::decode_variant`, built for the tests only) accepts. A leaf
+/// they refuse (an integer, a text, a hash, an opaque value) is read again by its own derive,
+/// which words why; a struct's refusal names the field (`unknown field`, `missing field`),
+/// and every error the offset where it was found.
 fn decode_event(bytes: &[u8]) -> std::result::Result<(Event, Spans), canonical::CanonError> {
-    decode_event_with::<true>(bytes, EventKind::read_variant)
-        .or_else(|_| decode_event_with::<false>(bytes, EventKind::decode_variant))
+    decode_event_at(bytes, 0)
 }
 
-/// Reads a stored event, its kind with `variant`, and its header with the hand-written
-/// readers ([`canonical::Decode`]) if `READERS`, else through serde's derive.
+/// Reads an event that sits `depth` arrays and maps deep in a larger item (the events of a
+/// fork proof) as [`decode_event`] reads a stored one: it accepts, refuses and gives what
+/// serde's derive does for an event at that depth, nesting limit included.
+pub(crate) fn decode_nested_event(
+    bytes: &[u8],
+    depth: usize,
+) -> std::result::Result<Event, canonical::CanonError> {
+    decode_event_at(bytes, depth).map(|(event, _)| event)
+}
+
+/// [`decode_event`], `depth` deep.
+fn decode_event_at(
+    bytes: &[u8],
+    depth: usize,
+) -> std::result::Result<(Event, Spans), canonical::CanonError> {
+    decode_event_with::<true>(bytes, depth, EventKind::read_variant)
+}
+
+/// Reads a stored event `depth` deep, its kind with `variant`, and its header with the
+/// hand-written readers ([`canonical::Decode`]) if `READERS`, else through serde's derive.
 fn decode_event_with<const READERS: bool>(
     bytes: &[u8],
+    depth: usize,
     variant: VariantReader,
 ) -> std::result::Result<(Event, Spans), canonical::CanonError> {
-    let mut f = canonical::Fields::new(bytes, 12)?;
+    let mut f = canonical::Fields::nested(bytes, 12, depth)?;
     macro_rules! field {
         ($name:literal) => {
             if READERS {
@@ -913,7 +931,8 @@ macro_rules! variants {
     ($($variant:ident = $tag:literal,)*) => {
         impl EventKind {
             /// Reads the variant named `name` from a kind map whose `type` entry is left out,
-            /// through serde's derive: the reference, and the path that words every error.
+            /// through serde's derive: the reference the readers are held to.
+            #[cfg(test)]
             fn decode_variant(
                 name: &str,
                 de: canonical::Tagged<'_, '_>,
@@ -924,10 +943,9 @@ macro_rules! variants {
                 }
             }
 
-            /// Reads the variant named `name` as [`EventKind::decode_variant`] does, through
-            /// the hand-written readers ([`canonical::DecodeFields`]): it accepts a subset of
-            /// what that accepts (every canonical encoding of an event kind) and gives the same
-            /// value; anything else is refused without a reason.
+            /// Reads the variant named `name` as `EventKind::decode_variant` does, through
+            /// the hand-written readers ([`canonical::DecodeFields`]): it accepts exactly what
+            /// that accepts and gives the same value; a refusal says why.
             fn read_variant(
                 name: &str,
                 de: canonical::Tagged<'_, '_>,
@@ -936,7 +954,7 @@ macro_rules! variants {
                     $( $tag => Ok(EventKind::$variant(
                         canonical::DecodeFields::decode_fields(de.entries()?)?,
                     )), )*
-                    _ => Err(canonical::refused(0)),
+                    other => Err(canonical::refused(&format!("unknown event type {other:?}"), 0)),
                 }
             }
         }
@@ -1038,24 +1056,28 @@ mod tests {
 
     /// The event the hand-written readers give, or `None` where they refuse.
     fn by_readers(bytes: &[u8]) -> Option<Event> {
-        decode_event_with::<true>(bytes, EventKind::read_variant)
+        decode_event_with::<true>(bytes, 0, EventKind::read_variant)
             .ok()
             .map(|(e, _)| e)
     }
 
     /// The event serde's derive gives, or its error.
     fn by_derive(bytes: &[u8]) -> std::result::Result<Event, canonical::CanonError> {
-        decode_event_with::<false>(bytes, EventKind::decode_variant).map(|(e, _)| e)
+        decode_event_with::<false>(bytes, 0, EventKind::decode_variant).map(|(e, _)| e)
     }
 
-    /// Where the readers accept, the derive accepts and gives the same event; and the
-    /// decoding replay uses accepts and refuses exactly as the derive does, with its error.
+    /// The readers accept exactly what the derive accepts, and give the same event; where
+    /// they refuse, their error says why, at an offset inside the bytes.
     fn readers_agree(bytes: &[u8]) -> std::result::Result<(), TestCaseError> {
         let derived = by_derive(bytes);
-        if let Some(read) = by_readers(bytes) {
-            prop_assert_eq!(Ok(&read), derived.as_ref());
+        prop_assert_eq!(by_readers(bytes), derived.as_ref().ok().cloned());
+        match decode_event(bytes) {
+            Ok((e, _)) => prop_assert_eq!(Ok(e), derived),
+            Err(e) => {
+                prop_assert!(derived.is_err());
+                prop_assert!(!e.reason.is_empty() && e.offset <= bytes.len(), "{e:?}");
+            }
         }
-        prop_assert_eq!(decode_event(bytes).map(|(e, _)| e), derived);
         Ok(())
     }
 
@@ -1096,7 +1118,7 @@ mod tests {
         let mut noted = 0;
         for e in transcript_events() {
             let bytes = e.to_cbor().expect("encodes");
-            let (read, spans) = decode_event_with::<true>(&bytes, EventKind::read_variant)
+            let (read, spans) = decode_event_with::<true>(&bytes, 0, EventKind::read_variant)
                 .expect("the readers read every kind");
             assert_eq!(&read, e);
             let kind = &bytes[spans.kind.clone()];
@@ -1122,17 +1144,17 @@ mod tests {
             }
             assert_eq!(Event::from_cbor_verified(&bytes).as_ref(), Ok(e));
             // The derive notes nothing: the kind is walked.
-            let (_, derived) = decode_event_with::<false>(&bytes, EventKind::decode_variant)
+            let (_, derived) = decode_event_with::<false>(&bytes, 0, EventKind::decode_variant)
                 .expect("the derive reads every kind");
             assert!(derived.opaque.spans().is_none());
         }
         assert!(noted > 0);
     }
 
-    /// Maps the readers refuse but the derive accepts are accepted, by the derive: a lease
-    /// with a field it does not know (its derive ignores unknown fields).
+    /// The readers take what the derive takes: a lease with a field it does not know (its
+    /// derive ignores unknown fields), checked and skipped.
     #[test]
-    fn what_the_readers_refuse_the_derive_decides() {
+    fn the_readers_take_what_the_derive_takes() {
         let e = transcript_events()
             .iter()
             .find(|e| matches!(e.kind, EventKind::WorkClaimed(_)))
@@ -1143,18 +1165,51 @@ mod tests {
             e.to_cbor().expect("encodes"),
             "the JSON form encodes to the stored bytes"
         );
-        json["kind"]["lease"]["unknown"] = serde_json::json!(1);
+        json["kind"]["lease"]["unknown"] = serde_json::json!([1, {"a": null}]);
         let bytes = canonical::to_vec(&json).expect("encodes");
-        assert_eq!(by_readers(&bytes), None);
+        assert_eq!(by_readers(&bytes).as_ref(), Some(e));
         assert_eq!(by_derive(&bytes).as_ref(), Ok(e));
         assert_eq!(Event::from_cbor(&bytes).as_ref(), Ok(e));
-        // An unknown field where the derive denies them: refused by both, worded by the
-        // derive.
+        // The unknown entry is checked as the derive checks it: a key that is not UTF-8, or
+        // a value that is not canonical, is refused by both.
+        for (from, to) in [
+            (&b"\x67unknown"[..], &b"\x67unkno\xffn"[..]),
+            (b"\x61a\xf6", b"\x61a\xf7"),
+        ] {
+            let mut bad = bytes.clone();
+            let at = bad
+                .windows(from.len())
+                .position(|w| w == from)
+                .expect("there");
+            bad[at..at + to.len()].copy_from_slice(to);
+            assert_eq!(by_readers(&bad), None);
+            assert!(by_derive(&bad).is_err());
+        }
+        // An unknown field where the derive denies them: refused by both, and named.
         json["kind"]["unknown"] = serde_json::json!(1);
         let bytes = canonical::to_vec(&json).expect("encodes");
         assert_eq!(by_readers(&bytes), None);
+        assert!(by_derive(&bytes).is_err());
         let err = Event::from_cbor(&bytes).expect_err("unknown field");
-        assert!(err.message.contains("unknown field"), "{err}");
+        assert!(err.message.contains("unknown field `unknown`"), "{err}");
+        // A field left out, and a `type` no kind has: refused by both, and named.
+        let mut json = serde_json::to_value(e).expect("JSON");
+        json["kind"]
+            .as_object_mut()
+            .expect("a map")
+            .remove("lease_ms");
+        let bytes = canonical::to_vec(&json).expect("encodes");
+        assert!(by_derive(&bytes).is_err());
+        let err = Event::from_cbor(&bytes).expect_err("missing field");
+        assert!(err.message.contains("missing field `lease_ms`"), "{err}");
+        json["kind"]["type"] = serde_json::json!("work_clamed");
+        let bytes = canonical::to_vec(&json).expect("encodes");
+        assert!(by_derive(&bytes).is_err());
+        let err = Event::from_cbor(&bytes).expect_err("unknown type");
+        assert!(
+            err.message.contains("unknown event type \"work_clamed\""),
+            "{err}"
+        );
     }
 
     /// Every byte of every stored event changed in a few ways, and every cut.

@@ -242,9 +242,30 @@ impl ForkProof {
     }
 
     /// Decodes a proof file (canonical CBOR only); `MALFORMED` otherwise.
+    ///
+    /// The four entries are read in their canonical order, and each event as a stored event
+    /// is ([`Event::from_cbor`]'s readers, at the depth it sits at): the derived decoding of
+    /// an event, and serde's buffering of its kind, are not built for this alone. It accepts
+    /// and gives what `canonical::from_slice::<ForkProof>` does (a test holds the two equal
+    /// on every flipped bit of a proof); an error names the entry, and the event, it is in.
     pub fn from_cbor(bytes: &[u8]) -> Result<ForkProof> {
-        canonical::from_slice(bytes, Strictness::Canonical)
-            .map_err(|e| proof_invalid(format!("not a fork proof: {e}")))
+        Self::read(bytes).map_err(|e| proof_invalid(format!("not a fork proof: {e}")))
+    }
+
+    fn read(bytes: &[u8]) -> std::result::Result<ForkProof, canonical::CanonError> {
+        // Keys in canonical order: shorter first, then bytewise.
+        let mut f = canonical::Fields::new(bytes, 4)?;
+        let heads = f.field("heads")?;
+        let events = f.items("events", crate::event::decode_nested_event)?;
+        let schema = f.field("schema")?;
+        let authority = f.field("authority")?;
+        f.finish()?;
+        Ok(ForkProof {
+            schema,
+            authority,
+            heads,
+            events,
+        })
     }
 
     /// Checks the proof with nothing but its contents (and, if given, a key the caller pins

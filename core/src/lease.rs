@@ -112,16 +112,16 @@ pub struct Lease {
     pub expires_at: u64,
 }
 
-// `Lease` takes unknown fields (its derive does not deny them): the reader refuses them and
-// leaves such a map to the derive.
 // Handed to the canonical encoder in canonical key order; JSON gets the declared order.
 canonical::encode_struct! {
     Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
     PastLease { id, holder, epoch, end }
 }
 
+// `Lease` takes unknown fields (its derive does not deny them): its reader checks and skips
+// them too.
 canonical::decode_struct! {
-    Lease { id, work, holder, session, epoch, granted_at, start_by, expires_at }
+    Lease [ignore_unknown] { id, work, holder, session, epoch, granted_at, start_by, expires_at }
     PastLease { id, holder, epoch, end }
 }
 

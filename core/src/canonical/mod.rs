@@ -26,8 +26,8 @@ mod order;
 mod stream;
 
 pub(crate) use de::{
-    decode_struct, refused, Decode, DecodeFields, Decoder, Entries, Fields, Items, KeySpans,
-    Tagged, ITEM_BYTES,
+    decode_struct, missing_field, refused, unknown_field, Decode, DecodeFields, Decoder, Entries,
+    Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
 pub(crate) use order::{declared_order, encode_struct, in_key_order, key_order, ById};
 pub(crate) use stream::StreamDecoder;
