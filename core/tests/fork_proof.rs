@@ -8,26 +8,7 @@ use mwp_core::head::{ForkProof, SignedHead};
 use mwp_core::{Code, Event, Id};
 
 mod common;
-use common::Recorder;
-
-/// Every event the transcripts produce, and each of them redacted.
-fn transcript_events() -> &'static [Event] {
-    static EVENTS: std::sync::OnceLock<Vec<Event>> = std::sync::OnceLock::new();
-    EVENTS.get_or_init(|| {
-        let mut events = Vec::new();
-        for (_, text) in common::transcripts() {
-            let mut host = Recorder::default();
-            common::run(&mut host, &text);
-            for e in host.events {
-                let mut redacted = e.clone();
-                redacted.redact().expect("redacts");
-                events.push(e);
-                events.push(redacted);
-            }
-        }
-        events
-    })
-}
+use common::transcript_events;
 
 /// A proof carrying `events` (decoding does not check that they chain).
 fn proof_bytes(events: &[Event]) -> Vec<u8> {
@@ -109,14 +90,7 @@ proptest::proptest! {
         let events = transcript_events();
         let chosen: Vec<Event> = picks.iter().map(|p| events[p.index(events.len())].clone()).collect();
         let mut bytes = proof_bytes(&chosen);
-        for (at, value) in &edits {
-            let i = at.index(bytes.len());
-            bytes[i] = *value;
-        }
-        if let Some(cut) = cut {
-            bytes.truncate(cut.index(bytes.len()));
-        }
-        bytes.extend_from_slice(&extra);
+        common::damage(&mut bytes, &edits, cut, &extra);
         agree(&bytes);
     }
 }

@@ -116,17 +116,10 @@ fn payload_hash_follows_the_rule_for_every_transcript_event() {
 fn transcript_records() -> &'static [Vec<u8>] {
     static RECORDS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
     RECORDS.get_or_init(|| {
-        let mut records = Vec::new();
-        for (_, text) in common::transcripts() {
-            let mut host = Recorder::default();
-            common::run(&mut host, &text);
-            for mut e in host.events {
-                records.push(e.to_cbor().expect("encodes"));
-                e.redact().expect("redacts");
-                records.push(e.to_cbor().expect("encodes"));
-            }
-        }
-        records
+        common::transcript_events()
+            .iter()
+            .map(|e| e.to_cbor().expect("encodes"))
+            .collect()
     })
 }
 
@@ -146,14 +139,7 @@ proptest::proptest! {
     ) {
         let records = transcript_records();
         let mut bytes = records[pick.index(records.len())].clone();
-        for (at, value) in &edits {
-            let i = at.index(bytes.len());
-            bytes[i] = *value;
-        }
-        if let Some(cut) = cut {
-            bytes.truncate(cut.index(bytes.len()));
-        }
-        bytes.extend_from_slice(&extra);
+        common::damage(&mut bytes, &edits, cut, &extra);
         let checked = Event::from_cbor_verified(&bytes);
         let generic: Option<Event> = canonical::from_slice::<Event>(
             &bytes,

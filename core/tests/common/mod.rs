@@ -82,3 +82,43 @@ pub fn transcripts() -> Vec<(String, String)> {
 pub fn run<H: Host>(host: &mut H, text: &str) {
     Runner::new(host).run_all(text);
 }
+
+/// Every event the transcripts make, each followed by itself redacted: every kind, with and
+/// without its opaque values.
+#[allow(dead_code)] // each test file includes this module; not all of them read these
+pub fn transcript_events() -> &'static [Event] {
+    static EVENTS: std::sync::OnceLock<Vec<Event>> = std::sync::OnceLock::new();
+    EVENTS.get_or_init(|| {
+        let mut events = Vec::new();
+        for (_, text) in transcripts() {
+            let mut host = Recorder::default();
+            run(&mut host, &text);
+            for e in host.events {
+                let mut redacted = e.clone();
+                redacted.redact().expect("redacts");
+                events.push(e);
+                events.push(redacted);
+            }
+        }
+        events
+    })
+}
+
+/// `bytes` damaged as a property test draws it: bytes overwritten, then cut short, then
+/// extended.
+#[allow(dead_code)] // each test file includes this module; not all of them damage bytes
+pub fn damage(
+    bytes: &mut Vec<u8>,
+    edits: &[(proptest::sample::Index, u8)],
+    cut: Option<proptest::sample::Index>,
+    extra: &[u8],
+) {
+    for (at, value) in edits {
+        let i = at.index(bytes.len());
+        bytes[i] = *value;
+    }
+    if let Some(cut) = cut {
+        bytes.truncate(cut.index(bytes.len()));
+    }
+    bytes.extend_from_slice(extra);
+}
