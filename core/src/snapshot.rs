@@ -159,11 +159,11 @@ impl Parts {
 /// The canonical CBOR of a signed snapshot of `state`, its state hash and its signature.
 ///
 /// The state is encoded once, straight into the snapshot's bytes, and both digests are taken
-/// over those bytes where they lie (as a reader of a stored snapshot takes them): the state
-/// hash over the `state` value, and the signed digest over the map of every entry but `sig`,
-/// which is written as a placeholder of the signature's fixed length and filled in last. The
-/// entries are written in canonical key order; a test holds the bytes equal to
-/// `canonical::to_vec` of [`Snapshot::build`].
+/// over those bytes where they lie: the state hash over the `state` value, and the signed
+/// digest as a stored snapshot's reader takes it ([`Spans::signed_digest`]), over the map of
+/// every entry but `sig`, which is written as a placeholder of the signature's fixed length
+/// and filled in last. The entries are written in canonical key order; a test holds the bytes
+/// equal to `canonical::to_vec` of [`Snapshot::build`].
 fn encode_signed(state: &GroupState, key: &SecretKey) -> Result<(Vec<u8>, Hash, Signature)> {
     fn entry<T: Serialize + ?Sized>(out: Vec<u8>, key: &str, value: &T) -> Result<Vec<u8>> {
         Ok(canonical::append(canonical::append(out, key)?, value)?)
@@ -181,18 +181,19 @@ fn encode_signed(state: &GroupState, key: &SecretKey) -> Result<(Vec<u8>, Hash, 
     out = canonical::append(out, "state")?;
     let state_start = out.len();
     out = canonical::append(out, state)?;
-    let state_hash = Hash::of(&out[state_start..]);
+    let state_end = out.len();
+    let state_hash = Hash::of(&out[state_start..state_end]);
     let signer = key.public();
     out = entry(out, "schema", SCHEMA)?;
     out = entry(out, "signer", &signer)?;
     out = entry(out, "mission", &state.mission)?;
     out = entry(out, "chain_head", &state.head)?;
     out = entry(out, "state_hash", &state_hash)?;
-    let mut signed = Sha256::new();
-    signed.update([0xa0 | 9]); // the nine entries other than `sig`
-    signed.update(&out[1..sig_entry]);
-    signed.update(&out[sig_end..]);
-    let sig = key.sign(&<[u8; 32]>::from(signed.finalize()));
+    let spans = Spans {
+        sig: sig_entry..sig_end,
+        state: state_start..state_end,
+    };
+    let sig = key.sign(&spans.signed_digest(&out));
     let sig_bytes = canonical::to_vec(&sig)?;
     // A signature's text is always 128 hex digits: the placeholder has its length.
     out[sig_value..sig_end].copy_from_slice(&sig_bytes);
@@ -431,14 +432,19 @@ impl Spans {
     /// The state hash and the signed digest, computed over the bytes as they are: the state
     /// value, and the map without its `sig` entry (one entry fewer in its one-byte head).
     fn digests(&self, bytes: &[u8]) -> Digests {
+        Digests {
+            state_hash: Hash::of(&bytes[self.state.clone()]),
+            signed: self.signed_digest(bytes),
+        }
+    }
+
+    /// The digest the signature covers: SHA-256 of the map without its `sig` entry.
+    fn signed_digest(&self, bytes: &[u8]) -> [u8; 32] {
         let mut signed = Sha256::new();
         signed.update([0xa0 | 9]);
         signed.update(&bytes[1..self.sig.start]);
         signed.update(&bytes[self.sig.end..]);
-        Digests {
-            state_hash: Hash::of(&bytes[self.state.clone()]),
-            signed: signed.finalize().into(),
-        }
+        signed.finalize().into()
     }
 }
 
