@@ -34,16 +34,18 @@ pub struct Command {
 }
 
 /// The signed part of a [`Command`]: every field but `sig`.
-#[derive(Serialize)]
 struct Content<'a> {
     org: &'a Id,
     group: &'a Id,
     actor: &'a Id,
     action: &'a Id,
     session: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     expect: Option<u64>,
     body: &'a Body,
+}
+
+canonical::encode_struct! {
+    Content<'a> { org, group, actor, action, session, expect if is_some, body }
 }
 
 impl Command {
@@ -217,7 +219,7 @@ pub enum Role {
 }
 
 /// A member as listed in `open_group`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemberSpec {
     /// The member's actor ID.
@@ -280,7 +282,7 @@ pub struct Needs {
 }
 
 /// A work item to create (`create_work`, and each entry of `expand`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewWork {
     /// Optional tag, `"create_work"`, when written as a full body inside `expand`.
@@ -315,7 +317,7 @@ macro_rules! bodies {
     ($( $(#[$doc:meta])* $variant:ident($ty:ident) { $( $(#[$fattr:meta])* $field:ident : $fty:ty ),* $(,)? } )*) => {
         $(
             $(#[$doc])*
-            #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+            #[derive(Debug, Clone, PartialEq, Deserialize)]
             #[serde(deny_unknown_fields)]
             pub struct $ty {
                 $( $(#[$fattr])* pub $field: $fty, )*
@@ -323,10 +325,25 @@ macro_rules! bodies {
         )*
 
         /// The body of a Command; `type` is its tag.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Deserialize)]
         #[serde(tag = "type", rename_all = "snake_case")]
         pub enum Body {
             $( $(#[$doc])* $variant($ty), )*
+        }
+
+        /// What serde's derive writes for the internally tagged enum, the `type` entry in
+        /// canonical key order among the fields for the canonical encoder
+        /// ([`canonical::EncodeFields`]).
+        impl Serialize for Body {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let tag = Some(self.type_name());
+                match self {
+                    $( Body::$variant(b) => canonical::EncodeFields::encode_fields(b, tag, serializer), )*
+                }
+            }
         }
 
         canonical::decode_struct! {
@@ -557,6 +574,39 @@ bodies! {
     }
     /// Expires due leases (`@authority` only).
     Tick(Tick) {}
+}
+
+// Each body handed to the canonical encoder in canonical key order, with its `type` entry;
+// JSON gets the declared order after `type`, as serde's derive wrote it.
+canonical::encode_struct! {
+    OpenGroup { mission, title, members, authority_key }
+    AddMember { actor, role, key }
+    RemoveMember { actor }
+    ChangeRole { actor, role }
+    ReplaceSession {}
+    CreateWork { work, contract, after, spec }
+    ClaimWork { work, lease_ms, start_within_ms }
+    StartWork { work, lease }
+    RenewLease { work, lease, lease_ms }
+    Checkpoint { work, lease, data }
+    Block { work, lease, data, needs }
+    ResolveBlock { work, key, resolution }
+    Submit { work, lease, result }
+    Fail { work, lease, error, retryable }
+    Cancel { work, reason }
+    Reassign { work, reason }
+    IntendEffect { work, lease, op, mode, irreversible, target }
+    SettleEffect { work, lease, op, outcome, receipt }
+    ReconcileEffect { work, key, happened, receipt }
+    Charge { work, lease, cost, data if is_some }
+    RequestApproval { approval, work, reason }
+    DecideApproval { approval, grant }
+    Expand { trigger, work }
+    Redact { seq, reason }
+    Archive { reason }
+    Tick {}
+    MemberSpec { actor, role, key }
+    NewWork { tag as "type" if is_some, work, contract, after, spec }
 }
 
 impl Body {
@@ -805,4 +855,43 @@ fn check_acyclic(items: &[NewWork]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command's content reaches the canonical encoder with its entries, its body's `type`
+    /// among them, in canonical key order: the encoder only puts in order the opaque values
+    /// (JSON as a member wrote it). A body's JSON form has `type` first and reads back as the
+    /// same body.
+    #[test]
+    fn content_reaches_the_encoder_in_canonical_order() {
+        let mut types = std::collections::BTreeSet::new();
+        for cmd in crate::transcript::recorded::commands() {
+            let content = Content {
+                org: &cmd.org,
+                group: &cmd.group,
+                actor: &cmd.actor,
+                action: &cmd.action,
+                session: cmd.session,
+                expect: cmd.expect,
+                body: &cmd.body,
+            };
+            let opaque: usize = cmd
+                .body
+                .opaque_fields()
+                .iter()
+                .map(|(_, v)| canonical::reorders(v).expect("encodes"))
+                .sum();
+            assert_eq!(canonical::reorders(&content), Ok(opaque), "{cmd:?}");
+            let json = serde_json::to_value(&cmd.body).expect("JSON");
+            let first = json.as_object().expect("a map").keys().next().cloned();
+            assert_eq!(first.as_deref(), Some("type"));
+            let back: Body = serde_json::from_value(json).expect("reads back");
+            assert_eq!(back, cmd.body);
+            types.insert(cmd.body.type_name());
+        }
+        assert!(types.len() >= 20, "{types:?}");
+    }
 }

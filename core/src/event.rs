@@ -102,7 +102,7 @@ struct Header<'a> {
 }
 
 /// A lease taken away, and where its work item went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Revocation {
     /// Work item.
@@ -124,7 +124,7 @@ pub enum EvidenceOf {
 }
 
 /// `group_opened`: the genesis event. Carries the envelope's `org` besides the body.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupOpened {
     /// Organization.
@@ -140,7 +140,7 @@ pub struct GroupOpened {
 }
 
 /// `work_claimed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkClaimed {
     /// Work item.
@@ -157,7 +157,7 @@ pub struct WorkClaimed {
 }
 
 /// `lease_renewed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LeaseRenewed {
     /// Work item.
@@ -171,7 +171,7 @@ pub struct LeaseRenewed {
 }
 
 /// `work_failed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkFailed {
     /// Work item.
@@ -192,7 +192,7 @@ pub struct WorkFailed {
 }
 
 /// `work_cancelled`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkCancelled {
     /// Work item.
@@ -205,7 +205,7 @@ pub struct WorkCancelled {
 }
 
 /// `work_reassigned`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkReassigned {
     /// Work item.
@@ -217,7 +217,7 @@ pub struct WorkReassigned {
 }
 
 /// `member_removed`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemberRemoved {
     /// Member removed.
@@ -227,7 +227,7 @@ pub struct MemberRemoved {
 }
 
 /// `session_replaced`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionReplaced {
     /// New session epoch.
@@ -237,7 +237,7 @@ pub struct SessionReplaced {
 }
 
 /// `effect_intended`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EffectIntended {
     /// Work item.
@@ -257,7 +257,7 @@ pub struct EffectIntended {
 }
 
 /// `effect_settled`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EffectSettled {
     /// Work item.
@@ -275,7 +275,7 @@ pub struct EffectSettled {
 }
 
 /// `effect_reconciled`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EffectReconciled {
     /// Work item.
@@ -292,7 +292,7 @@ pub struct EffectReconciled {
 }
 
 /// `work_charged`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkCharged {
     /// Work item.
@@ -309,7 +309,7 @@ pub struct WorkCharged {
 }
 
 /// `leases_expired`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LeasesExpired {
     /// Leases expired, and where their items went.
@@ -317,7 +317,7 @@ pub struct LeasesExpired {
 }
 
 /// `evidence_recorded`: a late `submit` or `fail` under a stale lease.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvidenceRecorded {
     /// Which command it was.
@@ -335,6 +335,26 @@ pub struct EvidenceRecorded {
     /// Retryable flag, for a late `fail`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retryable: Option<bool>,
+}
+
+// Each kind handed to the canonical encoder in canonical key order, with its `type` entry when
+// an `EventKind` writes it; JSON gets the declared order after `type`, as serde's derive wrote it.
+canonical::encode_struct! {
+    Revocation { work, lease, to }
+    GroupOpened { org, mission, title, members, authority_key }
+    WorkClaimed { work, lease_ms, start_within_ms, lease, checkpoint if is_some }
+    LeaseRenewed { work, lease, lease_ms, expires_at }
+    WorkFailed { work, lease, error, retryable, attempt, to, not_before if is_some }
+    WorkCancelled { work, reason, revoked if is_some }
+    WorkReassigned { work, reason, revoked }
+    MemberRemoved { actor, revoked }
+    SessionReplaced { session, revoked }
+    EffectIntended { work, lease, op, mode, irreversible, target, key }
+    EffectSettled { work, lease, op, outcome, receipt, key }
+    EffectReconciled { work, key, happened, receipt, to if is_some }
+    WorkCharged { work, lease, cost, data if is_some, spent }
+    LeasesExpired { expired }
+    EvidenceRecorded { of, work, lease, result if is_some, error if is_some, retryable if is_some }
 }
 
 canonical::decode_struct! {
@@ -356,7 +376,7 @@ canonical::decode_struct! {
 }
 
 /// What an event records; `type` is its tag. Every kind carries the command's fields.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[allow(missing_docs)]
 pub enum EventKind {
@@ -929,6 +949,22 @@ fn decode_event_with<const READERS: bool>(
 /// its derived `Deserialize`, `read_variant` through its hand-written reader.
 macro_rules! variants {
     ($($variant:ident = $tag:literal,)*) => {
+        /// What serde's derive writes for the internally tagged enum, the `type` entry in
+        /// canonical key order among the fields for the canonical encoder
+        /// ([`canonical::EncodeFields`]).
+        impl Serialize for EventKind {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                match self {
+                    $( EventKind::$variant(k) => {
+                        canonical::EncodeFields::encode_fields(k, Some($tag), serializer)
+                    } )*
+                }
+            }
+        }
+
         impl EventKind {
             /// Reads the variant named `name` from a kind map whose `type` entry is left out,
             /// through serde's derive: the reference the readers are held to.
@@ -1052,6 +1088,34 @@ mod tests {
             }
             events
         })
+    }
+
+    /// Every kind reaches the canonical encoder with its entries, `type` among them, in
+    /// canonical key order: the encoder only puts in order the opaque values (JSON as a
+    /// member wrote it). The JSON form has `type` first and reads back as the same kind.
+    #[test]
+    fn kinds_reach_the_encoder_in_canonical_order() {
+        let mut types = std::collections::BTreeSet::new();
+        for e in transcript_events() {
+            let mut json = serde_json::to_value(&e.kind).expect("JSON");
+            let first = json.as_object().expect("a map").keys().next().cloned();
+            assert_eq!(first.as_deref(), Some("type"));
+            let back: EventKind = serde_json::from_value(json.clone()).expect("reads back");
+            assert_eq!(back, e.kind);
+            map_opaque(&mut json, &mut |_| Ok(Value::from("opaque"))).expect("maps");
+            let plain: EventKind = serde_json::from_value(json).expect("reads back");
+            assert_eq!(canonical::reorders(&plain), Ok(0), "{plain:?}");
+            types.insert(kind_type(&e.kind));
+        }
+        assert!(types.len() >= 20, "{types:?}");
+    }
+
+    /// The `type` of a kind, as its JSON form names it.
+    fn kind_type(kind: &EventKind) -> String {
+        serde_json::to_value(kind).expect("JSON")["type"]
+            .as_str()
+            .expect("a type")
+            .to_string()
     }
 
     /// The event the hand-written readers give, or `None` where they refuse.

@@ -447,15 +447,17 @@ pub(crate) mod recorded {
     use crate::event::Event;
     use crate::work::WorkState;
 
-    /// Keeps every event a transcript host accepts.
+    /// Keeps every command a transcript host is sent and every event it accepts.
     #[derive(Default)]
     struct Recorder {
         inner: MemoryAuthority,
+        commands: Vec<Command>,
         events: Vec<Event>,
     }
 
     impl Host for Recorder {
         fn submit(&mut self, cmd: &Command, now_ms: u64) -> Result<Decision> {
+            self.commands.push(cmd.clone());
             let d = self.inner.submit(cmd, now_ms)?;
             if let Decision::Accepted(e) = &d {
                 self.events.push((**e).clone());
@@ -476,13 +478,23 @@ pub(crate) mod recorded {
     /// The events each transcript of `tests/transcripts` has accepted, in order, one list per
     /// transcript.
     pub(crate) fn events() -> Vec<Vec<Event>> {
+        run().into_iter().map(|host| host.events).collect()
+    }
+
+    /// Every command the transcripts of `tests/transcripts` send, accepted or not.
+    pub(crate) fn commands() -> Vec<Command> {
+        run().into_iter().flat_map(|host| host.commands).collect()
+    }
+
+    /// Each transcript run on a recorder of its own.
+    fn run() -> Vec<Recorder> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/transcripts");
         let mut all = Vec::new();
         for entry in std::fs::read_dir(dir).expect("transcripts") {
             let text = std::fs::read_to_string(entry.expect("entry").path()).expect("text");
             let mut host = Recorder::default();
             Runner::new(&mut host).run_all(&text);
-            all.push(host.events);
+            all.push(host);
         }
         all
     }

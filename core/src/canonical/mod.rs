@@ -29,7 +29,9 @@ pub(crate) use de::{
     decode_struct, missing_field, refused, unknown_field, Decode, DecodeFields, Decoder, Entries,
     Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
-pub(crate) use order::{declared_order, encode_struct, in_key_order, key_order, ById};
+pub(crate) use order::{
+    declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById, EncodeFields,
+};
 pub(crate) use stream::StreamDecoder;
 #[cfg(test)]
 pub(crate) use stream::{every_flip_reads_alike, Pieces, BY_SLICE};

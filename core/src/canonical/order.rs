@@ -95,68 +95,145 @@ impl<V: Serialize> Serialize for ById<'_, V> {
     }
 }
 
+/// The fields of a struct, written as a map for a serializer, optionally with a `type` entry
+/// naming the variant of an internally tagged enum that holds it (what serde's derive gives
+/// for `#[serde(tag = "type")]`), the entry placed in canonical key order like the fields.
+/// Implemented by [`encode_struct!`].
+pub(crate) trait EncodeFields {
+    /// Writes the fields (and `type: tag`, when given) to `serializer` as a map: in canonical
+    /// key order for the canonical encoder, in declared order after the tag for any other.
+    fn encode_fields<S: Serializer>(
+        &self,
+        tag: Option<&'static str>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error>;
+}
+
+/// The declared order of a struct's `N − 1` fields behind a tag at index `N − 1`: the tag
+/// first, as serde's derive writes an internally tagged variant.
+pub(crate) const fn tag_first_order<const N: usize>() -> [usize; N] {
+    let mut order = [0usize; N];
+    if N == 0 {
+        return order;
+    }
+    order[0] = N - 1;
+    let mut i = 1;
+    while i < N {
+        order[i] = i - 1;
+        i += 1;
+    }
+    order
+}
+
 /// Generates `Serialize` for structs from their field names in declaration order: what serde's
 /// derive gives for a human-readable serializer (JSON), and the fields in canonical key order
 /// ([`key_order`], computed at compile time) for the canonical encoder, so it never reorders
 /// them. A field written `name if is_some` (an `Option`) is left out when that is false (serde's
 /// `skip_serializing_if`); one written `name with Wrapper` is written as `Wrapper(&name)`;
-/// fields serde skips are listed after `; skip`. Every field is named (the struct is
+/// one written `name as "key"` is written under `key` (serde's `rename`); fields serde skips are
+/// listed after `; skip`. Every field is named (the struct is
 /// destructured without `..`), so a field added to the struct and not here does not compile.
+/// A struct may take one lifetime (`Name<'a> { … }`).
+///
+/// It also implements [`EncodeFields`], through which an internally tagged enum writes the
+/// struct a variant holds with its `type` entry, also in canonical order.
 macro_rules! encode_struct {
     ($(
-        $ty:ident {
-            $($field:ident $(if $present:ident)? $(with $wrap:path)?),* $(,)?
+        $ty:ident $(<$lt:lifetime>)? {
+            $($field:ident $(as $key:literal)? $(if $present:ident)? $(with $wrap:path)?),* $(,)?
             $(; skip $($skipped:ident),* $(,)?)?
         }
     )*) => {$(
-        impl ::serde::Serialize for $ty {
+        impl $(<$lt>)? ::serde::Serialize for $ty $(<$lt>)? {
             fn serialize<S: ::serde::Serializer>(
                 &self,
                 serializer: S,
             ) -> ::std::result::Result<S::Ok, S::Error> {
+                $crate::canonical::EncodeFields::encode_fields(self, None, serializer)
+            }
+        }
+
+        impl $(<$lt>)? $crate::canonical::EncodeFields for $ty $(<$lt>)? {
+            fn encode_fields<S: ::serde::Serializer>(
+                &self,
+                tag: ::std::option::Option<&'static str>,
+                serializer: S,
+            ) -> ::std::result::Result<S::Ok, S::Error> {
                 use ::serde::ser::SerializeStruct;
                 let $ty { $($field,)* $($($skipped: _,)*)? } = self;
-                const NAMES: [&str; [$(stringify!($field)),*].len()] = [$(stringify!($field)),*];
-                const ORDER: [usize; NAMES.len()] = $crate::canonical::key_order(NAMES);
-                const DECLARED: [usize; NAMES.len()] = $crate::canonical::declared_order();
+                // The field names, then `type` (index N, written only with a tag).
+                const N: usize = 0 $(+ $crate::canonical::encode_struct!(@one_of $field))*;
+                const NAMES: [&str; N + 1] =
+                    [$($crate::canonical::encode_struct!(@key $field $(as $key)?),)* "type"];
+                const FIELDS: [&str; N] = {
+                    let mut names = [""; N];
+                    let mut i = 0;
+                    while i < N {
+                        names[i] = NAMES[i];
+                        i += 1;
+                    }
+                    names
+                };
+                const ORDER: [usize; N] = $crate::canonical::key_order(FIELDS);
+                const DECLARED: [usize; N] = $crate::canonical::declared_order();
+                const TAGGED: [usize; N + 1] = $crate::canonical::key_order(NAMES);
+                const TAG_FIRST: [usize; N + 1] = $crate::canonical::tag_first_order();
                 let canonical = !serializer.is_human_readable();
-                let len = 0 $(+ $crate::canonical::encode_struct!(@count $field $(if $present)?))*;
+                let len = usize::from(tag.is_some())
+                    $(+ $crate::canonical::encode_struct!(@count $field $(if $present)?))*;
                 let mut s = serializer.serialize_struct(stringify!($ty), len)?;
+                // (A struct without fields writes none: its closure reads neither.)
+                #[allow(unused_variables)]
                 let field = |i: usize, s: &mut S::SerializeStruct| {
                     $crate::canonical::encode_struct!(
-                        @arms i s 0usize; $($field $(if $present)? $(with $wrap)?,)*
+                        @arms i s 0usize; $($field $(as $key)? $(if $present)? $(with $wrap)?,)*
                     )
                 };
-                // One loop over either order: each field's writing is built once per
+                // One loop over any of the orders: each field's writing is built once per
                 // serializer.
-                let order: &[usize] = if canonical { &ORDER } else { &DECLARED };
+                let order: &[usize] = match (tag.is_some(), canonical) {
+                    (false, true) => &ORDER,
+                    (false, false) => &DECLARED,
+                    (true, true) => &TAGGED,
+                    (true, false) => &TAG_FIRST,
+                };
                 for &i in order {
-                    field(i, &mut s)?;
+                    match tag {
+                        Some(tag) if i == N => s.serialize_field("type", tag)?,
+                        _ => field(i, &mut s)?,
+                    }
                 }
                 s.end()
             }
         }
     )*};
+    (@one_of $field:ident) => { 1 };
+    (@key $field:ident) => { stringify!($field) };
+    (@key $field:ident as $key:literal) => { $key };
     (@count $field:ident) => { 1 };
     (@count $field:ident if $present:ident) => { usize::from(Option::$present($field)) };
     (@arms $i:ident $s:ident $n:expr;) => { Ok(()) };
     (@arms $i:ident $s:ident $n:expr;
-        $field:ident $(if $present:ident)? $(with $wrap:path)?, $($rest:tt)*) => {
+        $field:ident $(as $key:literal)? $(if $present:ident)? $(with $wrap:path)?,
+        $($rest:tt)*) => {
         if $i == $n {
-            $crate::canonical::encode_struct!(@one $s $field $(if $present)? $(with $wrap)?)
+            $crate::canonical::encode_struct!(
+                @one $s ($crate::canonical::encode_struct!(@key $field $(as $key)?))
+                $field $(if $present)? $(with $wrap)?
+            )
         } else {
             $crate::canonical::encode_struct!(@arms $i $s $n + 1; $($rest)*)
         }
     };
-    (@one $s:ident $field:ident) => { $s.serialize_field(stringify!($field), $field) };
-    (@one $s:ident $field:ident with $wrap:path) => {
-        $s.serialize_field(stringify!($field), &$wrap($field))
+    (@one $s:ident $key:tt $field:ident) => { $s.serialize_field($key, $field) };
+    (@one $s:ident $key:tt $field:ident with $wrap:path) => {
+        $s.serialize_field($key, &$wrap($field))
     };
-    (@one $s:ident $field:ident if $present:ident) => {
+    (@one $s:ident $key:tt $field:ident if $present:ident) => {
         if Option::$present($field) {
-            $s.serialize_field(stringify!($field), $field)
+            $s.serialize_field($key, $field)
         } else {
-            $s.skip_field(stringify!($field))
+            $s.skip_field($key)
         }
     };
 }
