@@ -668,7 +668,8 @@ impl Event {
     /// in canonical order (shorter first, then bytewise); a test holds it equal to
     /// `canonical::to_vec` of the header.
     pub fn compute_id(&self) -> Result<Hash> {
-        let mut out = Vec::with_capacity(320 + self.aggregate.len());
+        // A map head, `at` and `seq` with their values, then the rest of the header.
+        let mut out = Vec::with_capacity(1 + 3 + 9 + 4 + 9 + self.header_from_prev_len());
         out.push(0xa0 | 10); // a map of 10 pairs
         put_text(&mut out, "at");
         put_head(&mut out, 0, self.at);
@@ -697,6 +698,29 @@ impl Event {
         put_hash(out, &self.content_hash);
         put_text(out, "payload_hash");
         put_hash(out, &self.payload_hash);
+    }
+
+    /// How many bytes [`Event::put_header_from_prev`] writes, so that the buffers it writes
+    /// into are sized once.
+    fn header_from_prev_len(&self) -> usize {
+        const HASH: usize = 66;
+        let text = |n: usize| head_len(n as u64) + n;
+        text(4)
+            + HASH
+            + text(5)
+            + text(self.actor.as_str().len())
+            + text(5)
+            + text(self.group.as_str().len())
+            + text(6)
+            + text(self.action.as_str().len())
+            + text(8)
+            + head_len(self.revision)
+            + text(9)
+            + text(self.aggregate.len())
+            + text(12)
+            + HASH
+            + text(12)
+            + HASH
     }
 
     /// `compute_id` through the generic canonical encoder: the reference for the test.
@@ -747,7 +771,11 @@ impl Event {
     /// encoder, straight into the same buffer; a test holds the bytes equal to
     /// `canonical::to_vec` of the event on every kind.
     pub fn to_cbor(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(512 + self.aggregate.len());
+        // The kind's size is known only once it is written: room for a usual one, and the
+        // rest of the header reserved exactly after it, so that the buffer grows once at most.
+        const KIND_ROOM: usize = 384;
+        let tail = self.header_from_prev_len();
+        let mut out = Vec::with_capacity(1 + 3 + 9 + 3 + 66 + 4 + 9 + 5 + KIND_ROOM + tail);
         out.push(0xa0 | 12); // a map of 12 pairs
         put_text(&mut out, "at");
         put_head(&mut out, 0, self.at);
@@ -757,6 +785,7 @@ impl Event {
         put_head(&mut out, 0, self.seq);
         put_text(&mut out, "kind");
         let mut out = canonical::append(out, &self.kind)?;
+        out.reserve_exact(tail);
         self.put_header_from_prev(&mut out);
         Ok(out)
     }
@@ -1027,6 +1056,17 @@ variants! {
     EvidenceRecorded = "evidence_recorded",
 }
 
+/// The length of [`put_head`]'s head for `arg`.
+fn head_len(arg: u64) -> usize {
+    match arg {
+        0..=23 => 1,
+        24..=0xff => 2,
+        0x100..=0xffff => 3,
+        0x1_0000..=0xffff_ffff => 5,
+        _ => 9,
+    }
+}
+
 /// A CBOR head in shortest form (RFC 8949 §4.2.1).
 fn put_head(out: &mut Vec<u8>, major: u8, arg: u64) {
     let m = major << 5;
@@ -1108,6 +1148,31 @@ mod tests {
             types.insert(kind_type(&e.kind));
         }
         assert!(types.len() >= 20, "{types:?}");
+    }
+
+    /// The buffers are sized by the bytes the header's tail takes, exactly.
+    #[test]
+    fn the_header_tail_length_is_exact() {
+        for e in transcript_events() {
+            let mut out = Vec::new();
+            e.put_header_from_prev(&mut out);
+            assert_eq!(e.header_from_prev_len(), out.len());
+        }
+        for arg in [
+            0,
+            23,
+            24,
+            255,
+            256,
+            65_535,
+            65_536,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            put_head(&mut out, 0, arg);
+            assert_eq!(head_len(arg), out.len(), "{arg}");
+        }
     }
 
     /// The `type` of a kind, as its JSON form names it.
