@@ -771,11 +771,10 @@ impl Event {
     /// encoder, straight into the same buffer; a test holds the bytes equal to
     /// `canonical::to_vec` of the event on every kind.
     pub fn to_cbor(&self) -> Result<Vec<u8>> {
-        // The kind's size is known only once it is written: room for a usual one, and the
-        // rest of the header reserved exactly after it, so that the buffer grows once at most.
-        const KIND_ROOM: usize = 384;
+        // The kind's size is known only once it is written; the rest of the header is then
+        // reserved exactly, so that a stored event is not left with doubled capacity.
         let tail = self.header_from_prev_len();
-        let mut out = Vec::with_capacity(1 + 3 + 9 + 3 + 66 + 4 + 9 + 5 + KIND_ROOM + tail);
+        let mut out = Vec::with_capacity(512 + self.aggregate.len());
         out.push(0xa0 | 12); // a map of 12 pairs
         put_text(&mut out, "at");
         put_head(&mut out, 0, self.at);
