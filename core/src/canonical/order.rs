@@ -72,13 +72,36 @@ pub(crate) fn in_key_order<'a, V>(
 }
 
 /// The positions of `keys` in canonical key order.
+///
+/// Each key is sorted by its length and first 15 bytes packed into two integers (an
+/// identifier is at most 128 bytes, so its length fits the first byte), so that most
+/// comparisons compare integers; keys equal in those compare the rest of their bytes.
 fn key_order_of(keys: Vec<&Id>) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_unstable_by(|&a, &b| {
-        let (a, b) = (keys[a].as_str(), keys[b].as_str());
-        (a.len(), a.as_bytes()).cmp(&(b.len(), b.as_bytes()))
+    const PREFIX: usize = 15;
+    let packed = |key: &[u8]| {
+        let mut b = [0u8; PREFIX + 1];
+        b[0] = key.len() as u8;
+        let n = key.len().min(PREFIX);
+        b[1..=n].copy_from_slice(&key[..n]);
+        let (hi, lo) = b.split_at(8);
+        (
+            u64::from_be_bytes(hi.try_into().expect("8 bytes")),
+            u64::from_be_bytes(lo.try_into().expect("8 bytes")),
+        )
+    };
+    let mut order: Vec<((u64, u64), usize)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| (packed(key.as_str().as_bytes()), i))
+        .collect();
+    order.sort_unstable_by(|(a, i), (b, j)| {
+        a.cmp(b).then_with(|| {
+            // The same length and the same first bytes: the rest decides.
+            let (x, y) = (keys[*i].as_str().as_bytes(), keys[*j].as_str().as_bytes());
+            x[x.len().min(PREFIX)..].cmp(&y[y.len().min(PREFIX)..])
+        })
     });
-    order
+    order.into_iter().map(|(_, i)| i).collect()
 }
 
 /// A map keyed by identifiers, written as the map itself is, its entries in canonical key
@@ -329,11 +352,49 @@ mod tests {
         assert_eq!(order.to_vec(), by_encoding);
     }
 
+    proptest::proptest! {
+        /// Any identifiers, many sharing long prefixes, come out of `in_key_order` as their
+        /// encodings sort.
+        #[test]
+        fn any_identifiers_sort_as_their_encodings(
+            names in proptest::collection::btree_set("(w-0123456789ab){0,2}[a-c~]{1,4}", 0..64),
+        ) {
+            let map: BTreeMap<Id, u8> = names
+                .iter()
+                .map(|s| (Id::new(s.as_str()).expect("an id"), 0))
+                .collect();
+            let mut canonical: Vec<Vec<u8>> = map
+                .keys()
+                .map(|id| super::super::to_vec(id).expect("encodes"))
+                .collect();
+            canonical.sort();
+            let keys: Vec<Vec<u8>> = in_key_order(map.iter())
+                .into_iter()
+                .map(|(id, _)| super::super::to_vec(id).expect("encodes"))
+                .collect();
+            proptest::prop_assert_eq!(keys, canonical);
+        }
+    }
+
     #[test]
     fn identifier_keys_sort_as_their_encodings() {
-        let ids: Vec<Id> = ["b", "aa", "a", "ab", "ba", "c", "abc"]
+        let long = "w-0123456789abcdef";
+        let mut names: Vec<String> = ["b", "aa", "a", "ab", "ba", "c", "abc"]
             .iter()
-            .map(|s| Id::new(*s).expect("an id"))
+            .map(|s| s.to_string())
+            .collect();
+        // Keys that differ only past the packed prefix, at every length around it, and the
+        // longest.
+        for n in 13..=18 {
+            for last in ["0", "9", "a", "~"] {
+                names.push(format!("{}{last}", &long[..n]));
+            }
+        }
+        names.push("z".repeat(128));
+        names.push(format!("{}y", "z".repeat(127)));
+        let ids: Vec<Id> = names
+            .iter()
+            .map(|s| Id::new(s.as_str()).expect("an id"))
             .collect();
         let map: BTreeMap<Id, u8> = ids.iter().cloned().map(|id| (id, 0)).collect();
         let canonical: Vec<Vec<u8>> = {
