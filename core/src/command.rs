@@ -298,19 +298,19 @@ pub struct NewWork {
     pub spec: Opaque,
 }
 
-// Handed to the canonical encoder in canonical key order; JSON gets the declared order.
-canonical::encode_struct! {
+// Handed to the canonical encoder in canonical key order (JSON gets the declared order), and
+// read by the hand-written readers.
+canonical::codec_struct! {
+    MemberSpec { actor, role, key }
     Contract {
         max_attempts, backoff_base_ms, backoff_max_ms, cost_budget,
         deadline_at if is_some, risk,
     }
+    NewWork { tag as "type" if is_some, work, contract, after, spec }
 }
 
 canonical::decode_struct! {
-    MemberSpec { actor, role, key }
-    Contract { max_attempts, backoff_base_ms, backoff_max_ms, cost_budget, deadline_at, risk }
     Needs { key, kind }
-    NewWork { tag = "type", work, contract, after, spec }
 }
 
 macro_rules! bodies {
@@ -344,10 +344,6 @@ macro_rules! bodies {
                     $( Body::$variant(b) => canonical::EncodeFields::encode_fields(b, tag, serializer), )*
                 }
             }
-        }
-
-        canonical::decode_struct! {
-            $( $ty { $( $field ),* } )*
         }
     };
 }
@@ -576,9 +572,10 @@ bodies! {
     Tick(Tick) {}
 }
 
-// Each body handed to the canonical encoder in canonical key order, with its `type` entry;
-// JSON gets the declared order after `type`, as serde's derive wrote it.
-canonical::encode_struct! {
+// Each body written and read by its fields: handed to the canonical encoder in canonical key
+// order, with its `type` entry (JSON gets the declared order after `type`, as serde's derive
+// wrote it), and read by the hand-written readers.
+canonical::codec_struct! {
     OpenGroup { mission, title, members, authority_key }
     AddMember { actor, role, key }
     RemoveMember { actor }
@@ -605,8 +602,6 @@ canonical::encode_struct! {
     Redact { seq, reason }
     Archive { reason }
     Tick {}
-    MemberSpec { actor, role, key }
-    NewWork { tag as "type" if is_some, work, contract, after, spec }
 }
 
 impl Body {
@@ -868,7 +863,13 @@ mod tests {
     #[test]
     fn content_reaches_the_encoder_in_canonical_order() {
         let mut types = std::collections::BTreeSet::new();
-        for cmd in crate::transcript::recorded::commands() {
+        let mut commands = Vec::new();
+        for (_, text) in crate::test_common::transcripts() {
+            let mut host = crate::test_common::Recorder::default();
+            crate::test_common::run(&mut host, &text);
+            commands.extend(host.commands);
+        }
+        for cmd in commands {
             let content = Content {
                 org: &cmd.org,
                 group: &cmd.group,

@@ -337,9 +337,10 @@ pub struct EvidenceRecorded {
     pub retryable: Option<bool>,
 }
 
-// Each kind handed to the canonical encoder in canonical key order, with its `type` entry when
-// an `EventKind` writes it; JSON gets the declared order after `type`, as serde's derive wrote it.
-canonical::encode_struct! {
+// Each kind written and read by its fields: handed to the canonical encoder in canonical key
+// order, with its `type` entry when an `EventKind` writes it (JSON gets the declared order after
+// `type`, as serde's derive wrote it), and read by the hand-written readers.
+canonical::codec_struct! {
     Revocation { work, lease, to }
     GroupOpened { org, mission, title, members, authority_key }
     WorkClaimed { work, lease_ms, start_within_ms, lease, checkpoint if is_some }
@@ -355,24 +356,6 @@ canonical::encode_struct! {
     WorkCharged { work, lease, cost, data if is_some, spent }
     LeasesExpired { expired }
     EvidenceRecorded { of, work, lease, result if is_some, error if is_some, retryable if is_some }
-}
-
-canonical::decode_struct! {
-    Revocation { work, lease, to }
-    GroupOpened { org, mission, title, members, authority_key }
-    WorkClaimed { work, lease_ms, start_within_ms, lease, checkpoint }
-    LeaseRenewed { work, lease, lease_ms, expires_at }
-    WorkFailed { work, lease, error, retryable, attempt, to, not_before }
-    WorkCancelled { work, reason, revoked }
-    WorkReassigned { work, reason, revoked }
-    MemberRemoved { actor, revoked }
-    SessionReplaced { session, revoked }
-    EffectIntended { work, lease, op, mode, irreversible, target, key }
-    EffectSettled { work, lease, op, outcome, receipt, key }
-    EffectReconciled { work, key, happened, receipt, to }
-    WorkCharged { work, lease, cost, data, spent }
-    LeasesExpired { expired }
-    EvidenceRecorded { of, work, lease, result, error, retryable }
 }
 
 /// What an event records; `type` is its tag. Every kind carries the command's fields.
@@ -1114,20 +1097,7 @@ mod tests {
         "[a-z0-9.@~-]{1,128}".prop_map(|s| Id::new(s).expect("valid"))
     }
 
-    /// Every event the transcripts produce, and each of them redacted: every kind.
-    fn transcript_events() -> &'static [Event] {
-        static EVENTS: std::sync::OnceLock<Vec<Event>> = std::sync::OnceLock::new();
-        EVENTS.get_or_init(|| {
-            let mut events = Vec::new();
-            for e in crate::transcript::recorded::events().into_iter().flatten() {
-                let mut redacted = e.clone();
-                redacted.redact().expect("redacts");
-                events.push(e);
-                events.push(redacted);
-            }
-            events
-        })
-    }
+    use crate::test_common::transcript_events;
 
     /// Every kind reaches the canonical encoder with its entries, `type` among them, in
     /// canonical key order: the encoder only puts in order the opaque values (JSON as a

@@ -70,6 +70,15 @@ pub mod state;
 pub mod transcript;
 pub mod work;
 
+// The integration tests' helpers (a recording transcript host, the transcripts, their
+// events), shared with the unit tests: they name the crate `mwp_core`, as a test crate does.
+#[cfg(test)]
+extern crate self as mwp_core;
+#[cfg(test)]
+#[allow(dead_code)] // the unit tests read some of them
+#[path = "../tests/common/mod.rs"]
+pub(crate) mod test_common;
+
 pub use accept::{accept, Decision};
 pub use command::{Body, Command};
 pub use crypto::{Hash, KeyFault, PreparedKey, PublicKey, SecretKey, Signature};

@@ -30,7 +30,8 @@ pub(crate) use de::{
     Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
 pub(crate) use order::{
-    declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById, EncodeFields,
+    codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,
+    EncodeFields,
 };
 pub(crate) use stream::StreamDecoder;
 #[cfg(test)]

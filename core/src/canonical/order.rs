@@ -262,18 +262,39 @@ macro_rules! encode_struct {
 }
 pub(crate) use encode_struct;
 
+/// [`encode_struct!`] and [`decode_struct!`](crate::canonical::decode_struct) from one field
+/// list, for the structs written and read with nothing but their fields: `name as "key"`
+/// names a renamed field both ways, and `name if is_some` is left out when absent (reading it
+/// is optional either way).
+macro_rules! codec_struct {
+    ($(
+        $ty:ident { $($field:ident $(as $key:literal)? $(if $present:ident)?),* $(,)? }
+    )*) => {
+        $crate::canonical::encode_struct! {
+            $( $ty { $($field $(as $key)? $(if $present)?),* } )*
+        }
+        $crate::canonical::decode_struct! {
+            $( $ty { $($field $(= $key)?),* } )*
+        }
+    };
+}
+pub(crate) use codec_struct;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_common;
     use crate::GroupState;
 
     /// Every state every transcript passes through, whole: members, work items with leases,
     /// past leases, effects, checkpoints and outcomes, approvals, receipts, expansions.
     fn transcript_states() -> Vec<GroupState> {
         let mut states = Vec::new();
-        for events in crate::transcript::recorded::events() {
+        for (_, text) in test_common::transcripts() {
+            let mut host = test_common::Recorder::default();
+            test_common::run(&mut host, &text);
             let mut by_group: BTreeMap<Id, Option<GroupState>> = BTreeMap::new();
-            for e in &events {
+            for e in &host.events {
                 let state = by_group.entry(e.group.clone()).or_default();
                 GroupState::apply_to(state, e).expect("a transcript's event applies");
                 states.extend(state.clone());
