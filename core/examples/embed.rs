@@ -57,7 +57,7 @@ fn main() -> mwp_core::Result<()> {
                 risk: Risk::Low,
             },
             after: vec![],
-            spec: serde_json::json!({"task": "write the release notes"}),
+            spec: serde_json::json!({"task": "write the release notes"}).into(),
         }),
         1_000,
     )?;

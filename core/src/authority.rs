@@ -610,7 +610,7 @@ mod tests {
     fn open(authority_key: PublicKey) -> Command {
         let body = Body::OpenGroup(OpenGroup {
             mission: id("m"),
-            title: serde_json::json!("t"),
+            title: serde_json::json!("t").into(),
             members: vec![
                 MemberSpec {
                     actor: id("alice"),

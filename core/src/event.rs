@@ -740,7 +740,7 @@ impl Event {
         let mut json = serde_json::to_value(&self.kind)
             .map_err(|e| Error::malformed(format!("event kind does not encode: {e}")))?;
         map_opaque(&mut json, &mut |v| {
-            Ok(opaque::redaction_marker(opaque::hash(v)?))
+            Ok(opaque::redaction_marker(opaque::hash(&Opaque::from(v))?).to_json())
         })?;
         self.kind = serde_json::from_value(json)
             .map_err(|e| Error::corrupt(format!("redacted event does not decode: {e}")))?;

@@ -1002,7 +1002,7 @@ pub fn expansion_hash(work: &[crate::command::NewWork]) -> Result<Hash> {
         .map_err(|e| Error::malformed(format!("expand work list does not encode: {e}")))?;
     for item in list.as_array_mut().into_iter().flatten() {
         if let Some(spec) = item.get_mut("spec") {
-            *spec = serde_json::Value::String(opaque::hash(spec)?.to_hex());
+            *spec = serde_json::Value::String(opaque::hash(&Opaque::from(&*spec))?.to_hex());
         }
     }
     Ok(Hash(canonical::hash(&list)?))

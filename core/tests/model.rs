@@ -740,7 +740,7 @@ fn core_body(b: &MBody, action: &str) -> Body {
             work: work_id(*work),
             contract: contract(*max_attempts, *base),
             after: after.iter().map(|a| work_id(*a)).collect(),
-            spec: serde_json::json!({"made_by": action}),
+            spec: serde_json::json!({"made_by": action}).into(),
         }),
         MBody::Claim {
             work,
@@ -767,12 +767,12 @@ fn core_body(b: &MBody, action: &str) -> Body {
         MBody::Checkpoint { work, epoch } => Body::Checkpoint(Checkpoint {
             work: work_id(*work),
             lease: lease_id(*work, *epoch),
-            data: serde_json::json!({"at": action}),
+            data: serde_json::json!({"at": action}).into(),
         }),
         MBody::Submit { work, epoch } => Body::Submit(Submit {
             work: work_id(*work),
             lease: lease_id(*work, *epoch),
-            result: serde_json::json!({"ok": true}),
+            result: serde_json::json!({"ok": true}).into(),
         }),
         MBody::Fail {
             work,
@@ -781,12 +781,12 @@ fn core_body(b: &MBody, action: &str) -> Body {
         } => Body::Fail(Fail {
             work: work_id(*work),
             lease: lease_id(*work, *epoch),
-            error: serde_json::json!("boom"),
+            error: serde_json::json!("boom").into(),
             retryable: *retryable,
         }),
         MBody::Cancel { work } => Body::Cancel(Cancel {
             work: work_id(*work),
-            reason: serde_json::Value::Null,
+            reason: serde_json::Value::Null.into(),
         }),
         MBody::Tick => Body::Tick(Tick {}),
         MBody::ReplaceSession => Body::ReplaceSession(ReplaceSession {}),
@@ -814,7 +814,7 @@ impl Harness {
             None,
             Body::OpenGroup(OpenGroup {
                 mission: id("m1"),
-                title: serde_json::json!("model"),
+                title: serde_json::json!("model").into(),
                 members,
                 authority_key: keys[AUTHORITY].public(),
             }),

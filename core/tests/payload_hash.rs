@@ -12,7 +12,7 @@ use common::Recorder;
 fn reference(kind: &EventKind) -> mwp_core::crypto::Hash {
     let mut json = serde_json::to_value(kind).expect("a kind is JSON");
     let expanded = json["type"] == "work_expanded";
-    let hash = |v: &Value| Value::String(opaque::hash(v).expect("hashes").to_hex());
+    let hash = |v: &Value| Value::String(opaque::hash(&v.into()).expect("hashes").to_hex());
     for (k, v) in json.as_object_mut().expect("a kind is an object") {
         if OPAQUE_FIELDS.contains(&k.as_str()) {
             *v = hash(v);

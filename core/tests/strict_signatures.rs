@@ -146,7 +146,7 @@ fn open_group(members: Vec<MemberSpec>, authority_key: PublicKey) -> Command {
         None,
         Body::OpenGroup(OpenGroup {
             mission: id("m1"),
-            title: json!("t"),
+            title: json!("t").into(),
             members,
             authority_key,
         }),
@@ -273,7 +273,7 @@ fn create_work(actor: &str, sig: Signature) -> Command {
                 risk: Risk::Low,
             },
             after: vec![],
-            spec: json!({"evil": true}),
+            spec: json!({"evil": true}).into(),
         }),
         &SecretKey::for_transcript(actor),
     )
@@ -289,7 +289,7 @@ fn a_weak_key_already_in_a_log_signs_nothing() {
     let kind = EventKind::GroupOpened(GroupOpened {
         org: id("acme"),
         mission: id("m1"),
-        title: json!("t"),
+        title: json!("t").into(),
         members: vec![
             member("alice", real("alice")),
             member("mallory", key_hex(IDENTITY)),

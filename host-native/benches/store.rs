@@ -105,7 +105,7 @@ fn open_group_cmd(g: usize) -> Command {
         None,
         Body::OpenGroup(OpenGroup {
             mission: id("m1"),
-            title: serde_json::json!("bench"),
+            title: serde_json::json!("bench").into(),
             members,
             authority_key: authority().public(),
         }),
@@ -138,7 +138,7 @@ fn commands(
                     work: id(&name),
                     contract: contract(),
                     after: vec![],
-                    spec: serde_json::json!({"task": "build", "n": i}),
+                    spec: serde_json::json!({"task": "build", "n": i}).into(),
                 }),
                 &keys[who],
             )
@@ -466,7 +466,7 @@ fn build_large(dir: &Path, events: u64) {
                         work: id(&w),
                         contract: contract(),
                         after: vec![],
-                        spec: serde_json::json!({"task": "build", "n": i}),
+                        spec: serde_json::json!({"task": "build", "n": i}).into(),
                     }),
                     None,
                 ),
@@ -492,7 +492,7 @@ fn build_large(dir: &Path, events: u64) {
                     Body::Submit(Submit {
                         work: id(&w),
                         lease: LeaseId::derive(&id("g1"), &id(&w), 1),
-                        result: serde_json::json!({"ok": true, "n": i}),
+                        result: serde_json::json!({"ok": true, "n": i}).into(),
                     }),
                     None,
                 ),

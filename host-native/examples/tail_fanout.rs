@@ -48,7 +48,7 @@ fn signed(group: &str, action: &str, body: Body) -> Command {
 fn open(group: &str, authority: PublicKey) -> Command {
     let body = Body::OpenGroup(OpenGroup {
         mission: id("m1"),
-        title: json!("tail fan-out"),
+        title: json!("tail fan-out").into(),
         members: vec![MemberSpec {
             actor: id("alice"),
             role: Role::Owner,
@@ -71,7 +71,7 @@ fn create(group: &str, n: usize) -> Command {
             risk: Risk::Low,
         },
         after: vec![],
-        spec: json!({ "n": n }),
+        spec: json!({ "n": n }).into(),
     });
     signed(group, &format!("create-{n}"), body)
 }

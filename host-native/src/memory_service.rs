@@ -199,7 +199,7 @@ mod tests {
         let alice = SecretKey::for_transcript("alice");
         let body = Body::OpenGroup(OpenGroup {
             mission: id("m"),
-            title: json!("t"),
+            title: json!("t").into(),
             members: vec![MemberSpec {
                 actor: id("alice"),
                 role: Role::Owner,

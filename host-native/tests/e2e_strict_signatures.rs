@@ -64,7 +64,7 @@ fn open_group(authority: PublicKey, bob: PublicKey) -> Command {
     ];
     let body = Body::OpenGroup(OpenGroup {
         mission: id("m1"),
-        title: json!("weak keys"),
+        title: json!("weak keys").into(),
         members,
         authority_key: authority,
     });

@@ -736,7 +736,7 @@ impl World {
             return Ok(());
         };
         if plan.charge > 0 && !job.charged {
-            let r = agent.charge(now, work, plan.charge, Some(json!({"progress": 1})));
+            let r = agent.charge(now, work, plan.charge, Some(json!({"progress": 1}).into()));
             job.charged = r.is_ok();
         } else if attempts < plan.fail_first {
             let _ = agent.fail(now, work, json!({"error": "flaky"}), true);

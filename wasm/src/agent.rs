@@ -524,7 +524,7 @@ impl Agent {
         let data = if data.is_undefined() || data.is_null() {
             None
         } else {
-            Some(json_from_js(data)?)
+            Some(json_from_js(data)?.into())
         };
         Ok(self.inner.charge(now, &work, cost, data)?.to_string())
     }

@@ -49,7 +49,7 @@ pub fn open() -> Command {
         None,
         Body::OpenGroup(OpenGroup {
             mission: id("m1"),
-            title: serde_json::json!("bench"),
+            title: serde_json::json!("bench").into(),
             members,
             authority_key: SecretKey::for_transcript("@authority").public(),
         }),
@@ -104,7 +104,7 @@ pub fn workload(items: usize) -> Vec<Command> {
                             work: work.clone(),
                             contract: contract.clone(),
                             after: vec![],
-                            spec: serde_json::json!({"task": "compile", "n": i}),
+                            spec: serde_json::json!({"task": "compile", "n": i}).into(),
                         }),
                     ),
                     1 | 4 => signed(
@@ -133,7 +133,8 @@ pub fn workload(items: usize) -> Vec<Command> {
                         Body::Checkpoint(Checkpoint {
                             work: work.clone(),
                             lease: lease(1),
-                            data: serde_json::json!({"progress": 50, "files": ["a.rs", "b.rs"]}),
+                            data: serde_json::json!({"progress": 50, "files": ["a.rs", "b.rs"]})
+                                .into(),
                         }),
                     ),
                     _ => signed(
@@ -143,7 +144,7 @@ pub fn workload(items: usize) -> Vec<Command> {
                         Body::Submit(Submit {
                             work: work.clone(),
                             lease: lease(2),
-                            result: serde_json::json!({"ok": true, "artifact": "sha:abc"}),
+                            result: serde_json::json!({"ok": true, "artifact": "sha:abc"}).into(),
                         }),
                     ),
                 };

@@ -21,14 +21,14 @@ impl Agent {
     /// Submits the result of running work under the held lease. If the authority has
     /// already expired or revoked that lease, the result is recorded as evidence
     /// ([`Notice::Evidence`]); once the driver has seen the lease lost, `FENCED`.
-    pub fn submit(&mut self, now_ms: u64, work: &Id, result: Opaque) -> Result<Id> {
+    pub fn submit(&mut self, now_ms: u64, work: &Id, result: impl Into<Opaque>) -> Result<Id> {
         self.touch(now_ms);
         let lease = self.result_lease(now_ms, work)?;
         self.no_open_effects(work, lease.epoch)?;
         let body = Body::Submit(Submit {
             work: work.clone(),
             lease: lease.id,
-            result,
+            result: result.into(),
         });
         let action = self.make(now_ms, body, None, binding(&lease, None))?;
         self.drive(now_ms);
@@ -36,14 +36,20 @@ impl Agent {
     }
 
     /// Reports a failure of running work.
-    pub fn fail(&mut self, now_ms: u64, work: &Id, error: Opaque, retryable: bool) -> Result<Id> {
+    pub fn fail(
+        &mut self,
+        now_ms: u64,
+        work: &Id,
+        error: impl Into<Opaque>,
+        retryable: bool,
+    ) -> Result<Id> {
         self.touch(now_ms);
         let lease = self.result_lease(now_ms, work)?;
         self.no_open_effects(work, lease.epoch)?;
         let body = Body::Fail(Fail {
             work: work.clone(),
             lease: lease.id,
-            error,
+            error: error.into(),
             retryable,
         });
         let action = self.make(now_ms, body, None, binding(&lease, None))?;
@@ -52,14 +58,14 @@ impl Agent {
     }
 
     /// Records progress and releases the lease.
-    pub fn checkpoint(&mut self, now_ms: u64, work: &Id, data: Opaque) -> Result<Id> {
+    pub fn checkpoint(&mut self, now_ms: u64, work: &Id, data: impl Into<Opaque>) -> Result<Id> {
         self.touch(now_ms);
         let lease = self.running_lease(now_ms, work)?;
         self.no_open_effects(work, lease.epoch)?;
         let body = Body::Checkpoint(Checkpoint {
             work: work.clone(),
             lease: lease.id,
-            data,
+            data: data.into(),
         });
         let action = self.make(now_ms, body, None, binding(&lease, None))?;
         self.drive(now_ms);
@@ -97,8 +103,9 @@ impl Agent {
         op: &Id,
         mode: EffectMode,
         irreversible: bool,
-        target: Opaque,
+        target: impl Into<Opaque>,
     ) -> Result<Hash> {
+        let target = target.into();
         self.touch(now_ms);
         let lease = self.running_lease(now_ms, work)?;
         let (mission, high_risk) = {
@@ -164,8 +171,9 @@ impl Agent {
         now_ms: u64,
         key: &Hash,
         happened: bool,
-        receipt: Opaque,
+        receipt: impl Into<Opaque>,
     ) -> Result<()> {
+        let receipt = receipt.into();
         self.touch(now_ms);
         let Some(mut e) = self.effects.get(key).cloned() else {
             return Err(refuse(
@@ -191,7 +199,7 @@ impl Agent {
             _ => {
                 e.status = JournalStatus::Observed;
                 e.happened = Some(happened);
-                e.outcome = Some(json!({ "happened": happened }));
+                e.outcome = Some(json!({ "happened": happened }).into());
                 e.receipt = Some(receipt);
             }
         }

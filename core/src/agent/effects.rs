@@ -9,6 +9,7 @@ use crate::crypto::Hash;
 use crate::effect::effect_key;
 use crate::error::{Code, Result};
 use crate::id::Id;
+use crate::opaque::Opaque;
 use crate::work::EffectStatus;
 
 impl Agent {
@@ -96,8 +97,8 @@ impl Agent {
                     let mut e = e.clone();
                     e.status = JournalStatus::Observed;
                     e.happened = Some(false);
-                    e.outcome = Some(json!({"happened": false}));
-                    e.receipt = Some(json!({"dispatched": false}));
+                    e.outcome = Some(json!({"happened": false}).into());
+                    e.receipt = Some(json!({"dispatched": false}).into());
                     self.put_effect(e.clone());
                     self.ensure_reconcile(now_ms, &e);
                 }
@@ -154,8 +155,11 @@ impl Agent {
             work: e.work.clone(),
             lease: lease.id,
             op: e.op.clone(),
-            outcome: e.outcome.clone().unwrap_or(json!({"happened": true})),
-            receipt: e.receipt.clone().unwrap_or(serde_json::Value::Null),
+            outcome: e
+                .outcome
+                .clone()
+                .unwrap_or_else(|| json!({"happened": true}).into()),
+            receipt: e.receipt.clone().unwrap_or_else(Opaque::null),
         });
         if let Err(err) = self.make(now_ms, body, None, binding(&lease, Some(e.op.clone()))) {
             self.notices.push_back(Notice::Corrupt(err));
@@ -170,7 +174,7 @@ impl Agent {
             work: e.work.clone(),
             key: e.key,
             happened: e.happened.unwrap_or(true),
-            receipt: e.receipt.clone().unwrap_or(serde_json::Value::Null),
+            receipt: e.receipt.clone().unwrap_or_else(Opaque::null),
         });
         let b = Binding {
             work: Some(e.work.clone()),

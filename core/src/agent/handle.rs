@@ -153,9 +153,10 @@ impl Agent {
         &mut self,
         now_ms: u64,
         key: &Hash,
-        outcome: Opaque,
-        receipt: Opaque,
+        outcome: impl Into<Opaque>,
+        receipt: impl Into<Opaque>,
     ) {
+        let (outcome, receipt) = (outcome.into(), receipt.into());
         self.touch(now_ms);
         if let Some(e) = self.effects.get(key) {
             if matches!(

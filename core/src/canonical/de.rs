@@ -14,6 +14,7 @@ use std::cmp::Ordering;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
 use super::{CanonError, Reader, Strictness, MAX_DEPTH};
+use crate::opaque::Opaque;
 
 impl de::Error for CanonError {
     fn custom<T: std::fmt::Display>(msg: T) -> Self {
@@ -959,40 +960,42 @@ decode_via_serde!(
     crate::lease::LeaseEnd,
 );
 
-/// An opaque value, built as serde_json's own `Deserialize` builds it from the canonical
-/// decoder (integers of `i64` or `u64`, text, arrays, maps of text keys in their stored order,
-/// `false`, `true`, `null`), with maps and arrays sized up front. Byte strings and negative
-/// integers below `i64::MIN` are left to serde_json, which words why it refuses them.
-impl<'de> Decode<'de> for serde_json::Value {
+/// An opaque value: the item is checked as [`Decoder::skip`] checks it, less what JSON cannot
+/// hold (byte strings, negative integers below `i64::MIN`), and its bytes are copied as they
+/// are. Anything refused is read again through [`Opaque`]'s `Deserialize`, which words why.
+impl<'de> Decode<'de> for Opaque {
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        or_derive(de, read_value)
+        or_derive(de, |de| {
+            let start = de.reader.pos;
+            skip_json(de)?;
+            Ok(Opaque::from_canonical(
+                &de.reader.bytes[start..de.reader.pos],
+            ))
+        })
     }
 }
 
-/// [`serde_json::Value`]'s reader, without the derive behind it.
-fn read_value(de: &mut Decoder<'_>) -> Result<serde_json::Value, CanonError> {
-    use serde_json::Value;
+/// Steps over one item of JSON's types, checking it as reading it would.
+fn skip_json(de: &mut Decoder<'_>) -> Result<(), CanonError> {
     let start = de.reader.pos;
     let (major, arg) = de.reader.head()?;
-    Ok(match major {
-        0 => Value::from(arg),
-        // -1 - arg, which fits an i64 whenever arg does.
-        1 => Value::from(-1 - i64::try_from(arg).map_err(|_| refused("", start))?),
-        3 => Value::String(de.text(arg, start)?.to_owned()),
+    match major {
+        0 => {}
+        1 if i64::try_from(arg).is_ok() => {}
+        3 => {
+            de.text(arg, start)?;
+        }
         4 => {
             let n = de.reader.len(arg, start)?;
             de.enter(start)?;
-            let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
             for _ in 0..n {
-                items.push(read_value(de)?);
+                skip_json(de)?;
             }
             de.depth -= 1;
-            Value::Array(items)
         }
         5 => {
             let n = de.reader.len(arg, start)?;
             de.enter(start)?;
-            let mut map = serde_json::Map::with_capacity(n.min(super::PREALLOC_LIMIT));
             let mut previous = None;
             for _ in 0..n {
                 let key_start = de.reader.pos;
@@ -1000,20 +1003,18 @@ fn read_value(de: &mut Decoder<'_>) -> Result<serde_json::Value, CanonError> {
                 if major != 3 {
                     return Err(refused("", key_start));
                 }
-                let key = de.text(arg, key_start)?;
+                de.text(arg, key_start)?;
                 previous = Some(de.check_key_order(previous, key_start)?);
-                let value = read_value(de)?;
-                map.insert(key.to_owned(), value);
+                skip_json(de)?;
             }
             de.depth -= 1;
-            Value::Object(map)
         }
-        7 => match simple(arg, start)? {
-            Some(b) => Value::Bool(b),
-            None => Value::Null,
-        },
+        7 => {
+            simple(arg, start)?;
+        }
         _ => return Err(refused("", start)),
-    })
+    }
+    Ok(())
 }
 
 /// Reads an item with `read`; where it refuses, the item is read again from its start through
@@ -1683,8 +1684,9 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// An opaque value reads as serde_json reads it, and its bytes changed or cut are
-        /// read by the reader only where serde_json reads them, to the same value.
+        /// An opaque value reads as its bytes, and its bytes changed or cut are read by the
+        /// reader only where serde's path through [`Opaque`] and `serde_json::Value` read
+        /// them, to the same value.
         #[test]
         fn value_reader_agrees_with_serde_json(
             value in arb_json(),
@@ -1692,7 +1694,7 @@ mod tests {
             cut in proptest::option::of(proptest::prelude::any::<proptest::sample::Index>()),
         ) {
             let bytes = super::super::to_vec(&value).expect("no floats");
-            proptest::prop_assert_eq!(by_reader::<serde_json::Value>(&bytes), Some(value));
+            proptest::prop_assert_eq!(by_reader::<Opaque>(&bytes), Some(Opaque::from(&value)));
             let mut bad = bytes.clone();
             for (at, b) in &edits {
                 let i = at.index(bad.len());
@@ -1701,7 +1703,12 @@ mod tests {
             if let Some(cut) = cut {
                 bad.truncate(cut.index(bad.len()));
             }
-            reader_agrees::<serde_json::Value>(&bad)?;
+            reader_agrees::<Opaque>(&bad)?;
+            // What a stored opaque value was read as before it was kept as bytes.
+            proptest::prop_assert_eq!(
+                by_reader::<Opaque>(&bad),
+                from_canonical::<serde_json::Value>(&bad).ok().map(Opaque::from)
+            );
             reader_agrees::<Option<Vec<crate::lease::LeaseId>>>(&bad)?;
             reader_agrees::<Vec<u32>>(&bad)?;
             reader_agrees::<Vec<u64>>(&bad)?;
@@ -1780,12 +1787,10 @@ mod tests {
         ] {
             let mut bytes = vec![0x81; levels];
             bytes.push(0x00);
-            let serde = from_canonical::<serde_json::Value>(&bytes).ok();
-            assert_eq!(
-                by_reader::<serde_json::Value>(&bytes),
-                serde,
-                "{levels} levels"
-            );
+            let serde = from_canonical::<Opaque>(&bytes).ok();
+            assert_eq!(by_reader::<Opaque>(&bytes), serde, "{levels} levels");
+            let json = from_canonical::<serde_json::Value>(&bytes).ok();
+            assert_eq!(serde, json.map(Opaque::from), "{levels} levels");
         }
     }
 

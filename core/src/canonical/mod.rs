@@ -22,6 +22,7 @@ use std::cmp::Ordering;
 use std::fmt::Display;
 
 mod de;
+mod json;
 mod order;
 mod stream;
 
@@ -29,6 +30,7 @@ pub(crate) use de::{
     decode_struct, missing_field, refused, unknown_field, Decode, DecodeFields, Decoder, Entries,
     Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
+pub(crate) use json::{opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM};
 pub(crate) use order::{
     codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,
     EncodeFields,
@@ -66,7 +68,7 @@ pub struct CanonError {
 }
 
 impl CanonError {
-    fn new(reason: impl Into<String>, offset: usize) -> Self {
+    pub(crate) fn new(reason: impl Into<String>, offset: usize) -> Self {
         Self {
             reason: reason.into(),
             offset,
@@ -176,7 +178,12 @@ pub fn decode(bytes: &[u8], strictness: Strictness) -> Result<Value, CanonError>
     Ok(value)
 }
 
-/// Writes a major type and argument in shortest form.
+/// Writes a text string.
+pub(crate) fn write_text(out: &mut Vec<u8>, s: &str) {
+    write_head(out, 3, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
 /// Where the data item starting at `start` ends, found by reading heads only: nothing is
 /// checked beyond what walking needs (no key order, UTF-8 or shortest forms), so this only
 /// locates items in bytes that are decoded and checked in full anyway. `None` when the bytes
@@ -233,6 +240,7 @@ fn walk_head(bytes: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
     Some((major, arg, pos + 1 + size))
 }
 
+/// Writes a major type and argument in shortest form.
 fn write_head(out: &mut Vec<u8>, major: u8, arg: u64) {
     let m = major << 5;
     if arg < 24 {
@@ -342,6 +350,13 @@ struct Encoder {
     scratch: Vec<u8>,
     /// Maps whose entries came out of order and were moved into place.
     reordered: usize,
+    /// Set by [`CANONICAL_ITEM`]: the next byte string is an item already canonical, written
+    /// as it is.
+    raw: bool,
+    /// An opaque value read from JSON (see [`opaque_from`]): a float is written as a CBOR
+    /// double and noted in `float`, and a repeated map key keeps its last value.
+    json: bool,
+    float: bool,
 }
 
 /// Where one map entry starts in the output and where its value starts.
@@ -360,7 +375,34 @@ impl Encoder {
             spans: Vec::new(),
             scratch: Vec::new(),
             reordered: 0,
+            raw: false,
+            json: false,
+            float: false,
         }
+    }
+
+    /// An encoder for an opaque value read from JSON (see [`Encoder::json`]).
+    fn for_json() -> Self {
+        let mut encoder = Self::new(Vec::with_capacity(64));
+        encoder.entries = Vec::new();
+        encoder.json = true;
+        encoder
+    }
+
+    /// Writes a float of an opaque value read from JSON, or refuses it.
+    fn float(&mut self, v: f64) -> Result<(), CanonError> {
+        if !self.json {
+            return Err(CanonError::new("floats are not allowed", 0));
+        }
+        if !v.is_finite() {
+            // As `serde_json::Value` holds it.
+            self.out.push(0xf6);
+            return Ok(());
+        }
+        self.float = true;
+        self.out.push(0xfb);
+        self.out.extend_from_slice(&v.to_be_bytes());
+        Ok(())
     }
 
     fn text(&mut self, s: &str) {
@@ -407,15 +449,19 @@ impl Encoder {
         for w in entries.windows(2) {
             match key_of(&w[0]).cmp(key_of(&w[1])) {
                 Ordering::Less => {}
-                Ordering::Equal => return Err(CanonError::new("duplicate map key", 0)),
-                Ordering::Greater => {
+                Ordering::Equal if !self.json => {
+                    return Err(CanonError::new("duplicate map key", 0))
+                }
+                Ordering::Equal | Ordering::Greater => {
                     sorted = false;
                     break;
                 }
             }
         }
-        let count = entries.len() as u64;
-        if !sorted {
+        let mut count = entries.len() as u64;
+        if !sorted && self.json {
+            count = self.sort_keeping_last(body, base);
+        } else if !sorted {
             self.reordered += 1;
             let mut spans = std::mem::take(&mut self.spans);
             spans.clear();
@@ -446,6 +492,38 @@ impl Encoder {
         self.entries.truncate(base);
         self.fix_head(open, count);
         Ok(())
+    }
+
+    /// Puts the entries from `base` on the stack in key order, a repeated key keeping the
+    /// entry written last, as `serde_json`'s map does; returns how many are left.
+    fn sort_keeping_last(&mut self, body: usize, base: usize) -> u64 {
+        self.reordered += 1;
+        let end = self.out.len();
+        let entries = &self.entries[base..];
+        let out = &self.out;
+        let mut spans: Vec<Span> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let next = entries.get(i + 1).map_or(end, |n| n.key);
+                Span::new(out, e.key, e.value, next)
+            })
+            .collect();
+        let key = |s: &Span| &out[s.key..s.value];
+        // Stable: of equal keys, the one written last stays last.
+        spans.sort_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b))));
+        let mut scratch = Vec::with_capacity(end - body);
+        let mut count = 0;
+        for (i, span) in spans.iter().enumerate() {
+            if spans.get(i + 1).is_some_and(|n| key(n) == key(span)) {
+                continue;
+            }
+            scratch.extend_from_slice(&out[span.key..span.end]);
+            count += 1;
+        }
+        self.out.truncate(body);
+        self.out.extend_from_slice(&scratch);
+        count
     }
 
     fn map(&mut self, announced: Option<usize>) -> MapEncoder<'_> {
@@ -617,12 +695,12 @@ impl<'a> ser::Serializer for &'a mut Encoder {
         self.serialize_u64(v)
     }
 
-    fn serialize_f32(self, _v: f32) -> Res {
-        Err(CanonError::new("floats are not allowed", 0))
+    fn serialize_f32(self, v: f32) -> Res {
+        self.float(f64::from(v))
     }
 
-    fn serialize_f64(self, _v: f64) -> Res {
-        Err(CanonError::new("floats are not allowed", 0))
+    fn serialize_f64(self, v: f64) -> Res {
+        self.float(v)
     }
 
     fn serialize_char(self, v: char) -> Res {
@@ -637,6 +715,10 @@ impl<'a> ser::Serializer for &'a mut Encoder {
     }
 
     fn serialize_bytes(self, v: &[u8]) -> Res {
+        if std::mem::take(&mut self.raw) {
+            self.out.extend_from_slice(v);
+            return Ok(());
+        }
         write_head(&mut self.out, 2, v.len() as u64);
         self.out.extend_from_slice(v);
         Ok(())
@@ -670,12 +752,14 @@ impl<'a> ser::Serializer for &'a mut Encoder {
         Ok(())
     }
 
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(
-        self,
-        _name: &'static str,
-        value: &T,
-    ) -> Res {
-        value.serialize(self)
+    /// A newtype named [`CANONICAL_ITEM`] holds the bytes of an item already canonical.
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> Res {
+        self.raw = name == CANONICAL_ITEM;
+        value.serialize(&mut *self)?;
+        if std::mem::take(&mut self.raw) {
+            return Err(CanonError::new("a canonical item must be bytes", 0));
+        }
+        Ok(())
     }
 
     fn serialize_newtype_variant<T: Serialize + ?Sized>(

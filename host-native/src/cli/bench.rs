@@ -349,7 +349,7 @@ pub fn measure(
     }
     let open = Body::OpenGroup(OpenGroup {
         mission: id("bench")?,
-        title: json!("bench"),
+        title: json!("bench").into(),
         members,
         authority_key: authority,
     });
@@ -418,7 +418,7 @@ pub fn measure(
                 work: id(&format!("w{c}-{n}"))?,
                 contract: contract.clone(),
                 after: vec![],
-                spec: json!({"n": n}),
+                spec: json!({"n": n}).into(),
             });
             let cmd = Command::signed(
                 org.clone(),

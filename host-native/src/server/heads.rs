@@ -113,7 +113,7 @@ mod tests {
     fn open(service: &MemoryService, group: &str) {
         let body = Body::OpenGroup(OpenGroup {
             mission: id("m"),
-            title: json!("t"),
+            title: json!("t").into(),
             members: vec![MemberSpec {
                 actor: id("alice"),
                 role: Role::Owner,

@@ -151,7 +151,7 @@ pub fn open_group(group: &str, authority: PublicKey, workers: &[String]) -> Comm
     }));
     let body = Body::OpenGroup(OpenGroup {
         mission: id("m1"),
-        title: json!("e2e"),
+        title: json!("e2e").into(),
         members,
         authority_key: authority,
     });
@@ -171,7 +171,7 @@ pub fn create_work(work: &str, after: &[&str]) -> Body {
             risk: Risk::Low,
         },
         after: after.iter().map(|a| id(a)).collect(),
-        spec: json!({"do": work}),
+        spec: json!({"do": work}).into(),
     })
 }
 

@@ -264,7 +264,7 @@ pub(super) fn run_of(inbox: &mut Vec<Notice>, work: &str) -> Option<Run> {
             epoch, checkpoint, ..
         } => Some(Run {
             epoch,
-            resumed_from: checkpoint.map(|c| c.data),
+            resumed_from: checkpoint.map(|c| c.data.to_json()),
         }),
         _ => None,
     }

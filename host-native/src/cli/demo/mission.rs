@@ -52,7 +52,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
             .pop()
             .ok_or("the trigger is not in the log")?;
         let shards = match &event.kind {
-            EventKind::WorkSucceeded(s) => s.result["shards"].as_u64().unwrap_or(0),
+            EventKind::WorkSucceeded(s) => s.result.to_json()["shards"].as_u64().unwrap_or(0),
             _ => 0,
         };
         Ok((1..=shards)
@@ -61,7 +61,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
                 work: id(&format!("shard-{n}")),
                 contract: contract(3),
                 after: vec![id("notify")],
-                spec: json!({ "task": format!("archive shard {n} of {shards}") }),
+                spec: json!({ "task": format!("archive shard {n} of {shards}") }).into(),
             })
             .collect())
     };
@@ -79,7 +79,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
         .collect();
     olivia.send(Body::OpenGroup(OpenGroup {
         mission: id("launch"),
-        title: json!("Launch the new pricing page"),
+        title: json!("Launch the new pricing page").into(),
         members,
         authority_key: authority,
     }))?;
@@ -101,7 +101,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
             work: id(work),
             contract: contract(3),
             after: after.iter().map(|a| id(a)).collect(),
-            spec: json!({ "task": spec }),
+            spec: json!({ "task": spec }).into(),
         }))?;
         story.step("olivia", &format!("creates {work} (after {after:?})"));
     }
@@ -253,7 +253,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
             now_ms(),
             &id("train"),
             30,
-            Some(json!({"epochs_done": 6, "loss": "0.031"})),
+            Some(json!({"epochs_done": 6, "loss": "0.031"}).into()),
         )
         .map_err(err("cy charge train"))?;
     cy.until("his charge to land", &mut fx, |a, _| {
@@ -408,7 +408,8 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
         work: id("notify"),
         key: *key,
         happened: true,
-        receipt: json!({"provider": "mailer", "message_id": "msg-8841", "status": "delivered"}),
+        receipt: json!({"provider": "mailer", "message_id": "msg-8841", "status": "delivered"})
+            .into(),
     }))?;
     story.step(
         "rex",
@@ -477,7 +478,7 @@ pub fn mission(base: &str, data: &Path, story: &Story) -> Step<Summary> {
 
     // Archive, then check the final snapshot.
     olivia.send(Body::Archive(Archive {
-        reason: json!("mission complete"),
+        reason: json!("mission complete").into(),
     }))?;
     story.step(
         "olivia",
