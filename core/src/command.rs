@@ -333,7 +333,7 @@ macro_rules! bodies {
 
         /// What serde's derive writes for the internally tagged enum, the `type` entry in
         /// canonical key order among the fields for the canonical encoder
-        /// ([`canonical::EncodeFields`]).
+        /// (`canonical::EncodeFields`).
         impl Serialize for Body {
             fn serialize<S: serde::Serializer>(
                 &self,

@@ -962,7 +962,7 @@ macro_rules! variants {
     ($($variant:ident = $tag:literal,)*) => {
         /// What serde's derive writes for the internally tagged enum, the `type` entry in
         /// canonical key order among the fields for the canonical encoder
-        /// ([`canonical::EncodeFields`]).
+        /// (`canonical::EncodeFields`).
         impl Serialize for EventKind {
             fn serialize<S: serde::Serializer>(
                 &self,

@@ -9,8 +9,10 @@
 //! Serde types are written by a serializer of this module straight into bytes, so ciborium never
 //! decides the byte layout. Its output is byte-for-byte what [`encode_value`] gives for the
 //! [`ciborium::Value`] that `Value::serialized` makes of the same input (the test suite checks
-//! this), so [`to_vec`] and [`encode_value`] agree on every value. Decoding has two strictness
-//! levels:
+//! this), so [`to_vec`] and [`encode_value`] agree on every value. The one exception is an
+//! [`crate::opaque::Opaque`], which already holds its canonical bytes: this encoder writes them
+//! as they are (under the newtype name `CANONICAL_ITEM`), where ciborium would see a byte string. Decoding has
+//! two strictness levels:
 //!
 //! * [`Strictness::Canonical`] — stored logs and snapshots: any deviation from canonical form is
 //!   an error (a stored record that is not canonical is corrupt).
@@ -94,8 +96,9 @@ pub enum Strictness {
 
 /// Encodes a serde value as canonical CBOR.
 ///
-/// The bytes are identical to `encode_value(&Value::serialized(value)?)`, but are written
-/// directly, without building a [`ciborium::Value`] tree first. Floats, tags (including
+/// The bytes are identical to `encode_value(&Value::serialized(value)?)` (opaque values aside:
+/// they are written as the canonical bytes they hold), but are written directly, without
+/// building a [`ciborium::Value`] tree first. Floats, tags (including
 /// integers beyond the 64-bit CBOR range, which ciborium would turn into bignum tags) and
 /// duplicate map keys are refused.
 pub fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonError> {
