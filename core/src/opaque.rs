@@ -84,8 +84,10 @@ impl Opaque {
     }
 
     /// The value built from serde data by [`canonical::opaque_from`]: `float` says whether a
-    /// float was written.
+    /// float was written. A float written under a key that repeats later is gone from the
+    /// bytes, so a flagged value is looked at again.
     pub(crate) fn from_parts(bytes: Vec<u8>, float: bool) -> Self {
+        let float = float && holds_float(&bytes);
         Self {
             bytes: bytes.into_boxed_slice(),
             float,
@@ -214,6 +216,18 @@ fn walk(item: &mut Item<'_>, field: &str, depth: usize) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// Whether an opaque value's bytes hold a float anywhere.
+fn holds_float(bytes: &[u8]) -> bool {
+    let mut item = Item::new(bytes);
+    while item.pos < bytes.len() {
+        match item.next() {
+            Ok(Token::Float(_)) | Err(_) => return true,
+            Ok(_) => {}
+        }
+    }
+    false
 }
 
 /// One data item of an opaque value's bytes, as the JSON form and [`validate`] walk them.
@@ -466,5 +480,12 @@ mod tests {
         assert_eq!(read.to_json(), json!({"a": 2, "b": 3}));
         let value: Value = serde_json::from_str(r#"{"b": 1, "a": 2, "b": 3}"#).expect("reads");
         assert_eq!(read, o(value));
+        // A float replaced by a later value under the same key is gone, as in serde_json.
+        let read: Opaque = serde_json::from_str(r#"{"a": 1.5, "a": 1}"#).expect("reads");
+        assert!(!read.has_float());
+        assert_eq!(read, o(json!({"a": 1})));
+        assert!(hash(&read).is_ok());
+        let read: Opaque = serde_json::from_str(r#"{"a": 1, "a": [1.5]}"#).expect("reads");
+        assert!(read.has_float());
     }
 }
