@@ -998,12 +998,9 @@ impl GroupState {
 /// work list with each `spec` replaced by its opaque hash, so redacting the event (SPEC §6)
 /// leaves it unchanged.
 pub fn expansion_hash(work: &[crate::command::NewWork]) -> Result<Hash> {
-    let mut list = serde_json::to_value(work)
-        .map_err(|e| Error::malformed(format!("expand work list does not encode: {e}")))?;
-    for item in list.as_array_mut().into_iter().flatten() {
-        if let Some(spec) = item.get_mut("spec") {
-            *spec = serde_json::Value::String(opaque::hash(&Opaque::from(&*spec))?.to_hex());
-        }
+    let mut list = work.to_vec();
+    for item in &mut list {
+        item.spec = Opaque::text(&opaque::hash(&item.spec)?.to_hex());
     }
     Ok(Hash(canonical::hash(&list)?))
 }
