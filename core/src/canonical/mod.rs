@@ -9,10 +9,10 @@
 //! Serde types are written by a serializer of this module straight into bytes, so ciborium never
 //! decides the byte layout. Its output is byte-for-byte what [`encode_value`] gives for the
 //! [`ciborium::Value`] that `Value::serialized` makes of the same input (the test suite checks
-//! this), so [`to_vec`] and [`encode_value`] agree on every value. The one exception is an
-//! [`crate::opaque::Opaque`], which already holds its canonical bytes: this encoder writes them
-//! as they are (under the newtype name `CANONICAL_ITEM`), where ciborium would see a byte string. Decoding has
-//! two strictness levels:
+//! this), so [`to_vec`] and [`encode_value`] agree on every value but one: an
+//! [`crate::opaque::Opaque`] holds its canonical bytes, which this encoder writes as they are
+//! (the newtype `CANONICAL_ITEM`), where ciborium would see a byte string. Decoding has two
+//! strictness levels:
 //!
 //! * [`Strictness::Canonical`] — stored logs and snapshots: any deviation from canonical form is
 //!   an error (a stored record that is not canonical is corrupt).
