@@ -228,7 +228,8 @@ canonical::encode_struct! {
     GroupState {
         org, group, mission, title, authority_key, seq, head, revision, members_revision,
         archived, members with canonical::ById, work, approvals with canonical::ById,
-        receipts with canonical::ById, terminal, expansions, redacted, evidence;
+        receipts with canonical::ById, terminal with canonical::BySeq,
+        expansions with canonical::BySeq, redacted, evidence;
         skip deadlines
     }
 }
@@ -1018,5 +1019,43 @@ fn opaque_value(kind: &EventKind) -> Option<&Opaque> {
         EventKind::WorkCharged(c) => c.data.as_ref(),
         EventKind::ApprovalRequested(a) => Some(&a.reason),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_common::{run, transcripts, Recorder};
+
+    /// The maps keyed by seq write their keys as decimal text for JSON (and for JavaScript,
+    /// which takes text keys only): the JSON form is what `serde_json` made of integer keys,
+    /// and it reads back as the same state.
+    #[test]
+    fn maps_keyed_by_seq_have_text_keys_in_json() {
+        let (_, text) = transcripts()
+            .into_iter()
+            .find(|(name, _)| name == "expand.jsonl")
+            .expect("the expand transcript");
+        let mut host = Recorder::default();
+        run(&mut host, &text);
+        let group = host.events.last().expect("events").group.clone();
+        let state = crate::transcript::Host::state(&host, &group).expect("a state");
+        assert!(!state.terminal.is_empty() && !state.expansions.is_empty());
+        let json = serde_json::to_value(&state).expect("JSON");
+        assert_eq!(
+            json["terminal"],
+            serde_json::to_value(&state.terminal).expect("JSON")
+        );
+        assert_eq!(
+            json["expansions"],
+            serde_json::to_value(&state.expansions).expect("JSON")
+        );
+        let seq = state.terminal.keys().next().expect("a key").to_string();
+        assert!(json["terminal"].get(&seq).is_some(), "{}", json["terminal"]);
+        let back: GroupState = serde_json::from_value(json).expect("reads back");
+        assert_eq!(
+            back.to_cbor().expect("encodes"),
+            state.to_cbor().expect("encodes")
+        );
     }
 }

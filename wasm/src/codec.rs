@@ -13,21 +13,14 @@ use wasm_bindgen::JsCast;
 use crate::error::CodecError;
 
 /// Serializes a value into a plain JS value (objects, not `Map`s; `null` for none), as its
-/// JSON form would read: a map with integer keys (the state's `terminal`, `expansions`) gets
-/// string keys, as in JSON. Integers beyond 2^53 cannot be numbers and are `MALFORMED`.
+/// JSON form would read. The state's maps keyed by seq (`terminal`, `expansions`) write their
+/// keys as text for any human-readable serializer, as JSON does. Integers beyond 2^53 cannot be
+/// numbers and are `MALFORMED`.
 pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, Error> {
     let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    let malformed = |e: &dyn std::fmt::Display| {
-        Error::malformed(format!("value does not convert to JavaScript: {e}"))
-    };
-    match value.serialize(&serializer) {
-        Ok(js) => Ok(js),
-        // serde-wasm-bindgen makes object keys of strings only; serde_json also of integers.
-        Err(_) => serde_json::to_value(value)
-            .map_err(|e| malformed(&e))?
-            .serialize(&serializer)
-            .map_err(|e| malformed(&e)),
-    }
+    value
+        .serialize(&serializer)
+        .map_err(|e| Error::malformed(format!("value does not convert to JavaScript: {e}")))
 }
 
 /// Reads a JS value as JSON data (`serde_json::Value`): integers stay integers, other numbers

@@ -35,7 +35,7 @@ pub(crate) use de::{
 pub(crate) use json::{opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM};
 pub(crate) use order::{
     codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,
-    EncodeFields,
+    BySeq, EncodeFields,
 };
 pub(crate) use stream::StreamDecoder;
 #[cfg(test)]

@@ -118,6 +118,30 @@ impl<V: Serialize> Serialize for ById<'_, V> {
     }
 }
 
+/// A map keyed by seqs, written with integer keys for the canonical encoder and with their
+/// decimal text for any other serializer: JSON writes integer keys as text anyway, and a
+/// JavaScript object takes text keys only.
+pub(crate) struct BySeq<'a, V>(pub(crate) &'a BTreeMap<u64, V>);
+
+impl<V: Serialize> Serialize for BySeq<'_, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_map(self.0.iter().map(|(k, v)| (SeqText(*k), v)))
+        } else {
+            serializer.collect_map(self.0)
+        }
+    }
+}
+
+/// A seq written as its decimal text.
+struct SeqText(u64);
+
+impl Serialize for SeqText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
 /// The fields of a struct, written as a map for a serializer, optionally with a `type` entry
 /// naming the variant of an internally tagged enum that holds it (what serde's derive gives
 /// for `#[serde(tag = "type")]`), the entry placed in canonical key order like the fields.
