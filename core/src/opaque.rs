@@ -37,9 +37,12 @@ pub const REDACTED_KEY: &str = "$redacted";
 /// Deepest nesting accepted in an opaque payload.
 pub const MAX_DEPTH: usize = 64;
 
-/// The canonical CBOR of a redaction marker up to its hash's 64 hex digits: a map of one
-/// entry, the key `$redacted`, a text of 64 bytes.
-const MARKER_HEAD: &[u8] = b"\xa1\x69$redacted\x78\x40";
+/// The canonical CBOR of a redaction marker up to its hash's text: a map of one entry, the key
+/// `$redacted`.
+const MARKER_KEY: &[u8] = b"\xa1\x69$redacted";
+
+/// The head of the marker's hash text: a text of 64 bytes.
+const HASH_TEXT_HEAD: [u8; 2] = [0x78, 0x40];
 
 impl Opaque {
     /// JSON `null`.
@@ -151,17 +154,24 @@ pub fn hash(value: &Opaque) -> Result<Hash> {
 
 /// The hash inside a redaction marker, if `value` is one.
 pub fn redacted_hash(value: &Opaque) -> Option<Hash> {
-    let hex = value.bytes.strip_prefix(MARKER_HEAD)?;
-    if hex.len() != 64 {
-        return None;
-    }
-    Hash::from_hex(std::str::from_utf8(hex).ok()?).ok()
+    let text = marker_hash_text(&value.bytes)?;
+    crate::crypto::hex_digits::<32>(&text[HASH_TEXT_HEAD.len()..]).map(Hash)
+}
+
+/// The canonical CBOR of the hash text a redaction marker carries (a text of 64 lowercase hex
+/// digits), if `encoded` is a marker's: what the payload hash takes for the value (SPEC §6).
+pub(crate) fn marker_hash_text(encoded: &[u8]) -> Option<&[u8]> {
+    let text = encoded.strip_prefix(MARKER_KEY)?;
+    let digits = text.strip_prefix(&HASH_TEXT_HEAD)?;
+    let lowercase_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    (digits.len() == 64 && digits.iter().all(lowercase_hex)).then_some(text)
 }
 
 /// The marker that replaces an erased value.
 pub fn redaction_marker(hash: Hash) -> Opaque {
-    let mut bytes = Vec::with_capacity(MARKER_HEAD.len() + 64);
-    bytes.extend_from_slice(MARKER_HEAD);
+    let mut bytes = Vec::with_capacity(MARKER_KEY.len() + HASH_TEXT_HEAD.len() + 64);
+    bytes.extend_from_slice(MARKER_KEY);
+    bytes.extend_from_slice(&HASH_TEXT_HEAD);
     bytes.extend_from_slice(hash.to_hex().as_bytes());
     Opaque::from_parts(bytes, false)
 }
@@ -472,6 +482,28 @@ mod tests {
             canonical::to_vec(&opaque).expect("writes"),
             opaque.as_cbor().to_vec()
         );
+    }
+
+    /// A value is read from serde data only as deep as a reader of canonical CBOR reads it
+    /// back: whoever hands it in (a `serde_json::Value` or a JavaScript value has no depth
+    /// limit of its own), nothing deeper is built.
+    #[test]
+    fn a_value_nested_deeper_than_the_readers_take_is_refused() {
+        for levels in [canonical::MAX_DEPTH, canonical::MAX_DEPTH + 1, 1000] {
+            let mut deep = json!([]);
+            for _ in 1..levels {
+                deep = json!([deep]);
+            }
+            let read = Opaque::deserialize(&deep);
+            if levels <= canonical::MAX_DEPTH {
+                let read = read.expect("reads");
+                assert_eq!(Opaque::from_cbor(read.as_cbor()), Ok(read));
+            } else {
+                let refused = read.expect_err("too deep").to_string();
+                assert!(refused.contains("nested deeper"), "{refused}");
+                assert!(Opaque::from_cbor(Opaque::from(&deep).as_cbor()).is_err());
+            }
+        }
     }
 
     #[test]

@@ -8,9 +8,9 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
-use super::{write_head, CanonError, Decode, Decoder, Encoder, Entry};
+use super::{CanonError, Decode, Decoder, Encoder, Entry, MAX_DEPTH};
 use crate::opaque::Opaque;
 
 /// The newtype name under which a serializer is handed the bytes of an item already in
@@ -22,7 +22,7 @@ pub(crate) const CANONICAL_ITEM: &str = "$mwp::canonical_item";
 /// the last value, as `serde_json::Value` does.
 pub(crate) fn opaque_from<'de, D: Deserializer<'de>>(d: D) -> Result<Opaque, D::Error> {
     let mut encoder = Encoder::for_json();
-    Transcode(&mut encoder).deserialize(d)?;
+    Transcode(&mut encoder, 0).deserialize(d)?;
     Ok(Opaque::from_parts(encoder.out, encoder.float))
 }
 
@@ -50,8 +50,23 @@ pub(crate) fn opaque_from_cbor(bytes: &[u8]) -> Result<Opaque, CanonError> {
     Ok(value)
 }
 
-/// Writes the data a deserializer hands it into the encoder.
-struct Transcode<'a>(&'a mut Encoder);
+/// Writes the data a deserializer hands it into the encoder, through the encoder's own
+/// serializer for scalars; the `usize` is how many arrays and maps it sits in.
+struct Transcode<'a>(&'a mut Encoder, usize);
+
+impl Transcode<'_> {
+    /// Enters an array or map: nested deeper than any reader of canonical CBOR takes
+    /// ([`MAX_DEPTH`]) is refused, whoever hands the value in (a JavaScript value has no
+    /// depth limit of its own).
+    fn inner<E: de::Error>(&mut self) -> Result<Transcode<'_>, E> {
+        if self.1 >= MAX_DEPTH {
+            return Err(E::custom(format!(
+                "an opaque value is nested deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        Ok(Transcode(&mut *self.0, self.1 + 1))
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Transcode<'_> {
     type Value = ();
@@ -69,36 +84,27 @@ impl<'de> Visitor<'de> for Transcode<'_> {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
-        self.0.out.push(if v { 0xf5 } else { 0xf4 });
-        Ok(())
+        self.0.serialize_bool(v).map_err(E::custom)
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        if v >= 0 {
-            write_head(&mut self.0.out, 0, v.unsigned_abs());
-        } else {
-            write_head(&mut self.0.out, 1, (!v).unsigned_abs());
-        }
-        Ok(())
+        self.0.serialize_i64(v).map_err(E::custom)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        write_head(&mut self.0.out, 0, v);
-        Ok(())
+        self.0.serialize_u64(v).map_err(E::custom)
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.float(v).map_err(E::custom)
+        self.0.serialize_f64(v).map_err(E::custom)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.0.text(v);
-        Ok(())
+        self.0.serialize_str(v).map_err(E::custom)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.out.push(0xf6);
-        Ok(())
+        self.0.serialize_unit().map_err(E::custom)
     }
 
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
@@ -109,23 +115,28 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         d.deserialize_any(self)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let open = self.0.open(4, seq.size_hint());
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        let inner = self.inner()?;
+        let open = inner.0.open(4, seq.size_hint());
         let mut count = 0;
-        while seq.next_element_seed(Transcode(&mut *self.0))?.is_some() {
+        while seq
+            .next_element_seed(Transcode(&mut *inner.0, inner.1))?
+            .is_some()
+        {
             count += 1;
         }
-        self.0.fix_head(&open, count);
+        inner.0.fix_head(&open, count);
         Ok(())
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let open = self.0.open(5, map.size_hint());
-        let base = self.0.entries.len();
-        while map.next_key_seed(Key(&mut *self.0))?.is_some() {
-            map.next_value_seed(Transcode(&mut *self.0))?;
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        let inner = self.inner()?;
+        let open = inner.0.open(5, map.size_hint());
+        let base = inner.0.entries.len();
+        while map.next_key_seed(Key(&mut *inner.0))?.is_some() {
+            map.next_value_seed(Transcode(&mut *inner.0, inner.1))?;
         }
-        self.0.close_map(&open, base).map_err(de::Error::custom)
+        inner.0.close_map(&open, base).map_err(de::Error::custom)
     }
 }
 

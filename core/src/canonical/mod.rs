@@ -409,8 +409,7 @@ impl Encoder {
     }
 
     fn text(&mut self, s: &str) {
-        write_head(&mut self.out, 3, s.len() as u64);
-        self.out.extend_from_slice(s.as_bytes());
+        write_text(&mut self.out, s);
     }
 
     /// Writes a head for an announced length and returns what [`Encoder::fix_head`] needs.
