@@ -789,6 +789,19 @@ impl Event {
             .map_err(|e| Error::corrupt(format!("stored event does not decode: {e}")))
     }
 
+    /// Reads an event from its JSON form handed over as any self-describing serde data (a
+    /// JavaScript value, JSON text): the data is written into canonical CBOR as it is read
+    /// ([`canonical::canonical_from`]), then read by the readers of stored events, so it
+    /// accepts what [`Event::from_cbor`] accepts and gives the same event. Decoding checks
+    /// nothing else ([`Event::verify`] does). A refusal is `MALFORMED` and names what was wrong.
+    pub fn from_serde<'de, D: serde::Deserializer<'de>>(data: D) -> Result<Event> {
+        let bytes =
+            canonical::canonical_from(data).map_err(|e| Error::malformed(format!("event: {e}")))?;
+        decode_event(&bytes)
+            .map(|(event, _)| event)
+            .map_err(|e| Error::malformed(format!("event: {}", e.reason)))
+    }
+
     /// Decodes a stored event and checks it as [`Event::verify`] does, hashing the stored
     /// bytes where they lie instead of encoding the event again.
     ///
@@ -1375,6 +1388,59 @@ mod tests {
             err.message.contains("unknown event type \"work_clamed\""),
             "{err}"
         );
+    }
+
+    /// The JSON form, handed over as serde data (a `serde_json::Value`, JSON text), is read
+    /// by the readers of stored events and gives the same event; what they refuse is
+    /// `MALFORMED`, and named.
+    #[test]
+    fn the_json_form_is_read_by_the_readers() {
+        for e in transcript_events() {
+            let json = serde_json::to_value(e).expect("JSON");
+            assert_eq!(Event::from_serde(&json).as_ref(), Ok(e));
+            let text = serde_json::to_string(e).expect("JSON");
+            let mut de = serde_json::Deserializer::from_str(&text);
+            assert_eq!(Event::from_serde(&mut de).as_ref(), Ok(e));
+        }
+        let e = transcript_events()
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::WorkClaimed(_)))
+            .expect("a claim");
+        let json = serde_json::to_value(e).expect("JSON");
+        let refused = |json: &Value, what: &str| {
+            let err = Event::from_serde(json).expect_err(what);
+            assert_eq!(err.code, crate::error::Code::Malformed, "{err}");
+            assert!(err.message.starts_with("event: "), "{err}");
+            assert!(err.message.contains(what), "{err}");
+        };
+        let mut bad = json.clone();
+        bad["kind"]
+            .as_object_mut()
+            .expect("a map")
+            .remove("lease_ms");
+        refused(&bad, "missing field `lease_ms`");
+        let mut bad = json.clone();
+        bad["kind"]["unknown"] = serde_json::json!(1);
+        refused(&bad, "unknown field `unknown`");
+        let mut bad = json.clone();
+        bad["seq"] = serde_json::json!(1.5);
+        refused(&bad, "floats are not allowed");
+        let mut bad = json.clone();
+        bad["kind"]["type"] = serde_json::json!("work_clamed");
+        refused(&bad, "unknown event type \"work_clamed\"");
+        let mut deep = serde_json::json!(0);
+        for _ in 0..canonical::MAX_DEPTH {
+            deep = serde_json::json!([deep]);
+        }
+        let mut bad = json.clone();
+        bad["kind"]["lease"]["unknown"] = deep;
+        refused(&bad, "nested deeper than");
+        // A key given twice in JSON text.
+        let text = serde_json::to_string(e).expect("JSON");
+        let twice = text.replacen("\"seq\":", "\"seq\":1,\"seq\":", 1);
+        let err = Event::from_serde(&mut serde_json::Deserializer::from_str(&twice))
+            .expect_err("a repeated key");
+        assert_eq!(err.code, crate::error::Code::Malformed, "{err}");
     }
 
     /// Every byte of every stored event changed in a few ways, and every cut.

@@ -57,7 +57,7 @@ pub fn event_from_js(value: JsValue) -> Result<Event, Error> {
     if let Some(bytes) = bytes_of(&value) {
         return Event::from_cbor(&bytes);
     }
-    from_js(value, "event")
+    Event::from_serde(serde_wasm_bindgen::Deserializer::from(value))
 }
 
 fn public_key(hex: &str) -> Result<PublicKey, Error> {

@@ -26,6 +26,17 @@ pub(crate) fn opaque_from<'de, D: Deserializer<'de>>(d: D) -> Result<Opaque, D::
     Ok(Opaque::from_parts(encoder.out, encoder.float))
 }
 
+/// Writes any self-describing serde data (JSON text, a JavaScript value) into canonical CBOR
+/// as it is read, for a canonical reader to take: how the JSON form of a type whose JSON and
+/// CBOR forms hold the same data (an event) is read by that type's one reader. Each map's
+/// entries are put in canonical key order; a float is refused (canonical CBOR holds none), and
+/// so are a repeated key and nesting deeper than the readers take ([`MAX_DEPTH`]).
+pub(crate) fn canonical_from<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    let mut encoder = Encoder::new(Vec::with_capacity(512));
+    Transcode(&mut encoder, 0).deserialize(d)?;
+    Ok(encoder.out)
+}
+
 /// The canonical CBOR of a `serde_json::Value`, read as [`opaque_from`] reads JSON.
 pub(crate) fn opaque_from_json(value: &serde_json::Value) -> Opaque {
     let mut encoder = Encoder::for_json();
@@ -61,7 +72,7 @@ impl Transcode<'_> {
     fn inner<E: de::Error>(&mut self) -> Result<Transcode<'_>, E> {
         if self.1 >= MAX_DEPTH {
             return Err(E::custom(format!(
-                "an opaque value is nested deeper than {MAX_DEPTH} levels"
+                "a value is nested deeper than {MAX_DEPTH} levels"
             )));
         }
         Ok(Transcode(&mut *self.0, self.1 + 1))
@@ -84,27 +95,27 @@ impl<'de> Visitor<'de> for Transcode<'_> {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
-        self.0.serialize_bool(v).map_err(E::custom)
+        self.0.serialize_bool(v).map_err(refused)
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        self.0.serialize_i64(v).map_err(E::custom)
+        self.0.serialize_i64(v).map_err(refused)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        self.0.serialize_u64(v).map_err(E::custom)
+        self.0.serialize_u64(v).map_err(refused)
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.serialize_f64(v).map_err(E::custom)
+        self.0.serialize_f64(v).map_err(refused)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.0.serialize_str(v).map_err(E::custom)
+        self.0.serialize_str(v).map_err(refused)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.serialize_unit().map_err(E::custom)
+        self.0.serialize_unit().map_err(refused)
     }
 
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
@@ -136,8 +147,13 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         while map.next_key_seed(Key(&mut *inner.0))?.is_some() {
             map.next_value_seed(Transcode(&mut *inner.0, inner.1))?;
         }
-        inner.0.close_map(&open, base).map_err(de::Error::custom)
+        inner.0.close_map(&open, base).map_err(refused)
     }
+}
+
+/// The encoder's reason for refusing what it was handed (its offset is that of its own output).
+fn refused<E: de::Error>(e: CanonError) -> E {
+    E::custom(e.reason)
 }
 
 /// Writes a map key (a string) and notes where its entry starts.

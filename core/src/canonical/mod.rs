@@ -32,7 +32,9 @@ pub(crate) use de::{
     decode_struct, missing_field, refused, unknown_field, Decode, DecodeFields, Decoder, Entries,
     Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
-pub(crate) use json::{opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM};
+pub(crate) use json::{
+    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM,
+};
 pub(crate) use order::{
     codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,
     BySeq, EncodeFields,
