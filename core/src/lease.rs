@@ -118,11 +118,11 @@ canonical::encode_struct! {
     PastLease { id, holder, epoch, end }
 }
 
-// `Lease` takes unknown fields (its derive does not deny them): its reader checks and skips
-// them too.
+// `Lease` and `PastLease` take unknown fields (their derives do not deny them): their
+// readers check and skip them too.
 canonical::decode_struct! {
     Lease [ignore_unknown] { id, work, holder, session, epoch, granted_at, start_by, expires_at }
-    PastLease { id, holder, epoch, end }
+    PastLease [ignore_unknown] { id, holder, epoch, end }
 }
 
 /// How a lease that is no longer current ended.

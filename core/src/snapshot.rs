@@ -527,7 +527,7 @@ fn decode_snapshot(bytes: &[u8]) -> Result<(Snapshot, Spans)> {
         let group = f.field("group")?;
         // The key "state" is six bytes: a text head and five letters.
         let state_start = f.pos() + 6;
-        let state = f.field("state")?;
+        let state = f.read("state")?;
         let state_end = f.pos();
         let schema = f.field("schema")?;
         let signer = f.field("signer")?;

@@ -245,14 +245,113 @@ fn corrupt(event: &Event, what: impl std::fmt::Display) -> Error {
     Error::corrupt(format!("event seq {} does not apply: {what}", event.seq)).with("seq", event.seq)
 }
 
+/// The receipt index of a state, read as its field's `deserialize_with` reads it.
+struct ReceiptIndex(BTreeMap<Id, Receipts>);
+
+impl<'de> canonical::Decode<'de> for ReceiptIndex {
+    fn decode(
+        de: &mut canonical::Decoder<'de>,
+    ) -> std::result::Result<ReceiptIndex, canonical::CanonError> {
+        crate::receipt_index::deserialize(de).map(ReceiptIndex)
+    }
+}
+
+/// A state held whole, read by a reader of its own rather than serde's derive: the work items
+/// by theirs ([`WorkItems`]'s `Decode`), the receipt index by its own
+/// ([`crate::receipt_index`]), every other field by its `Deserialize`. It accepts, refuses and
+/// decodes what the derive does on the same decoder (a test holds the two together on every
+/// transcript state and on damaged ones): keys in canonical order, an unknown key checked and
+/// skipped, a missing one refused by name.
+impl<'de> canonical::Decode<'de> for GroupState {
+    fn decode(
+        de: &mut canonical::Decoder<'de>,
+    ) -> std::result::Result<GroupState, canonical::CanonError> {
+        use canonical::Serde;
+        let mut e = canonical::Entries::open(de, None)?;
+        let (mut org, mut group, mut mission, mut title, mut authority_key) =
+            (None, None, None, None, None);
+        let (mut seq, mut head, mut revision, mut members_revision, mut archived) =
+            (None, None, None, None, None);
+        let (mut members, mut work, mut approvals, mut receipts) = (None, None, None, None);
+        let (mut terminal, mut expansions, mut redacted, mut evidence) = (None, None, None, None);
+        while let Some(key) = e.key()? {
+            match key {
+                b"org" => org = Some(e.value()?),
+                b"seq" => seq = Some(e.value()?),
+                b"head" => head = Some(e.value()?),
+                b"work" => work = Some(e.value()?),
+                b"group" => group = Some(e.value()?),
+                b"title" => title = Some(e.value()?),
+                b"members" => members = Some(e.value::<Serde<_>>()?.0),
+                b"mission" => mission = Some(e.value()?),
+                b"archived" => archived = Some(e.value()?),
+                b"evidence" => evidence = Some(e.value::<Serde<_>>()?.0),
+                b"receipts" => receipts = Some(e.value::<ReceiptIndex>()?.0),
+                b"redacted" => redacted = Some(e.value::<Serde<_>>()?.0),
+                b"revision" => revision = Some(e.value()?),
+                b"terminal" => terminal = Some(e.value()?),
+                b"approvals" => approvals = Some(e.value::<Serde<_>>()?.0),
+                b"expansions" => expansions = Some(e.value::<Serde<_>>()?.0),
+                b"authority_key" => authority_key = Some(e.value()?),
+                b"members_revision" => members_revision = Some(e.value()?),
+                // The derive ignores a key that is none of the fields, once checked.
+                other => e.skip_value(other)?,
+            }
+        }
+        let end = e.pos();
+        e.finish();
+        fn need<T>(
+            v: Option<T>,
+            name: &str,
+            end: usize,
+        ) -> std::result::Result<T, canonical::CanonError> {
+            v.ok_or_else(|| canonical::missing_field(name, end))
+        }
+        Ok(GroupState {
+            org: need(org, "org", end)?,
+            group: need(group, "group", end)?,
+            mission: need(mission, "mission", end)?,
+            title: need(title, "title", end)?,
+            authority_key: need(authority_key, "authority_key", end)?,
+            seq: need(seq, "seq", end)?,
+            head: need(head, "head", end)?,
+            revision: need(revision, "revision", end)?,
+            members_revision: need(members_revision, "members_revision", end)?,
+            archived: need(archived, "archived", end)?,
+            members: need(members, "members", end)?,
+            work: need(work, "work", end)?,
+            approvals: need(approvals, "approvals", end)?,
+            receipts: need(receipts, "receipts", end)?,
+            terminal: need(terminal, "terminal", end)?,
+            expansions: need(expansions, "expansions", end)?,
+            redacted: need(redacted, "redacted", end)?,
+            evidence: need(evidence, "evidence", end)?,
+            deadlines: Cache::default(),
+        })
+    }
+}
+
 impl GroupState {
-    /// Reads a state from its canonical CBOR, refusing any other encoding: what
-    /// `canonical::from_slice(bytes, Strictness::Canonical)` gives. Not generic, so it is built
-    /// once, in this crate, with the lenient branch of `from_slice` folded away; a caller in
-    /// another crate (the WebAssembly bindings) would otherwise build that branch for this
-    /// type too (docs/decisions.md, "Decoding the core's types outside the core").
+    /// Reads a state from its canonical CBOR, refusing any other encoding, by the state's own
+    /// reader (its `Decode`, below): what `canonical::from_slice(bytes,
+    /// Strictness::Canonical)` gives through serde's derive, which a test holds it to. Not
+    /// generic, so it is built once, in this crate (docs/decisions.md, "Decoding the core's
+    /// types outside the core").
     pub fn from_canonical(bytes: &[u8]) -> std::result::Result<GroupState, canonical::CanonError> {
-        canonical::from_slice(bytes, canonical::Strictness::Canonical)
+        let mut de = canonical::Decoder::nested(bytes, 0);
+        let state = <GroupState as canonical::Decode>::decode(&mut de).map_err(|mut e| {
+            if e.offset == 0 {
+                e.offset = de.pos();
+            }
+            e
+        })?;
+        if de.pos() != bytes.len() {
+            return Err(canonical::refused(
+                "trailing bytes after the data item",
+                de.pos(),
+            ));
+        }
+        Ok(state)
     }
 
     /// Reads a state from a streamed snapshot (see [`crate::snapshot`]): the map of its
@@ -1026,6 +1125,100 @@ fn opaque_value(kind: &EventKind) -> Option<&Opaque> {
 mod tests {
     use super::*;
     use crate::test_common::{run, transcripts, Recorder};
+
+    /// States every transcript passes through (every fifth, and each group's last): members,
+    /// work items with leases, past leases, effects, checkpoints and outcomes, approvals,
+    /// receipts, expansions.
+    fn transcript_states() -> Vec<GroupState> {
+        let mut states = Vec::new();
+        for (_, text) in transcripts() {
+            let mut host = Recorder::default();
+            run(&mut host, &text);
+            let mut by_group: BTreeMap<Id, Option<GroupState>> = BTreeMap::new();
+            for (i, e) in host.events.iter().enumerate() {
+                let state = by_group.entry(e.group.clone()).or_default();
+                GroupState::apply_to(state, e).expect("a transcript's event applies");
+                if i % 5 == 4 {
+                    states.extend(state.clone());
+                }
+            }
+            states.extend(by_group.into_values().flatten());
+        }
+        states
+    }
+
+    /// What serde's derive reads from canonical bytes, the reference for the state's reader.
+    fn by_derive(bytes: &[u8]) -> Option<GroupState> {
+        canonical::from_slice(bytes, canonical::Strictness::Canonical).ok()
+    }
+
+    /// The state's reader gives what the derive gives, on every transcript's states and on
+    /// every byte of them changed in a few ways, and refuses what it refuses.
+    #[test]
+    fn the_states_reader_reads_what_the_derive_reads() {
+        let states = transcript_states();
+        assert!(states.len() > 20, "{} states", states.len());
+        let (mut accepted, mut refused) = (0, 0);
+        for state in &states {
+            let bytes = state.to_cbor().expect("encodes");
+            assert_eq!(GroupState::from_canonical(&bytes).as_ref(), Ok(state));
+            assert_eq!(by_derive(&bytes).as_ref(), Some(state));
+            for i in (0..bytes.len()).step_by(3) {
+                for flip in [0x01, 0x20, 0x80, 0xff] {
+                    let mut bad = bytes.clone();
+                    bad[i] ^= flip;
+                    let read = GroupState::from_canonical(&bad).ok();
+                    assert_eq!(
+                        read,
+                        by_derive(&bad),
+                        "byte {i} ^ {flip:#x}: {:?} in {:?}",
+                        GroupState::from_canonical(&bad).err(),
+                        String::from_utf8_lossy(
+                            &bad[i.saturating_sub(20)..(i + 20).min(bad.len())]
+                        )
+                    );
+                    if read.is_some() {
+                        accepted += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+            for cut in (0..bytes.len()).step_by(7) {
+                assert!(GroupState::from_canonical(&bytes[..cut]).is_err());
+            }
+        }
+        // Changed bytes the two accept (a letter of an ID, a digit of a count) are read alike.
+        assert!(accepted > 1000 && refused > 1000, "{accepted} / {refused}");
+    }
+
+    /// A key that is none of the state's fields is checked and skipped, as the derive does;
+    /// a field left out is refused by name.
+    #[test]
+    fn the_states_reader_skips_unknown_keys_and_names_missing_ones() {
+        let state = transcript_states().pop().expect("a state");
+        use ciborium::Value;
+        let value = canonical::decode(
+            &state.to_cbor().expect("encodes"),
+            canonical::Strictness::Canonical,
+        )
+        .expect("decodes");
+        let Value::Map(mut map) = value else {
+            panic!("a map")
+        };
+        map.push((
+            Value::Text("zz".into()),
+            Value::Array(vec![Value::from(1), Value::Null]),
+        ));
+        let bytes = canonical::encode_value(&Value::Map(map.clone())).expect("encodes");
+        assert_eq!(GroupState::from_canonical(&bytes).as_ref(), Ok(&state));
+        assert_eq!(by_derive(&bytes).as_ref(), Some(&state));
+        map.retain(|(k, _)| k.as_text() != Some("mission"));
+        let bytes = canonical::encode_value(&Value::Map(map)).expect("encodes");
+        let err = GroupState::from_canonical(&bytes).expect_err("missing");
+        assert!(err.reason.contains("missing field `mission`"), "{err}");
+        assert!(by_derive(&bytes).is_none());
+    }
 
     /// The maps keyed by seq write their keys as decimal text for JSON (and for JavaScript,
     /// which takes text keys only): the JSON form is what `serde_json` made of integer keys,

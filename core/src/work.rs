@@ -120,9 +120,10 @@ canonical::encode_struct! {
     }
 }
 
+// Neither derive denies unknown fields: their readers check and skip them too.
 canonical::decode_struct! {
-    OpaqueRef { seq, hash }
-    Effect { op, epoch, mode, irreversible, target, status, happened, receipt }
+    OpaqueRef [ignore_unknown] { seq, hash }
+    Effect [ignore_unknown] { op, epoch, mode, irreversible, target, status, happened, receipt }
 }
 
 /// A work item as the Group state holds it.
@@ -165,10 +166,10 @@ pub struct WorkItem {
     pub effects: BTreeMap<Hash, Effect>,
 }
 
-// `WorkItem` takes unknown fields (its derive does not deny them): the reader refuses them
-// and leaves such a map to the derive.
+// `WorkItem` takes unknown fields (its derive does not deny them): its reader checks and
+// skips them too.
 canonical::decode_struct! {
-    WorkItem {
+    WorkItem [ignore_unknown] {
         contract, after, spec, state, revision, epoch, attempts, not_before, spent, lease,
         past_leases, checkpoint, needs, outcome, effects,
     }
@@ -414,6 +415,17 @@ impl Bulk {
     }
 }
 
+/// The work items of a state held whole, read by their own readers: a map by ID, its keys in
+/// canonical order, each item read by [`WorkItem`]'s reader. It accepts and decodes what
+/// `WorkItems::deserialize` does on the same decoder.
+impl<'de> canonical::Decode<'de> for WorkItems {
+    fn decode(de: &mut canonical::Decoder<'de>) -> Result<WorkItems, canonical::CanonError> {
+        let mut items = WorkItems::new();
+        canonical::map_entries(de, |id: Id, item: WorkItem| items.insert(id, item))?;
+        Ok(items)
+    }
+}
+
 impl<'de> Deserialize<'de> for WorkItems {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<WorkItems, D::Error> {
         struct Items;
@@ -517,15 +529,31 @@ mod tests {
         assert!(read > 0 && refused > 0, "{read} read, {refused} refused");
     }
 
-    /// A field the derive ignores (it does not deny unknown fields) is refused by the reader
-    /// and left to the derive, which reads the item.
+    /// A field the derive ignores (it does not deny unknown fields) is checked and skipped by
+    /// the reader too, in the item and in its effects, leases and hashes of opaque values; a
+    /// key that is not UTF-8 is refused by both.
     #[test]
-    fn a_work_item_with_an_unknown_field_is_left_to_the_derive() {
+    fn a_work_item_with_an_unknown_field_is_read_as_the_derive_reads_it() {
         let item = rich_item();
         let mut json = serde_json::to_value(&item).expect("JSON");
         json["zz_unknown"] = serde_json::json!([1, 2]);
+        json["spec"]["zz"] = serde_json::json!(null);
+        json["past_leases"][0]["zz"] = serde_json::json!({"a": 1});
+        let effect = json["effects"]
+            .as_object()
+            .and_then(|m| m.keys().next().cloned())
+            .expect("an effect");
+        json["effects"][&effect]["zz"] = serde_json::json!("x");
         let bytes = canonical::to_vec(&json).expect("encodes");
-        assert_eq!(by_reader(&bytes), None);
+        assert_eq!(by_reader(&bytes), Some((item.clone(), bytes.len())));
         assert_eq!(by_derive(&bytes), Ok((item, bytes.len())));
+        let mut bad = bytes.clone();
+        let at = bad
+            .windows(10)
+            .position(|w| w == b"zz_unknown")
+            .expect("there");
+        bad[at + 1] = 0xff;
+        assert_eq!(by_reader(&bad), None);
+        assert!(by_derive(&bad).is_err());
     }
 }

@@ -1219,21 +1219,44 @@ impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
 impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections::BTreeMap<K, V> {
     /// A map, its keys in canonical order, as serde reads a map from this decoder.
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let n = map_head(de)?;
         let mut map = std::collections::BTreeMap::new();
-        let mut previous = None;
-        for _ in 0..n {
-            let key_start = de.reader.pos;
-            let key = K::decode(de)?;
-            previous = Some(de.check_key_order(previous, key_start)?);
-            // Keys in canonical order are distinct encodings; a type with two encodings of
-            // one key is left to the derive.
-            if map.insert(key, V::decode(de)?).is_some() {
-                return Err(refused("duplicate map key", key_start));
-            }
-        }
-        de.depth -= 1;
+        map_entries(de, |key, value| map.insert(key, value).is_some())?;
         Ok(map)
+    }
+}
+
+/// Reads a map, its keys in canonical order, handing each entry to `insert`, which says
+/// whether its key was there already (refused: `duplicate map key`).
+pub(crate) fn map_entries<'de, K: Decode<'de>, V: Decode<'de>>(
+    de: &mut Decoder<'de>,
+    mut insert: impl FnMut(K, V) -> bool,
+) -> Result<(), CanonError> {
+    let n = map_head(de)?;
+    let mut previous = None;
+    for _ in 0..n {
+        let key_start = de.reader.pos;
+        let key = K::decode(de)?;
+        previous = Some(de.check_key_order(previous, key_start)?);
+        // Keys in canonical order are distinct encodings; a type with two encodings of one
+        // key is left to the derive.
+        if insert(key, V::decode(de)?) {
+            return Err(refused("duplicate map key", key_start));
+        }
+    }
+    de.depth -= 1;
+    Ok(())
+}
+
+/// A value read by its `Deserialize` on this decoder, for a hand-written reader whose fields
+/// are not all [`Decode`]: what the derive of the struct holding it would read.
+pub(crate) struct Serde<T>(pub(crate) T);
+
+impl<'de, T: de::Deserialize<'de>> Decode<'de> for Serde<T> {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let at = de.reader.pos;
+        T::deserialize(&mut *de)
+            .map(Serde)
+            .map_err(|e| locate(e, at))
     }
 }
 
