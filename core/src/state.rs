@@ -1152,8 +1152,9 @@ mod tests {
         canonical::from_slice(bytes, canonical::Strictness::Canonical).ok()
     }
 
-    /// The state's reader gives what the derive gives, on every transcript's states and on
-    /// every byte of them changed in a few ways, and refuses what it refuses.
+    /// The state's reader gives what the derive gives, on the states the transcripts pass
+    /// through and on each third byte of them changed four ways, and refuses what it refuses;
+    /// every seventh cut is refused.
     #[test]
     fn the_states_reader_reads_what_the_derive_reads() {
         let states = transcript_states();

@@ -95,27 +95,27 @@ impl<'de> Visitor<'de> for Transcode<'_> {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
-        self.0.serialize_bool(v).map_err(refused)
+        self.0.serialize_bool(v).map_err(encoder_refused)
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        self.0.serialize_i64(v).map_err(refused)
+        self.0.serialize_i64(v).map_err(encoder_refused)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        self.0.serialize_u64(v).map_err(refused)
+        self.0.serialize_u64(v).map_err(encoder_refused)
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.serialize_f64(v).map_err(refused)
+        self.0.serialize_f64(v).map_err(encoder_refused)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.0.serialize_str(v).map_err(refused)
+        self.0.serialize_str(v).map_err(encoder_refused)
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.serialize_unit().map_err(refused)
+        self.0.serialize_unit().map_err(encoder_refused)
     }
 
     fn visit_none<E: de::Error>(self) -> Result<(), E> {
@@ -147,12 +147,12 @@ impl<'de> Visitor<'de> for Transcode<'_> {
         while map.next_key_seed(Key(&mut *inner.0))?.is_some() {
             map.next_value_seed(Transcode(&mut *inner.0, inner.1))?;
         }
-        inner.0.close_map(&open, base).map_err(refused)
+        inner.0.close_map(&open, base).map_err(encoder_refused)
     }
 }
 
 /// The encoder's reason for refusing what it was handed (its offset is that of its own output).
-fn refused<E: de::Error>(e: CanonError) -> E {
+fn encoder_refused<E: de::Error>(e: CanonError) -> E {
     E::custom(e.reason)
 }
 
