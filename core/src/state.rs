@@ -300,32 +300,25 @@ impl<'de> canonical::Decode<'de> for GroupState {
         }
         let end = e.pos();
         e.finish();
-        fn need<T>(
-            v: Option<T>,
-            name: &str,
-            end: usize,
-        ) -> std::result::Result<T, canonical::CanonError> {
-            v.ok_or_else(|| canonical::missing_field(name, end))
-        }
         Ok(GroupState {
-            org: need(org, "org", end)?,
-            group: need(group, "group", end)?,
-            mission: need(mission, "mission", end)?,
-            title: need(title, "title", end)?,
-            authority_key: need(authority_key, "authority_key", end)?,
-            seq: need(seq, "seq", end)?,
-            head: need(head, "head", end)?,
-            revision: need(revision, "revision", end)?,
-            members_revision: need(members_revision, "members_revision", end)?,
-            archived: need(archived, "archived", end)?,
-            members: need(members, "members", end)?,
-            work: need(work, "work", end)?,
-            approvals: need(approvals, "approvals", end)?,
-            receipts: need(receipts, "receipts", end)?,
-            terminal: need(terminal, "terminal", end)?,
-            expansions: need(expansions, "expansions", end)?,
-            redacted: need(redacted, "redacted", end)?,
-            evidence: need(evidence, "evidence", end)?,
+            org: canonical::required(org, "org", end)?,
+            group: canonical::required(group, "group", end)?,
+            mission: canonical::required(mission, "mission", end)?,
+            title: canonical::required(title, "title", end)?,
+            authority_key: canonical::required(authority_key, "authority_key", end)?,
+            seq: canonical::required(seq, "seq", end)?,
+            head: canonical::required(head, "head", end)?,
+            revision: canonical::required(revision, "revision", end)?,
+            members_revision: canonical::required(members_revision, "members_revision", end)?,
+            archived: canonical::required(archived, "archived", end)?,
+            members: canonical::required(members, "members", end)?,
+            work: canonical::required(work, "work", end)?,
+            approvals: canonical::required(approvals, "approvals", end)?,
+            receipts: canonical::required(receipts, "receipts", end)?,
+            terminal: canonical::required(terminal, "terminal", end)?,
+            expansions: canonical::required(expansions, "expansions", end)?,
+            redacted: canonical::required(redacted, "redacted", end)?,
+            evidence: canonical::required(evidence, "evidence", end)?,
             deadlines: Cache::default(),
         })
     }
@@ -338,20 +331,7 @@ impl GroupState {
     /// generic, so it is built once, in this crate (docs/decisions.md, "Decoding the core's
     /// types outside the core").
     pub fn from_canonical(bytes: &[u8]) -> std::result::Result<GroupState, canonical::CanonError> {
-        let mut de = canonical::Decoder::nested(bytes, 0);
-        let state = <GroupState as canonical::Decode>::decode(&mut de).map_err(|mut e| {
-            if e.offset == 0 {
-                e.offset = de.pos();
-            }
-            e
-        })?;
-        if de.pos() != bytes.len() {
-            return Err(canonical::refused(
-                "trailing bytes after the data item",
-                de.pos(),
-            ));
-        }
-        Ok(state)
+        canonical::read_whole(bytes)
     }
 
     /// Reads a state from a streamed snapshot (see [`crate::snapshot`]): the map of its

@@ -225,16 +225,49 @@ pub struct AgentImage {
     pub serial: u64,
 }
 
+/// An agent image read field by field: the replica's image by its own reader, every other
+/// field by its `Deserialize`; keys in canonical order, an unknown one checked and skipped (the
+/// derive does not deny them), a missing one refused by name.
+impl<'de> crate::canonical::Decode<'de> for AgentImage {
+    fn decode(
+        de: &mut crate::canonical::Decoder<'de>,
+    ) -> std::result::Result<AgentImage, crate::canonical::CanonError> {
+        use crate::canonical::{required, Serde};
+        let mut e = crate::canonical::Entries::open(de, None)?;
+        let (mut replica, mut outbox, mut effects, mut meta, mut serial) =
+            (None, None, None, None, None);
+        while let Some(key) = e.key()? {
+            match key {
+                b"meta" => meta = Some(e.value::<Serde<_>>()?.0),
+                b"outbox" => outbox = Some(e.value::<Serde<_>>()?.0),
+                b"serial" => serial = Some(e.value()?),
+                b"effects" => effects = Some(e.value::<Serde<_>>()?.0),
+                b"replica" => replica = Some(e.value()?),
+                other => e.skip_value(other)?,
+            }
+        }
+        let end = e.pos();
+        e.finish();
+        Ok(AgentImage {
+            replica: required(replica, "replica", end)?,
+            outbox: required(outbox, "outbox", end)?,
+            effects: required(effects, "effects", end)?,
+            meta: required(meta, "meta", end)?,
+            serial: required(serial, "serial", end)?,
+        })
+    }
+}
+
 impl AgentImage {
-    /// Reads an image from its canonical CBOR, refusing any other encoding: what
-    /// `canonical::from_slice(bytes, Strictness::Canonical)` gives. Not generic, so it is built
-    /// once, in this crate, with the lenient branch of `from_slice` folded away; a caller in
-    /// another crate (the WebAssembly bindings) would otherwise build that branch for this
-    /// type too (docs/decisions.md, "Decoding the core's types outside the core").
+    /// Reads an image from its canonical CBOR, refusing any other encoding, by readers of its
+    /// own (its `Decode`, below; the replica's rows by theirs, `crate::replica`'s `read`): what
+    /// `canonical::from_slice(bytes, Strictness::Canonical)` gives through serde's derive,
+    /// which a test holds them to. Not generic, so it is built once, in this crate
+    /// (docs/decisions.md, "Decoding the core's types outside the core").
     pub fn from_canonical(
         bytes: &[u8],
     ) -> std::result::Result<AgentImage, crate::canonical::CanonError> {
-        crate::canonical::from_slice(bytes, crate::canonical::Strictness::Canonical)
+        crate::canonical::read_whole(bytes)
     }
 
     /// Commits a write set: serials must follow each other (`STORAGE` otherwise, and

@@ -749,10 +749,37 @@ impl<'de> Fields<'de> {
         variant: impl FnOnce(&'de str, Tagged<'_, 'de>) -> Result<T, CanonError>,
     ) -> Result<T, CanonError> {
         self.key(name)?;
-        let start = self.de.reader.pos;
-        let (major, n) = self.de.reader.head()?;
+        self.de
+            .tagged(&format_args!("`{name}`"), tag, spans, variant)
+    }
+
+    /// Checks that nothing follows the map.
+    pub(crate) fn finish(self) -> Result<(), CanonError> {
+        if self.de.reader.pos != self.de.reader.bytes.len() {
+            return Err(CanonError::new(
+                "trailing bytes after the data item",
+                self.de.reader.pos,
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Decoder<'de> {
+    /// Reads the map of an internally tagged enum's variant (`what` names it in errors): finds
+    /// the `tag` entry, then hands its text and the map, that entry left out, to `variant`.
+    /// Where the values of the keys `spans` asks for lie is noted as the variant reads them.
+    pub(crate) fn tagged<T>(
+        &mut self,
+        what: &dyn std::fmt::Display,
+        tag: &'static str,
+        spans: Option<&mut KeySpans>,
+        variant: impl FnOnce(&'de str, Tagged<'_, 'de>) -> Result<T, CanonError>,
+    ) -> Result<T, CanonError> {
+        let start = self.reader.pos;
+        let (major, n) = self.reader.head()?;
         if major != 5 {
-            return Err(CanonError::new(format!("`{name}` must be a map"), start));
+            return Err(CanonError::new(format!("{what} must be a map"), start));
         }
         // The tag's encoded key, on the stack: one head byte, then its letters (< 24 bytes).
         let tag_len = tag.len();
@@ -768,52 +795,41 @@ impl<'de> Fields<'de> {
         let encoded = &key[..=tag_len];
         let mut found = None;
         for _ in 0..n {
-            let key_start = self.de.reader.pos;
+            let key_start = self.reader.pos;
             // The tag's key is found by its bytes, which are a whole, valid text item: what
             // stepping over it and comparing would conclude, without the steps.
-            if self.de.reader.bytes[key_start..].starts_with(encoded) {
-                self.de.reader.pos += encoded.len();
+            if self.reader.bytes[key_start..].starts_with(encoded) {
+                self.reader.pos += encoded.len();
             } else {
-                self.de.skip()?;
+                self.skip()?;
             }
-            if self.de.reader.bytes[key_start..self.de.reader.pos] == *encoded {
-                let at = self.de.reader.pos;
-                let (major, arg) = self.de.reader.head()?;
+            if self.reader.bytes[key_start..self.reader.pos] == *encoded {
+                let at = self.reader.pos;
+                let (major, arg) = self.reader.head()?;
                 if major != 3 {
                     return Err(CanonError::new(format!("`{tag}` must be text"), at));
                 }
-                found = Some(self.de.text(arg, at)?);
+                found = Some(self.text(arg, at)?);
                 // The entries after it are read (and checked) with the variant below.
                 break;
             } else {
-                self.de.skip()?;
+                self.skip()?;
             }
         }
         let Some(tag_value) = found else {
-            return Err(CanonError::new(format!("`{name}` has no `{tag}`"), start));
+            return Err(CanonError::new(format!("{what} has no `{tag}`"), start));
         };
-        self.de.reader.pos = start;
+        self.reader.pos = start;
         let value = variant(
             tag_value,
             Tagged {
-                de: &mut self.de,
+                de: self,
                 skip: encoded,
                 spans,
             },
         )
         .map_err(|e| locate(e, start))?;
         Ok(value)
-    }
-
-    /// Checks that nothing follows the map.
-    pub(crate) fn finish(self) -> Result<(), CanonError> {
-        if self.de.reader.pos != self.de.reader.bytes.len() {
-            return Err(CanonError::new(
-                "trailing bytes after the data item",
-                self.de.reader.pos,
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -1311,6 +1327,28 @@ pub(crate) fn unknown_field(key: &[u8], after: usize) -> CanonError {
 #[cold]
 pub(crate) fn missing_field(name: &str, end: usize) -> CanonError {
     CanonError::new(format!("missing field `{name}`"), end)
+}
+
+/// Reads one data item spanning the whole of `bytes` with its hand-written reader, as
+/// `from_slice(bytes, Strictness::Canonical)` reads it with its `Deserialize`: an error raised
+/// by a type's own checks carries the offset where reading stopped.
+pub(crate) fn read_whole<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Result<T, CanonError> {
+    let mut de = Decoder::nested(bytes, 0);
+    let value = T::decode(&mut de).map_err(|e| locate(e, de.reader.pos))?;
+    if de.reader.pos != bytes.len() {
+        return Err(CanonError::new(
+            "trailing bytes after the data item",
+            de.reader.pos,
+        ));
+    }
+    Ok(value)
+}
+
+/// The value of a field a hand-written reader found, or its `missing field` error (the map
+/// ended at `end`).
+#[inline]
+pub(crate) fn required<T>(value: Option<T>, name: &str, end: usize) -> Result<T, CanonError> {
+    value.ok_or_else(|| missing_field(name, end))
 }
 
 /// The entries of a map, read key by key in their stored order (for [`DecodeFields`]).

@@ -21,7 +21,6 @@ use super::{
     MAX_RECORD_LEN,
 };
 use crate::agent::AgentImage;
-use crate::canonical::{self, Strictness};
 use crate::replica::WriteSet;
 use crate::{Hash, Id};
 
@@ -174,7 +173,7 @@ impl JournalReader {
             return Err(bad("no write set is being read".into()));
         };
         let bad = |what: String| Damage::new(at, what);
-        let ws: WriteSet = canonical::from_slice(&self.pieces, Strictness::Canonical)
+        let ws = WriteSet::from_canonical(&self.pieces)
             .map_err(|e| bad(format!("a write set does not decode: {e}")))?;
         self.pieces.clear();
         if ws.group.as_ref() != Some(&self.group) {

@@ -40,6 +40,8 @@ use crate::snapshot::Snapshot;
 use crate::state::{Approval, EvidenceNote, Expansion, GroupState, Member, StoredReceipt};
 use crate::work::{WorkItem, WorkItems, WorkState};
 
+mod read;
+
 /// How many recent event IDs a replica remembers to tell a redelivered event from a
 /// different event claiming an applied seq.
 pub const RECENT_IDS: usize = 1024;
@@ -298,15 +300,14 @@ pub struct WriteSet {
 }
 
 impl WriteSet {
-    /// Reads a write set from its canonical CBOR, refusing any other encoding: what
-    /// `canonical::from_slice(bytes, Strictness::Canonical)` gives. Not generic, so it is built
-    /// once, in this crate, with the lenient branch of `from_slice` folded away; a caller in
-    /// another crate (the WebAssembly bindings) would otherwise build that branch for this
-    /// type too (docs/decisions.md, "Decoding the core's types outside the core").
+    /// Reads a write set from its canonical CBOR, refusing any other encoding, by readers of
+    /// its own ([`read`]): what `canonical::from_slice(bytes, Strictness::Canonical)` gives
+    /// through serde's derive, which a test holds them to. Not generic, so it is built once, in
+    /// this crate (docs/decisions.md, "Decoding the core's types outside the core").
     pub fn from_canonical(
         bytes: &[u8],
     ) -> std::result::Result<WriteSet, crate::canonical::CanonError> {
-        crate::canonical::from_slice(bytes, crate::canonical::Strictness::Canonical)
+        crate::canonical::read_whole(bytes)
     }
 
     /// Whether committing it would change nothing but the serial.
