@@ -216,7 +216,7 @@ mod tests {
     use super::*;
     use crate::agent::AgentImage;
     use crate::replica::{Offer, Replica};
-    use crate::test_common::{run, transcripts, Recorder};
+    use crate::test_common::{agrees_with_derive, run, transcripts, Agreement, Recorder};
 
     /// The write sets a replica gives while it follows every transcript's groups: rows of
     /// every kind (header, members, work items, approvals, receipts, terminal events,
@@ -241,53 +241,6 @@ mod tests {
 
     fn by_derive<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
         canonical::from_slice(bytes, canonical::Strictness::Canonical).ok()
-    }
-
-    /// Counts of changed inputs both readers took, both refused, and only the derive took.
-    #[derive(Default, Debug)]
-    struct Agreement {
-        accepted: usize,
-        refused: usize,
-        stricter: usize,
-    }
-
-    /// Changes each third byte of `value`'s encoding four ways and cuts it every seventh byte:
-    /// what `read` takes, the derive takes and reads alike; where the derive takes what `read`
-    /// refuses, the input is not the canonical encoding of what the derive read (serde's
-    /// buffering of a tagged row's entries takes a struct given as an array, or a byte string
-    /// as a key, which canonical reading refuses: "A struct is a map, in every mode").
-    fn agrees_with_derive<T>(
-        value: &T,
-        read: fn(&[u8]) -> Result<T, CanonError>,
-        counts: &mut Agreement,
-    ) where
-        T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-    {
-        let bytes = canonical::to_vec(value).expect("encodes");
-        assert_eq!(read(&bytes).as_ref(), Ok(value));
-        assert_eq!(by_derive::<T>(&bytes).as_ref(), Some(value));
-        for i in (0..bytes.len()).step_by(3) {
-            for flip in [0x01, 0x20, 0x80, 0xff] {
-                let mut bad = bytes.clone();
-                bad[i] ^= flip;
-                let derived = by_derive::<T>(&bad);
-                match (read(&bad).ok(), derived) {
-                    (Some(r), d) => {
-                        assert_eq!(Some(r), d, "byte {i} ^ {flip:#x}");
-                        counts.accepted += 1;
-                    }
-                    (None, None) => counts.refused += 1,
-                    (None, Some(d)) => {
-                        let again = canonical::to_vec(&d).expect("encodes");
-                        assert_ne!(again, bad, "byte {i} ^ {flip:#x}: canonical, refused");
-                        counts.stricter += 1;
-                    }
-                }
-            }
-        }
-        for cut in (0..bytes.len()).step_by(7) {
-            assert!(read(&bytes[..cut]).is_err());
-        }
     }
 
     /// The write set's reader against the derive on every write set of every transcript.

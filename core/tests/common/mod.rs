@@ -122,3 +122,58 @@ pub fn damage(
     }
     bytes.extend_from_slice(extra);
 }
+
+/// Counts of changed inputs a hand-written reader and serde's derive both took, both refused,
+/// and only the derive took ([`agrees_with_derive`]).
+#[allow(dead_code)] // each test file includes this module; not all of them compare readers
+#[derive(Default, Debug)]
+pub struct Agreement {
+    /// Both took it, alike.
+    pub accepted: usize,
+    /// Both refused it.
+    pub refused: usize,
+    /// Only the derive took it: never the canonical encoding of what the derive read.
+    pub stricter: usize,
+}
+
+/// Holds a hand-written reader, `read`, to serde's derive (`canonical::from_slice` at
+/// `Strictness::Canonical`) on `value`'s canonical encoding, each third byte of it changed
+/// four ways and every seventh cut of it: what `read` takes, the derive takes and reads alike;
+/// where the derive takes what `read` refuses, the input is not the canonical encoding of what
+/// the derive read (serde's buffering of an internally tagged enum's entries takes a struct
+/// given as an array, or a byte string as a key, which canonical reading refuses).
+#[allow(dead_code)] // each test file includes this module; not all of them compare readers
+pub fn agrees_with_derive<T>(
+    value: &T,
+    read: fn(&[u8]) -> std::result::Result<T, mwp_core::canonical::CanonError>,
+    counts: &mut Agreement,
+) where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    use mwp_core::canonical::{from_slice, to_vec, Strictness};
+    let by_derive = |bytes: &[u8]| from_slice::<T>(bytes, Strictness::Canonical).ok();
+    let bytes = to_vec(value).expect("encodes");
+    assert_eq!(read(&bytes).as_ref(), Ok(value));
+    assert_eq!(by_derive(&bytes).as_ref(), Some(value));
+    for i in (0..bytes.len()).step_by(3) {
+        for flip in [0x01, 0x20, 0x80, 0xff] {
+            let mut bad = bytes.clone();
+            bad[i] ^= flip;
+            match (read(&bad).ok(), by_derive(&bad)) {
+                (Some(r), d) => {
+                    assert_eq!(Some(r), d, "byte {i} ^ {flip:#x}");
+                    counts.accepted += 1;
+                }
+                (None, None) => counts.refused += 1,
+                (None, Some(d)) => {
+                    let again = to_vec(&d).expect("encodes");
+                    assert_ne!(again, bad, "byte {i} ^ {flip:#x}: canonical, refused");
+                    counts.stricter += 1;
+                }
+            }
+        }
+    }
+    for cut in (0..bytes.len()).step_by(7) {
+        assert!(read(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+}
