@@ -246,81 +246,24 @@ fn corrupt(event: &Event, what: impl std::fmt::Display) -> Error {
 }
 
 /// The receipt index of a state, read as its field's `deserialize_with` reads it.
-struct ReceiptIndex(BTreeMap<Id, Receipts>);
-
-impl<'de> canonical::Decode<'de> for ReceiptIndex {
-    fn decode(
-        de: &mut canonical::Decoder<'de>,
-    ) -> std::result::Result<ReceiptIndex, canonical::CanonError> {
-        crate::receipt_index::deserialize(de).map(ReceiptIndex)
-    }
+fn receipt_index(
+    de: &mut canonical::Decoder<'_>,
+) -> std::result::Result<BTreeMap<Id, Receipts>, canonical::CanonError> {
+    crate::receipt_index::deserialize(de)
 }
 
-/// A state held whole, read by a reader of its own rather than serde's derive: the work items
-/// by theirs ([`WorkItems`]'s `Decode`), the receipt index by its own
-/// ([`crate::receipt_index`]), every other field by its `Deserialize`. It accepts, refuses and
-/// decodes what the derive does on the same decoder (a test holds the two together on every
-/// transcript state and on damaged ones): keys in canonical order, an unknown key checked and
-/// skipped, a missing one refused by name.
-impl<'de> canonical::Decode<'de> for GroupState {
-    fn decode(
-        de: &mut canonical::Decoder<'de>,
-    ) -> std::result::Result<GroupState, canonical::CanonError> {
-        use canonical::Serde;
-        let mut e = canonical::Entries::open(de, None)?;
-        let (mut org, mut group, mut mission, mut title, mut authority_key) =
-            (None, None, None, None, None);
-        let (mut seq, mut head, mut revision, mut members_revision, mut archived) =
-            (None, None, None, None, None);
-        let (mut members, mut work, mut approvals, mut receipts) = (None, None, None, None);
-        let (mut terminal, mut expansions, mut redacted, mut evidence) = (None, None, None, None);
-        while let Some(key) = e.key()? {
-            match key {
-                b"org" => org = Some(e.value()?),
-                b"seq" => seq = Some(e.value()?),
-                b"head" => head = Some(e.value()?),
-                b"work" => work = Some(e.value()?),
-                b"group" => group = Some(e.value()?),
-                b"title" => title = Some(e.value()?),
-                b"members" => members = Some(e.value::<Serde<_>>()?.0),
-                b"mission" => mission = Some(e.value()?),
-                b"archived" => archived = Some(e.value()?),
-                b"evidence" => evidence = Some(e.value::<Serde<_>>()?.0),
-                b"receipts" => receipts = Some(e.value::<ReceiptIndex>()?.0),
-                b"redacted" => redacted = Some(e.value::<Serde<_>>()?.0),
-                b"revision" => revision = Some(e.value()?),
-                b"terminal" => terminal = Some(e.value()?),
-                b"approvals" => approvals = Some(e.value::<Serde<_>>()?.0),
-                b"expansions" => expansions = Some(e.value::<Serde<_>>()?.0),
-                b"authority_key" => authority_key = Some(e.value()?),
-                b"members_revision" => members_revision = Some(e.value()?),
-                // The derive ignores a key that is none of the fields, once checked.
-                other => e.skip_value(other)?,
-            }
-        }
-        let end = e.pos();
-        e.finish();
-        Ok(GroupState {
-            org: canonical::required(org, "org", end)?,
-            group: canonical::required(group, "group", end)?,
-            mission: canonical::required(mission, "mission", end)?,
-            title: canonical::required(title, "title", end)?,
-            authority_key: canonical::required(authority_key, "authority_key", end)?,
-            seq: canonical::required(seq, "seq", end)?,
-            head: canonical::required(head, "head", end)?,
-            revision: canonical::required(revision, "revision", end)?,
-            members_revision: canonical::required(members_revision, "members_revision", end)?,
-            archived: canonical::required(archived, "archived", end)?,
-            members: canonical::required(members, "members", end)?,
-            work: canonical::required(work, "work", end)?,
-            approvals: canonical::required(approvals, "approvals", end)?,
-            receipts: canonical::required(receipts, "receipts", end)?,
-            terminal: canonical::required(terminal, "terminal", end)?,
-            expansions: canonical::required(expansions, "expansions", end)?,
-            redacted: canonical::required(redacted, "redacted", end)?,
-            evidence: canonical::required(evidence, "evidence", end)?,
-            deadlines: Cache::default(),
-        })
+// A state held whole is read by a reader of its own rather than serde's derive: the work items
+// by theirs ([`WorkItems`]'s `Decode`), the receipt index by its own ([`crate::receipt_index`]),
+// the members, approvals, expansions and evidence by their derives. It accepts, refuses and
+// decodes what the derive does on the same decoder (a test holds the two together on the
+// states of every transcript, damaged): keys in canonical order, an unknown key checked and
+// skipped, a missing one refused by name.
+canonical::decode_struct! {
+    GroupState [ignore_unknown] {
+        org, group, mission, title, authority_key, seq, head, revision, members_revision,
+        archived, members, work, approvals, receipts with receipt_index, terminal, expansions,
+        redacted, evidence;
+        skip deadlines
     }
 }
 

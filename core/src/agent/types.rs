@@ -225,37 +225,10 @@ pub struct AgentImage {
     pub serial: u64,
 }
 
-/// An agent image read field by field: the replica's image by its own reader, every other
-/// field by its `Deserialize`; keys in canonical order, an unknown one checked and skipped (the
-/// derive does not deny them), a missing one refused by name.
-impl<'de> crate::canonical::Decode<'de> for AgentImage {
-    fn decode(
-        de: &mut crate::canonical::Decoder<'de>,
-    ) -> std::result::Result<AgentImage, crate::canonical::CanonError> {
-        use crate::canonical::{required, Serde};
-        let mut e = crate::canonical::Entries::open(de, None)?;
-        let (mut replica, mut outbox, mut effects, mut meta, mut serial) =
-            (None, None, None, None, None);
-        while let Some(key) = e.key()? {
-            match key {
-                b"meta" => meta = Some(e.value::<Serde<_>>()?.0),
-                b"outbox" => outbox = Some(e.value::<Serde<_>>()?.0),
-                b"serial" => serial = Some(e.value()?),
-                b"effects" => effects = Some(e.value::<Serde<_>>()?.0),
-                b"replica" => replica = Some(e.value()?),
-                other => e.skip_value(other)?,
-            }
-        }
-        let end = e.pos();
-        e.finish();
-        Ok(AgentImage {
-            replica: required(replica, "replica", end)?,
-            outbox: required(outbox, "outbox", end)?,
-            effects: required(effects, "effects", end)?,
-            meta: required(meta, "meta", end)?,
-            serial: required(serial, "serial", end)?,
-        })
-    }
+// An agent image read field by field: the replica's image by its own reader, the rest by
+// their derives; an unknown key checked and skipped, as the derive does.
+crate::canonical::decode_struct! {
+    AgentImage [ignore_unknown] { replica, outbox, effects, meta, serial }
 }
 
 impl AgentImage {

@@ -976,6 +976,25 @@ decode_via_serde!(
     crate::lease::LeaseEnd,
 );
 
+// The smaller parts of a state, a write set and an agent image, read by their derives where
+// the readers of those wholes (`GroupState`'s, `crate::replica`'s `read`, `AgentImage`'s)
+// reach them: what the wholes' derives would read there.
+decode_via_serde!(
+    crate::state::Member,
+    crate::state::Approval,
+    crate::state::StoredReceipt,
+    crate::state::Expansion,
+    crate::state::EvidenceNote,
+    crate::replica::AppliedEvent,
+    crate::replica::QueueChange,
+    crate::replica::QueueEntry,
+    crate::replica::CheckpointRecord,
+    crate::agent::OutboxChange,
+    crate::agent::OutboxEntry,
+    crate::agent::EffectEntry,
+    crate::agent::AgentMeta,
+);
+
 /// An opaque value: the item is checked as [`Decoder::skip`] checks it, less what JSON cannot
 /// hold (byte strings, negative integers below `i64::MIN`), and its bytes are copied as they
 /// are. Anything refused is read again through [`Opaque`]'s `Deserialize`, which words why.
@@ -1241,6 +1260,20 @@ impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections
     }
 }
 
+impl<'de, T: Decode<'de> + Ord> Decode<'de> for std::collections::BTreeSet<T> {
+    /// An array, as serde reads a set: an item given twice is kept once.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        Vec::decode(de).map(|items| items.into_iter().collect())
+    }
+}
+
+impl<'de, T: Decode<'de>> Decode<'de> for std::collections::VecDeque<T> {
+    /// An array, as serde reads a sequence.
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        Vec::decode(de).map(Into::into)
+    }
+}
+
 /// Reads a map, its keys in canonical order, handing each entry to `insert`, which says
 /// whether its key was there already (refused: `duplicate map key`).
 pub(crate) fn map_entries<'de, K: Decode<'de>, V: Decode<'de>>(
@@ -1261,19 +1294,6 @@ pub(crate) fn map_entries<'de, K: Decode<'de>, V: Decode<'de>>(
     }
     de.depth -= 1;
     Ok(())
-}
-
-/// A value read by its `Deserialize` on this decoder, for a hand-written reader whose fields
-/// are not all [`Decode`]: what the derive of the struct holding it would read.
-pub(crate) struct Serde<T>(pub(crate) T);
-
-impl<'de, T: de::Deserialize<'de>> Decode<'de> for Serde<T> {
-    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let at = de.reader.pos;
-        T::deserialize(&mut *de)
-            .map(Serde)
-            .map_err(|e| locate(e, at))
-    }
 }
 
 /// Reads a map's head for a hand-written reader: the number of its entries, which sit one
@@ -1342,13 +1362,6 @@ pub(crate) fn read_whole<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Result<T, Can
         ));
     }
     Ok(value)
-}
-
-/// The value of a field a hand-written reader found, or its `missing field` error (the map
-/// ended at `end`).
-#[inline]
-pub(crate) fn required<T>(value: Option<T>, name: &str, end: usize) -> Result<T, CanonError> {
-    value.ok_or_else(|| missing_field(name, end))
 }
 
 /// The entries of a map, read key by key in their stored order (for [`DecodeFields`]).
@@ -1423,7 +1436,16 @@ impl<'a, 'de> Entries<'a, 'de> {
     /// The value of the entry whose key was just read.
     #[inline]
     pub(crate) fn value<T: Decode<'de>>(&mut self) -> Result<T, CanonError> {
-        let value = T::decode(self.de)?;
+        self.value_with(T::decode)
+    }
+
+    /// The value of the entry whose key was just read, read by `read`.
+    #[inline]
+    pub(crate) fn value_with<T>(
+        &mut self,
+        read: impl FnOnce(&mut Decoder<'de>) -> Result<T, CanonError>,
+    ) -> Result<T, CanonError> {
+        let value = read(self.de)?;
         if let (Some(start), Some(spans)) = (self.noting.take(), self.spans.as_deref_mut()) {
             spans.found[spans.len] = (start, self.de.reader.pos);
             spans.len += 1;
@@ -1465,8 +1487,16 @@ impl<'a, 'de> Entries<'a, 'de> {
 /// (unless it is an `Option`) is refused (`missing field`), and so is a key that is not one of
 /// the names (`unknown field`), unless the struct is marked `[ignore_unknown]`, as a struct
 /// whose derive does not deny unknown fields must be: such entries are checked and skipped.
+/// A field written `name with reader` is read by `reader` (a `fn(&mut Decoder) -> Result<T,
+/// CanonError>`) and may not be left out; fields after `; skip` are not read and take their
+/// `Default` (as serde's `#[serde(skip)]`).
 macro_rules! decode_struct {
-    ($($ty:ident $([$ignore:ident])? { $($field:ident $(= $key:literal)?),* $(,)? })*) => {
+    ($(
+        $ty:ident $([$ignore:ident])? {
+            $($field:ident $(= $key:literal)? $(with $read:path)?),* $(,)?
+            $(; skip $($skipped:ident),* $(,)?)?
+        }
+    )*) => {
         $(
             impl<'de> $crate::canonical::Decode<'de> for $ty {
                 fn decode(
@@ -1487,7 +1517,9 @@ macro_rules! decode_struct {
                     while let Some(key) = entries.key()? {
                         $(
                             if key == $crate::canonical::decode_struct!(@key $field $($key)?).as_bytes() {
-                                $field = Some(entries.value()?);
+                                $field = Some($crate::canonical::decode_struct!(
+                                    @value entries $($read)?
+                                ));
                                 continue;
                             }
                         )*
@@ -1505,7 +1537,7 @@ macro_rules! decode_struct {
                         $(
                             $field: match $field {
                                 Some(value) => value,
-                                None => $crate::canonical::Decode::absent().ok_or_else(|| {
+                                None => $crate::canonical::decode_struct!(@absent $($read)?).ok_or_else(|| {
                                     $crate::canonical::missing_field(
                                         $crate::canonical::decode_struct!(@key $field $($key)?),
                                         at,
@@ -1513,11 +1545,17 @@ macro_rules! decode_struct {
                                 })?,
                             },
                         )*
+                        $($( $skipped: ::std::default::Default::default(), )*)?
                     })
                 }
             }
         )*
     };
+    (@value $entries:ident) => { $entries.value()? };
+    (@value $entries:ident $read:path) => { $entries.value_with($read)? };
+    // A field read `with` a reader of its own may not be left out.
+    (@absent) => { $crate::canonical::Decode::absent() };
+    (@absent $read:path) => { None };
     (@key $field:ident) => { stringify!($field) };
     (@key $field:ident $key:literal) => { $key };
     (@ignore ignore_unknown) => {};

@@ -29,8 +29,8 @@ mod order;
 mod stream;
 
 pub(crate) use de::{
-    decode_struct, map_entries, missing_field, read_whole, refused, required, unknown_field,
-    Decode, DecodeFields, Decoder, Entries, Fields, Items, KeySpans, Serde, Tagged, ITEM_BYTES,
+    decode_struct, map_entries, missing_field, read_whole, refused, unknown_field, Decode,
+    DecodeFields, Decoder, Entries, Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
 pub(crate) use json::{
     canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM,

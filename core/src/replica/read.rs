@@ -5,8 +5,8 @@
 //! internally tagged enum, which serde's derive reads by buffering each row's entries before
 //! it knows the variant. [`WriteSet::from_canonical`] reads the rows with [`Row`]'s reader
 //! below (the `type` entry found first, then the variant's entries read in place), and every
-//! other field by its `Deserialize`; so does [`ReplicaImage`]'s reader (an agent image's
-//! replica, `AgentImage::from_canonical`). They accept, refuse and decode what the derive does from
+//! other field by its derive; so does [`ReplicaImage`]'s reader (an agent image's replica,
+//! `AgentImage::from_canonical`). They accept, refuse and decode what the derive does from
 //! the same bytes (a test holds them together): keys in canonical order, a key that is none of
 //! the fields checked and skipped (none of these derives denies unknown fields), a missing one
 //! refused by name.
@@ -14,7 +14,7 @@
 use serde::Deserialize;
 
 use super::{GroupHeader, ReplicaImage, Row, WriteSet};
-use crate::canonical::{self, required, CanonError, Decode, DecodeFields, Decoder, Serde};
+use crate::canonical::{self, CanonError, Decode, DecodeFields, Decoder};
 use crate::id::Id;
 use crate::id_map::Arc;
 use crate::state::{Approval, EvidenceNote, Expansion, Member, StoredReceipt};
@@ -23,7 +23,7 @@ use crate::work::WorkItem;
 /// The fields of each struct variant of [`Row`], read by [`canonical::decode_struct!`].
 struct MemberRow {
     actor: Id,
-    member: Serde<Member>,
+    member: Member,
 }
 struct WorkRow {
     work: Id,
@@ -31,12 +31,12 @@ struct WorkRow {
 }
 struct ApprovalRow {
     approval: Id,
-    value: Serde<Approval>,
+    value: Approval,
 }
 struct ReceiptRow {
     actor: Id,
     action: Id,
-    receipt: Serde<StoredReceipt>,
+    receipt: StoredReceipt,
 }
 struct TerminalRow {
     seq: u64,
@@ -44,14 +44,14 @@ struct TerminalRow {
 }
 struct ExpansionRow {
     trigger: u64,
-    expansion: Serde<Expansion>,
+    expansion: Expansion,
 }
 struct RedactedRow {
     seq: u64,
 }
 struct EvidenceRow {
     index: u64,
-    note: Serde<EvidenceNote>,
+    note: EvidenceNote,
 }
 
 canonical::decode_struct! {
@@ -74,7 +74,7 @@ impl<'de> Decode<'de> for Row {
                     let r = MemberRow::decode_fields(t.entries()?)?;
                     Row::Member {
                         actor: r.actor,
-                        member: Box::new(r.member.0),
+                        member: Box::new(r.member),
                     }
                 }
                 "work" => {
@@ -88,7 +88,7 @@ impl<'de> Decode<'de> for Row {
                     let r = ApprovalRow::decode_fields(t.entries()?)?;
                     Row::Approval {
                         approval: r.approval,
-                        value: Box::new(r.value.0),
+                        value: Box::new(r.value),
                     }
                 }
                 "receipt" => {
@@ -96,7 +96,7 @@ impl<'de> Decode<'de> for Row {
                     Row::Receipt {
                         actor: r.actor,
                         action: r.action,
-                        receipt: Arc::new(r.receipt.0),
+                        receipt: Arc::new(r.receipt),
                     }
                 }
                 "terminal" => {
@@ -110,7 +110,7 @@ impl<'de> Decode<'de> for Row {
                     let r = ExpansionRow::decode_fields(t.entries()?)?;
                     Row::Expansion {
                         trigger: r.trigger,
-                        expansion: Box::new(r.expansion.0),
+                        expansion: Box::new(r.expansion),
                     }
                 }
                 "redacted" => Row::Redacted {
@@ -120,7 +120,7 @@ impl<'de> Decode<'de> for Row {
                     let r = EvidenceRow::decode_fields(t.entries()?)?;
                     Row::Evidence {
                         index: r.index,
-                        note: Box::new(r.note.0),
+                        note: Box::new(r.note),
                     }
                 }
                 other => {
@@ -134,81 +134,14 @@ impl<'de> Decode<'de> for Row {
     }
 }
 
-impl<'de> Decode<'de> for WriteSet {
-    fn decode(de: &mut Decoder<'de>) -> Result<WriteSet, CanonError> {
-        let mut e = canonical::Entries::open(de, None)?;
-        let mut ws = WriteSet::default();
-        // Which of the fields that may not be left out were there, in `REQUIRED`'s order.
-        const REQUIRED: [&str; 9] = [
-            "serial",
-            "reset",
-            "applied",
-            "projection",
-            "queue",
-            "checkpoints",
-            "outbox",
-            "effects",
-            "cursor",
-        ];
-        let mut seen = [false; 9];
-        while let Some(key) = e.key()? {
-            let at = REQUIRED.iter().position(|k| k.as_bytes() == key);
-            match key {
-                b"group" => ws.group = e.value()?,
-                b"serial" => ws.serial = e.value()?,
-                b"reset" => ws.reset = e.value()?,
-                b"applied" => ws.applied = e.value::<Serde<_>>()?.0,
-                b"projection" => ws.projection = e.value()?,
-                b"queue" => ws.queue = e.value::<Serde<_>>()?.0,
-                b"checkpoints" => ws.checkpoints = e.value::<Serde<_>>()?.0,
-                b"outbox" => ws.outbox = e.value::<Serde<_>>()?.0,
-                b"effects" => ws.effects = e.value::<Serde<_>>()?.0,
-                b"meta" => ws.meta = e.value::<Option<Serde<_>>>()?.map(|m| m.0),
-                b"cursor" => ws.cursor = e.value()?,
-                // The derive ignores a key that is none of the fields, once checked.
-                other => e.skip_value(other)?,
-            }
-            if let Some(i) = at {
-                seen[i] = true;
-            }
-        }
-        let end = e.pos();
-        e.finish();
-        if let Some(i) = seen.iter().position(|s| !s) {
-            return Err(canonical::missing_field(REQUIRED[i], end));
-        }
-        Ok(ws)
+// A write set and a replica's image, field by field: their rows by [`Row`]'s reader, the rest
+// by their derives.
+canonical::decode_struct! {
+    WriteSet [ignore_unknown] {
+        group, serial, reset, applied, projection, queue, checkpoints, outbox, effects, meta,
+        cursor,
     }
-}
-
-/// A replica's image field by field: its rows by [`Row`]'s reader, every other field by its
-/// `Deserialize`.
-impl<'de> Decode<'de> for ReplicaImage {
-    fn decode(de: &mut Decoder<'de>) -> Result<ReplicaImage, CanonError> {
-        let mut e = canonical::Entries::open(de, None)?;
-        let (mut rows, mut queue, mut checkpoints, mut recent, mut cursor) =
-            (None, None, None, None, None);
-        while let Some(key) = e.key()? {
-            match key {
-                b"rows" => rows = Some(e.value()?),
-                b"queue" => queue = Some(e.value::<Serde<_>>()?.0),
-                b"cursor" => cursor = Some(e.value()?),
-                b"recent" => recent = Some(e.value::<Serde<_>>()?.0),
-                b"checkpoints" => checkpoints = Some(e.value::<Serde<_>>()?.0),
-                // The derive ignores a key that is none of the fields, once checked.
-                other => e.skip_value(other)?,
-            }
-        }
-        let end = e.pos();
-        e.finish();
-        Ok(ReplicaImage {
-            rows: required(rows, "rows", end)?,
-            queue: required(queue, "queue", end)?,
-            checkpoints: required(checkpoints, "checkpoints", end)?,
-            recent: required(recent, "recent", end)?,
-            cursor: required(cursor, "cursor", end)?,
-        })
-    }
+    ReplicaImage [ignore_unknown] { rows, queue, checkpoints, recent, cursor }
 }
 
 #[cfg(test)]
@@ -290,6 +223,71 @@ mod tests {
             counts.accepted > 1000 && counts.refused > 1000,
             "{counts:?}"
         );
+    }
+
+    /// Hostile bytes, as a journal or an image file on disk may hold them, are refused
+    /// without a panic or an allocation beyond their size: lengths that claim more than the
+    /// input holds, nesting past the limit inside a skipped key and inside a row, a row with
+    /// no `type`, and any short input.
+    #[test]
+    fn hostile_bytes_are_refused() {
+        use crate::state::GroupState;
+        let key = |out: &mut Vec<u8>, k: &str| {
+            out.push(0x60 | k.len() as u8);
+            out.extend_from_slice(k.as_bytes());
+        };
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        // `projection` claiming 2^64 − 1 rows.
+        let mut b = vec![0xa1];
+        key(&mut b, "projection");
+        b.extend_from_slice(&[0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        cases.push(b);
+        // A row claiming 2^32 entries, and one with no `type`.
+        for row in [
+            &[0xba, 0xff, 0xff, 0xff, 0xff][..],
+            &[0xa1, 0x61, b'a', 0x01],
+        ] {
+            let mut b = vec![0xa1];
+            key(&mut b, "projection");
+            b.push(0x81);
+            b.extend_from_slice(row);
+            cases.push(b);
+        }
+        // Nesting past the limit under an unknown key, and inside a row's unknown key.
+        let deep = |out: &mut Vec<u8>| {
+            out.extend(std::iter::repeat_n(0x81, canonical::MAX_DEPTH + 2));
+            out.push(0x00);
+        };
+        let mut b = vec![0xa1];
+        key(&mut b, "zz");
+        deep(&mut b);
+        cases.push(b);
+        let mut b = vec![0xa1];
+        key(&mut b, "projection");
+        b.extend_from_slice(&[0x81, 0xa2]);
+        key(&mut b, "zz");
+        deep(&mut b);
+        key(&mut b, "type");
+        key(&mut b, "redacted");
+        cases.push(b);
+        for bytes in &cases {
+            for cut in 0..=bytes.len() {
+                let part = &bytes[..cut];
+                assert!(WriteSet::from_canonical(part).is_err(), "{part:02x?}");
+                assert!(AgentImage::from_canonical(part).is_err(), "{part:02x?}");
+                assert!(GroupState::from_canonical(part).is_err(), "{part:02x?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes are read or refused, never a panic.
+        #[test]
+        fn any_bytes_are_read_or_refused(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = WriteSet::from_canonical(&bytes);
+            let _ = AgentImage::from_canonical(&bytes);
+            let _ = crate::state::GroupState::from_canonical(&bytes);
+        }
     }
 
     /// A key that is none of the fields is checked and skipped, in the write set and in a
