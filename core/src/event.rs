@@ -55,8 +55,11 @@ fn is_opaque_field(key: &[u8]) -> bool {
 }
 
 /// An accepted, immutable fact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Its `Deserialize` is [`Event::from_serde`]'s reader, not serde's derive: every serde source
+/// (JSON text, a `serde_json::Value`, a JavaScript value) is written into canonical CBOR and
+/// read by the readers of stored events, so the JSON form has one reader on every surface.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Event {
     /// SHA-256 of the canonical CBOR of every other field but `kind`.
     pub id: Hash,
@@ -84,6 +87,59 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// An event read from any self-describing serde data (JSON text, a `serde_json::Value`, a
+/// JavaScript value): the data is written into canonical CBOR as it is read
+/// ([`canonical::canonical_from`]), then read by the readers of stored events, so it accepts
+/// what [`Event::from_cbor`] accepts and gives the same event. Whatever holds events (a page of
+/// `GET /v1/groups/{group}/events`, a fork proof, a line of `mwp replica`) reads them by it. A
+/// refusal is the source's error or the readers' reason ([`Event::from_serde`] words it).
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(data: D) -> std::result::Result<Event, D::Error> {
+        let bytes = canonical::canonical_from(data)?;
+        decode_event(&bytes)
+            .map(|(event, _)| event)
+            .map_err(|e| serde::de::Error::custom(header_mismatch(&bytes).unwrap_or(e.reason)))
+    }
+}
+
+/// The twelve fields of an event, as they are declared.
+const FIELDS: [&str; 12] = [
+    "id",
+    "group",
+    "seq",
+    "at",
+    "actor",
+    "action",
+    "content_hash",
+    "aggregate",
+    "revision",
+    "prev",
+    "payload_hash",
+    "kind",
+];
+
+/// Why a map the readers refused is not an event's, named, when its keys are not the twelve
+/// fields (the readers take the header positionally and can only say `expected a map of 12
+/// entries`): the first key that is none of them, else the first field left out.
+fn header_mismatch(bytes: &[u8]) -> Option<String> {
+    let mut r = Cbor { bytes, pos: 0 };
+    let mut keys = Vec::new();
+    for _ in 0..r.map_head().ok()? {
+        let at = r.text().ok()?.start;
+        let mut head = Cbor { bytes, pos: at };
+        let (_, len) = head.head().ok()?;
+        let key = bytes.get(head.pos..head.pos + usize::try_from(len).ok()?)?;
+        let key = std::str::from_utf8(key).ok()?;
+        if !FIELDS.contains(&key) {
+            return Some(format!("unknown field `{key}`"));
+        }
+        keys.push(key);
+        r.skip().ok()?;
+    }
+    let missing = FIELDS.iter().find(|f| !keys.contains(f))?;
+    Some(format!("missing field `{missing}`"))
+}
+
 /// The header that `id` covers (its generic encoding, the reference for `compute_id`).
 #[cfg(test)]
 #[derive(Serialize)]
@@ -101,8 +157,8 @@ struct Header<'a> {
 }
 
 /// A lease taken away, and where its work item went.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct Revocation {
     /// Work item.
     pub work: Id,
@@ -123,8 +179,8 @@ pub enum EvidenceOf {
 }
 
 /// `group_opened`: the genesis event. Carries the envelope's `org` besides the body.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct GroupOpened {
     /// Organization.
     pub org: Id,
@@ -139,8 +195,8 @@ pub struct GroupOpened {
 }
 
 /// `work_claimed`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct WorkClaimed {
     /// Work item.
     pub work: Id,
@@ -151,13 +207,13 @@ pub struct WorkClaimed {
     /// The lease granted.
     pub lease: Lease,
     /// Seq of the latest checkpoint, handed to the new owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub checkpoint: Option<u64>,
 }
 
 /// `lease_renewed`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct LeaseRenewed {
     /// Work item.
     pub work: Id,
@@ -170,8 +226,8 @@ pub struct LeaseRenewed {
 }
 
 /// `work_failed`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct WorkFailed {
     /// Work item.
     pub work: Id,
@@ -186,26 +242,26 @@ pub struct WorkFailed {
     /// `queued` (retry) or `failed`.
     pub to: WorkState,
     /// Earliest retry time, when re-queued.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub not_before: Option<u64>,
 }
 
 /// `work_cancelled`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct WorkCancelled {
     /// Work item.
     pub work: Id,
     /// Opaque reason.
     pub reason: Opaque,
     /// The lease revoked, if one was held.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub revoked: Option<LeaseId>,
 }
 
 /// `work_reassigned`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct WorkReassigned {
     /// Work item.
     pub work: Id,
@@ -216,8 +272,8 @@ pub struct WorkReassigned {
 }
 
 /// `member_removed`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct MemberRemoved {
     /// Member removed.
     pub actor: Id,
@@ -226,8 +282,8 @@ pub struct MemberRemoved {
 }
 
 /// `session_replaced`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct SessionReplaced {
     /// New session epoch.
     pub session: u64,
@@ -236,8 +292,8 @@ pub struct SessionReplaced {
 }
 
 /// `effect_intended`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct EffectIntended {
     /// Work item.
     pub work: Id,
@@ -256,8 +312,8 @@ pub struct EffectIntended {
 }
 
 /// `effect_settled`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct EffectSettled {
     /// Work item.
     pub work: Id,
@@ -274,8 +330,8 @@ pub struct EffectSettled {
 }
 
 /// `effect_reconciled`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct EffectReconciled {
     /// Work item.
     pub work: Id,
@@ -286,13 +342,13 @@ pub struct EffectReconciled {
     /// Opaque external receipt.
     pub receipt: Opaque,
     /// `queued` once no unknown effect is left.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub to: Option<WorkState>,
 }
 
 /// `work_charged`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct WorkCharged {
     /// Work item.
     pub work: Id,
@@ -301,23 +357,23 @@ pub struct WorkCharged {
     /// Cost added.
     pub cost: u64,
     /// Optional opaque checkpoint.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub data: Option<Opaque>,
     /// Total spent after this charge.
     pub spent: u64,
 }
 
 /// `leases_expired`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct LeasesExpired {
     /// Leases expired, and where their items went.
     pub expired: Vec<Revocation>,
 }
 
 /// `evidence_recorded`: a late `submit` or `fail` under a stale lease.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Deserialize), serde(deny_unknown_fields))]
 pub struct EvidenceRecorded {
     /// Which command it was.
     pub of: EvidenceOf,
@@ -326,13 +382,13 @@ pub struct EvidenceRecorded {
     /// The stale lease.
     pub lease: LeaseId,
     /// Result, for a late `submit`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub result: Option<Opaque>,
     /// Error, for a late `fail`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub error: Option<Opaque>,
     /// Retryable flag, for a late `fail`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, serde(default))]
     pub retryable: Option<bool>,
 }
 
@@ -358,8 +414,12 @@ canonical::codec_struct! {
 }
 
 /// What an event records; `type` is its tag. Every kind carries the command's fields.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    test,
+    derive(Deserialize),
+    serde(tag = "type", rename_all = "snake_case")
+)]
 #[allow(missing_docs)]
 pub enum EventKind {
     GroupOpened(GroupOpened),
@@ -790,16 +850,11 @@ impl Event {
     }
 
     /// Reads an event from its JSON form handed over as any self-describing serde data (a
-    /// JavaScript value, JSON text): the data is written into canonical CBOR as it is read
-    /// ([`canonical::canonical_from`]), then read by the readers of stored events, so it
-    /// accepts what [`Event::from_cbor`] accepts and gives the same event. Decoding checks
-    /// nothing else ([`Event::verify`] does). A refusal is `MALFORMED` and names what was wrong.
+    /// JavaScript value, JSON text): `Event`'s `Deserialize`, which reads it by the readers of
+    /// stored events. Decoding checks nothing else ([`Event::verify`] does). A refusal is
+    /// `MALFORMED`, worded `event: ` and what was wrong.
     pub fn from_serde<'de, D: serde::Deserializer<'de>>(data: D) -> Result<Event> {
-        let bytes =
-            canonical::canonical_from(data).map_err(|e| Error::malformed(format!("event: {e}")))?;
-        decode_event(&bytes)
-            .map(|(event, _)| event)
-            .map_err(|e| Error::malformed(format!("event: {}", e.reason)))
+        Event::deserialize(data).map_err(|e| Error::malformed(format!("event: {e}")))
     }
 
     /// Decodes a stored event and checks it as [`Event::verify`] does, hashing the stored
@@ -993,6 +1048,9 @@ macro_rules! variants {
         }
 
         impl EventKind {
+            /// Every kind's `type`, in the order of the variants.
+            pub const TYPES: &'static [&'static str] = &[$($tag),*];
+
             /// Reads the variant named `name` from a kind map whose `type` entry is left out,
             /// through serde's derive: the reference the readers are held to.
             #[cfg(test)]
@@ -1392,7 +1450,8 @@ mod tests {
 
     /// The JSON form, handed over as serde data (a `serde_json::Value`, JSON text), is read
     /// by the readers of stored events and gives the same event; what they refuse is
-    /// `MALFORMED`, and named.
+    /// `MALFORMED`, and named. `Event`'s `Deserialize` is the same reader: whatever holds
+    /// events in JSON (a page of events, a line of `mwp replica`) reads them by it.
     #[test]
     fn the_json_form_is_read_by_the_readers() {
         for e in transcript_events() {
@@ -1401,7 +1460,12 @@ mod tests {
             let text = serde_json::to_string(e).expect("JSON");
             let mut de = serde_json::Deserializer::from_str(&text);
             assert_eq!(Event::from_serde(&mut de).as_ref(), Ok(e));
+            assert_eq!(serde_json::from_str::<Event>(&text).ok().as_ref(), Some(e));
+            assert_eq!(serde_json::from_value::<Event>(json).ok().as_ref(), Some(e));
         }
+        let page = serde_json::json!({"events": transcript_events()});
+        let events: Vec<Event> = serde_json::from_value(page["events"].clone()).expect("events");
+        assert_eq!(&events, transcript_events());
         let e = transcript_events()
             .iter()
             .find(|e| matches!(e.kind, EventKind::WorkClaimed(_)))
@@ -1412,6 +1476,18 @@ mod tests {
             assert_eq!(err.code, crate::error::Code::Malformed, "{err}");
             assert!(err.message.starts_with("event: "), "{err}");
             assert!(err.message.contains(what), "{err}");
+            // The same refusal through `Deserialize`, from a value and from JSON text (which
+            // adds where in the text it stopped).
+            let via_value = serde_json::from_value::<Event>(json.clone()).expect_err(what);
+            assert_eq!(format!("event: {via_value}"), err.message);
+            let text = serde_json::to_string(json).expect("JSON");
+            let via_text = serde_json::from_str::<Event>(&text).expect_err(what);
+            // serde_json's own limit of 128 levels stops deep JSON text first.
+            let words = format!("event: {via_text}");
+            assert!(
+                words.starts_with(&err.message) || words.contains("recursion limit exceeded"),
+                "{via_text}"
+            );
         };
         let mut bad = json.clone();
         bad["kind"]
@@ -1419,6 +1495,19 @@ mod tests {
             .expect("a map")
             .remove("lease_ms");
         refused(&bad, "missing field `lease_ms`");
+        // The header's fields are named too (the readers take them by position).
+        for field in FIELDS {
+            let mut bad = json.clone();
+            bad.as_object_mut().expect("a map").remove(field);
+            refused(&bad, &format!("missing field `{field}`"));
+        }
+        let mut bad = json.clone();
+        bad["a_field_whose_name_is_long"] = serde_json::json!(1);
+        refused(&bad, "unknown field `a_field_whose_name_is_long`");
+        let mut bad = json.clone();
+        bad["extra"] = serde_json::json!(1);
+        bad.as_object_mut().expect("a map").remove("seq");
+        refused(&bad, "unknown field `extra`");
         let mut bad = json.clone();
         bad["kind"]["unknown"] = serde_json::json!(1);
         refused(&bad, "unknown field `unknown`");
@@ -1441,6 +1530,7 @@ mod tests {
         let err = Event::from_serde(&mut serde_json::Deserializer::from_str(&twice))
             .expect_err("a repeated key");
         assert_eq!(err.code, crate::error::Code::Malformed, "{err}");
+        assert!(err.message.contains("duplicate map key `seq`"), "{err}");
     }
 
     /// Every byte of every stored event changed in a few ways, and every cut.

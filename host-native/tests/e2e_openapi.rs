@@ -151,7 +151,7 @@ fn schema_for_tag<'a>(doc: &'a Value, union: &str, tag: &str) -> Option<&'a str>
 fn every_command_body_and_event_kind_has_a_schema() {
     let doc = document();
     let bodies = serde_tags::<Body>();
-    let kinds = serde_tags::<EventKind>();
+    let kinds: Vec<String> = EventKind::TYPES.iter().map(|t| t.to_string()).collect();
     assert!(
         bodies.len() >= 20 && kinds.len() >= 20,
         "{bodies:?} {kinds:?}"

@@ -108,10 +108,9 @@ fn events_that_do_not_verify_are_rejected_and_never_applied() {
     let next = ev[5].clone();
 
     // A changed opaque value: payload hash no longer matches.
-    let mut bad = next.clone();
-    let mut kind = serde_json::to_value(&bad.kind).unwrap();
-    kind["spec"] = json!({"do": "something else"});
-    bad.kind = serde_json::from_value(kind).unwrap();
+    let mut changed = serde_json::to_value(&next).unwrap();
+    changed["kind"]["spec"] = json!({"do": "something else"});
+    let bad: Event = serde_json::from_value(changed).unwrap();
     let e = rejected(r.offer(bad));
     assert_eq!(e.code, Code::LogCorrupt);
     assert!(e.message.contains("payload hash"), "{e}");

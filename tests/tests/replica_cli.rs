@@ -74,6 +74,64 @@ fn a_whole_log_in_any_order_ends_at_the_authoritys_hash() {
     assert_eq!(out.iter().filter(|l| l["result"] == "duplicate").count(), 5);
 }
 
+/// A line that is not an event is read by the event's one reader (`Event`'s `Deserialize`,
+/// the readers of stored events), rejected with `seq: null` and named, and changes nothing:
+/// the replica goes on from where it was.
+#[test]
+fn a_line_that_is_not_an_event_is_named_and_changes_nothing() {
+    let s = rich();
+    let events = s.events();
+    let first = serde_json::to_value(&events[0]).unwrap();
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut v = first.clone();
+        edit(&mut v);
+        serde_json::to_string(&v).unwrap()
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            edited(&|v| {
+                v.as_object_mut().unwrap().remove("seq");
+            }),
+            "missing field `seq`",
+        ),
+        (
+            edited(&|v| v["colour"] = json!("red")),
+            "unknown field `colour`",
+        ),
+        (edited(&|v| v["at"] = json!(1.5)), "floats are not allowed"),
+        (
+            edited(&|v| v["kind"]["title"] = json!({"a": [1.5]})),
+            "floats are not allowed",
+        ),
+        (
+            edited(&|v| v["kind"]["type"] = json!("group_closed")),
+            "unknown event type \"group_closed\"",
+        ),
+        (
+            serde_json::to_string(&first)
+                .unwrap()
+                .replacen("\"seq\":", "\"seq\":1,\"seq\":", 1),
+            "duplicate map key `seq`",
+        ),
+        ("[1, 2]".to_owned(), "expected a map"),
+        ("{\"id\": ".to_owned(), "EOF"),
+    ];
+    let mut lines: Vec<String> = cases.iter().map(|(line, _)| line.clone()).collect();
+    lines.push(serde_json::to_string(&events[0]).unwrap());
+    let out = run_lines(&lines.join("\n"));
+    for (got, (_, what)) in out.iter().zip(&cases) {
+        assert_eq!(got["result"], "rejected", "{got}");
+        assert_eq!(got["seq"], Value::Null, "{got}");
+        assert_eq!(got["cursor"], json!(0), "{got}");
+        assert_eq!(got["error"]["code"], "MALFORMED", "{got}");
+        let message = got["error"]["message"].as_str().unwrap();
+        assert!(message.contains("is not an event: "), "{got}");
+        assert!(message.contains(what), "{what}: {got}");
+    }
+    assert_eq!(out[cases.len()]["result"], "applied");
+    assert_eq!(out.last().unwrap()["cursor"], json!(1));
+}
+
 #[test]
 fn empty_input_gives_only_the_summary() {
     assert_eq!(

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mwp_core::{Body, EventKind};
+use mwp_core::{Body, Event, EventKind};
 use serde_json::{json, Value};
 
 /// Fields of each union member: `type` tag → (field → optional).
@@ -167,8 +167,15 @@ fn parse_body(v: Value) -> Option<(usize, Value)> {
     Some((body_index(&b), serde_json::to_value(&b).ok()?))
 }
 
+/// A kind is read as an event reads it (`Event`'s reader, the one the JSON form has): inside
+/// an event whose other fields are well formed.
 fn parse_kind(v: Value) -> Option<(usize, Value)> {
-    let k: EventKind = serde_json::from_value(v).ok()?;
+    let event = json!({
+        "id": HASH, "group": "g", "seq": 1, "at": 0, "actor": "a", "action": "x",
+        "content_hash": HASH, "aggregate": "w1", "revision": 1, "prev": HASH,
+        "payload_hash": HASH, "kind": v,
+    });
+    let k: EventKind = serde_json::from_value::<Event>(event).ok()?.kind;
     Some((kind_index(&k), serde_json::to_value(&k).ok()?))
 }
 

@@ -184,7 +184,7 @@ fn an_event_object_is_read_by_the_readers_of_stored_events() {
     let mut unknown = ev.clone();
     unknown["kind"]["unknown"] = json!(1);
     for (bad, what) in [
-        (missing, "expected a map of 12 entries"),
+        (missing, "missing field `seq`"),
         (float, "floats are not allowed"),
         (unknown, "unknown field `unknown`"),
     ] {

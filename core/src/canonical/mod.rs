@@ -313,6 +313,28 @@ fn write_i128(out: &mut Vec<u8>, n: i128) -> Result<(), CanonError> {
     Ok(())
 }
 
+/// The encoder's refusal of a key given twice in one map, `key` its canonical encoding: named
+/// when it is text (what every map the core writes is keyed by), since the encoder has no
+/// offset in anything the caller sent.
+fn duplicate_key(key: &[u8]) -> CanonError {
+    let mut r = Reader {
+        bytes: key,
+        pos: 0,
+        strictness: Strictness::Canonical,
+    };
+    let text = match r.head() {
+        Ok((3, len)) => usize::try_from(len)
+            .ok()
+            .and_then(|len| r.take(len).ok())
+            .and_then(|text| std::str::from_utf8(text).ok()),
+        _ => None,
+    };
+    match text {
+        Some(text) => CanonError::new(format!("duplicate map key `{text}`"), 0),
+        None => CanonError::new("duplicate map key", 0),
+    }
+}
+
 fn write_map(out: &mut Vec<u8>, entries: &[(Value, Value)]) -> Result<(), CanonError> {
     let mut encoded: Vec<(Vec<u8>, &Value)> = Vec::with_capacity(entries.len());
     for (k, v) in entries {
@@ -321,8 +343,8 @@ fn write_map(out: &mut Vec<u8>, entries: &[(Value, Value)]) -> Result<(), CanonE
         encoded.push((key, v));
     }
     encoded.sort_by(|a, b| a.0.cmp(&b.0));
-    if encoded.windows(2).any(|w| w[0].0 == w[1].0) {
-        return Err(CanonError::new("duplicate map key", 0));
+    if let Some(w) = encoded.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(duplicate_key(&w[0].0));
     }
     write_head(out, 5, encoded.len() as u64);
     for (key, v) in encoded {
@@ -453,9 +475,7 @@ impl Encoder {
         for w in entries.windows(2) {
             match key_of(&w[0]).cmp(key_of(&w[1])) {
                 Ordering::Less => {}
-                Ordering::Equal if !self.json => {
-                    return Err(CanonError::new("duplicate map key", 0))
-                }
+                Ordering::Equal if !self.json => return Err(duplicate_key(key_of(&w[0]))),
                 Ordering::Equal | Ordering::Greater => {
                     sorted = false;
                     break;
@@ -476,11 +496,11 @@ impl Encoder {
             }));
             let key = |s: &Span| &out[s.key..s.value];
             spans.sort_unstable_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b))));
-            if spans
+            if let Some(w) = spans
                 .windows(2)
-                .any(|w| w[0].prefix == w[1].prefix && key(&w[0]) == key(&w[1]))
+                .find(|w| w[0].prefix == w[1].prefix && key(&w[0]) == key(&w[1]))
             {
-                return Err(CanonError::new("duplicate map key", 0));
+                return Err(duplicate_key(key(&w[0])));
             }
             let mut scratch = std::mem::take(&mut self.scratch);
             scratch.clear();
