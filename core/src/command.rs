@@ -529,8 +529,12 @@ bodies! {
         lease: LeaseId,
         /// Cost to add.
         cost: u64,
-        /// Optional opaque checkpoint.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
+        /// Optional opaque checkpoint (`null` is a checkpoint holding `null`).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "crate::opaque::present"
+        )]
         data: Option<Opaque>,
     }
     /// Asks for an approval naming a work item.
@@ -889,5 +893,41 @@ mod tests {
         }
         // Every body type.
         assert_eq!(types.len(), 26, "{types:?}");
+    }
+
+    /// An optional opaque value that is present is kept, `null` included (SPEC §1: an opaque
+    /// payload is arbitrary JSON): a `charge` with `data: null` is signed over `data: null`,
+    /// and its JSON and CBOR forms read back as the command that was signed. Read as left
+    /// out, its content changed and its signature no longer verified.
+    #[test]
+    fn a_null_opaque_value_is_kept_where_a_field_is_optional() {
+        let key = SecretKey::from_bytes(&[7; 32]);
+        let id = |s: &str| Id::new(s).expect("an identifier");
+        let limits = Limits::default();
+        for data in [
+            None,
+            Some(Opaque::null()),
+            Some(Opaque::from(serde_json::json!({"a": null}))),
+        ] {
+            let body = Body::Charge(Charge {
+                work: id("w1"),
+                lease: LeaseId::derive(&id("g1"), &id("w1"), 1),
+                cost: 1,
+                data: data.clone(),
+            });
+            let (o, g, a, x) = (id("acme"), id("g1"), id("bob"), id("b1"));
+            let cmd = Command::signed(o, g, a, x, 1, None, body, &key).expect("signs");
+            let json = serde_json::to_vec(&cmd).expect("JSON");
+            let cbor = cmd.to_cbor().expect("encodes");
+            for back in [
+                Command::from_json(&json, &limits).expect("reads its JSON"),
+                Command::from_cbor(&cbor, &limits).expect("reads its CBOR"),
+                canonical::from_slice::<Command>(&cbor, canonical::Strictness::Canonical)
+                    .expect("reads its canonical CBOR"),
+            ] {
+                assert_eq!(back, cmd, "{data:?}");
+                assert_eq!(back.verify(&key.public()), Ok(true), "{data:?}");
+            }
+        }
     }
 }

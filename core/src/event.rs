@@ -356,8 +356,8 @@ pub struct WorkCharged {
     pub lease: LeaseId,
     /// Cost added.
     pub cost: u64,
-    /// Optional opaque checkpoint.
-    #[cfg_attr(test, serde(default))]
+    /// Optional opaque checkpoint (a `null` one included).
+    #[cfg_attr(test, serde(default, deserialize_with = "crate::opaque::present"))]
     pub data: Option<Opaque>,
     /// Total spent after this charge.
     pub spent: u64,
@@ -381,11 +381,11 @@ pub struct EvidenceRecorded {
     pub work: Id,
     /// The stale lease.
     pub lease: LeaseId,
-    /// Result, for a late `submit`.
-    #[cfg_attr(test, serde(default))]
+    /// Result, for a late `submit` (a `null` one included).
+    #[cfg_attr(test, serde(default, deserialize_with = "crate::opaque::present"))]
     pub result: Option<Opaque>,
-    /// Error, for a late `fail`.
-    #[cfg_attr(test, serde(default))]
+    /// Error, for a late `fail` (a `null` one included).
+    #[cfg_attr(test, serde(default, deserialize_with = "crate::opaque::present"))]
     pub error: Option<Opaque>,
     /// Retryable flag, for a late `fail`.
     #[cfg_attr(test, serde(default))]

@@ -194,11 +194,19 @@ pub struct EffectEntry {
     /// Whether it happened, once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub happened: Option<bool>,
-    /// Observed outcome.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Observed outcome (`null` is an outcome).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::opaque::present"
+    )]
     pub outcome: Option<Opaque>,
-    /// Observed external receipt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Observed external receipt (`null` is a receipt).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::opaque::present"
+    )]
     pub receipt: Option<Opaque>,
 }
 

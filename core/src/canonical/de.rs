@@ -941,6 +941,18 @@ pub(crate) trait Decode<'de>: Sized {
     fn absent() -> Option<Self> {
         None
     }
+
+    /// The value of an `Option` field that is present: `null` is `None`, as serde reads an
+    /// option, unless the type holds `null` itself (an opaque value does: SPEC §1, an opaque
+    /// payload is arbitrary JSON), when a field present is always `Some`.
+    fn decode_present(de: &mut Decoder<'de>) -> Result<Option<Self>, CanonError> {
+        if peek(&de.reader)? == 0xf6 {
+            de.reader.pos += 1;
+            Ok(None)
+        } else {
+            Self::decode(de).map(Some)
+        }
+    }
 }
 
 /// A struct read from the entries of its map by a reader [`decode_struct!`] generates (the
@@ -1007,6 +1019,11 @@ impl<'de> Decode<'de> for Opaque {
                 &de.reader.bytes[start..de.reader.pos],
             ))
         })
+    }
+
+    /// A present opaque field is `Some`, `null` included: `null` is an opaque value.
+    fn decode_present(de: &mut Decoder<'de>) -> Result<Option<Self>, CanonError> {
+        Opaque::decode(de).map(Some)
     }
 }
 
@@ -1195,14 +1212,9 @@ impl<'de> Decode<'de> for crate::lease::LeaseId {
 }
 
 impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
-    /// `null` is `None`, as serde reads an option.
+    /// As `T` reads a field that is present ([`Decode::decode_present`]).
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        if peek(&de.reader)? == 0xf6 {
-            de.reader.pos += 1;
-            Ok(None)
-        } else {
-            T::decode(de).map(Some)
-        }
+        T::decode_present(de)
     }
 
     fn absent() -> Option<Self> {

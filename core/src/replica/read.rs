@@ -225,6 +225,41 @@ mod tests {
         );
     }
 
+    /// An effect whose observed outcome and receipt are the opaque value `null` reads back
+    /// with them, by the reader and by the derive: read as left out, a restarted agent would
+    /// settle the effect with another outcome than the one it observed.
+    #[test]
+    fn a_null_outcome_is_kept_in_an_agent_image() {
+        use crate::agent::{EffectEntry, JournalStatus};
+        let id = |s: &str| Id::new(s).expect("an identifier");
+        let entry = EffectEntry {
+            key: crate::Hash([1; 32]),
+            work: id("w1"),
+            epoch: 1,
+            lease: crate::lease::LeaseId([2; 16]),
+            op: id("op"),
+            mode: crate::command::EffectMode::Undeclared,
+            irreversible: false,
+            high_risk: false,
+            target: crate::opaque::Opaque::null(),
+            status: JournalStatus::Observed,
+            dispatches: 1,
+            dispatched_at: Some(5),
+            happened: Some(true),
+            outcome: Some(crate::opaque::Opaque::null()),
+            receipt: Some(crate::opaque::Opaque::null()),
+        };
+        let mut image = AgentImage::default();
+        image.effects.insert(entry.key, entry);
+        let bytes = canonical::to_vec(&image).expect("encodes");
+        assert_eq!(AgentImage::from_canonical(&bytes).as_ref(), Ok(&image));
+        let derived: AgentImage =
+            canonical::from_slice(&bytes, canonical::Strictness::Canonical).expect("derive");
+        assert_eq!(derived, image);
+        let json = serde_json::to_string(&image).expect("JSON");
+        assert_eq!(serde_json::from_str::<AgentImage>(&json).ok(), Some(image));
+    }
+
     /// Hostile bytes, as a journal or an image file on disk may hold them, are refused
     /// without a panic or an allocation beyond their size: lengths that claim more than the
     /// input holds, nesting past the limit inside a skipped key and inside a row, a row with
