@@ -128,7 +128,8 @@ fn header_mismatch(bytes: &[u8]) -> Option<String> {
         let at = r.text().ok()?.start;
         let mut head = Cbor { bytes, pos: at };
         let (_, len) = head.head().ok()?;
-        let key = bytes.get(head.pos..head.pos + usize::try_from(len).ok()?)?;
+        let end = head.pos.checked_add(usize::try_from(len).ok()?)?;
+        let key = bytes.get(head.pos..end)?;
         let key = std::str::from_utf8(key).ok()?;
         if !FIELDS.contains(&key) {
             return Some(format!("unknown field `{key}`"));
