@@ -1534,6 +1534,58 @@ mod tests {
         assert!(err.message.contains("duplicate map key `seq`"), "{err}");
     }
 
+    /// A field the encoder leaves out when it has no value (`if is_some`), given as `null`,
+    /// is the canonical encoding of no event: every reader refuses it, stored bytes verified
+    /// where they lie or not and the JSON form alike, so no surface keeps bytes another calls
+    /// corrupt. An opaque field is the exception: `null` is its value (`result: null`).
+    #[test]
+    fn null_for_a_field_left_out_is_refused_by_every_reader() {
+        let fields = [
+            ("work_claimed", "checkpoint"),
+            ("work_failed", "not_before"),
+            ("work_cancelled", "revoked"),
+            ("effect_reconciled", "to"),
+            ("evidence_recorded", "retryable"),
+            ("work_created", "contract.deadline_at"),
+            ("work_expanded", "work[0].type"),
+            ("work_expanded", "work[0].contract.deadline_at"),
+        ];
+        let mut covered = std::collections::BTreeSet::new();
+        for e in transcript_events() {
+            let json = serde_json::to_value(e).expect("JSON");
+            let kind = json["kind"]["type"].as_str().expect("a type").to_string();
+            for (of, field) in fields {
+                if of != kind {
+                    continue;
+                }
+                let mut edited = json.clone();
+                let path: Vec<&str> = field.split('.').collect();
+                let (last, steps) = path.split_last().expect("a field");
+                let mut at = edited.get_mut("kind");
+                for step in steps {
+                    at = match step.strip_suffix("[0]") {
+                        Some(list) => at.and_then(|v| v.get_mut(list)?.get_mut(0)),
+                        None => at.and_then(|v| v.get_mut(*step)),
+                    };
+                }
+                let Some(map) = at
+                    .and_then(Value::as_object_mut)
+                    .filter(|m| !m.contains_key(*last))
+                else {
+                    continue;
+                };
+                let last = *last;
+                map.insert(last.to_string(), Value::Null);
+                let bytes = canonical::canonical_from(&edited).expect("transcodes");
+                assert!(Event::from_cbor(&bytes).is_err(), "{of}.{field}");
+                assert!(Event::from_cbor_verified(&bytes).is_err(), "{of}.{field}");
+                assert!(Event::from_serde(&edited).is_err(), "{of}.{field}");
+                covered.insert((of, field));
+            }
+        }
+        assert_eq!(covered.len(), fields.len(), "{covered:?}");
+    }
+
     /// Every byte of every stored event changed in a few ways, and every cut.
     #[test]
     fn readers_agree_with_the_derive_on_damaged_events() {

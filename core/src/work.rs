@@ -123,7 +123,9 @@ canonical::encode_struct! {
 // Neither derive denies unknown fields: their readers check and skip them too.
 canonical::decode_struct! {
     OpaqueRef [ignore_unknown] { seq, hash }
-    Effect [ignore_unknown] { op, epoch, mode, irreversible, target, status, happened, receipt }
+    Effect [ignore_unknown] {
+        op, epoch, mode, irreversible, target, status, happened if is_some, receipt if is_some,
+    }
 }
 
 /// A work item as the Group state holds it.
@@ -170,8 +172,9 @@ pub struct WorkItem {
 // skips them too.
 canonical::decode_struct! {
     WorkItem [ignore_unknown] {
-        contract, after, spec, state, revision, epoch, attempts, not_before, spent, lease,
-        past_leases, checkpoint, needs, outcome, effects,
+        contract, after, spec, state, revision, epoch, attempts, not_before, spent,
+        lease if is_some, past_leases, checkpoint if is_some, needs if is_some,
+        outcome if is_some, effects,
     }
 }
 
@@ -555,5 +558,49 @@ mod tests {
         bad[at + 1] = 0xff;
         assert_eq!(by_reader(&bad), None);
         assert!(by_derive(&bad).is_err());
+    }
+
+    /// A field the encoder leaves out when it has no value, given as `null`, is not the
+    /// canonical encoding of the item the derive reads from it (which leaves it out): the
+    /// reader refuses it, as it refuses any other encoding of a stored item.
+    #[test]
+    fn null_for_a_field_left_out_is_refused() {
+        let item = rich_item();
+        let json = serde_json::to_value(&item).expect("JSON");
+        let effect = json["effects"]
+            .as_object()
+            .and_then(|m| m.keys().next().cloned())
+            .expect("an effect");
+        let mut tried = 0;
+        for field in [
+            "lease",
+            "checkpoint",
+            "needs",
+            "outcome",
+            "happened",
+            "receipt",
+        ] {
+            let mut edited = json.clone();
+            let at = match field {
+                "happened" | "receipt" => &mut edited["effects"][&effect],
+                _ => &mut edited,
+            };
+            let map = at.as_object_mut().expect("a map");
+            if map.contains_key(field) {
+                map.remove(field);
+            }
+            map.insert(field.to_string(), serde_json::Value::Null);
+            let bytes = canonical::to_vec(&edited).expect("encodes");
+            assert_eq!(by_reader(&bytes), None, "{field}");
+            if let Ok((derived, _)) = by_derive(&bytes) {
+                assert_ne!(
+                    canonical::to_vec(&derived).expect("encodes"),
+                    bytes,
+                    "{field}"
+                );
+            }
+            tried += 1;
+        }
+        assert_eq!(tried, 6);
     }
 }

@@ -1465,6 +1465,13 @@ impl<'a, 'de> Entries<'a, 'de> {
         Ok(value)
     }
 
+    /// The value of the entry whose key was just read, for an `Option` field the encoder
+    /// writes only when it is `Some`: read as `Some` ([`decode_struct!`]'s `if is_some`).
+    #[inline]
+    pub(crate) fn value_some<T: Decode<'de>>(&mut self) -> Result<Option<T>, CanonError> {
+        self.value_with(|de| T::decode(de).map(Some))
+    }
+
     /// Offset of the next byte to read.
     pub(crate) fn pos(&self) -> usize {
         self.de.reader.pos
@@ -1500,12 +1507,15 @@ impl<'a, 'de> Entries<'a, 'de> {
 /// the names (`unknown field`), unless the struct is marked `[ignore_unknown]`, as a struct
 /// whose derive does not deny unknown fields must be: such entries are checked and skipped.
 /// A field written `name with reader` is read by `reader` (a `fn(&mut Decoder) -> Result<T,
-/// CanonError>`) and may not be left out; fields after `; skip` are not read and take their
-/// `Default` (as serde's `#[serde(skip)]`).
+/// CanonError>`) and may not be left out; an `Option` field written `name if is_some` (the
+/// encoder leaves it out when it is `None`) is `Some` when present, so `null` there is what
+/// its type makes of it (refused, unless the type holds `null`, as an opaque value does), never
+/// `None`, whose canonical encoding leaves the key out; fields after `; skip` are not read and
+/// take their `Default` (as serde's `#[serde(skip)]`).
 macro_rules! decode_struct {
     ($(
         $ty:ident $([$ignore:ident])? {
-            $($field:ident $(= $key:literal)? $(with $read:path)?),* $(,)?
+            $($field:ident $(= $key:literal)? $(if $present:ident)? $(with $read:path)?),* $(,)?
             $(; skip $($skipped:ident),* $(,)?)?
         }
     )*) => {
@@ -1530,7 +1540,7 @@ macro_rules! decode_struct {
                         $(
                             if key == $crate::canonical::decode_struct!(@key $field $($key)?).as_bytes() {
                                 $field = Some($crate::canonical::decode_struct!(
-                                    @value entries $($read)?
+                                    @value entries $(if $present)? $($read)?
                                 ));
                                 continue;
                             }
@@ -1564,6 +1574,8 @@ macro_rules! decode_struct {
         )*
     };
     (@value $entries:ident) => { $entries.value()? };
+    // An `Option` field written only when it is `Some`: present, it is `Some`.
+    (@value $entries:ident if $present:ident) => { $entries.value_some()? };
     (@value $entries:ident $read:path) => { $entries.value_with($read)? };
     // A field read `with` a reader of its own may not be left out.
     (@absent) => { $crate::canonical::Decode::absent() };

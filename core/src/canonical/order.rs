@@ -288,8 +288,8 @@ pub(crate) use encode_struct;
 
 /// [`encode_struct!`] and [`decode_struct!`](crate::canonical::decode_struct) from one field
 /// list, for the structs written and read with nothing but their fields: `name as "key"`
-/// names a renamed field both ways, and `name if is_some` is left out when absent (reading it
-/// is optional either way).
+/// names a renamed field both ways, and `name if is_some` is left out when absent (reading
+/// it, a key left out is `None` and a key present is `Some`: `null` is not `None`'s encoding).
 macro_rules! codec_struct {
     ($(
         $ty:ident { $($field:ident $(as $key:literal)? $(if $present:ident)?),* $(,)? }
@@ -298,7 +298,7 @@ macro_rules! codec_struct {
             $( $ty { $($field $(as $key)? $(if $present)?),* } )*
         }
         $crate::canonical::decode_struct! {
-            $( $ty { $($field $(= $key)?),* } )*
+            $( $ty { $($field $(= $key)? $(if $present)?),* } )*
         }
     };
 }
