@@ -1047,27 +1047,11 @@ fn opaque_value(kind: &EventKind) -> Option<&Opaque> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_common::{agrees_with_derive, run, transcripts, Agreement, Recorder};
+    use crate::test_common::{self, agrees_with_derive, run, transcripts, Agreement, Recorder};
 
-    /// States every transcript passes through (every fifth, and each group's last): members,
-    /// work items with leases, past leases, effects, checkpoints and outcomes, approvals,
-    /// receipts, expansions.
+    /// States every transcript passes through: every fifth, and each group's last.
     fn transcript_states() -> Vec<GroupState> {
-        let mut states = Vec::new();
-        for (_, text) in transcripts() {
-            let mut host = Recorder::default();
-            run(&mut host, &text);
-            let mut by_group: BTreeMap<Id, Option<GroupState>> = BTreeMap::new();
-            for (i, e) in host.events.iter().enumerate() {
-                let state = by_group.entry(e.group.clone()).or_default();
-                GroupState::apply_to(state, e).expect("a transcript's event applies");
-                if i % 5 == 4 {
-                    states.extend(state.clone());
-                }
-            }
-            states.extend(by_group.into_values().flatten());
-        }
-        states
+        test_common::transcript_states(5)
     }
 
     /// What serde's derive reads from canonical bytes, the reference for the state's reader.

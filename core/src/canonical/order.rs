@@ -310,21 +310,9 @@ mod tests {
     use crate::test_common;
     use crate::GroupState;
 
-    /// Every state every transcript passes through, whole: members, work items with leases,
-    /// past leases, effects, checkpoints and outcomes, approvals, receipts, expansions.
+    /// Every state every transcript passes through.
     fn transcript_states() -> Vec<GroupState> {
-        let mut states = Vec::new();
-        for (_, text) in test_common::transcripts() {
-            let mut host = test_common::Recorder::default();
-            test_common::run(&mut host, &text);
-            let mut by_group: BTreeMap<Id, Option<GroupState>> = BTreeMap::new();
-            for e in &host.events {
-                let state = by_group.entry(e.group.clone()).or_default();
-                GroupState::apply_to(state, e).expect("a transcript's event applies");
-                states.extend(state.clone());
-            }
-        }
-        states
+        test_common::transcript_states(1)
     }
 
     #[test]

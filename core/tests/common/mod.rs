@@ -83,6 +83,31 @@ pub fn run<H: Host>(host: &mut H, text: &str) {
     Runner::new(host).run_all(text);
 }
 
+/// The states every transcript's groups pass through, event by event: each `every`-th
+/// (counted over a transcript's events), and each group's last when `every` skips some.
+/// Members, work items with leases, past leases, effects, checkpoints and outcomes,
+/// approvals, receipts, expansions.
+#[allow(dead_code)] // each test file includes this module; not all of them read states
+pub fn transcript_states(every: usize) -> Vec<GroupState> {
+    let mut states = Vec::new();
+    for (_, text) in transcripts() {
+        let mut host = Recorder::default();
+        run(&mut host, &text);
+        let mut by_group: std::collections::BTreeMap<Id, Option<GroupState>> = Default::default();
+        for (i, e) in host.events.iter().enumerate() {
+            let state = by_group.entry(e.group.clone()).or_default();
+            GroupState::apply_to(state, e).expect("a transcript's event applies");
+            if (i + 1) % every == 0 {
+                states.extend(state.clone());
+            }
+        }
+        if every > 1 {
+            states.extend(by_group.into_values().flatten());
+        }
+    }
+    states
+}
+
 /// Every event the transcripts make, each followed by itself redacted: every kind, with and
 /// without its opaque values.
 #[allow(dead_code)] // each test file includes this module; not all of them read these
