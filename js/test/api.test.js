@@ -76,6 +76,20 @@ test("a replica converges whatever the delivery order and rejects tampering as a
   assert.throws(() => mwp.verifyEvent(bad), (e) => e instanceof mwp.CodecError && e.code === "LOG_CORRUPT");
 });
 
+test("a frame batch names the seq of a frame that does not verify, and null for one that does not decode", () => {
+  const a = authority();
+  const log = mwp.splitBatch(a.eventFrames());
+  const tampered = mwp.encodeEvent({ ...mwp.decodeEvent(log[1]), at: 1 });
+  const r = new mwp.Replica("g1");
+  const summary = r.offerBatch([log[0], tampered, new Uint8Array([0xa1, 0x61]), log[2], log[1]]);
+  assert.deepEqual(
+    { applied: summary.applied, buffered: summary.buffered, rejected: summary.rejected, cursor: summary.cursor },
+    { applied: 3, buffered: 1, rejected: 2, cursor: 3 },
+  );
+  assert.deepEqual(summary.errors.map((e) => [e.seq, e.error.code]), [[2, "LOG_CORRUPT"], [null, "LOG_CORRUPT"]]);
+  assert.equal(r.stateHash(), a.stateHash());
+});
+
 test("snapshots verify against the trusted key only and restore a replica", () => {
   const a = authority();
   const snap = a.snapshot(c.key("@authority"));

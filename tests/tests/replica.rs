@@ -161,6 +161,44 @@ fn events_that_do_not_verify_are_rejected_and_never_applied() {
     assert_eq!(r.cursor(), 7);
 }
 
+/// The bytes path (`offer_bytes_with`) answers as `offer` does on the decoded event, shows
+/// `seen` exactly the events whose bytes decode and verify, and names the seq of bytes whose
+/// header was read but whose payload hash or id does not verify.
+#[test]
+fn bytes_are_offered_as_their_event_and_seen_only_when_they_verify() {
+    let s = rich();
+    let ev = s.events();
+    let encoded: Vec<Vec<u8>> = ev.iter().map(|e| e.to_cbor().unwrap()).collect();
+    let mut by_event = Replica::new(s.group.clone());
+    let mut by_bytes = Replica::new(s.group.clone());
+    // Out of order with a repeat: buffered, applied with what it drains, duplicate.
+    for i in [2, 0, 1, 1, 3] {
+        let mut shown = Vec::new();
+        let answer = by_bytes.offer_bytes_with(&encoded[i], |e| shown.push(e.clone()));
+        assert_eq!(shown, [ev[i].clone()]);
+        assert_eq!(answer, by_event.offer(ev[i].clone()), "event {i}");
+    }
+    let (hash, cursor) = (by_bytes.state_hash().unwrap(), by_bytes.cursor());
+    assert_eq!(cursor, 4);
+
+    let mut tampered = ev[4].clone();
+    tampered.at += 1; // the id no longer matches
+    let mut seen = false;
+    let e = rejected(by_bytes.offer_bytes_with(&tampered.to_cbor().unwrap(), |_| seen = true));
+    assert!(!seen);
+    assert_eq!(e.code, Code::LogCorrupt);
+    assert_eq!(e.details.get("seq"), Some(&json!(ev[4].seq)), "{e}");
+
+    let e = rejected(by_bytes.offer_bytes_with(&encoded[4][..20], |_| seen = true));
+    assert!(!seen);
+    assert_eq!(e.code, Code::LogCorrupt);
+    assert_eq!(e.details.get("seq"), None, "{e}");
+    assert_eq!(
+        (by_bytes.state_hash().unwrap(), by_bytes.cursor()),
+        (hash, cursor)
+    );
+}
+
 #[test]
 fn a_rejected_event_changes_nothing() {
     let s = rich();

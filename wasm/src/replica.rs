@@ -66,7 +66,8 @@ pub type Pending = BTreeMap<u64, Encoded>;
 
 /// Offers every event of a frame batch; returns the summary and the applied events with
 /// their canonical bytes (in seq order), which a durable host writes in one transaction.
-/// Decoding is canonical-only, so a frame's bytes are its event's encoding: they are stored
+/// Each frame is decoded and verified where its bytes lie ([`CoreReplica::offer_bytes_with`]);
+/// decoding is canonical-only, so a frame's bytes are its event's encoding: they are stored
 /// as they came, never encoded again.
 pub fn offer_frames(
     replica: &mut CoreReplica,
@@ -76,30 +77,38 @@ pub fn offer_frames(
     let mut summary = BatchSummary::default();
     let mut applied: Vec<Encoded> = Vec::new();
     for bytes in frames::split(batch)? {
-        let event = match Event::from_cbor(bytes) {
-            Ok(event) => event,
-            Err(e) => {
+        let mut seen = None;
+        let offer = replica.offer_bytes_with(bytes, |e| seen = Some(e.clone()));
+        let Some(event) = seen else {
+            // The frame did not decode or verify: its seq is known when its header was read.
+            if let Offer::Rejected(e) = offer {
+                let seq = e
+                    .details
+                    .get("seq")
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Null);
                 summary.rejected += 1;
-                summary.errors.push(json!({"seq": null, "error": e}));
-                continue;
+                summary.errors.push(json!({"seq": seq, "error": e}));
             }
+            continue;
         };
         let (seq, id) = (event.seq, event.id);
-        let kept = (event.clone(), bytes.to_vec());
-        match replica.offer(event) {
+        let mut kept = Some((event, bytes.to_vec()));
+        match offer {
             Offer::Applied {
                 write_set, dropped, ..
             } => {
                 for a in &write_set.applied {
-                    if a.seq == seq && a.id == id {
-                        applied.push(kept.clone());
-                    } else if let Some(p) = pending.remove(&a.seq).filter(|(e, _)| e.id == a.id) {
-                        applied.push(p);
-                    } else {
-                        return Err(Error::corrupt(format!(
-                            "the replica applied seq {} but its bytes were not delivered here",
-                            a.seq
-                        )));
+                    let delivered = kept.take_if(|_| a.seq == seq && a.id == id);
+                    match delivered.or_else(|| pending.remove(&a.seq).filter(|(e, _)| e.id == a.id))
+                    {
+                        Some(encoded) => applied.push(encoded),
+                        None => {
+                            return Err(Error::corrupt(format!(
+                                "the replica applied seq {} but its bytes were not delivered here",
+                                a.seq
+                            )))
+                        }
                     }
                 }
                 summary.applied += write_set.applied.len() as u64;
@@ -110,7 +119,7 @@ pub fn offer_frames(
             Offer::Duplicate => summary.duplicate += 1,
             Offer::Buffered => {
                 summary.buffered += 1;
-                pending.insert(seq, kept);
+                pending.extend(kept.map(|k| (seq, k)));
             }
             Offer::Rejected(e) => {
                 summary.rejected += 1;

@@ -900,10 +900,22 @@ impl Replica {
     /// Decodes stored or received canonical CBOR and offers it. Bytes that do not decode
     /// are `Rejected` (`LOG_CORRUPT`).
     pub fn offer_bytes(&mut self, bytes: &[u8]) -> Offer {
+        self.offer_bytes_with(bytes, |_| {})
+    }
+
+    /// [`Replica::offer_bytes`], showing the decoded event to `seen` before it is offered:
+    /// what a host that stores the bytes of the events it applies learns of each (its seq,
+    /// id and kind) without decoding it again. `seen` is not called when the bytes do not
+    /// decode or their payload hash or id do not verify (then the answer is `Rejected`, and
+    /// its error carries the event's `seq` when the header was read).
+    pub fn offer_bytes_with(&mut self, bytes: &[u8], seen: impl FnOnce(&Event)) -> Offer {
         // Verified where the bytes lie (`Event::from_cbor_verified`), which is what `offer`
         // would check next.
         match Event::from_cbor_verified(bytes) {
-            Ok(e) => self.offer_checked(e, true),
+            Ok(e) => {
+                seen(&e);
+                self.offer_checked(e, true)
+            }
             Err(e) => Offer::Rejected(e),
         }
     }

@@ -372,8 +372,7 @@ impl PostgresAuthority {
             for row in rows {
                 let seq: i64 = row.get(0);
                 let bytes: &[u8] = row.get(1);
-                let event = Event::from_cbor(bytes)?;
-                event.verify()?;
+                let event = Event::from_cbor_verified(bytes)?;
                 if seq != from + 1
                     || event.group != *group
                     || event.seq != to_u64(seq, group, "seq")?

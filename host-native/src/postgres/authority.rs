@@ -421,8 +421,7 @@ impl PostgresAuthority {
                 return Err(corrupt(group, format!("events after seq {from} are missing")).into());
             }
             for row in rows {
-                let event = Event::from_cbor(row.get(1))?;
-                event.verify()?;
+                let event = Event::from_cbor_verified(row.get(1))?;
                 if event.group != *group || event.seq != to_u64(row.get(0), group, "seq")? {
                     return Err(corrupt(
                         group,

@@ -18,13 +18,8 @@ impl Overlay {
         let mut buf = vec![0u8; e.len as usize];
         file.read_at(e.offset, &mut buf)
             .map_err(io_err(format!("read {}", dir.join(OVERLAY_NAME).display())))?;
-        let event =
-            Event::from_cbor(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))?;
         // A redacted event keeps its payload hash and id (SPEC §6): both still verify.
-        event
-            .verify()
-            .map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))?;
-        Ok(event)
+        Event::from_cbor_verified(&buf).map_err(|x| corrupt_at(OVERLAY_NAME, e.offset, x.message))
     }
 }
 
