@@ -101,16 +101,32 @@ impl Default for AgentMeta {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binding {
     /// Work item.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub work: Option<Id>,
     /// Ownership epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub epoch: Option<u64>,
     /// Lease.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub lease: Option<LeaseId>,
     /// Effect operation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub op: Option<Id>,
 }
 
@@ -189,10 +205,18 @@ pub struct EffectEntry {
     /// Times dispatched.
     pub dispatches: u32,
     /// Time of the last dispatch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub dispatched_at: Option<u64>,
     /// Whether it happened, once known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub happened: Option<bool>,
     /// Observed outcome (`null` is an outcome).
     #[serde(

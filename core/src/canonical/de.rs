@@ -955,6 +955,20 @@ pub(crate) trait Decode<'de>: Sized {
     }
 }
 
+/// Reads through serde an `Option` field the encoder writes only when it is `Some`
+/// (`#[serde(default, skip_serializing_if = "Option::is_none", deserialize_with =
+/// "crate::canonical::some")]`): a present key is `Some`, so `null` there is refused by the
+/// field's type, as [`decode_struct!`]'s `if is_some` refuses it. serde's `Option` reads `null`
+/// as `None`, which would take bytes that are not the canonical encoding of what they decode
+/// to (docs/decisions.md, "Reading stored bytes").
+pub(crate) fn some<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
+}
+
 /// A struct read from the entries of its map by a reader [`decode_struct!`] generates (the
 /// map of an internally tagged variant is its entries with the tag's left out).
 pub(crate) trait DecodeFields<'de>: Sized {

@@ -29,7 +29,7 @@ mod order;
 mod stream;
 
 pub(crate) use de::{
-    decode_struct, map_entries, missing_field, read_whole, refused, unknown_field, Decode,
+    decode_struct, map_entries, missing_field, read_whole, refused, some, unknown_field, Decode,
     DecodeFields, Decoder, Entries, Fields, Items, KeySpans, Tagged, ITEM_BYTES,
 };
 pub(crate) use json::{

@@ -230,7 +230,11 @@ pub struct QueueEntry {
     /// Not claimable before this time.
     pub not_before: u64,
     /// Not claimable from this time on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::canonical::some"
+    )]
     pub deadline_at: Option<u64>,
 }
 

@@ -260,6 +260,122 @@ mod tests {
         assert_eq!(serde_json::from_str::<AgentImage>(&json).ok(), Some(image));
     }
 
+    /// `null` where the encoder leaves a field out (a queue entry's `deadline_at`, an outbox
+    /// binding's `work`, `epoch`, `lease` and `op`, an effect's `dispatched_at` and
+    /// `happened`) is not the canonical encoding of the image or write set it would decode
+    /// to: both readers refuse it, as they refuse any other encoding of a stored value.
+    #[test]
+    fn null_for_a_field_left_out_is_refused_in_images_and_write_sets() {
+        use crate::agent::{Binding, EffectEntry, JournalStatus, OutboxChange, OutboxEntry};
+        use crate::replica::{QueueChange, QueueEntry};
+        let id = |s: &str| Id::new(s).expect("an identifier");
+        let effect = EffectEntry {
+            key: crate::Hash([1; 32]),
+            work: id("w1"),
+            epoch: 1,
+            lease: crate::lease::LeaseId([2; 16]),
+            op: id("op"),
+            mode: crate::command::EffectMode::Undeclared,
+            irreversible: false,
+            high_risk: false,
+            target: crate::opaque::Opaque::null(),
+            status: JournalStatus::Observed,
+            dispatches: 1,
+            dispatched_at: Some(5),
+            happened: Some(true),
+            outcome: None,
+            receipt: None,
+        };
+        let binding = Binding {
+            work: Some(id("w1")),
+            epoch: Some(1),
+            lease: Some(crate::lease::LeaseId([2; 16])),
+            op: Some(id("op")),
+        };
+        let command = crate::Command::signed(
+            id("acme"),
+            id("g1"),
+            id("alice"),
+            id("a1"),
+            1,
+            None,
+            crate::command::Body::Checkpoint(crate::command::Checkpoint {
+                work: id("w1"),
+                lease: crate::lease::LeaseId([2; 16]),
+                data: crate::opaque::Opaque::null(),
+            }),
+            &crate::SecretKey::for_transcript("alice"),
+        )
+        .expect("signs");
+        let ws = WriteSet {
+            group: Some(id("g1")),
+            serial: 1,
+            queue: vec![QueueChange::Put(QueueEntry {
+                work: id("w1"),
+                not_before: 0,
+                deadline_at: Some(9),
+            })],
+            outbox: vec![OutboxChange::Put(OutboxEntry {
+                base: id("a1"),
+                rebases: 0,
+                command,
+                binding,
+                made_at: 1,
+                offline: false,
+            })],
+            effects: vec![effect],
+            cursor: 0,
+            ..WriteSet::default()
+        };
+        let mut image = AgentImage::default();
+        image.commit(&ws).expect("commits");
+        let ws_json = serde_json::to_value(&ws).expect("JSON");
+        let image_json = serde_json::to_value(&image).expect("JSON");
+        let bytes = canonical::to_vec(&ws_json).expect("encodes");
+        assert_eq!(WriteSet::from_canonical(&bytes).as_ref(), Ok(&ws));
+        let bytes = canonical::to_vec(&image_json).expect("encodes");
+        assert_eq!(AgentImage::from_canonical(&bytes).as_ref(), Ok(&image));
+        let mut tried = 0;
+        for (path, field) in [
+            ("/queue/0", "deadline_at"),
+            ("/outbox/0/binding", "work"),
+            ("/outbox/0/binding", "epoch"),
+            ("/outbox/0/binding", "lease"),
+            ("/outbox/0/binding", "op"),
+            ("/effects/0", "dispatched_at"),
+            ("/effects/0", "happened"),
+        ] {
+            let mut edited = ws_json.clone();
+            let at = edited.pointer_mut(path).and_then(|v| v.as_object_mut());
+            at.expect(path)
+                .insert(field.into(), serde_json::Value::Null);
+            let bytes = canonical::to_vec(&edited).expect("encodes");
+            assert!(WriteSet::from_canonical(&bytes).is_err(), "{path}/{field}");
+            assert!(by_derive::<WriteSet>(&bytes).is_none(), "{path}/{field}");
+            tried += 1;
+        }
+        for (path, field) in [
+            ("/replica/queue/w1", "deadline_at"),
+            ("/outbox/a1/binding", "epoch"),
+            (
+                "/effects/0101010101010101010101010101010101010101010101010101010101010101",
+                "happened",
+            ),
+        ] {
+            let mut edited = image_json.clone();
+            let at = edited.pointer_mut(path).and_then(|v| v.as_object_mut());
+            at.expect(path)
+                .insert(field.into(), serde_json::Value::Null);
+            let bytes = canonical::to_vec(&edited).expect("encodes");
+            assert!(
+                AgentImage::from_canonical(&bytes).is_err(),
+                "{path}/{field}"
+            );
+            tried += 1;
+        }
+        assert_eq!(tried, 10);
+    }
+
     /// Hostile bytes, as a journal or an image file on disk may hold them, are refused
     /// without a panic or an allocation beyond their size: lengths that claim more than the
     /// input holds, nesting past the limit inside a skipped key and inside a row, a row with
