@@ -10,7 +10,7 @@ use mwp_core::{Decision, Error, Event, GroupState, Limits};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use crate::codec::{command_from_js, event_from_js, num, parse_secret_key, to_js, uint};
+use crate::codec::{command_from_js, num, parse_secret_key, to_js, uint, verified_event_from_js};
 use crate::error::AcceptError;
 use crate::frames;
 
@@ -169,8 +169,7 @@ impl Authority {
     /// Appends and applies an accepted event (CBOR bytes or JSON form). Throws
     /// `LOG_CORRUPT` if it does not verify or does not follow the last event.
     pub fn append(&mut self, event: JsValue) -> Result<(), AcceptError> {
-        let event = event_from_js(event)?;
-        event.verify()?;
+        let event = verified_event_from_js(event)?;
         Ok(self.group.append(&event)?)
     }
 
