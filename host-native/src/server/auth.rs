@@ -13,14 +13,13 @@
 use std::fmt;
 use std::path::Path;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method};
-use axum::middleware::Next;
+use axum::http::{header, HeaderMap, HeaderValue, Method, Uri};
 use axum::response::Response;
 use mwp_core::signed_read::{self, SignedRead};
 use mwp_core::{Code, Error, Hash, Id};
 use subtle::ConstantTimeEq;
 
+use super::gate::{Check, Verdict};
 use super::wire::{self, Format};
 use super::{now_ms, App};
 
@@ -370,44 +369,48 @@ fn group_of(path: &str) -> Option<Id> {
     Id::new(segment).ok()
 }
 
-/// The middleware: reads (`GET`/`HEAD` under `/v1/`, `GET /v1/authority` and
-/// `GET /v1/openapi.json` excepted) pass
-/// only as [`Access`] allows; everything else goes on (commands carry their own signature,
-/// static files hold no data).
-pub(crate) async fn authorise(State(app): State<App>, req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    let read = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !read || !path.starts_with("/v1/") || path == "/v1/authority" || path == "/v1/openapi.json" {
-        return next.run(req).await;
-    }
-    let target = req
-        .uri()
-        .path_and_query()
-        .map_or_else(|| path.to_owned(), |pq| pq.as_str().to_owned());
-    let group = group_of(path);
-    let method = req.method().clone();
-    let access = &app.config.access;
-    // A member lookup may read the store: run it on the blocking pool.
-    let checked = if access.public_read {
-        Ok(())
-    } else {
-        let (app2, headers) = (app.clone(), req.headers().clone());
-        tokio::task::spawn_blocking(move || {
-            app2.config
-                .access
-                .may_read(&app2, &method, &target, group, &headers)
-        })
-        .await
-        .unwrap_or_else(|e| {
-            Err(Error::new(
-                Code::Storage,
-                format!("the access check did not finish: {e}"),
-            ))
-        })
-    };
-    match checked {
-        Ok(()) => next.run(req).await,
-        Err(e) => refusal(Format::accepted(req.headers(), Format::Json), &e),
+/// The access check ([`Gate`](super::gate::Gate)): reads (`GET`/`HEAD` under `/v1/`,
+/// `GET /v1/authority` and `GET /v1/openapi.json` excepted) pass only as [`Access`] allows;
+/// everything else goes on (commands carry their own signature, static files hold no data).
+#[derive(Clone)]
+pub(crate) struct Authorise(pub(crate) App);
+
+impl Check for Authorise {
+    fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Verdict {
+        let path = uri.path();
+        let read = matches!(*method, Method::GET | Method::HEAD);
+        if !read
+            || !path.starts_with("/v1/")
+            || path == "/v1/authority"
+            || path == "/v1/openapi.json"
+        {
+            return Verdict::Pass;
+        }
+        if self.0.config.access.public_read {
+            return Verdict::Pass;
+        }
+        let target = uri
+            .path_and_query()
+            .map_or_else(|| path.to_owned(), |pq| pq.as_str().to_owned());
+        let group = group_of(path);
+        let format = Format::accepted(headers, Format::Json);
+        let (app, method, headers) = (self.0.clone(), method.clone(), headers.clone());
+        // A member lookup may read the store: run it on the blocking pool.
+        Verdict::Later(Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                app.config
+                    .access
+                    .may_read(&app, &method, &target, group, &headers)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(Error::new(
+                    Code::Storage,
+                    format!("the access check did not finish: {e}"),
+                ))
+            })
+            .map_err(|e| refusal(format, &e))
+        }))
     }
 }
 

@@ -8,30 +8,38 @@
 //! hyper's: it runs from the moment a connection waits for a request head (so it also closes
 //! a keep-alive connection idle for that long).
 
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use axum::http::Request;
+use axum::response::Response;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
+use tower::Service;
 
 /// Pause after a failed accept (out of file descriptors, …), so the loop does not spin.
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
-/// Serves `router` on `listener` until `closing` turns true, then lets open connections
+/// Serves `service` on `listener` until `closing` turns true, then lets open connections
 /// finish their requests in flight.
-pub(crate) async fn serve(
+pub(crate) async fn serve<S>(
     listener: TcpListener,
-    router: Router,
+    service: S,
     max_connections: usize,
     header_read_timeout: Duration,
     open: Arc<AtomicUsize>,
     mut closing: watch::Receiver<bool>,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    S: Service<Request<Incoming>, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
     let permits = Arc::new(Semaphore::new(max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -58,8 +66,10 @@ pub(crate) async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
-        let conn = http.serve_connection(TokioIo::new(stream), service);
+        let conn = http.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(service.clone()),
+        );
         let conn = graceful.watch(conn);
         open.fetch_add(1, Ordering::SeqCst);
         let open = Arc::clone(&open);

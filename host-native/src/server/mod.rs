@@ -19,6 +19,7 @@ pub mod assets;
 pub mod auth;
 pub mod client;
 mod connections;
+mod gate;
 mod heads;
 mod health;
 pub mod key;
@@ -40,7 +41,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
-use tower_http::compression::CompressionLayer;
 
 use crate::service::AuthorityService;
 pub use route::Route;
@@ -185,23 +185,11 @@ impl Server {
             ready: Arc::default(),
         });
         let ticker = tokio::spawn(tick::run(app.clone()));
-        let mut router = route::router(app);
-        if let Some(cors) = cors {
-            router = router.layer(cors);
-        }
-        // Gzip when the client asks for it; tower-http's default predicate leaves server-sent
-        // events (a live tail), gRPC and images alone, and bodies under 32 bytes.
-        let router =
-            router
-                .layer(CompressionLayer::new())
-                .layer(axum::middleware::from_fn_with_state(
-                    hosts,
-                    origin::check_host,
-                ));
+        let service = route::service(app, hosts, cors);
         let connections = Arc::new(AtomicUsize::new(0));
         let http = tokio::spawn(connections::serve(
             listener,
-            router,
+            service,
             max_connections,
             header_read_timeout,
             Arc::clone(&connections),

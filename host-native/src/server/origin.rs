@@ -10,13 +10,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use mwp_core::Error;
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
+use super::gate::{Check, Verdict};
 use super::wire::{self, Format};
 
 /// The names a request's `Host` may carry.
@@ -29,6 +27,10 @@ pub(crate) struct Hosts {
     names: Vec<String>,
     /// Bound to 0.0.0.0 or [::]: any IP literal with the port is the server itself.
     any_ip: bool,
+    /// `exact`, each split into its name and its port, so that a request is matched without
+    /// allocating. An entry whose port is not a `u16` written in its shortest decimal form
+    /// is left out: no `Host` ever matched it.
+    exact_split: Vec<(String, u16)>,
 }
 
 impl Hosts {
@@ -49,18 +51,28 @@ impl Hosts {
                 names.push(p);
             }
         }
+        let exact_split = exact
+            .iter()
+            .filter_map(|e| {
+                let (name, port) = split(e);
+                let port = port?;
+                let n = port.parse::<u16>().ok()?;
+                (n.to_string() == port).then(|| (name.to_owned(), n))
+            })
+            .collect();
         Hosts {
             port,
             exact,
             names,
             any_ip: ip.is_unspecified(),
+            exact_split,
         }
     }
 
     /// Whether `host` (a `Host` header value) names this server.
+    /// Names compare without regard to ASCII case.
     pub(crate) fn allows(&self, host: &str) -> bool {
-        let host = host.trim().to_ascii_lowercase();
-        let (name, port) = split(&host);
+        let (name, port) = split(host.trim());
         // No port means the scheme's default; the server is plain HTTP.
         let port = match port {
             None => 80,
@@ -69,10 +81,14 @@ impl Hosts {
                 Err(_) => return false,
             },
         };
-        if self.names.iter().any(|n| n == name) {
+        if self.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
             return true;
         }
-        if self.exact.contains(&format!("{name}:{port}")) {
+        if self
+            .exact_split
+            .iter()
+            .any(|(n, p)| *p == port && n.eq_ignore_ascii_case(name))
+        {
             return true;
         }
         port == self.port
@@ -123,34 +139,35 @@ fn split(host: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The `Host` check, as middleware: 421 with a `MALFORMED` body for a name it does not know.
-pub(crate) async fn check_host(
-    State(hosts): State<Arc<Hosts>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let given = req
-        .headers()
-        .get(header::HOST)
-        .map(|v| v.to_str().unwrap_or("\u{fffd}").to_owned())
-        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
-    match given {
-        Some(host) if hosts.allows(&host) => next.run(req).await,
-        given => {
-            let format = Format::accepted(req.headers(), Format::Json);
-            let what = match &given {
-                Some(h) => format!("Host {h:?} is not a name of this server"),
-                None => "the request has no Host header".to_owned(),
-            };
-            wire::error_with(
-                StatusCode::MISDIRECTED_REQUEST,
-                format,
-                &Error::malformed(format!(
-                    "{what}; it answers to {} (add names with --public-host)",
-                    hosts.listed()
+/// The `Host` check, in front of everything else ([`Gate`](super::gate::Gate)): 421 with a
+/// `MALFORMED` body for a name it does not know.
+#[derive(Clone)]
+pub(crate) struct HostCheck(pub(crate) Arc<Hosts>);
+
+impl Check for HostCheck {
+    fn check(&self, _: &Method, uri: &Uri, headers: &HeaderMap) -> Verdict {
+        let given = headers
+            .get(header::HOST)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+            .or_else(|| uri.authority().map(|a| a.as_str()));
+        match given {
+            Some(host) if self.0.allows(host) => Verdict::Pass,
+            given => {
+                let format = Format::accepted(headers, Format::Json);
+                let what = match &given {
+                    Some(h) => format!("Host {h:?} is not a name of this server"),
+                    None => "the request has no Host header".to_owned(),
+                };
+                Verdict::Answer(wire::error_with(
+                    StatusCode::MISDIRECTED_REQUEST,
+                    format,
+                    &Error::malformed(format!(
+                        "{what}; it answers to {} (add names with --public-host)",
+                        self.0.listed()
+                    ))
+                    .with("header", "host"),
                 ))
-                .with("header", "host"),
-            )
+            }
         }
     }
 }
@@ -221,5 +238,17 @@ mod tests {
         assert!(any.allows("a.b:8443"));
         assert!(!any.allows("a.b:9000"));
         assert!(!any.allows("x.y:9000"));
+        // Names compare without regard to ASCII case, ports by their value; a configured
+        // port not in its shortest form matches nothing.
+        assert!(h.allows(" 127.0.0.1:07878 "));
+        assert!(h6.allows("MWP.Example"));
+        let upper = Hosts::new(
+            "127.0.0.1:7878".parse().unwrap(),
+            &["OPS.Example:8443".into(), "x.y:08443".into()],
+        );
+        assert!(upper.allows("ops.example:8443"));
+        assert!(!upper.allows("ops.example:8444"));
+        assert!(!upper.allows("x.y:8443"));
+        assert!(!upper.allows("x.y:08443"));
     }
 }

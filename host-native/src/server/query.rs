@@ -3,11 +3,10 @@
 //! than 18446744073709551615). Anything else is `MALFORMED` naming the parameter, so no
 //! input reaches the store as a value it did not ask for.
 
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::http::{HeaderMap, Method, Uri};
 use mwp_core::Error;
 
+use super::gate::{Check, Verdict};
 use super::wire::{self, Format};
 
 /// The query keys an API route takes, by its path: `…/events` takes `after` and `limit`,
@@ -22,17 +21,22 @@ pub(crate) fn keys_of(path: &str) -> &'static [&'static str] {
     }
 }
 
-/// Middleware: a `/v1/` request whose query does not decode under [`keys_of`] is answered
-/// 400 `MALFORMED` naming the parameter before any route runs (the dashboard's own pages
-/// keep their query strings).
-pub(crate) async fn strict(req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    if path.starts_with("/v1/") {
-        if let Err(e) = parse(req.uri().query(), keys_of(path)) {
-            return wire::error(Format::accepted(req.headers(), Format::Json), &e);
+/// The strict query check ([`Gate`](super::gate::Gate)): a `/v1/` request whose query does
+/// not decode under [`keys_of`] is answered 400 `MALFORMED` naming the parameter before any
+/// route runs (the dashboard's own pages keep their query strings).
+#[derive(Clone)]
+pub(crate) struct StrictQuery;
+
+impl Check for StrictQuery {
+    fn check(&self, _: &Method, uri: &Uri, headers: &HeaderMap) -> Verdict {
+        let path = uri.path();
+        if path.starts_with("/v1/") {
+            if let Err(e) = parse(uri.query(), keys_of(path)) {
+                return Verdict::Answer(wire::error(Format::accepted(headers, Format::Json), &e));
+            }
         }
+        Verdict::Pass
     }
-    next.run(req).await
 }
 
 /// The values of a query string, by the keys a route accepts.

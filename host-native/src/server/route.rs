@@ -1,18 +1,28 @@
 //! The route table of `mwp serve` and the router built from it (the handlers are in
 //! [`super::routes`]).
 
+use std::convert::Infallible;
+use std::sync::Arc;
+
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderMap, Method};
-use axum::middleware;
+use axum::http::{HeaderMap, Method, Request};
+use axum::response::Response;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
+use hyper::body::Incoming;
 use tower::timeout::TimeoutLayer;
-use tower::ServiceBuilder;
+use tower::{Service, ServiceBuilder};
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::CorsLayer;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
-use super::{health, openapi, query, routes, App};
+use super::auth::Authorise;
+use super::gate::Gate;
+use super::origin::{HostCheck, Hosts};
+use super::query::StrictQuery;
+use super::{health, openapi, routes, App};
 
 /// A route of `mwp serve`: the one table the router is built from and docs/openapi.json is
 /// checked against (`tests/e2e_openapi.rs`). The dashboard's static files are served by the
@@ -121,26 +131,45 @@ impl Route {
     }
 }
 
-/// The router of every route of the table, the dashboard's files as the fallback, and the
-/// layers every request passes: the strict query check, the body limit, access, and tracing.
-pub(crate) fn router(app: App) -> Router {
+/// The router of every route of the table, with the dashboard's files as the fallback.
+fn router(app: App) -> Router {
     let mut router = Router::new();
     for route in Route::ALL {
         router = router.route(route.method_and_path().1, route.handler(&app));
     }
-    router
-        .fallback(routes::fallback)
-        .layer(middleware::from_fn(query::strict))
-        .layer(DefaultBodyLimit::max(app.config.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            super::auth::authorise,
-        ))
+    router.fallback(routes::fallback).with_state(app)
+}
+
+/// What every connection serves: the router behind the layers every request passes, outermost
+/// first: the `Host` check, gzip when the client asks for it (tower-http's default predicate
+/// leaves server-sent events, gRPC, images and bodies under 32 bytes alone), tracing, CORS
+/// when `--cors-origin` names origins, access, the body limit and the strict query check.
+///
+/// The layers wrap the router as one service instead of being added to it
+/// (`Router::layer`), which would box and clone each of them for every request; the checks are
+/// [`Gate`]s rather than `middleware::from_fn` for the same reason (BENCHMARKS.md, "The
+/// checks before a route").
+pub(crate) fn service(
+    app: App,
+    hosts: Arc<Hosts>,
+    cors: Option<CorsLayer>,
+) -> impl Service<Request<Incoming>, Response = Response, Error = Infallible, Future: Send + 'static>
+       + Clone
+       + Send
+       + 'static {
+    let max_body_bytes = app.config.max_body_bytes;
+    ServiceBuilder::new()
+        .layer(Gate(HostCheck(hosts)))
+        .layer(CompressionLayer::new())
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::DEBUG))
                 .on_request(())
                 .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
         )
-        .with_state(app)
+        .option_layer(cors)
+        .layer(Gate(Authorise(app.clone())))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(Gate(StrictQuery))
+        .service(router(app))
 }
