@@ -98,6 +98,20 @@ fn serve_refuses_bad_limits_and_origins_with_exit_2() {
         &["serve", "--addr", "127.0.0.1:0", "--max-connections", "0"],
         &["serve", "--addr", "127.0.0.1:0", "--header-timeout", "0"],
         &["serve", "--addr", "127.0.0.1:0", "--max-groups", "x"],
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--public-host",
+            "ops.example:08443",
+        ],
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--public-host",
+            "ops.example/app",
+        ],
     ] {
         let out = mwp().args(args).output().expect("runs");
         assert_eq!(out.status.code(), Some(2), "{args:?}");

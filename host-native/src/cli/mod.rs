@@ -483,6 +483,10 @@ fn serve(args: ServeArgs) -> Outcome {
         crate::server::check_origin(origin)
             .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--cors-origin: {e}")))?;
     }
+    for name in &args.public_hosts {
+        crate::server::check_public_host(name)
+            .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--public-host: {e}")))?;
+    }
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let mut config = crate::server::ServerConfig {
         header_read_timeout: std::time::Duration::from_secs(args.header_timeout),

@@ -129,6 +129,12 @@ pub fn check_origin(origin: &str) -> Result<(), String> {
     origin::check_origin(origin)
 }
 
+/// Checks a name as `--public-host` takes it: a host name or a bracketed IPv6 address, then
+/// optionally `:PORT` written without leading zeros.
+pub fn check_public_host(name: &str) -> Result<(), String> {
+    origin::check_public_host(name)
+}
+
 /// Milliseconds since the Unix epoch: the authority's clock.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -122,13 +122,19 @@ fn has_port(host: &str) -> bool {
     split(host).1.is_some()
 }
 
-/// `name` and the port, if any: `[::1]:80` → (`[::1]`, `80`), `a.b` → (`a.b`, none).
+/// `name` and the port, if any: `[::1]:80` → (`[::1]`, `80`), `a.b` → (`a.b`, none). A
+/// bracketed name followed by anything but `:PORT` is all name (`[::1]x`), which no
+/// configured name is.
 fn split(host: &str) -> (&str, Option<&str>) {
     if host.starts_with('[') {
         return match host.find(']') {
             Some(end) => {
                 let (name, rest) = host.split_at(end + 1);
-                (name, rest.strip_prefix(':'))
+                match rest.strip_prefix(':') {
+                    Some(port) => (name, Some(port)),
+                    None if rest.is_empty() => (name, None),
+                    None => (host, None),
+                }
             }
             None => (host, None),
         };
@@ -169,6 +175,34 @@ impl Check for HostCheck {
                 ))
             }
         }
+    }
+}
+
+/// Checks a name as `--public-host` takes it: a host name (letters, digits, `-` and `.`) or
+/// a bracketed IPv6 address, then optionally `:PORT` with the port a number from 0 to 65535
+/// written without leading zeros (a `Host` header's port is compared by its value, so a
+/// name configured with `:08443` could never be matched).
+pub(crate) fn check_public_host(name: &str) -> Result<(), String> {
+    let refused = || {
+        format!(
+            "{name:?} is not a host name: give NAME or NAME:PORT (PORT from 0 to 65535, without leading zeros), e.g. ops.example:8443"
+        )
+    };
+    let (host, port) = split(name.trim());
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        }
+    };
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|n| n.to_string() == p));
+    if host_ok && port_ok {
+        Ok(())
+    } else {
+        Err(refused())
     }
 }
 
@@ -250,5 +284,31 @@ mod tests {
         assert!(!upper.allows("ops.example:8444"));
         assert!(!upper.allows("x.y:8443"));
         assert!(!upper.allows("x.y:08443"));
+        // A bracketed name followed by anything but `:PORT` is not that name.
+        let v6 = Hosts::new("127.0.0.1:7878".parse().unwrap(), &["[::2]".into()]);
+        assert!(v6.allows("[::2]") && v6.allows("[::2]:80"));
+        assert!(!v6.allows("[::2]x"));
+        assert!(!v6.allows("[::2]]:1"));
+    }
+
+    #[test]
+    fn public_hosts_are_checked_at_start() {
+        for ok in [
+            "ops.example",
+            "ops.example:8443",
+            "OPS.example:0",
+            "[::2]",
+            "[fe80::1]:80",
+            "a-b.c",
+        ] {
+            assert_eq!(check_public_host(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "", "x:08443", "x:+80", "x:", "x:65536", "x:abc", "[::2]x", "[::g]", "a/b", "a b",
+            "user@x", "x:80:80",
+        ] {
+            let e = check_public_host(bad).expect_err(bad);
+            assert!(e.contains("is not a host name"), "{bad}: {e}");
+        }
     }
 }
