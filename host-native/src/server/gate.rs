@@ -4,8 +4,9 @@
 //! first.
 //!
 //! axum's `middleware::from_fn` costs each request a boxed service, a boxed future and a few
-//! reference-count changes on shared state per layer; over three layers that was about a tenth
-//! of `mwp serve`'s CPU per accepted command (BENCHMARKS.md, "The checks before a route").
+//! reference-count changes on shared state per layer; over three layers that was about a
+//! seventh of what `mwp serve` spends per accepted command besides checking its signature
+//! (BENCHMARKS.md, "The checks before a route").
 //! Here a request that passes costs a call and a match, and only a read that needs the store to
 //! be authorised boxes its future.
 
