@@ -225,14 +225,11 @@ mod tests {
         );
     }
 
-    /// An effect whose observed outcome and receipt are the opaque value `null` reads back
-    /// with them, by the reader and by the derive: read as left out, a restarted agent would
-    /// settle the effect with another outcome than the one it observed.
-    #[test]
-    fn a_null_outcome_is_kept_in_an_agent_image() {
-        use crate::agent::{EffectEntry, JournalStatus};
+    /// A journal effect of work `w1` that was dispatched once and happened, its outcome and
+    /// receipt not recorded.
+    fn observed_effect() -> crate::agent::EffectEntry {
         let id = |s: &str| Id::new(s).expect("an identifier");
-        let entry = EffectEntry {
+        crate::agent::EffectEntry {
             key: crate::Hash([1; 32]),
             work: id("w1"),
             epoch: 1,
@@ -242,12 +239,24 @@ mod tests {
             irreversible: false,
             high_risk: false,
             target: crate::opaque::Opaque::null(),
-            status: JournalStatus::Observed,
+            status: crate::agent::JournalStatus::Observed,
             dispatches: 1,
             dispatched_at: Some(5),
             happened: Some(true),
+            outcome: None,
+            receipt: None,
+        }
+    }
+
+    /// An effect whose observed outcome and receipt are the opaque value `null` reads back
+    /// with them, by the reader and by the derive: read as left out, a restarted agent would
+    /// settle the effect with another outcome than the one it observed.
+    #[test]
+    fn a_null_outcome_is_kept_in_an_agent_image() {
+        let entry = crate::agent::EffectEntry {
             outcome: Some(crate::opaque::Opaque::null()),
             receipt: Some(crate::opaque::Opaque::null()),
+            ..observed_effect()
         };
         let mut image = AgentImage::default();
         image.effects.insert(entry.key, entry);
@@ -266,26 +275,10 @@ mod tests {
     /// to: both readers refuse it, as they refuse any other encoding of a stored value.
     #[test]
     fn null_for_a_field_left_out_is_refused_in_images_and_write_sets() {
-        use crate::agent::{Binding, EffectEntry, JournalStatus, OutboxChange, OutboxEntry};
+        use crate::agent::{Binding, OutboxChange, OutboxEntry};
         use crate::replica::{QueueChange, QueueEntry};
         let id = |s: &str| Id::new(s).expect("an identifier");
-        let effect = EffectEntry {
-            key: crate::Hash([1; 32]),
-            work: id("w1"),
-            epoch: 1,
-            lease: crate::lease::LeaseId([2; 16]),
-            op: id("op"),
-            mode: crate::command::EffectMode::Undeclared,
-            irreversible: false,
-            high_risk: false,
-            target: crate::opaque::Opaque::null(),
-            status: JournalStatus::Observed,
-            dispatches: 1,
-            dispatched_at: Some(5),
-            happened: Some(true),
-            outcome: None,
-            receipt: None,
-        };
+        let effect = observed_effect();
         let binding = Binding {
             work: Some(id("w1")),
             epoch: Some(1),
