@@ -317,6 +317,30 @@ fn only_the_servers_own_names_are_answered() {
     // HTTP/1.0 without Host.
     let (status, _, _) = raw(a, "GET /v1/authority HTTP/1.0\r\n\r\n");
     assert_eq!(status, 421);
+    // An absolute-form target names the server, not `Host` (RFC 9112, section 3.2.2).
+    for (target, host, want) in [
+        (
+            format!("http://127.0.0.1:{port}/v1/authority"),
+            "evil.example",
+            200,
+        ),
+        (
+            "http://evil.example/v1/authority".to_owned(),
+            &*format!("127.0.0.1:{port}"),
+            421,
+        ),
+        (
+            "http://evil.example/v1/authority".to_owned(),
+            "evil.example",
+            421,
+        ),
+    ] {
+        let (status, _, _) = raw(
+            a,
+            &format!("GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, want, "{target} with Host {host}");
+    }
 
     let config = ServerConfig {
         public_hosts: vec!["mwp.example".into(), "ops.example:8443".into()],

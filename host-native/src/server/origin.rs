@@ -152,10 +152,14 @@ pub(crate) struct HostCheck(pub(crate) Arc<Hosts>);
 
 impl Check for HostCheck {
     fn check(&self, _: &Method, uri: &Uri, headers: &HeaderMap) -> Verdict {
-        let given = headers
-            .get(header::HOST)
-            .map(|v| v.to_str().unwrap_or("\u{fffd}"))
-            .or_else(|| uri.authority().map(|a| a.as_str()));
+        // The request target's authority when it has one (absolute form), else `Host`: a
+        // server receiving an absolute-form target ignores `Host` (RFC 9112, section 3.2.2).
+        let given = match uri.authority() {
+            Some(a) => Some(a.as_str()),
+            None => headers
+                .get(header::HOST)
+                .map(|v| v.to_str().unwrap_or("\u{fffd}")),
+        };
         match given {
             Some(host) if self.0.allows(host) => Verdict::Pass,
             given => {
