@@ -533,7 +533,7 @@ bodies! {
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",
-            deserialize_with = "crate::opaque::present"
+            deserialize_with = "crate::canonical::some"
         )]
         data: Option<Opaque>,
     }

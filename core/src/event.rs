@@ -125,12 +125,12 @@ fn header_mismatch(bytes: &[u8]) -> Option<String> {
     let mut r = Cbor { bytes, pos: 0 };
     let mut keys = Vec::new();
     for _ in 0..r.map_head().ok()? {
-        let at = r.text().ok()?.start;
-        let mut head = Cbor { bytes, pos: at };
-        let (_, len) = head.head().ok()?;
-        let end = head.pos.checked_add(usize::try_from(len).ok()?)?;
-        let key = bytes.get(head.pos..end)?;
-        let key = std::str::from_utf8(key).ok()?;
+        let (3, len) = r.head().ok()? else {
+            return None;
+        };
+        let end = r.pos.checked_add(usize::try_from(len).ok()?)?;
+        let key = std::str::from_utf8(bytes.get(r.pos..end)?).ok()?;
+        r.pos = end;
         if !FIELDS.contains(&key) {
             return Some(format!("unknown field `{key}`"));
         }
@@ -358,7 +358,7 @@ pub struct WorkCharged {
     /// Cost added.
     pub cost: u64,
     /// Optional opaque checkpoint (a `null` one included).
-    #[cfg_attr(test, serde(default, deserialize_with = "crate::opaque::present"))]
+    #[cfg_attr(test, serde(default, deserialize_with = "crate::canonical::some"))]
     pub data: Option<Opaque>,
     /// Total spent after this charge.
     pub spent: u64,
@@ -383,10 +383,10 @@ pub struct EvidenceRecorded {
     /// The stale lease.
     pub lease: LeaseId,
     /// Result, for a late `submit` (a `null` one included).
-    #[cfg_attr(test, serde(default, deserialize_with = "crate::opaque::present"))]
+    #[cfg_attr(test, serde(default, deserialize_with = "crate::canonical::some"))]
     pub result: Option<Opaque>,
     /// Error, for a late `fail` (a `null` one included).
-    #[cfg_attr(test, serde(default, deserialize_with = "crate::opaque::present"))]
+    #[cfg_attr(test, serde(default, deserialize_with = "crate::canonical::some"))]
     pub error: Option<Opaque>,
     /// Retryable flag, for a late `fail`.
     #[cfg_attr(test, serde(default))]

@@ -420,17 +420,6 @@ impl<'de> Deserialize<'de> for Opaque {
     }
 }
 
-/// Reads an optional opaque field that is present (`#[serde(default, deserialize_with =
-/// "crate::opaque::present")]`): `Some`, `null` included, as the canonical readers read it
-/// (`canonical::Decode::decode_present`). serde's `Option` reads `null` as `None`, and a field
-/// holding the opaque value `null` would read back as left out, its canonical encoding
-/// changed: a command's signature, an event's payload hash, an agent's recorded outcome.
-pub(crate) fn present<'de, D: Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Option<Opaque>, D::Error> {
-    Opaque::deserialize(d).map(Some)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -586,9 +586,6 @@ mod tests {
                 _ => &mut edited,
             };
             let map = at.as_object_mut().expect("a map");
-            if map.contains_key(field) {
-                map.remove(field);
-            }
             map.insert(field.to_string(), serde_json::Value::Null);
             let bytes = canonical::to_vec(&edited).expect("encodes");
             assert_eq!(by_reader(&bytes), None, "{field}");

@@ -358,7 +358,7 @@ fn durable_accepts(c: &mut Criterion) {
     // beside one strict verification timed in this run (`mwp bench`'s `verify_us`).
     // Accepts/s over the timed parts, and the file store's against SQLite's (the baseline)
     // at each submitter count; the peak RSS of the whole run.
-    let floor = verify_us(&keys[0]);
+    let floor = signature_floor(&keys[0]);
     let verify_us = floor.distinct_us;
     // Built as a JSON object, so that a run a filter left without figures still prints a
     // valid line.
@@ -406,7 +406,7 @@ fn process_cpu_seconds() -> f64 {
 /// One strict verification of a bench command under a key decoded once, microseconds of
 /// thread CPU time, each of another command and one command again and again: `mwp bench`'s
 /// measure ([`mwp_host::cli::bench::verify_floor`]).
-fn verify_us(key: &SecretKey) -> mwp_host::cli::bench::VerifyFloor {
+fn signature_floor(key: &SecretKey) -> mwp_host::cli::bench::VerifyFloor {
     let samples: Vec<_> = commands(
         0,
         1,

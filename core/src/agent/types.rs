@@ -222,14 +222,14 @@ pub struct EffectEntry {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::opaque::present"
+        deserialize_with = "crate::canonical::some"
     )]
     pub outcome: Option<Opaque>,
     /// Observed external receipt (`null` is a receipt).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "crate::opaque::present"
+        deserialize_with = "crate::canonical::some"
     )]
     pub receipt: Option<Opaque>,
 }

@@ -957,10 +957,13 @@ pub(crate) trait Decode<'de>: Sized {
 
 /// Reads through serde an `Option` field the encoder writes only when it is `Some`
 /// (`#[serde(default, skip_serializing_if = "Option::is_none", deserialize_with =
-/// "crate::canonical::some")]`): a present key is `Some`, so `null` there is refused by the
-/// field's type, as [`decode_struct!`]'s `if is_some` refuses it. serde's `Option` reads `null`
-/// as `None`, which would take bytes that are not the canonical encoding of what they decode
-/// to (docs/decisions.md, "Reading stored bytes").
+/// "crate::canonical::some")]`): a present key is `Some`, so `null` there is what the field's
+/// type makes of it, as [`decode_struct!`]'s `if is_some` reads it: refused, unless the type
+/// holds `null` itself (an opaque value, SPEC §1: then it is `Some(null)`, as
+/// [`Decode::decode_present`] reads it). serde's `Option` reads `null` as `None`, which would
+/// take bytes that are not the canonical encoding of what they decode to, and would read an
+/// opaque `null` back as left out (a command's signature, an event's payload hash, an agent's
+/// recorded outcome changed; docs/decisions.md, "Reading stored bytes").
 pub(crate) fn some<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
 where
     D: serde::Deserializer<'de>,

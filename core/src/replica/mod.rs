@@ -911,7 +911,7 @@ impl Replica {
     /// what a host that stores the bytes of the events it applies learns of each (its seq,
     /// id and kind) without decoding it again. `seen` is not called when the bytes do not
     /// decode or their payload hash or id do not verify (then the answer is `Rejected`, and
-    /// its error carries the event's `seq` when the header was read).
+    /// its error carries the event's `seq` when the bytes decoded but did not verify).
     pub fn offer_bytes_with(&mut self, bytes: &[u8], seen: impl FnOnce(&Event)) -> Offer {
         // Verified where the bytes lie (`Event::from_cbor_verified`), which is what `offer`
         // would check next.

@@ -256,8 +256,13 @@ pub fn verify_floor(samples: &[(Command, mwp_core::PublicKey)]) -> Result<Verify
         .iter()
         .map(|(cmd, key)| Some((cmd, key.prepare()?)))
         .collect::<Option<Vec<_>>>()
-        .filter(|p| !p.is_empty())
         .ok_or_else(|| Failure::new(EXIT_FAILED, "a bench key is not a usable Ed25519 key"))?;
+    if prepared.is_empty() {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            "no bench command to time a verification of",
+        ));
+    }
     let time = |pick: &dyn Fn(usize) -> usize| -> Result<f64, Failure> {
         let mut rounds = Vec::with_capacity(VERIFY_ROUNDS);
         for _ in 0..VERIFY_ROUNDS {

@@ -281,7 +281,7 @@ mod tests {
         assert!(h.allows(" 127.0.0.1:07878 "));
         assert!(h6.allows("MWP.Example"));
         let upper = Hosts::new(
-            "127.0.0.1:7878".parse().unwrap(),
+            "127.0.0.1:7878".parse().expect("an address"),
             &["OPS.Example:8443".into(), "x.y:08443".into()],
         );
         assert!(upper.allows("ops.example:8443"));
@@ -289,7 +289,10 @@ mod tests {
         assert!(!upper.allows("x.y:8443"));
         assert!(!upper.allows("x.y:08443"));
         // A bracketed name followed by anything but `:PORT` is not that name.
-        let v6 = Hosts::new("127.0.0.1:7878".parse().unwrap(), &["[::2]".into()]);
+        let v6 = Hosts::new(
+            "127.0.0.1:7878".parse().expect("an address"),
+            &["[::2]".into()],
+        );
         assert!(v6.allows("[::2]") && v6.allows("[::2]:80"));
         assert!(!v6.allows("[::2]x"));
         assert!(!v6.allows("[::2]]:1"));
