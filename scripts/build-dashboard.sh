@@ -4,13 +4,23 @@
 # gets the real dashboard). host-native/build.rs embeds it together with the page
 # (js/dashboard/) and the npm package's browser modules (js/src/), read where they are.
 #
+# The module is mwp-wasm's `dashboard` build (--no-default-features --features dashboard: the
+# replica-only viewer and IdbReplica, what the page uses), not the npm package's full one
+# (docs/decisions.md, "The dashboard's module"). It builds in its own target folder
+# ($CARGO_TARGET_DIR/dashboard, or target/dashboard), so that the full module
+# scripts/build-wasm.sh builds stays as it is.
+#
 #   scripts/build-dashboard.sh          rebuilds host-native/dashboard/pkg/: the wasm module
 #                                       (wasm-release, wasm-bindgen --target web, wasm-opt -Oz)
-#                                       and its glue; commit it afterwards.
-#   scripts/build-dashboard.sh --check  builds the same two files into a temp folder from the
-#                                       wasm already built by scripts/build-wasm.sh, and fails
-#                                       if the committed ones differ (scripts/test-wasm.sh
-#                                       runs it).
+#                                       and its glue; commit it afterwards. Also builds js/pkg
+#                                       and js/dashboard/lib (scripts/build-wasm.sh, without
+#                                       wasm-opt) for `mwp serve --dashboard js/dashboard`.
+#   scripts/build-dashboard.sh --check  builds the same two files afresh from the current
+#                                       sources into a temp folder, and fails if the committed
+#                                       ones differ (scripts/test-wasm.sh runs it).
+# Both then put the module into js/dashboard/lib/pkg/ (gitignored; scripts/build-wasm.sh puts
+# the full one there), so that the page served from js/dashboard, which the browser tests
+# load, runs the module that ships.
 #
 # The .wasm is compared byte for byte: the build is reproducible on a given toolchain and
 # Cargo.lock (see docs/js.md, "The embedded dashboard"). MWP_DASHBOARD_WASM=exports compares
@@ -18,10 +28,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-target_dir=${CARGO_TARGET_DIR:-$root/target}
+target_dir=${MWP_DASHBOARD_TARGET_DIR:-${CARGO_TARGET_DIR:-$root/target}/dashboard}
 bundle=host-native/dashboard/pkg
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
 mode=${1:-build}
+
+# The dashboard build of the module (cargo's profile wasm-release).
+build_module() {
+  CARGO_TARGET_DIR=$target_dir cargo build -p mwp-wasm --target wasm32-unknown-unknown \
+    --profile wasm-release --no-default-features --features dashboard
+}
 
 # assemble DIR: the module and its glue into DIR (which must not exist) from the raw wasm.
 assemble() {
@@ -32,6 +48,13 @@ assemble() {
   scripts/wasm-opt.sh "$pkg/mwp_wasm_bg.wasm" "$out/mwp_wasm_bg.wasm"
   cp "$pkg/mwp_wasm.js" "$out/"
   rm -rf "$pkg"
+  # Like the full module, it may import only from its own glue, never "env".
+  node --input-type=module -e '
+    import { readFileSync } from "node:fs";
+    const mod = new WebAssembly.Module(readFileSync(process.argv[1]));
+    const bad = WebAssembly.Module.imports(mod).filter((i) => i.module !== "wbg" && !i.module.includes("mwp_wasm"));
+    if (bad.length) { console.error("unexpected wasm imports:", bad); process.exit(1); }
+  ' "$out/mwp_wasm_bg.wasm"
 }
 
 exports_of() {
@@ -44,19 +67,19 @@ exports_of() {
 
 case "$mode" in
   build)
-    # cargo build + import check (and js/pkg, js/dashboard/lib for development).
+    # js/pkg and js/dashboard/lib for development (with the import check), then the module.
     MWP_WASM_OPT=0 scripts/build-wasm.sh
+    build_module
     rm -rf "$bundle"
     assemble "$bundle"
+    mkdir -p js/dashboard/lib/pkg
+    cp "$bundle"/* js/dashboard/lib/pkg/
     size=$(stat -c %s "$bundle/mwp_wasm_bg.wasm")
     echo "$bundle: $(find "$bundle" -type f | wc -l) files; mwp_wasm_bg.wasm $size bytes ($(( size / 1024 )) KiB)"
     echo "commit $bundle/ and rebuild mwp (cargo build -p mwp-host) to embed it"
     ;;
   --check)
-    if [ ! -f "$raw" ]; then
-      echo "no wasm build at $raw: run scripts/build-wasm.sh first" >&2
-      exit 2
-    fi
+    build_module
     fresh=$(mktemp -d)
     trap 'rm -rf "$fresh"' EXIT
     assemble "$fresh/b"
@@ -81,6 +104,8 @@ case "$mode" in
       echo "host-native/dashboard/pkg/ is stale: run scripts/build-dashboard.sh and commit it" >&2
       exit 1
     fi
+    mkdir -p js/dashboard/lib/pkg
+    cp "$bundle"/* js/dashboard/lib/pkg/
     echo "host-native/dashboard/pkg/ matches the sources ($(find "$bundle" -type f | wc -l) files)"
     ;;
   *)

@@ -1,4 +1,6 @@
-//! IndexedDB stores (SPEC §9) for the authority and for replicas, on the `idb` crate.
+//! IndexedDB stores (SPEC §9) for the authority and for replicas, on the `idb` crate: the
+//! store both share and [`IdbReplica`]; the authority is in `idb_authority` (the `full`
+//! build only).
 //!
 //! One database per store, named by the caller (version 2), with these object stores:
 //!
@@ -29,18 +31,17 @@
 //! checkpoint.
 
 use idb::{CursorDirection, Database, KeyRange, ObjectStore, Query, TransactionMode};
-use mwp_core::authority::{Authority, Config, Policy, Step};
 use mwp_core::replica::Replica as CoreReplica;
 use mwp_core::{Code, Error, Event, EventKind, GroupState, Hash, Id};
-use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::authority::{decision_to_js, frontier_of, state_hash_of};
-use crate::codec::{command_from_js, num, parse_secret_key, to_js, uint};
+use crate::codec::{num, to_js, uint};
 use crate::error::{storage, StoreError};
 use crate::frames;
-use crate::replica::{offer_frames, restore_snapshot, state_from_cbor, Pending};
+use crate::replica::{
+    frontier_of, offer_frames, restore_snapshot, state_from_cbor, state_hash_of, Pending,
+};
 
 /// Version 1's one-record-per-event log: kept only to be emptied into [`BATCHES`] on open.
 const EVENTS: &str = "events";
@@ -101,19 +102,20 @@ fn seq_field(obj: &JsValue, key: &str) -> Result<u64, Error> {
 
 /// What one transition writes.
 #[derive(Default)]
-struct WriteSet {
+pub(crate) struct WriteSet {
     /// Events with their canonical bytes (consecutive seqs): one `batches` record.
-    events: Vec<(Event, Vec<u8>)>,
-    receipts: bool,
-    checkpoint: Option<Checkpoint>,
+    pub(crate) events: Vec<(Event, Vec<u8>)>,
+    /// Whether the events' receipts are written (an authority's store).
+    pub(crate) receipts: bool,
+    pub(crate) checkpoint: Option<Checkpoint>,
     /// Stored `batches` records rewritten with redacted values: (key, frame batch).
-    rewritten: Vec<(u64, Vec<u8>)>,
+    pub(crate) rewritten: Vec<(u64, Vec<u8>)>,
     /// Test hook: abort the transaction after issuing every write.
-    abort: bool,
+    pub(crate) abort: bool,
 }
 
 /// A state checkpoint, encoded once from the live state (no copy of the state is made).
-struct Checkpoint {
+pub(crate) struct Checkpoint {
     seq: u64,
     head: Hash,
     /// The canonical state; its SHA-256 is the state hash.
@@ -121,7 +123,7 @@ struct Checkpoint {
 }
 
 impl Checkpoint {
-    fn of(state: &GroupState) -> Result<Checkpoint, Error> {
+    pub(crate) fn of(state: &GroupState) -> Result<Checkpoint, Error> {
         Ok(Checkpoint {
             seq: state.seq,
             head: state.head,
@@ -131,13 +133,13 @@ impl Checkpoint {
 }
 
 /// A connection to one store's database.
-struct Store {
-    db: web_sys::IdbDatabase,
-    group: Id,
+pub(crate) struct Store {
+    pub(crate) db: web_sys::IdbDatabase,
+    pub(crate) group: Id,
 }
 
 impl Store {
-    async fn open(name: &str, group: Id) -> Result<Store, Error> {
+    pub(crate) async fn open(name: &str, group: Id) -> Result<Store, Error> {
         let db = Database::builder(name)
             .version(VERSION)
             .add_object_store(idb::builder::ObjectStoreBuilder::new(EVENTS))
@@ -221,7 +223,7 @@ impl Store {
 
     /// Reads the checkpoint and replays every event after it. Returns the state and the seq
     /// of the checkpoint.
-    async fn load(&self) -> Result<(Option<GroupState>, u64), Error> {
+    pub(crate) async fn load(&self) -> Result<(Option<GroupState>, u64), Error> {
         let tx = self
             .database()
             .transaction(&[BATCHES, META], TransactionMode::ReadOnly)
@@ -310,7 +312,7 @@ impl Store {
     }
 
     /// Stored events after `after`, at most `limit`, as a frame batch.
-    async fn events(&self, after: u64, limit: Option<u32>) -> Result<Vec<u8>, Error> {
+    pub(crate) async fn events(&self, after: u64, limit: Option<u32>) -> Result<Vec<u8>, Error> {
         let tx = self
             .database()
             .transaction(&[BATCHES], TransactionMode::ReadOnly)
@@ -335,7 +337,7 @@ impl Store {
     /// Erases the values of every event that `events` redacts: a target in `events` itself
     /// gets its redacted bytes in place; a stored target's record is read and returned
     /// rewritten, as (key, frame batch), to be put in the same transaction as `events`.
-    async fn erasures(
+    pub(crate) async fn erasures(
         &self,
         events: &mut [(Event, Vec<u8>)],
     ) -> Result<Vec<(u64, Vec<u8>)>, Error> {
@@ -379,7 +381,7 @@ impl Store {
 
     /// Writes one transition in one `readwrite` transaction with `durability: "strict"` and
     /// waits until it completes.
-    async fn write(&self, set: WriteSet) -> Result<(), Error> {
+    pub(crate) async fn write(&self, set: WriteSet) -> Result<(), Error> {
         let Some(last) = set
             .events
             .last()
@@ -593,6 +595,8 @@ async fn records_after(
 
 /// The values (byte arrays) stored in `store` under numeric keys greater than `after`, at
 /// most `limit`, in key order. `what` names one value in errors ("event", "write set").
+/// The agent store's reader (the `full` build).
+#[cfg(feature = "full")]
 pub(crate) async fn bytes_after(
     tx: &idb::Transaction,
     store: &str,
@@ -641,7 +645,7 @@ pub(crate) fn readwrite(
     Ok((raw, done))
 }
 
-fn group_id(group: &str) -> Result<Id, Error> {
+pub(crate) fn group_id(group: &str) -> Result<Id, Error> {
     Id::new(group).map_err(|e| Error::malformed(format!("group: {e}")))
 }
 
@@ -655,248 +659,6 @@ pub async fn delete_idb_store(name: String) -> Result<(), StoreError> {
         .await
         .map_err(idb_err("delete"))?;
     Ok(())
-}
-
-/// An authority whose log lives in IndexedDB, over the core's authority driver. Each
-/// `submit` call is one transition: one `readwrite` transaction for the whole batch. The
-/// driver's snapshot cadence decides when the state is checkpointed. With a key, the driver
-/// also signs each due snapshot once its batch is durable, and the latest is kept in memory
-/// (`latestSnapshot`): IndexedDB persists the unsigned checkpoint, from which it is signed
-/// again on request.
-#[wasm_bindgen]
-pub struct IdbAuthority {
-    store: Store,
-    driver: Authority,
-    poisoned: Option<Error>,
-    latest_snapshot: Option<Vec<u8>>,
-}
-
-impl IdbAuthority {
-    fn check(&self) -> Result<(), Error> {
-        unpoisoned(&self.poisoned)
-    }
-
-    async fn submit_inner(
-        &mut self,
-        commands: Vec<JsValue>,
-        now_ms: f64,
-        abort: bool,
-    ) -> Result<JsValue, Error> {
-        self.check()?;
-        let now = uint(now_ms, "nowMs")?;
-        let mut decided = Vec::with_capacity(commands.len());
-        let mut events = Vec::new();
-        let mut due = false;
-        let mut signed = None;
-        for command in commands {
-            let limits = &self.driver.policy().limits;
-            let result = command_from_js(command, limits).and_then(|cmd| {
-                if cmd.group != self.store.group {
-                    return Err(Error::new(
-                        Code::WrongGroup,
-                        format!(
-                            "the command is for group {}, this store holds {}",
-                            cmd.group, self.store.group
-                        ),
-                    ));
-                }
-                Ok(match self.driver.handle_command(&cmd, now)? {
-                    Step::Accepted(commit) => {
-                        // The stored values a redaction erases are found by `erasures`
-                        // below, from the events themselves.
-                        due |= commit.snapshot.is_some();
-                        if let Some(snapshot) = commit.snapshot.as_ref().filter(|d| d.signable()) {
-                            signed = Some(snapshot.sign_stored()?.0);
-                        }
-                        events.push(((*commit.event).clone(), commit.bytes.clone()));
-                        commit.into_decision()
-                    }
-                    step => step.into_decision(),
-                })
-            });
-            decided.push(result);
-        }
-        // The state after the batch stands for the snapshot the driver made due in it.
-        let checkpoint = match self.driver.state() {
-            Some(s) if due => Some(Checkpoint::of(s)?),
-            _ => None,
-        };
-        let write = async {
-            let rewritten = self.store.erasures(&mut events).await?;
-            self.store
-                .write(WriteSet {
-                    events,
-                    receipts: true,
-                    checkpoint,
-                    rewritten,
-                    abort,
-                })
-                .await
-        };
-        if let Err(e) = write.await {
-            self.poisoned = Some(e.clone());
-            return Err(e);
-        }
-        if signed.is_some() {
-            self.latest_snapshot = signed;
-        }
-        let results = js_sys::Array::new();
-        for result in decided {
-            let value = match result {
-                Ok(decision) => decision_to_js(&decision)?,
-                Err(error) => to_js(&json!({"outcome": "rejected", "error": error}))?,
-            };
-            results.push(&value);
-        }
-        Ok(results.into())
-    }
-}
-
-#[wasm_bindgen]
-impl IdbAuthority {
-    /// Opens (creating if needed) the store `name` for `group` and rebuilds the state from
-    /// its last checkpoint and the events after it. `checkpointEvery` (default 1000) is the
-    /// driver's snapshot cadence: the state is checkpointed in the transaction of every
-    /// batch holding a seq that is a multiple of it, and of a `group_archived`. With
-    /// `secretKey` (hex seed) the authority signs its own ticks (`tick`) and accepts only an
-    /// `open_group` naming that key; without one it holds no key (any `authority_key`, no
-    /// ticks).
-    pub async fn open(
-        name: String,
-        group: String,
-        checkpoint_every: Option<f64>,
-        secret_key: Option<String>,
-    ) -> Result<IdbAuthority, StoreError> {
-        let group = group_id(&group)?;
-        let checkpoint_every = match checkpoint_every {
-            Some(n) => uint(n, "checkpointEvery")?.max(1),
-            None => DEFAULT_CHECKPOINT_EVERY,
-        };
-        let policy = Policy {
-            snapshot_every: Some(checkpoint_every),
-            ..Policy::default()
-        };
-        let key = secret_key.as_deref().map(parse_secret_key).transpose()?;
-        let store = Store::open(&name, group).await?;
-        let (state, _) = store.load().await?;
-        let driver = match key {
-            Some(key) => Authority::restore(Config::new(key, policy), state),
-            None => Authority::keyless(policy, state),
-        };
-        Ok(IdbAuthority {
-            store,
-            driver,
-            poisoned: None,
-            latest_snapshot: None,
-        })
-    }
-
-    /// Sends the authority's own `tick` if a lease deadline has passed at `nowMs` (the core
-    /// names and signs it) and writes it as `submit` does: its result, or `undefined` when
-    /// none is due or this authority holds no key.
-    pub async fn tick(&mut self, now_ms: f64) -> Result<JsValue, StoreError> {
-        self.check()?;
-        let now = uint(now_ms, "nowMs")?;
-        let Some(tick) = self.driver.poll_tick(now)? else {
-            return Ok(JsValue::UNDEFINED);
-        };
-        let results = self
-            .submit_inner(vec![to_js(&tick)?], now_ms, false)
-            .await?;
-        Ok(js_sys::Array::from(&results).get(0))
-    }
-
-    /// Decides commands in order (each sees the ones before) and writes every accepted event
-    /// with its receipt in one transaction. Resolves, once that is durable, to one result per
-    /// command: `{outcome: "accepted"|"duplicate", receipt, event?, eventCbor?}` or
-    /// `{outcome: "rejected", error}`. A storage failure rejects the promise with `STORAGE`
-    /// and poisons the store.
-    pub async fn submit(
-        &mut self,
-        commands: Vec<JsValue>,
-        now_ms: f64,
-    ) -> Result<JsValue, StoreError> {
-        Ok(self.submit_inner(commands, now_ms, false).await?)
-    }
-
-    /// Test hook: like `submit`, but aborts the transaction after issuing every write.
-    #[doc(hidden)]
-    #[wasm_bindgen(js_name = submitThenAbort)]
-    pub async fn submit_then_abort(
-        &mut self,
-        commands: Vec<JsValue>,
-        now_ms: f64,
-    ) -> Result<JsValue, StoreError> {
-        Ok(self.submit_inner(commands, now_ms, true).await?)
-    }
-
-    /// Stored events after `after`, at most `limit`, as a frame batch.
-    pub async fn events(&self, after: f64, limit: Option<u32>) -> Result<Vec<u8>, StoreError> {
-        self.check()?;
-        Ok(self.store.events(uint(after, "after")?, limit).await?)
-    }
-
-    /// Seq of the last event (0 before genesis).
-    #[wasm_bindgen(getter)]
-    pub fn seq(&self) -> f64 {
-        num(self.driver.state().map_or(0, |s| s.seq))
-    }
-
-    /// Id (hex) of the last event.
-    #[wasm_bindgen(getter)]
-    pub fn head(&self) -> String {
-        self.driver.state().map_or(Hash::ZERO, |s| s.head).to_hex()
-    }
-
-    /// Hash (hex) of the canonical state.
-    #[wasm_bindgen(js_name = stateHash)]
-    pub fn state_hash(&self) -> Result<String, StoreError> {
-        Ok(state_hash_of(self.driver.state())?)
-    }
-
-    /// The state as a JS object (`null` before genesis).
-    pub fn state(&self) -> Result<JsValue, StoreError> {
-        Ok(to_js(&self.driver.state())?)
-    }
-
-    /// Canonical CBOR of the state (`undefined` before genesis).
-    #[wasm_bindgen(js_name = stateCbor)]
-    pub fn state_cbor(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.driver.state().map(GroupState::to_cbor).transpose()?)
-    }
-
-    /// The original receipt of (actor, action), or `undefined`.
-    pub fn receipt(&self, actor: &str, action: &str) -> Result<JsValue, StoreError> {
-        Ok(
-            match self.driver.state().and_then(|s| s.receipt(actor, action)) {
-                Some(r) => to_js(&r)?,
-                None => JsValue::UNDEFINED,
-            },
-        )
-    }
-
-    /// IDs of the work items a worker may claim at `nowMs`.
-    pub fn frontier(&self, now_ms: f64) -> Result<Vec<String>, StoreError> {
-        Ok(frontier_of(self.driver.state(), uint(now_ms, "nowMs")?))
-    }
-
-    /// The earliest time a `tick` would expire a lease, or `undefined`.
-    #[wasm_bindgen(js_name = nextDeadline)]
-    pub fn next_deadline(&self) -> Option<f64> {
-        self.driver.next_wake().map(num)
-    }
-
-    /// The canonical CBOR of the latest signed snapshot the driver's cadence made due since
-    /// this store was opened (only with `secretKey`), or `undefined`.
-    #[wasm_bindgen(js_name = latestSnapshot)]
-    pub fn latest_snapshot(&self) -> Option<Vec<u8>> {
-        self.latest_snapshot.clone()
-    }
-
-    /// Closes the connection (after pending transactions finish).
-    pub fn close(&self) {
-        self.store.db.close();
-    }
 }
 
 /// A replica whose projection lives in IndexedDB: applied events (a local copy of the log,

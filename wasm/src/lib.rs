@@ -3,7 +3,8 @@
 //! This crate is thin glue. Every rule lives in `mwp-core`; here are only conversions between
 //! JavaScript values and core types, one small error type per export (turned into a JS
 //! `Error` whose `name` says which export failed and whose `code` is the spec's), the agent
-//! driver ([`agent`]), the IndexedDB stores for browsers ([`idb_store`], [`idb_agent`]), and
+//! driver ([`agent`]), the IndexedDB stores for browsers ([`idb_store`], [`idb_authority`],
+//! [`idb_agent`]), and
 //! the state-only group the Node/Deno file store drives ([`store_group`]) and the file store's
 //! byte layout it frames and scans its files with ([`log_format`]), and the sealing of an
 //! archived group's audit log with the `mwp-audit` crate ([`audit`]).
@@ -20,7 +21,9 @@
 //!
 //! Features: `full` (the default) is all of the above. `viewer` alone builds the replica-only
 //! module a page needs to verify and replay a history: [`replica`], [`head`] (signed heads, the
-//! static export reader), [`snapshot`], [`codec`], [`frames`] and [`error`].
+//! static export reader), [`snapshot`], [`codec`], [`frames`] and [`error`]. `dashboard` is
+//! the viewer and the IndexedDB replica ([`idb_store`]): the module the dashboard embedded in
+//! `mwp` ships.
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "full")]
@@ -38,6 +41,8 @@ pub mod head;
 #[cfg(feature = "full")]
 pub mod idb_agent;
 #[cfg(feature = "full")]
+pub mod idb_authority;
+#[cfg(feature = "dashboard")]
 pub mod idb_store;
 #[cfg(feature = "full")]
 pub mod log_format;

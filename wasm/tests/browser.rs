@@ -6,7 +6,8 @@ mod common;
 
 use common::*;
 use mwp_wasm::frames;
-use mwp_wasm::idb_store::{delete_idb_store, IdbAuthority, IdbReplica};
+use mwp_wasm::idb_authority::IdbAuthority;
+use mwp_wasm::idb_store::{delete_idb_store, IdbReplica};
 use mwp_wasm::Authority;
 use serde_json::json;
 use wasm_bindgen::JsValue;
