@@ -481,3 +481,21 @@ fn bench_refuses_zero_groups_and_a_group_without_commands() {
         "{message}"
     );
 }
+
+/// The dashboard's module is in the `mwp` binary once: the embedded files are a `static`.
+/// Spelled as a `const`, every code unit that used them got a copy of their bytes (four in a
+/// release build; a debug build happens to keep one: `cargo test --release` shows it).
+#[test]
+fn the_binary_holds_the_dashboards_module_once() {
+    let module = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("dashboard/pkg/mwp_wasm_bg.wasm"),
+    )
+    .expect("the committed dashboard module");
+    let binary = std::fs::read(env!("CARGO_BIN_EXE_mwp")).expect("the mwp binary");
+    let window = &module[module.len() / 2..module.len() / 2 + 64];
+    let copies = binary
+        .windows(window.len())
+        .filter(|w| *w == window)
+        .count();
+    assert_eq!(copies, 1, "copies of the dashboard module in the binary");
+}

@@ -17,8 +17,10 @@ pub struct EmbeddedFile {
     pub bytes: &'static [u8],
 }
 
-/// The files compiled into the binary. `/` serves `/index.html`.
-pub const EMBEDDED: &[EmbeddedFile] = include!(concat!(env!("OUT_DIR"), "/dashboard.rs"));
+/// The files compiled into the binary. `/` serves `/index.html`. A `static`, not a `const`: a
+/// constant's bytes were copied into every code unit that used it, four copies of the
+/// dashboard in the `mwp` binary.
+pub static EMBEDDED: &[EmbeddedFile] = include!(concat!(env!("OUT_DIR"), "/dashboard.rs"));
 
 /// A file to answer with.
 #[derive(Debug, Clone)]
