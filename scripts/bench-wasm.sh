@@ -43,8 +43,10 @@ if [ "${MWP_BENCH_WASM_IDB:-1}" != 0 ]; then
   node js/bench/idb.mjs
 fi
 echo "== module sizes"
-full=js/pkg/mwp_wasm_bg.wasm viewer=js/pkg-viewer/mwp_wasm_bg.wasm
-for m in "$full" "$viewer"; do
+# The dashboard's module is the committed one (scripts/build-dashboard.sh; the test run checks
+# that it matches the sources).
+full=js/pkg/mwp_wasm_bg.wasm viewer=js/pkg-viewer/mwp_wasm_bg.wasm dashboard=host-native/dashboard/pkg/mwp_wasm_bg.wasm
+for m in "$full" "$viewer" "$dashboard"; do
   raw=$(stat -c %s "$m") gz=$(gzip -9 -c "$m" | wc -c)
   echo "$m: $raw bytes ($(( raw / 1024 )) KiB), gzip -9: $gz bytes ($(( gz / 1024 )) KiB)"
 done
@@ -55,7 +57,7 @@ soft_ms=$(median_ms "$target/bench-soft/criterion/$bench")
 wasm_ms=$(sed -n 's/.* in \([0-9.]*\) ms (median.*/\1/p' "$log/node")
 events=$(sed -n 's/^bench log: \([0-9]*\) events.*/\1/p' "$log/node")
 node -e '
-  const [events, wasm, soft, native, full, fullGz, viewer, viewerGz, rssWasm, rssSoft, rssNative] =
+  const [events, wasm, soft, native, full, fullGz, viewer, viewerGz, dashboard, dashboardGz, rssWasm, rssSoft, rssNative] =
     process.argv.slice(1).map(Number);
   const r = (x) => Math.round(x * 1000) / 1000;
   console.log(JSON.stringify({
@@ -64,8 +66,10 @@ node -e '
     wasm_over_native_soft: r(wasm / soft), wasm_over_native: r(wasm / native),
     full_module_bytes: full, full_module_gzip_bytes: fullGz,
     viewer_module_bytes: viewer, viewer_module_gzip_bytes: viewerGz,
+    dashboard_module_bytes: dashboard, dashboard_module_gzip_bytes: dashboardGz,
     peak_rss_kib: { wasm_replay: rssWasm, native_soft_bench: rssSoft, native_bench: rssNative },
   }));' "$events" "$wasm_ms" "$soft_ms" "$native_ms" \
   "$(stat -c %s "$full")" "$(gzip -9 -c "$full" | wc -c)" \
   "$(stat -c %s "$viewer")" "$(gzip -9 -c "$viewer" | wc -c)" \
+  "$(stat -c %s "$dashboard")" "$(gzip -9 -c "$dashboard" | wc -c)" \
   "$(rss node)" "$(rss soft)" "$(rss native)"
