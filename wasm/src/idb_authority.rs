@@ -10,9 +10,7 @@ use wasm_bindgen::prelude::*;
 use crate::authority::decision_to_js;
 use crate::codec::{command_from_js, num, parse_secret_key, to_js, uint};
 use crate::error::StoreError;
-use crate::idb_store::{
-    group_id, unpoisoned, Checkpoint, Store, WriteSet, DEFAULT_CHECKPOINT_EVERY,
-};
+use crate::idb_store::{group_id, unpoisoned, Checkpoint, Store, DEFAULT_CHECKPOINT_EVERY};
 use crate::replica::{frontier_of, state_hash_of};
 
 /// An authority whose log lives in IndexedDB, over the core's authority driver. Each
@@ -79,18 +77,7 @@ impl IdbAuthority {
             Some(s) if due => Some(Checkpoint::of(s)?),
             _ => None,
         };
-        let write = async {
-            let rewritten = self.store.erasures(&mut events).await?;
-            self.store
-                .write(WriteSet {
-                    events,
-                    receipts: true,
-                    checkpoint,
-                    rewritten,
-                    abort,
-                })
-                .await
-        };
+        let write = self.store.write_transition(events, true, checkpoint, abort);
         if let Err(e) = write.await {
             self.poisoned = Some(e.clone());
             return Err(e);

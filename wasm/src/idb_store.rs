@@ -102,16 +102,16 @@ fn seq_field(obj: &JsValue, key: &str) -> Result<u64, Error> {
 
 /// What one transition writes.
 #[derive(Default)]
-pub(crate) struct WriteSet {
+struct WriteSet {
     /// Events with their canonical bytes (consecutive seqs): one `batches` record.
-    pub(crate) events: Vec<(Event, Vec<u8>)>,
+    events: Vec<(Event, Vec<u8>)>,
     /// Whether the events' receipts are written (an authority's store).
-    pub(crate) receipts: bool,
-    pub(crate) checkpoint: Option<Checkpoint>,
+    receipts: bool,
+    checkpoint: Option<Checkpoint>,
     /// Stored `batches` records rewritten with redacted values: (key, frame batch).
-    pub(crate) rewritten: Vec<(u64, Vec<u8>)>,
+    rewritten: Vec<(u64, Vec<u8>)>,
     /// Test hook: abort the transaction after issuing every write.
-    pub(crate) abort: bool,
+    abort: bool,
 }
 
 /// A state checkpoint, encoded once from the live state (no copy of the state is made).
@@ -337,7 +337,7 @@ impl Store {
     /// Erases the values of every event that `events` redacts: a target in `events` itself
     /// gets its redacted bytes in place; a stored target's record is read and returned
     /// rewritten, as (key, frame batch), to be put in the same transaction as `events`.
-    pub(crate) async fn erasures(
+    async fn erasures(
         &self,
         events: &mut [(Event, Vec<u8>)],
     ) -> Result<Vec<(u64, Vec<u8>)>, Error> {
@@ -379,9 +379,31 @@ impl Store {
             .collect()
     }
 
+    /// Writes one transition: `events` with their receipts when `receipts` (an authority's
+    /// store), the checkpoint, and the stored records the events' redactions rewrite
+    /// ([`Store::erasures`]), in one transaction ([`Store::write`]). `abort` is the tests'
+    /// hook.
+    pub(crate) async fn write_transition(
+        &self,
+        mut events: Vec<(Event, Vec<u8>)>,
+        receipts: bool,
+        checkpoint: Option<Checkpoint>,
+        abort: bool,
+    ) -> Result<(), Error> {
+        let rewritten = self.erasures(&mut events).await?;
+        self.write(WriteSet {
+            events,
+            receipts,
+            checkpoint,
+            rewritten,
+            abort,
+        })
+        .await
+    }
+
     /// Writes one transition in one `readwrite` transaction with `durability: "strict"` and
     /// waits until it completes.
-    pub(crate) async fn write(&self, set: WriteSet) -> Result<(), Error> {
+    async fn write(&self, set: WriteSet) -> Result<(), Error> {
         let Some(last) = set
             .events
             .last()
@@ -681,7 +703,7 @@ impl IdbReplica {
 
     async fn offer_inner(&mut self, batch: &[u8], abort: bool) -> Result<JsValue, Error> {
         self.check()?;
-        let (summary, mut applied) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
+        let (summary, applied) = offer_frames(&mut self.inner, &mut self.pending, batch)?;
         let seq = self.inner.cursor();
         let checkpoint = match self.inner.state() {
             Some(s)
@@ -692,18 +714,9 @@ impl IdbReplica {
             _ => None,
         };
         let checkpointed = checkpoint.is_some();
-        let write = async {
-            let rewritten = self.store.erasures(&mut applied).await?;
-            self.store
-                .write(WriteSet {
-                    events: applied,
-                    receipts: false,
-                    checkpoint,
-                    rewritten,
-                    abort,
-                })
-                .await
-        };
+        let write = self
+            .store
+            .write_transition(applied, false, checkpoint, abort);
         if let Err(e) = write.await {
             self.poisoned = Some(e.clone());
             return Err(e);
