@@ -18,13 +18,15 @@
 #   scripts/build-dashboard.sh --check  builds the same two files afresh from the current
 #                                       sources into a temp folder, and fails if the committed
 #                                       ones differ (scripts/test-wasm.sh runs it).
-# Both then put the module into js/dashboard/lib/pkg/ (gitignored; scripts/build-wasm.sh puts
-# the full one there), so that the page served from js/dashboard, which the browser tests
-# load, runs the module that ships.
+# The build mode also puts the module into js/dashboard/lib/pkg/ (gitignored;
+# scripts/build-wasm.sh puts the full one there), as scripts/test-e2e.sh does before the
+# browser steps, so that the page served from js/dashboard runs the module that ships.
 #
 # The .wasm is compared byte for byte: the build is reproducible on a given toolchain and
-# Cargo.lock (see docs/js.md, "The embedded dashboard"). MWP_DASHBOARD_WASM=exports compares
-# only the module's export names instead (for a toolchain whose bytes differ).
+# Cargo.lock (see docs/js.md, "The embedded dashboard"); the registry's sources are named
+# /cargo/... in it, whatever $CARGO_HOME is. MWP_DASHBOARD_WASM=exports compares only the
+# module's export names instead (for a toolchain whose bytes differ).
+# MWP_DASHBOARD_TARGET_DIR sets the target folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -33,10 +35,14 @@ bundle=host-native/dashboard/pkg
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
 mode=${1:-build}
 
-# The dashboard build of the module (cargo's profile wasm-release).
+# The dashboard build of the module (cargo's profile wasm-release). Panic messages name source
+# files: the registry's are written /cargo/... (the rustflags are added to .cargo/config.toml's),
+# so that the bytes do not depend on where $CARGO_HOME is.
 build_module() {
+  local cargo_home=${CARGO_HOME:-$HOME/.cargo}
   CARGO_TARGET_DIR=$target_dir cargo build -p mwp-wasm --target wasm32-unknown-unknown \
-    --profile wasm-release --no-default-features --features dashboard
+    --profile wasm-release --no-default-features --features dashboard \
+    --config "target.wasm32-unknown-unknown.rustflags=[\"--remap-path-prefix=$cargo_home=/cargo\"]"
 }
 
 # assemble DIR: the module and its glue into DIR (which must not exist) from the raw wasm.
@@ -70,8 +76,12 @@ case "$mode" in
     # js/pkg and js/dashboard/lib for development (with the import check), then the module.
     MWP_WASM_OPT=0 scripts/build-wasm.sh
     build_module
+    # Assembled aside, so that a failing step leaves the committed bundle as it was.
+    next=$(mktemp -d)
+    trap 'rm -rf "$next"' EXIT
+    assemble "$next/b"
     rm -rf "$bundle"
-    assemble "$bundle"
+    mv "$next/b" "$bundle"
     mkdir -p js/dashboard/lib/pkg
     cp "$bundle"/* js/dashboard/lib/pkg/
     size=$(stat -c %s "$bundle/mwp_wasm_bg.wasm")
@@ -92,7 +102,11 @@ case "$mode" in
       echo "missing: $committed"
       stale=1
     elif [ "${MWP_DASHBOARD_WASM:-bytes}" = exports ]; then
-      if ! diff <(exports_of "$fresh/b/mwp_wasm_bg.wasm") <(exports_of "$committed"); then
+      # Read first: a failure to read either fails here instead of comparing two empty lists.
+      fresh_exports=$(exports_of "$fresh/b/mwp_wasm_bg.wasm")
+      committed_exports=$(exports_of "$committed")
+      if [ "$fresh_exports" != "$committed_exports" ]; then
+        diff <(echo "$fresh_exports") <(echo "$committed_exports") || true
         echo "the committed wasm's exports differ from a fresh build's"
         stale=1
       fi
@@ -104,8 +118,6 @@ case "$mode" in
       echo "host-native/dashboard/pkg/ is stale: run scripts/build-dashboard.sh and commit it" >&2
       exit 1
     fi
-    mkdir -p js/dashboard/lib/pkg
-    cp "$bundle"/* js/dashboard/lib/pkg/
     echo "host-native/dashboard/pkg/ matches the sources ($(find "$bundle" -type f | wc -l) files)"
     ;;
   *)

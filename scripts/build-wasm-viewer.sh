@@ -4,7 +4,7 @@
 # frame helpers) into js/pkg-viewer/ (gitignored; nothing ships it yet), and prints its sizes:
 #   cargo build (profile wasm-release) → wasm-bindgen --target web → wasm-opt -Oz → gzip -9
 # It builds in its own target folder ($CARGO_TARGET_DIR/viewer, or target/viewer), so that the
-# full module scripts/build-wasm.sh and scripts/build-dashboard.sh --check read stays as it is.
+# full module scripts/build-wasm.sh builds stays as it is.
 # Usage: scripts/build-wasm-viewer.sh      (MWP_WASM_OPT=0 skips wasm-opt)
 #   MWP_VIEWER_SIZE=1 also builds mwp-core, sha2, curve25519-dalek and ed25519-dalek at
 #   opt-level "z" (the profile builds them at 3 for replay speed): a smaller module that

@@ -61,12 +61,6 @@ echo "node $(node --version), $("$deno" --version | head -1), $(wasm-bindgen --v
 step "build js/pkg (wasm-release + wasm-bindgen; wasm-opt if MWP_WASM_OPT=1)"
 scripts/build-wasm.sh
 
-step "cargo clippy of the viewer and dashboard builds (wasm32; the workspace step lints the full one)"
-for features in viewer dashboard; do
-  cargo clippy -p mwp-wasm --target wasm32-unknown-unknown --no-default-features \
-    --features "$features" -- -D warnings
-done
-
 if [ -n "$repeat" ]; then
   step "build what the end-to-end steps run: the mwp binary and the Rust e2e tests"
   cargo build --workspace --all-features --bin mwp
@@ -95,6 +89,12 @@ if [ -n "$repeat" ]; then
   [ "$failed" -eq 0 ]
   exit
 fi
+
+step "cargo clippy of the viewer and dashboard builds (wasm32; the workspace step lints the full one)"
+for features in viewer dashboard; do
+  cargo clippy -p mwp-wasm --target wasm32-unknown-unknown --no-default-features \
+    --features "$features" -- -D warnings
+done
 
 step "the dashboard embedded in mwp (host-native/dashboard/) matches its sources"
 # The glue and the module byte for byte. The dashboard's build does not carry the `age` crate,
