@@ -67,7 +67,7 @@ pub fn verified_event_from_js(value: JsValue) -> Result<Event, Error> {
     if let Some(bytes) = bytes_of(&value) {
         return Event::from_cbor_verified(&bytes);
     }
-    let event = Event::from_serde(serde_wasm_bindgen::Deserializer::from(value))?;
+    let event = event_from_js(value)?;
     event.verify()?;
     Ok(event)
 }

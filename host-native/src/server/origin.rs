@@ -55,9 +55,7 @@ impl Hosts {
             .iter()
             .filter_map(|e| {
                 let (name, port) = split(e);
-                let port = port?;
-                let n = port.parse::<u16>().ok()?;
-                (n.to_string() == port).then(|| (name.to_owned(), n))
+                Some((name.to_owned(), shortest_port(port?)?))
             })
             .collect();
         Hosts {
@@ -120,6 +118,13 @@ fn authority(ip: IpAddr, port: u16) -> String {
 
 fn has_port(host: &str) -> bool {
     split(host).1.is_some()
+}
+
+/// A configured port's value, if it is a `u16` written in its shortest decimal form (no sign,
+/// no leading zeros): a `Host` header's port is compared by its value, so a name configured
+/// with another spelling could never be matched.
+fn shortest_port(port: &str) -> Option<u16> {
+    port.parse::<u16>().ok().filter(|n| n.to_string() == port)
 }
 
 /// `name` and the port, if any: `[::1]:80` → (`[::1]`, `80`), `a.b` → (`a.b`, none). A
@@ -202,7 +207,7 @@ pub(crate) fn check_public_host(name: &str) -> Result<(), String> {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
         }
     };
-    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|n| n.to_string() == p));
+    let port_ok = port.is_none_or(|p| shortest_port(p).is_some());
     if host_ok && port_ok {
         Ok(())
     } else {
