@@ -1,7 +1,7 @@
 //! Durable accepts per second on PostgreSQL: 1 client, 64 clients on 64 groups, and 64
-//! clients on one group (serialised by the group lock), beside a bare INSERT + COMMIT per
-//! transaction on the same server (the fsync-bound ceiling). Each accept is one committed
-//! transaction (`synchronous_commit = on`), so these are fsync-bound figures.
+//! clients on one group (their commands decided in batches under the group lock), beside a
+//! bare INSERT + COMMIT per transaction on the same server (the fsync-bound ceiling). Each
+//! accept is committed (`synchronous_commit = on`) before it is counted.
 //!
 //! Needs `MWP_TEST_POSTGRES` (source scripts/setup-postgres.sh); docs/bench-postgres.md has
 //! the command and the figures.

@@ -152,6 +152,126 @@ fn two_servers_and_concurrent_clients_never_fork_a_group() {
     assert_eq!(servers[1].head_seq(&g).expect("head"), total as u64);
 }
 
+/// Commands of one group sent at once are decided together, fewer transactions than commands,
+/// each answered as it would be alone: new ones accepted in one gapless log, a repeat a
+/// Duplicate with the same receipt, an invalid one rejected without a trace.
+#[test]
+fn commands_sent_at_once_are_committed_together_and_answered_each() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "batches");
+    let store = schema.open("pool_size=2&snapshot_every=7");
+    let g = id("g1");
+    let senders = 24;
+    store
+        .submit(&open_group("g1", senders), 1000)
+        .expect("open answered");
+    let before = store.batches();
+
+    // Each sender: a new work item; every third one sends it twice at once (a repeat, which
+    // may land in the same batch); every fourth one also sends work that depends on an item
+    // that does not exist (rejected). Every command from a thread of its own, all at once.
+    let mut cmds = Vec::new();
+    for c in 0..senders {
+        let actor = format!("w{c}");
+        let cmd = create_work("g1", &actor, "a", &format!("c{c}"));
+        if c % 3 == 0 {
+            cmds.push((c, "repeat", cmd.clone()));
+        }
+        cmds.push((c, "new", cmd));
+        if c % 4 == 0 {
+            let mut bad = create_work("g1", &actor, "b", &format!("d{c}"));
+            if let mwp_core::Body::CreateWork(w) = &mut bad.body {
+                w.after = vec![id("missing")];
+            }
+            bad.sign(&mwp_core::SecretKey::for_transcript(&actor))
+                .expect("sign");
+            cmds.push((c, "invalid", bad));
+        }
+    }
+    let barrier = Barrier::new(cmds.len());
+    let answers: Vec<(usize, &str, Decision)> = std::thread::scope(|s| {
+        let handles: Vec<_> = cmds
+            .iter()
+            .map(|(c, what, cmd)| {
+                let (store, barrier) = (&store, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    (*c, *what, store.submit(cmd, 2000).expect("answered"))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sender"))
+            .collect()
+    });
+
+    let log = store.events(&g, 0, usize::MAX).expect("log");
+    assert_eq!(log.len(), 1 + senders, "one event per new work item");
+    for (i, e) in log.iter().enumerate() {
+        assert_eq!(e.seq, i as u64 + 1, "gapless");
+        if i > 0 {
+            assert_eq!(e.prev, log[i - 1].id, "chained");
+        }
+    }
+    for c in 0..senders {
+        let mine: Vec<_> = answers.iter().filter(|(s, _, _)| *s == c).collect();
+        // The work item's command (sent once or twice): one Accepted, the repeat a Duplicate
+        // of the same receipt, whichever came first.
+        let sent: Vec<&Decision> = mine
+            .iter()
+            .filter(|(_, what, _)| *what != "invalid")
+            .map(|(_, _, d)| d)
+            .collect();
+        let accepted: Vec<_> = sent
+            .iter()
+            .filter_map(|d| match d {
+                Decision::Accepted(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(accepted.len(), 1, "sender {c}: accepted once: {sent:?}");
+        let event = accepted[0];
+        assert_eq!(log[(event.seq - 1) as usize].id, event.id, "sender {c}");
+        for d in &sent {
+            match d {
+                Decision::Accepted(_) => {}
+                Decision::Duplicate(r) => assert_eq!(r, &event.receipt(), "sender {c}"),
+                Decision::Rejected(r) => panic!("sender {c}: a repeat was rejected: {r}"),
+            }
+        }
+        for (_, what, d) in &mine {
+            if *what == "invalid" {
+                assert!(
+                    matches!(d, Decision::Rejected(_)),
+                    "sender {c}: work after a missing item is rejected: {d:?}"
+                );
+            }
+        }
+    }
+    let transactions = store.batches() - before;
+    let commands = answers.len();
+    assert!(
+        transactions < commands as u64,
+        "{transactions} transactions for {commands} commands sent at once"
+    );
+    // What a store starting cold reads back is the state the batches left.
+    let cold = schema.open("");
+    assert_eq!(
+        cold.state(&g)
+            .expect("state")
+            .expect("open")
+            .hash()
+            .expect("hash"),
+        store
+            .state(&g)
+            .expect("state")
+            .expect("open")
+            .hash()
+            .expect("hash")
+    );
+}
+
 #[test]
 fn racing_compare_and_set_claims_have_one_winner() {
     let server = require_server!();

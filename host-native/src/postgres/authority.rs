@@ -15,6 +15,7 @@ use mwp_core::{
     SecretKey, WorkState,
 };
 
+use super::batch;
 use super::config::{KeySource, PostgresConfig};
 use super::migrate::migrate;
 use super::pool::Pool;
@@ -108,8 +109,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     })
 }
 
-/// The authority store on PostgreSQL: one transaction per accept, serialised per group across
-/// every process using the database (docs/postgres.md).
+/// The authority store on PostgreSQL: the commands of a group are decided and committed in
+/// transactions serialised per group across every process using the database, one command
+/// each, or several that arrived while the group's previous transaction was written
+/// (docs/postgres.md).
 ///
 /// Blocking: call it from plain threads or `tokio::task::spawn_blocking`, never directly on
 /// an async runtime thread (the sync driver runs its own small runtime per connection).
@@ -125,7 +128,17 @@ pub struct PostgresAuthority {
     cache_groups: usize,
     lock_salt: String,
     label: String,
-    cache: Mutex<HashMap<Id, Arc<Mutex<Slot>>>>,
+    cache: Mutex<HashMap<Id, Arc<Group>>>,
+    /// Transactions committed for batches of commands ([`PostgresAuthority::batches`]).
+    batches: std::sync::atomic::AtomicU64,
+}
+
+/// What this process keeps of one group: its cached state, and the commands waiting to be
+/// decided together ([`batch::Queue`]).
+#[derive(Default)]
+struct Group {
+    slot: Mutex<Slot>,
+    queue: batch::Queue,
 }
 
 impl std::fmt::Debug for PostgresAuthority {
@@ -184,6 +197,7 @@ impl PostgresAuthority {
             lock_salt: config.schema.unwrap_or_default(),
             label,
             cache: Mutex::new(HashMap::new()),
+            batches: std::sync::atomic::AtomicU64::new(0),
         };
         drop(authority.pool.get()?);
         Ok(authority)
@@ -224,14 +238,21 @@ impl PostgresAuthority {
         self.pool.clear();
     }
 
+    /// How many transactions this store committed for submitted commands since it opened:
+    /// commands of one group that arrive while one of its transactions is written are
+    /// decided and committed together, so under contention this is fewer than the commands.
+    pub fn batches(&self) -> u64 {
+        self.batches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The state of `group` as the database holds it now (`None` if it does not exist).
     pub fn state(&self, group: &Id) -> Result<Option<GroupState>> {
         self.read_state(group, |s| s.cloned())
     }
 
     fn read_state<T>(&self, group: &Id, f: impl FnOnce(Option<&GroupState>) -> T) -> Result<T> {
-        let slot = self.slot(group);
-        let mut slot = lock(&slot);
+        let entry = self.entry(group);
+        let mut slot = lock(&entry.slot);
         let synced = {
             let mut conn = self.pool.get()?;
             let (client, sql) = conn.parts();
@@ -269,12 +290,11 @@ impl PostgresAuthority {
         }
         if let Err(e) = self.finish_audit(group, now) {
             tracing::error!(group = %group, error = %e, "sealing the audit log of a group just archived failed; it is tried again when the group is next loaded");
-            let slot = self.slot(group);
-            lock(&slot).audit_pending = true;
+            lock(&self.entry(group).slot).audit_pending = true;
         }
     }
 
-    fn slot(&self, group: &Id) -> Arc<Mutex<Slot>> {
+    fn entry(&self, group: &Id) -> Arc<Group> {
         let mut cache = lock(&self.cache);
         if let Some(s) = cache.get(group) {
             return s.clone();
@@ -292,9 +312,9 @@ impl PostgresAuthority {
                 cache.remove(&g);
             }
         }
-        let slot = Arc::new(Mutex::new(Slot::default()));
-        cache.insert(group.clone(), slot.clone());
-        slot
+        let entry = Arc::new(Group::default());
+        cache.insert(group.clone(), entry.clone());
+        entry
     }
 
     /// The advisory lock key of a group: 64 bits of SHA-256 over the schema and the group.
@@ -455,8 +475,8 @@ impl PostgresAuthority {
             &mut Slot,
         ) -> Result<Result<T>, Failure>,
     ) -> Result<T> {
-        let slot = self.slot(group);
-        let mut slot = lock(&slot);
+        let entry = self.entry(group);
+        let mut slot = lock(&entry.slot);
         let mut last = None;
         for _ in 0..ATTEMPTS {
             match self.attempt(group, &mut slot, &mut f) {
@@ -508,6 +528,33 @@ impl PostgresAuthority {
         // Committed, or rolled back with the state untouched (decisions that write nothing).
         slot.fresh = true;
         Ok(out)
+    }
+
+    /// Decides `batch` (commands of `group`, in arrival order, each with its time) one after
+    /// the other over the slot's state in one transaction, as many single transactions would
+    /// in that order, and commits them together: every answer, in order, once committed.
+    /// A transaction that fails answers every command with the failure: none of them was
+    /// written.
+    fn decide_batch(&self, group: &Id, batch: &[(Command, u64)]) -> Vec<Result<Decision>> {
+        let mut seals = vec![None; batch.len()];
+        let decided = self.locked(group, |this, tx, sql, slot| {
+            let mut answers = Vec::with_capacity(batch.len());
+            for ((cmd, now_ms), seal) in batch.iter().zip(&mut seals) {
+                answers.push(this.decide(tx, sql, slot, cmd, *now_ms, seal)?);
+            }
+            Ok(Ok(answers))
+        });
+        match decided {
+            Ok(answers) => {
+                self.batches
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                for ((_, now_ms), seal) in batch.iter().zip(seals) {
+                    self.seal_after_commit(group, seal, *now_ms);
+                }
+                answers
+            }
+            Err(e) => batch.iter().map(|_| Err(e.clone())).collect(),
+        }
     }
 
     /// Decides `cmd` with the group's driver over the slot's state (at the database's head,
@@ -789,13 +836,13 @@ fn load_key(
 }
 
 impl AuthorityService for PostgresAuthority {
+    /// Decides `cmd` in one transaction with the commands of its group that arrive while
+    /// another transaction of the group is written ([`batch`]).
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
-        let mut seal = None;
-        let decision = self.locked(&cmd.group, |this, tx, sql, slot| {
-            this.decide(tx, sql, slot, cmd, now_ms, &mut seal)
-        })?;
-        self.seal_after_commit(&cmd.group, seal, now_ms);
-        Ok(decision)
+        let group = &cmd.group;
+        self.entry(group)
+            .queue
+            .submit(cmd, now_ms, |batch| self.decide_batch(group, batch))
     }
 
     fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {

@@ -20,6 +20,7 @@
 
 mod audit;
 mod authority;
+mod batch;
 pub mod config;
 pub mod migrate;
 mod pool;
