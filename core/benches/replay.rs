@@ -6,7 +6,10 @@
 //!
 //! After criterion's groups, the bench runs the three interleaved (5 rounds, medians) and
 //! prints one JSON line: events/s of each, the ratio of the floor's rate to the replay's
-//! (issue goal: at most 1.5), and the process's peak RSS.
+//! (issue goal: at most 1.5), the process's peak RSS, and where a replay's time goes per
+//! event (`per_event_ns`): decoding alone, the hashing that checks the payload hash and the id
+//! (decoding with those checks, less decoding alone), applying, and the floor's one SHA-256
+//! pass over the stored bytes (the floor less applying).
 //!
 //! `cargo bench -p mwp-core --bench replay`
 // criterion's macros generate undocumented public functions.
@@ -81,10 +84,26 @@ fn replay_floor(log: &[Vec<u8>], events: &[Event]) -> (GroupState, u8) {
     (state.expect("open"), fold)
 }
 
-/// Interleaved rounds of the three replays, medians, as one JSON line.
+/// Decodes every event, checked (payload hash and id) if `verify`, dropping each at once as a
+/// replay does; returns a fold of the seqs so that nothing is optimised away.
+fn decode_all(log: &[Vec<u8>], verify: bool) -> u64 {
+    let mut fold = 0;
+    for bytes in log {
+        let e = if verify {
+            Event::from_cbor_verified(bytes)
+        } else {
+            Event::from_cbor(bytes)
+        };
+        fold ^= std::hint::black_box(e.expect("decodes")).seq;
+    }
+    fold
+}
+
+/// Interleaved rounds of the three replays and of decoding with and without the checks,
+/// medians, as one JSON line.
 fn summary(events: &[Event], encoded: &[Vec<u8>]) {
     let rounds = 5;
-    let mut t = [Vec::new(), Vec::new(), Vec::new()];
+    let mut t: [Vec<f64>; 5] = Default::default();
     let secs = |f: &mut dyn FnMut()| {
         let start = std::time::Instant::now();
         f();
@@ -95,6 +114,10 @@ fn summary(events: &[Event], encoded: &[Vec<u8>]) {
         t[0].push(secs(&mut || keep.push(replay_bytes(encoded))));
         t[1].push(secs(&mut || keep.push(replay_floor(encoded, events).0)));
         t[2].push(secs(&mut || keep.push(replay_decoded(events))));
+        let mut fold = 0;
+        t[3].push(secs(&mut || fold ^= decode_all(encoded, false)));
+        t[4].push(secs(&mut || fold ^= decode_all(encoded, true)));
+        std::hint::black_box(fold);
     }
     let n = events.len() as f64;
     let eps = |v: &mut Vec<f64>| {
@@ -102,6 +125,8 @@ fn summary(events: &[Event], encoded: &[Vec<u8>]) {
         n / v[v.len() / 2]
     };
     let (bytes, floor, decoded) = (eps(&mut t[0]), eps(&mut t[1]), eps(&mut t[2]));
+    let (decode, checked) = (eps(&mut t[3]), eps(&mut t[4]));
+    let ns = |per_s: f64| (1e9 / per_s * 10.0).round() / 10.0;
     println!(
         "{}",
         serde_json::json!({
@@ -112,6 +137,14 @@ fn summary(events: &[Event], encoded: &[Vec<u8>]) {
             "floor_events_per_s": floor.round(),
             "decoded_apply_events_per_s": decoded.round(),
             "floor_over_from_bytes": (floor / bytes * 1000.0).round() / 1000.0,
+            "per_event_ns": {
+                "from_bytes": ns(bytes),
+                "decode": ns(decode),
+                "check_hashes": ((ns(checked) - ns(decode)) * 10.0).round() / 10.0,
+                "apply": ns(decoded),
+                "floor": ns(floor),
+                "floor_sha256": ((ns(floor) - ns(decoded)) * 10.0).round() / 10.0,
+            },
             "peak_rss_kib": common::peak_rss_kib(),
         })
     );
