@@ -1052,6 +1052,13 @@ macro_rules! variants {
             /// Every kind's `type`, in the order of the variants.
             pub const TYPES: &'static [&'static str] = &[$($tag),*];
 
+            /// This kind's `type`, as its JSON form and its canonical CBOR name it.
+            pub fn type_name(&self) -> &'static str {
+                match self {
+                    $( EventKind::$variant(_) => $tag, )*
+                }
+            }
+
             /// Reads the variant named `name` from a kind map whose `type` entry is left out,
             /// through serde's derive: the reference the readers are held to.
             #[cfg(test)]
@@ -1241,7 +1248,8 @@ mod tests {
 
     /// Every kind reaches the canonical encoder with its entries, `type` among them, in
     /// canonical key order, its opaque values as the canonical bytes they hold: the encoder
-    /// puts nothing in order. The JSON form has `type` first and reads back as the same kind.
+    /// puts nothing in order. The JSON form has `type` first, the one `type_name` gives, and
+    /// reads back as the same kind.
     #[test]
     fn kinds_reach_the_encoder_in_canonical_order() {
         let mut types = std::collections::BTreeSet::new();
@@ -1252,6 +1260,7 @@ mod tests {
             let back: EventKind = serde_json::from_value(json).expect("reads back");
             assert_eq!(back, e.kind);
             assert_eq!(canonical::reorders(&e.kind), Ok(0), "{:?}", e.kind);
+            assert_eq!(e.kind.type_name(), kind_type(&e.kind));
             types.insert(kind_type(&e.kind));
         }
         // Every kind.

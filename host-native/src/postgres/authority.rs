@@ -608,10 +608,7 @@ impl PostgresAuthority {
                 .next_deadline()
                 .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
         };
-        let kind = serde_json::to_value(&event.kind)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
-            .unwrap_or_default();
+        let kind = event.kind.type_name();
         let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
         let written: i64 = tx
             .query_one(

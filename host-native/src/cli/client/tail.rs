@@ -325,10 +325,7 @@ fn read_stream(
 const MAX_MESSAGE_BYTES: usize = mwp_core::log_format::MAX_RECORD_LEN as usize;
 
 fn human(event: &Event) -> String {
-    let kind = serde_json::to_value(&event.kind)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
-        .unwrap_or_default();
+    let kind = event.kind.type_name();
     format!(
         "seq {:<6} {:<20} by {:<12} {} rev {}",
         event.seq, kind, event.actor, event.aggregate, event.revision
