@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `pool_size` | 16 | connections this process keeps to the server, at most |
 //! | `schema` | (search path) | PostgreSQL schema holding mwp's tables; created if missing |
-//! | `snapshot_every` | 1000 | take a signed snapshot every N events of a group (0: never) |
+//! | `snapshot_every` | 100000 | take a signed snapshot every N events of a group (0: never) |
 //! | `online_window` | (all) | replay serves only the last N events; older cursors get `CURSOR_TOO_OLD` |
 //! | `cache_groups` | 10000 | group states kept in memory |
 //! | `shard` | host:port/db | the name rendezvous hashing gives this server (see `router`) |
@@ -82,7 +82,7 @@ impl Default for PostgresConfig {
             conninfo: String::new(),
             schema: None,
             pool_size: 16,
-            snapshot_every: 1000,
+            snapshot_every: 100_000,
             online_window: None,
             cache_groups: 10_000,
             shard: None,

@@ -36,7 +36,7 @@ pub(crate) struct Statements {
     pub event_for_update: Statement,
     /// `$1` group, `$2` seq, `$3` new bytes: the redacted form.
     pub rewrite_event: Statement,
-    /// Stores a snapshot (kept if one exists at that seq).
+    /// Stores a snapshot (kept if one exists at that seq) and removes the group's older ones.
     pub insert_snapshot: Statement,
     /// `$1` group, `$2` actor, `$3` action → (bytes).
     pub receipt: Statement,
@@ -98,10 +98,13 @@ impl Statements {
                  WHERE group_id = $1 AND seq = $2 FOR UPDATE")?,
             rewrite_event: p("UPDATE mwp_events SET bytes = $3, redacted = true
                  WHERE group_id = $1 AND seq = $2")?,
-            insert_snapshot: p(
-                "INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (group_id, seq) DO NOTHING",
-            )?,
+            // The older snapshots of the group go in the same statement: reads use only the
+            // latest at or below the head, and keeping every one made the stored bytes grow
+            // with the square of the log (docs/postgres.md, "Snapshots").
+            insert_snapshot: p("WITH stored AS (
+                   INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
+                   VALUES ($1, $2, $3, $4) ON CONFLICT (group_id, seq) DO NOTHING)
+                 DELETE FROM mwp_snapshots WHERE group_id = $1 AND seq < $2")?,
             receipt: p("SELECT bytes FROM mwp_receipts
                  WHERE group_id = $1 AND actor = $2 AND action = $3")?,
             groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,
