@@ -98,6 +98,7 @@ impl Queue {
             let mut leader = Leader {
                 queue: self,
                 callers,
+                own: ticket,
             };
             let mut answers = decide(&batch);
             // `decide` answers every command; a short answer is a bug, never a lost command.
@@ -113,6 +114,8 @@ struct Leader<'a> {
     queue: &'a Queue,
     /// The batch's callers: ticket and thread.
     callers: Vec<(u64, Thread)>,
+    /// The leader's own ticket.
+    own: u64,
 }
 
 impl<'a> Leader<'a> {
@@ -128,9 +131,10 @@ impl<'a> Leader<'a> {
         w.leading = false;
         let next = w.queued.first().map(|q| q.caller.clone());
         drop(w);
-        // The leader's own thread is among them: unparking it only leaves a token, which
-        // makes one later park of that thread return at once.
-        for (_, caller) in &callers {
+        // Not the leader's own thread: it is awake, and a token left with it would make a
+        // later park of that thread return at once.
+        let me = std::thread::current().id();
+        for (_, caller) in callers.iter().filter(|(_, t)| t.id() != me) {
             caller.unpark();
         }
         if let Some(next) = next {
@@ -144,7 +148,9 @@ impl Drop for Leader<'_> {
     fn drop(&mut self) {
         if !self.callers.is_empty() {
             let answers = self.callers.iter().map(|_| Err(unanswered())).collect();
-            drop(self.finish(answers));
+            let mut w = self.finish(answers);
+            // The panicking leader's own answer would never be collected.
+            w.answers.remove(&self.own);
         }
     }
 }
@@ -302,7 +308,9 @@ mod tests {
         })
         .join();
         assert!(panicked.is_err());
-        assert!(!lock(&queue.waiting).leading);
+        let w = lock(&queue.waiting);
+        assert!(!w.leading && w.answers.is_empty());
+        drop(w);
         let got = queue.submit(&command("after"), 1, answer);
         assert_eq!(got.expect_err("answered").message, "after 1 1");
     }
