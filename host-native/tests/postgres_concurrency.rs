@@ -14,7 +14,7 @@ use std::sync::Barrier;
 use mwp_core::{Code, Decision, Id, Receipt};
 use mwp_host::postgres::PostgresAuthority;
 use mwp_host::service::AuthorityService;
-use postgres_common::{command, create_work, open_group, Schema};
+use postgres_common::{command, create_work, open_group, state_hash, Schema};
 use serde_json::json;
 
 fn id(s: &str) -> Id {
@@ -257,19 +257,7 @@ fn commands_sent_at_once_are_committed_together_and_answered_each() {
     );
     // What a store starting cold reads back is the state the batches left.
     let cold = schema.open("");
-    assert_eq!(
-        cold.state(&g)
-            .expect("state")
-            .expect("open")
-            .hash()
-            .expect("hash"),
-        store
-            .state(&g)
-            .expect("state")
-            .expect("open")
-            .hash()
-            .expect("hash")
-    );
+    assert_eq!(state_hash(&cold, &g), state_hash(&store, &g));
 }
 
 #[test]

@@ -15,7 +15,7 @@ use mwp_core::work::WorkItem;
 use mwp_core::{Code, Decision, Event, Id, SecretKey, WorkState};
 use mwp_host::postgres::{KeySource, PostgresAuthority};
 use mwp_host::service::AuthorityService;
-use postgres_common::{command, create_work, open_group, Schema};
+use postgres_common::{command, create_work, open_group, state_hash, Schema};
 use serde_json::{json, Value};
 
 fn id(s: &str) -> Id {
@@ -360,18 +360,7 @@ fn only_the_latest_snapshot_is_kept() {
         .expect("a snapshot");
     assert_eq!(snap.seq, 9);
     let cold = schema.open("snapshot_every=3");
-    assert_eq!(
-        cold.state(&g)
-            .expect("state")
-            .expect("open")
-            .hash()
-            .expect("hash"),
-        pg.state(&g)
-            .expect("state")
-            .expect("open")
-            .hash()
-            .expect("hash")
-    );
+    assert_eq!(state_hash(&cold, &g), state_hash(&pg, &g));
     // The default cadence is the file store's.
     assert_eq!(schema.config("").snapshot_every, 100_000);
 }

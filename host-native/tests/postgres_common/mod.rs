@@ -120,6 +120,16 @@ impl Drop for Schema {
     }
 }
 
+/// The hash of `group`'s state as `store` reads it from the database.
+pub fn state_hash(store: &PostgresAuthority, group: &mwp_core::Id) -> mwp_core::Hash {
+    store
+        .state(group)
+        .expect("state")
+        .expect("the group exists")
+        .hash()
+        .expect("hash")
+}
+
 /// The derived public key of a transcript actor, as hex.
 pub fn key_of(actor: &str) -> String {
     SecretKey::for_transcript(actor).public().to_hex()
