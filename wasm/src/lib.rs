@@ -4,10 +4,9 @@
 //! JavaScript values and core types, one small error type per export (turned into a JS
 //! `Error` whose `name` says which export failed and whose `code` is the spec's), the agent
 //! driver ([`agent`]), the IndexedDB stores for browsers ([`idb_store`], [`idb_authority`],
-//! [`idb_agent`]), and
-//! the state-only group the Node/Deno file store drives ([`store_group`]) and the file store's
-//! byte layout it frames and scans its files with ([`log_format`]), and the sealing of an
-//! archived group's audit log with the `mwp-audit` crate ([`audit`]).
+//! [`idb_agent`]), the state-only group the Node/Deno file store drives ([`store_group`]),
+//! the file store's byte layout it frames and scans its files with ([`log_format`]), and
+//! the sealing of an archived group's audit log with the `mwp-audit` crate ([`audit`]).
 //!
 //! What crosses the boundary, and how:
 //! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
