@@ -344,6 +344,9 @@ fn only_the_latest_snapshot_is_kept() {
     let pg = schema.open("snapshot_every=3");
     group_with(&pg, "g1", 10);
     group_with(&pg, "g2", 4);
+    // Periodic snapshots are stored after their commits, on threads of their own, in any
+    // order: an older one finishing last is not kept.
+    pg.wait_for_snapshots();
     let mut client = schema.client();
     let kept: Vec<(String, i64)> = client
         .query(
@@ -474,6 +477,53 @@ fn rejections_write_nothing() {
     );
 }
 
+/// A periodic snapshot is stored after the commit of the accept that made it due, without
+/// the group's lock while it is built: the group's commands go on while the snapshot table
+/// cannot even be read, and the snapshot is stored once it can.
+#[test]
+fn a_periodic_snapshot_does_not_hold_up_the_groups_commands() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "snapshot_after_commit");
+    let pg = schema.open("snapshot_every=3");
+    group_with(&pg, "g1", 1); // seq 2: nothing due yet
+    let mut blocker = schema.client();
+    let mut held = blocker.transaction().expect("transaction");
+    held.batch_execute("LOCK TABLE mwp_snapshots IN ACCESS EXCLUSIVE MODE")
+        .expect("lock the snapshot table");
+    let decided = std::thread::scope(|scope| {
+        let (done, answered) = std::sync::mpsc::channel();
+        let pg = &pg;
+        scope.spawn(move || {
+            // seq 3 makes a snapshot due; seq 4 is the group's next command.
+            for i in 0..2 {
+                let cmd = create_work("g1", "alice", &format!("late{i}"), &format!("l{i}"));
+                let decision = pg.submit(&cmd, 5_000 + i).expect("accepted");
+                assert!(matches!(decision, Decision::Accepted(_)));
+            }
+            let _ = done.send(());
+        });
+        let decided = answered.recv_timeout(std::time::Duration::from_secs(60));
+        // Let the snapshot (and, were it in the accepting transaction, the accepts) go on.
+        held.rollback().expect("unlock");
+        decided
+    });
+    assert!(
+        decided.is_ok(),
+        "the accepts waited for the snapshot table: the snapshot is written in their transaction"
+    );
+    pg.wait_for_snapshots();
+    let kept: Vec<i64> = schema
+        .client()
+        .query("SELECT seq FROM mwp_snapshots WHERE group_id = 'g1'", &[])
+        .expect("snapshots")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(kept, [3]);
+    let cold = schema.open("snapshot_every=3");
+    assert_eq!(state_hash(&cold, &id("g1")), state_hash(&pg, &id("g1")));
+}
+
 #[test]
 fn snapshots_are_signed_stored_and_used_on_reload() {
     let server = require_server!();
@@ -481,6 +531,7 @@ fn snapshots_are_signed_stored_and_used_on_reload() {
     let pg = schema.open("snapshot_every=4");
     let g = id("g1");
     group_with(&pg, "g1", 9); // seq 1..=10: periodic snapshots at 4 and 8, the latest kept
+    pg.wait_for_snapshots();
     let mut c = schema.client();
     let seqs: Vec<i64> = c
         .query(

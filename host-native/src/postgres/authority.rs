@@ -117,7 +117,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Blocking: call it from plain threads or `tokio::task::spawn_blocking`, never directly on
 /// an async runtime thread (the sync driver runs its own small runtime per connection).
 pub struct PostgresAuthority {
-    pub(super) pool: Pool,
+    pub(super) pool: Arc<Pool>,
     /// The key and the policy (limits, snapshot cadence, online window, archival policies)
     /// every group's driver decides with.
     pub(super) authority: Arc<authority::Config>,
@@ -131,6 +131,9 @@ pub struct PostgresAuthority {
     cache: Mutex<HashMap<Id, Arc<Group>>>,
     /// Transactions committed for batches of commands ([`PostgresAuthority::batches`]).
     batches: std::sync::atomic::AtomicU64,
+    /// The threads storing snapshots made due by accepts already committed
+    /// ([`PostgresAuthority::wait_for_snapshots`]).
+    snapshots: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// What this process keeps of one group: its cached state, and the commands waiting to be
@@ -148,6 +151,56 @@ impl std::fmt::Debug for PostgresAuthority {
             .field("authority_key", &self.public)
             .finish_non_exhaustive()
     }
+}
+
+/// What an accepted command leaves for after its transaction committed.
+#[derive(Default)]
+struct AfterCommit {
+    /// A periodic snapshot that is due (an archive's final one is stored in its transaction).
+    snapshot: Option<authority::SnapshotDue>,
+    /// The archival policy the Group is sealed under, when the command archived it.
+    seal: Option<mwp_core::audit::OrgPolicy>,
+}
+
+/// Stores a snapshot of `group` at `seq` unless one at `seq` or later is stored, and removes
+/// the group's older ones (docs/postgres.md, "Snapshots").
+fn insert_snapshot(
+    tx: &mut Transaction<'_>,
+    sql: &Statements,
+    group: &Id,
+    seq: i64,
+    hash: &Hash,
+    bytes: &[u8],
+) -> std::result::Result<u64, postgres::Error> {
+    tx.execute(
+        &sql.insert_snapshot,
+        &[&group.as_str(), &seq, &hash.to_hex(), &bytes],
+    )
+}
+
+/// Stores a periodic snapshot taken after a commit: in a transaction of its own under the
+/// group's lock, so that it is ordered with the group's other writes and never replaces a
+/// later snapshot stored meanwhile.
+fn store_due_snapshot(
+    pool: &Pool,
+    key: i64,
+    group: &Id,
+    seq: u64,
+    hash: &Hash,
+    bytes: &[u8],
+) -> Result<()> {
+    let seq = to_i64(seq, "seq")?;
+    let mut conn = pool.get()?;
+    let (client, sql) = conn.parts();
+    let mut tx = client
+        .transaction()
+        .map_err(|e| storage("starting a transaction", &e))?;
+    tx.execute(&sql.lock, &[&key])
+        .map_err(|e| storage("locking the group", &e))?;
+    insert_snapshot(&mut tx, sql, group, seq, hash, bytes)
+        .map_err(|e| storage("storing a periodic snapshot", &e))?;
+    tx.commit()
+        .map_err(|e| storage("committing a snapshot", &e))
 }
 
 impl PostgresAuthority {
@@ -175,7 +228,7 @@ impl PostgresAuthority {
             )
         })?;
         let label = config.shard.clone().unwrap_or_else(|| default_label(&pg));
-        let pool = Pool::new(pg, config.schema.clone(), config.pool_size);
+        let pool = Arc::new(Pool::new(pg, config.schema.clone(), config.pool_size));
         let mut client = pool.connect()?;
         migrate(&mut client, config.schema.as_deref())?;
         let key = load_key(&mut client, &config.key, store_given)?;
@@ -198,6 +251,7 @@ impl PostgresAuthority {
             label,
             cache: Mutex::new(HashMap::new()),
             batches: std::sync::atomic::AtomicU64::new(0),
+            snapshots: Mutex::new(Vec::new()),
         };
         drop(authority.pool.get()?);
         Ok(authority)
@@ -536,11 +590,15 @@ impl PostgresAuthority {
     /// A transaction that fails answers every command with the failure: none of them was
     /// written.
     fn decide_batch(&self, group: &Id, batch: &[(Command, u64)]) -> Vec<Result<Decision>> {
-        let mut seals = vec![None; batch.len()];
+        let mut after: Vec<AfterCommit> = Vec::with_capacity(batch.len());
         let decided = self.locked(group, |this, tx, sql, slot| {
+            // A transaction tried again decides the batch again from the database.
+            after.clear();
             let mut answers = Vec::with_capacity(batch.len());
-            for ((cmd, now_ms), seal) in batch.iter().zip(&mut seals) {
-                answers.push(this.decide(tx, sql, slot, cmd, *now_ms, seal)?);
+            for (cmd, now_ms) in batch {
+                let mut then = AfterCommit::default();
+                answers.push(this.decide(tx, sql, slot, cmd, *now_ms, &mut then)?);
+                after.push(then);
             }
             Ok(Ok(answers))
         });
@@ -548,8 +606,8 @@ impl PostgresAuthority {
             Ok(answers) => {
                 self.batches
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                for ((_, now_ms), seal) in batch.iter().zip(seals) {
-                    self.seal_after_commit(group, seal, *now_ms);
+                for ((_, now_ms), then) in batch.iter().zip(after) {
+                    self.after_commit(group, then, *now_ms);
                 }
                 answers
             }
@@ -559,8 +617,8 @@ impl PostgresAuthority {
 
     /// Decides `cmd` with the group's driver over the slot's state (at the database's head,
     /// group locked) and writes what an accepted command commits in the open transaction.
-    /// `seal` is set to the archival policy when the command archives a Group that is to be
-    /// sealed once the transaction is committed.
+    /// What is left for after the commit (a periodic snapshot, the seal of a Group archived
+    /// under a policy) goes in `after`.
     fn decide(
         &self,
         tx: &mut Transaction<'_>,
@@ -568,15 +626,14 @@ impl PostgresAuthority {
         slot: &mut Slot,
         cmd: &Command,
         now_ms: u64,
-        seal: &mut Option<mwp_core::audit::OrgPolicy>,
+        after: &mut AfterCommit,
     ) -> Result<Result<Decision>, Failure> {
-        *seal = None;
         // The driver applies an accepted event to the state it is given; if the write below
         // fails, `locked` marks the slot stale and it is reloaded from the database.
         let mut driver = Authority::restore(self.authority.clone(), slot.state.take());
         let step = driver.handle_command(cmd, now_ms);
         slot.state = driver.into_state();
-        let commit = match step {
+        let mut commit = match step {
             Ok(Step::Accepted(commit)) => commit,
             Ok(other) => return Ok(Ok(other.into_decision())),
             Err(e) => return Ok(Err(e)),
@@ -586,12 +643,68 @@ impl PostgresAuthority {
             .as_ref()
             .expect("a state exists once an event applied");
         self.write(tx, sql, &commit, state)?;
-        seal.clone_from(&commit.seal);
+        match commit.snapshot.take() {
+            // An archive's final snapshot commits with it: the seal, and the removal of the
+            // plain history, start from it (SPEC §6a).
+            Some(due) if state.archived => {
+                self.store_snapshot(tx, sql, due.state())?;
+            }
+            due => after.snapshot = due,
+        }
+        after.seal = commit.seal.take();
         Ok(Ok(commit.into_decision()))
     }
 
+    /// What follows a committed accept: its periodic snapshot is stored on a thread of its
+    /// own (the group's commands do not wait for it), then a Group archived under a policy
+    /// is sealed.
+    fn after_commit(&self, group: &Id, after: AfterCommit, now_ms: u64) {
+        if let Some(due) = after.snapshot {
+            self.store_in_background(group, due);
+        }
+        self.seal_after_commit(group, after.seal, now_ms);
+    }
+
+    /// Signs, encodes and stores `due` on a new thread. A failure is logged and changes
+    /// nothing else: the group is read from its previous snapshot and the log, as before.
+    fn store_in_background(&self, group: &Id, due: authority::SnapshotDue) {
+        let pool = Arc::clone(&self.pool);
+        let key = self.lock_key(group);
+        let group = group.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mwp-pg-snapshot".into())
+            .spawn(move || {
+                let stored = due.sign_stored().and_then(|(bytes, hash)| {
+                    store_due_snapshot(&pool, key, &group, due.seq(), &hash, &bytes)
+                });
+                if let Err(e) = stored {
+                    tracing::warn!(group = %group, seq = due.seq(), error = %e, "storing a periodic snapshot failed; the group is read from its previous snapshot and the log");
+                }
+            });
+        match spawned {
+            Ok(handle) => {
+                let mut running = lock(&self.snapshots);
+                running.retain(|h| !h.is_finished());
+                running.push(handle);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no thread to store a periodic snapshot; it is skipped");
+            }
+        }
+    }
+
+    /// Waits until every periodic snapshot made due by a committed accept of this process
+    /// is stored (or failed): for tests, and for a caller that wants them before it stops.
+    pub fn wait_for_snapshots(&self) {
+        let running = std::mem::take(&mut *lock(&self.snapshots));
+        for handle in running {
+            // A panicking snapshot thread stored nothing; the log is the truth.
+            let _ = handle.join();
+        }
+    }
+
     /// Writes what an accepted command commits (its event applied to `state` already) in
-    /// the open transaction: the event, the redaction's erasure, the snapshot that is due.
+    /// the open transaction: the event and the redaction's erasure.
     fn write(
         &self,
         tx: &mut Transaction<'_>,
@@ -657,9 +770,6 @@ impl PostgresAuthority {
             )
             .map_err(db("erasing the redacted values"))?;
         }
-        if let Some(due) = &commit.snapshot {
-            self.store_snapshot(tx, sql, due.state())?;
-        }
         Ok(())
     }
 
@@ -669,19 +779,17 @@ impl PostgresAuthority {
         sql: &Statements,
         state: &GroupState,
     ) -> Result<(u64, Hash, Vec<u8>), Failure> {
-        let snap = Snapshot::build(state, self.authority.secret_key())?;
-        let bytes = snap.to_cbor()?;
-        tx.execute(
-            &sql.insert_snapshot,
-            &[
-                &state.group.as_str(),
-                &to_i64(snap.seq, "seq")?,
-                &snap.state_hash.to_hex(),
-                &bytes,
-            ],
+        let (bytes, hash) = Snapshot::build_stored(state, self.authority.secret_key())?;
+        insert_snapshot(
+            tx,
+            sql,
+            &state.group,
+            to_i64(state.seq, "seq")?,
+            &hash,
+            &bytes,
         )
         .map_err(db("storing a snapshot"))?;
-        Ok((snap.seq, snap.state_hash, bytes))
+        Ok((state.seq, hash, bytes))
     }
 
     /// Takes a signed snapshot of `group` at its head now and stores it.
@@ -951,7 +1059,7 @@ impl AuthorityService for PostgresAuthority {
     }
 
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
-        let mut seal = None;
+        let mut after = AfterCommit::default();
         let decision = self.locked(group, |this, tx, sql, slot| {
             if slot.state.is_none() {
                 return Ok(Err(not_found(group)));
@@ -967,10 +1075,10 @@ impl AuthorityService for PostgresAuthority {
                 Err(e) => return Ok(Err(e)),
             };
             Ok(this
-                .decide(tx, sql, slot, &cmd, now_ms, &mut seal)?
+                .decide(tx, sql, slot, &cmd, now_ms, &mut after)?
                 .map(Some))
         })?;
-        self.seal_after_commit(group, seal, now_ms);
+        self.after_commit(group, after, now_ms);
         Ok(decision)
     }
 

@@ -36,7 +36,8 @@ pub(crate) struct Statements {
     pub event_for_update: Statement,
     /// `$1` group, `$2` seq, `$3` new bytes: the redacted form.
     pub rewrite_event: Statement,
-    /// Stores a snapshot (kept if one exists at that seq) and removes the group's older ones.
+    /// Stores a snapshot unless one at that seq or later exists, and then removes the group's
+    /// older ones.
     pub insert_snapshot: Statement,
     /// `$1` group, `$2` actor, `$3` action → (bytes).
     pub receipt: Statement,
@@ -100,11 +101,16 @@ impl Statements {
                  WHERE group_id = $1 AND seq = $2")?,
             // The older snapshots of the group go in the same statement: reads use only the
             // latest at or below the head, and keeping every one made the stored bytes grow
-            // with the square of the log (docs/postgres.md, "Snapshots").
+            // with the square of the log (docs/postgres.md, "Snapshots"). A snapshot older
+            // than one already stored (a periodic one stored after its commit) is not kept.
             insert_snapshot: p("WITH stored AS (
                    INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
-                   VALUES ($1, $2, $3, $4) ON CONFLICT (group_id, seq) DO NOTHING)
-                 DELETE FROM mwp_snapshots WHERE group_id = $1 AND seq < $2")?,
+                   SELECT $1::text, $2::bigint, $3::text, $4::bytea
+                   WHERE NOT EXISTS (SELECT 1 FROM mwp_snapshots
+                                     WHERE group_id = $1 AND seq >= $2)
+                   RETURNING 1)
+                 DELETE FROM mwp_snapshots
+                 WHERE group_id = $1 AND seq < $2 AND EXISTS (SELECT 1 FROM stored)")?,
             receipt: p("SELECT bytes FROM mwp_receipts
                  WHERE group_id = $1 AND actor = $2 AND action = $3")?,
             groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,
