@@ -214,3 +214,35 @@ fn head_lines_are_verified_ahead_stale_or_rejected() {
     assert_eq!(out[0]["error"]["code"], "HEAD_INVALID");
     assert_eq!(out[1]["verified_through"], 0);
 }
+
+/// A head line that is rejected before any event changes nothing: it does not name the
+/// replica's group, so the events that follow are applied as if it were not there.
+#[test]
+fn a_rejected_head_before_any_event_does_not_name_the_group() {
+    let s = rich();
+    let authority = SecretKey::for_transcript("@authority");
+    let mut forged: Value = serde_json::from_str(&head_line(2, &authority)).unwrap();
+    forged["group"] = json!("elsewhere");
+    let events: Vec<String> = s
+        .events()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    let text = format!("{forged}\n{}", events.join("\n"));
+    let out = run_lines_with(&text, Some(&authority.public()));
+    assert_eq!(out[0]["result"], "rejected");
+    assert_eq!(out[0]["error"]["code"], "HEAD_INVALID");
+    let without = run_lines_with(&events.join("\n"), Some(&authority.public()));
+    for (got, want) in out[1..].iter().zip(&without) {
+        assert_eq!(got["result"], want["result"], "{got}");
+        assert_eq!(got["cursor"], want["cursor"], "{got}");
+    }
+    assert_eq!(out.last(), without.last());
+    // A head that verifies may name the group before any event, as before.
+    let text = format!("{}\n{}", head_line(2, &authority), events.join("\n"));
+    let out = run_lines_with(&text, Some(&authority.public()));
+    assert_eq!(out[0]["result"], "ahead");
+    let (last, want) = (out.last().unwrap(), without.last().unwrap());
+    assert_eq!(last["state_hash"], want["state_hash"]);
+    assert_eq!(last["verified_through"], 3);
+}

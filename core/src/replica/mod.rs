@@ -1388,9 +1388,19 @@ pub fn run_lines_with(text: &str, trusted: Option<&PublicKey>) -> Vec<Value> {
                     ),
                 )
                 .with("check", "key")),
-                (Ok(h), Some(key)) => replica
-                    .get_or_insert_with(|| Replica::new(h.group.clone()))
-                    .offer_head(&h, key),
+                (Ok(h), Some(key)) => match replica.as_mut() {
+                    Some(r) => r.offer_head(&h, key),
+                    // Before any event, only a head that verifies names the replica's group:
+                    // a rejected line changes nothing.
+                    None => {
+                        let mut fresh = Replica::new(h.group.clone());
+                        let answer = fresh.offer_head(&h, key);
+                        if answer.is_ok() {
+                            replica = Some(fresh);
+                        }
+                        answer
+                    }
+                },
             };
             let through = replica.as_ref().map_or(0, Replica::verified_through);
             let mut v = json!({"offer": n, "head": seq, "verified_through": through});

@@ -1,8 +1,8 @@
 //! `mwp replica FILE`: offers events (JSON lines, in the order given) to a fresh replica and
 //! prints each answer, then the final cursor and state hash (SPEC §11).
 //!
-//! The replica's group is the group of the first event that decodes; events of another group
-//! are rejected by the replica. A line that is not an event is answered `rejected` with
+//! The replica's group is the group of the first event that decodes (or of a signed head that
+//! verifies before any event); events of another group are rejected by the replica. A line that is not an event is answered `rejected` with
 //! `seq: null` and the reason, and changes nothing. A signed head (`"schema": "mwp.head.v1"`)
 //! is checked under `--authority-key HEX` and answered `verified`, `ahead`, `stale` or
 //! `rejected`; with a key or a head the final line also carries `verified_through`.
