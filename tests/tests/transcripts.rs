@@ -423,6 +423,33 @@ fn expand_duplicates_answer_with_the_first_receipt() {
     );
 }
 
+/// docs/decisions.md, "The same `work` list": an expansion entry's optional `type` is part of
+/// the list as recorded, so the same entry written without it is another list.
+#[test]
+fn an_expansion_entrys_type_is_part_of_its_work_list() {
+    let head: Vec<&str> = include_str!("../transcripts/expand.jsonl")
+        .lines()
+        .take(5)
+        .collect();
+    let entry = r#""work": "w2", "contract": {"max_attempts": 3, "backoff_base_ms": 100, "backoff_max_ms": 1000, "cost_budget": 10, "risk": "low"}, "after": [], "spec": {"do": "w2"}"#;
+    let tag = r#""type": "create_work", "#;
+    let expand = |action: &str, tag: &str, outcome: &str| {
+        format!(
+            r#"{{"actor": "alice", "action": "{action}", "body": {{"type": "expand", "trigger": 5, "work": [{{{tag}{entry}}}]}}, "expect": {{"outcome": {outcome}}}}}"#
+        )
+    };
+    let conflict = r#""rejected", "code": "DISPOSITION_CONFLICT""#;
+    let text = [
+        head.join("\n"),
+        expand("x1", tag, r#""accepted", "seq": 6"#),
+        expand("x2", tag, r#""duplicate""#),
+        expand("x3", "", conflict),
+    ]
+    .join("\n");
+    let (lines, failed) = mwp_core::transcript::run_in_memory(&text);
+    assert!(!failed, "{lines:#?}");
+}
+
 #[test]
 fn late_results_and_unknown_effects_are_exercised() {
     let fencing = run(&file("leases_and_fencing.jsonl"));
