@@ -251,6 +251,106 @@ fn open_groups_any_lets_anyone_create() {
     assert_eq!(status, 200, "{body}");
 }
 
+fn post(server: &TestServer, command: &mwp_core::Command, auth: Option<&str>) -> (u16, Value) {
+    let body = serde_json::to_vec(command).expect("json");
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(a) = auth {
+        headers.push(("authorization", a));
+    }
+    let url = format!("{}/v1/groups/{}/commands", server.base, command.group);
+    let (status, _, body) = request("POST", &url, &headers, &body);
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// On a server whose reads need a credential, a command refused before its sender is
+/// authenticated tells nothing of the group (docs/security.md, "What a refusal tells"): not
+/// whether it exists, nor its org, its members or their keys. A sender who signs as a member
+/// is told everything, and so is a request with an operator token.
+#[test]
+fn a_refusal_tells_an_unauthenticated_sender_nothing_of_the_group() {
+    let public = server(true, OpenGroups::Any);
+    let server = server(false, OpenGroups::Token);
+    assert_eq!(post_open(&server, "g1", Some(&bearer(ADMIN))).0, 200);
+    let mallory = SecretKey::for_transcript("mallory");
+    let as_mallory = |group: &str, org: &str, actor: &str| {
+        mwp_core::Command::signed(
+            id(org),
+            id(group),
+            id(actor),
+            id("probe"),
+            1,
+            None,
+            create_work("w9", &[]),
+            &mallory,
+        )
+        .expect("signs")
+    };
+    let probes = [
+        as_mallory("nowhere", "acme", "alice"), // not opened: NOT_FOUND
+        as_mallory("g1", "other", "alice"),     // another org: WRONG_GROUP, naming acme
+        as_mallory("g1", "acme", "bob"),        // not a member: UNKNOWN_ACTOR
+        as_mallory("g1", "acme", "alice"),      // a member's name: BAD_SIGNATURE, naming her key
+    ];
+    let answers: Vec<(u16, Value)> = probes.iter().map(|c| post(&server, c, None)).collect();
+    let alice_key = key("alice").public().to_string();
+    for ((status, body), probe) in answers.iter().zip(&probes) {
+        assert_eq!(
+            (*status, body["code"].as_str()),
+            (401, Some("BAD_SIGNATURE")),
+            "{body}"
+        );
+        let message = body["message"].as_str().expect("a message");
+        assert!(
+            !message.contains("acme") && !message.contains(&alice_key),
+            "{body}"
+        );
+        assert_eq!(
+            message,
+            answers[0].1["message"]
+                .as_str()
+                .expect("a message")
+                .replace("nowhere", probe.group.as_str()),
+            "every probe gets the same answer"
+        );
+    }
+    // An open_group for an existing group without an admin token is answered as for a new one.
+    let new = post_open(&server, "g2", None);
+    let mut stranger = open_group("g1", server.client().authority_key().expect("key"), &[]);
+    stranger.sig = mallory.sign(&stranger.content_bytes().expect("content"));
+    let existing = post(&server, &stranger, None);
+    assert_eq!((new.0, existing.0), (401, 401));
+    assert_eq!(new.1["message"], existing.1["message"]);
+    // With an operator token the refusal says why.
+    let (_, body) = post(&server, &probes[3], Some(&bearer(READ)));
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("a message")
+            .contains(&alice_key),
+        "{body}"
+    );
+    let (_, body) = post(&server, &probes[0], Some(&bearer(READ)));
+    assert_eq!(body["code"], "NOT_FOUND");
+    // A member is told everything after her signature verifies.
+    let (status, body) = post(
+        &server,
+        &cmd("g1", "alice", "s1", None, create_work("w1", &["zz"])),
+        None,
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("NOT_FOUND")),
+        "{body}"
+    );
+    // On a server whose reads are public, every refusal says why, as before.
+    let (status, body) = post(&public, &probes[0], None);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("NOT_FOUND")),
+        "{body}"
+    );
+}
+
 // ---- `mwp serve`
 
 fn mwp() -> Command {

@@ -217,6 +217,55 @@ impl Access {
         }
     }
 
+    /// Whether a command's refusal may say in full why it was refused: on a server whose reads
+    /// are public, or to a request carrying an operator token (which reads every group).
+    /// Otherwise the refusals a command gets before its sender is authenticated are answered
+    /// alike ([`Access::conceal`]).
+    pub fn tells_why(&self, headers: &HeaderMap) -> bool {
+        self.public_read
+            || matches!(credential(headers), Ok(Some(Credential::Bearer(token)))
+                if self.tokens.scope_of(token).is_some())
+    }
+
+    /// The answer to a command refused before its sender was authenticated, on a server whose
+    /// reads need a credential: that the group has not been opened (`NOT_FOUND`), is of
+    /// another org (`WRONG_GROUP`), has no such member (`UNKNOWN_ACTOR`), or holds another key
+    /// for it (`BAD_SIGNATURE`, which names that key) is what only a reader of the group may
+    /// learn (docs/security.md, "What a refusal tells"). All four are answered with one
+    /// `BAD_SIGNATURE` that names nothing of the group's; an `open_group` needing an admin
+    /// token is answered `refused_open`, as if the group did not exist. Any other refusal
+    /// comes after the signature verified under a member's key, and is answered as it is.
+    /// `opened`: whether the command's group exists.
+    pub fn conceal(
+        &self,
+        headers: &HeaderMap,
+        cmd: &mwp_core::Command,
+        err: Error,
+        opened: bool,
+    ) -> Error {
+        let before_sender_known = match err.code {
+            Code::WrongGroup | Code::UnknownActor | Code::BadSignature => true,
+            // The only NOT_FOUND decided before the signature: the group is not opened.
+            Code::NotFound => !opened,
+            _ => false,
+        };
+        if !before_sender_known || self.tells_why(headers) {
+            return err;
+        }
+        if matches!(cmd.body, mwp_core::Body::OpenGroup(_)) {
+            if let Err(refused_open) = self.may_open_group(headers) {
+                return refused_open;
+            }
+        }
+        Error::new(
+            Code::BadSignature,
+            format!(
+                "the command is not signed by a member of group {} under its registered key, or the group has not been opened; this server tells a sender it cannot authenticate nothing more",
+                cmd.group
+            ),
+        )
+    }
+
     /// Whether the request may create a group: `Ok` under `--open-groups any` or with an
     /// `admin` token; `UNAUTHORIZED` without a valid token, `FORBIDDEN` with a `read` one.
     pub fn may_open_group(&self, headers: &HeaderMap) -> Result<(), Error> {

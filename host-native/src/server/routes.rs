@@ -214,10 +214,11 @@ pub(super) async fn post_command(
             resp
         }
         // Mapped to a status by its code alone (`wire::status`).
-        Ok((_, Decision::Rejected(r))) => {
+        Ok((cmd, Decision::Rejected(r))) => {
             tracing::debug!(code = %r.code, message = %r.message, "rejected");
-            app.metrics.command(Outcome::Rejected, Some(r.code));
-            wire::error(format, &r.into_error())
+            let e = conceal(&app, &headers, &cmd, r.into_error()).await;
+            app.metrics.command(Outcome::Rejected, Some(e.code));
+            super::auth::refusal(format, &e)
         }
         Err(e) => {
             tracing::debug!(code = %e.code, message = %e.message, "failed");
@@ -225,6 +226,29 @@ pub(super) async fn post_command(
             wire::error(format, &e)
         }
     }
+}
+
+/// A refusal as this server may tell it to the request's sender ([`Access::conceal`]:
+/// on a server whose reads need a credential, what a command is refused for before its
+/// sender is authenticated is not told).
+///
+/// [`Access::conceal`]: super::auth::Access::conceal
+async fn conceal(app: &App, headers: &HeaderMap, cmd: &Command, err: Error) -> Error {
+    let access = &app.config.access;
+    if access.tells_why(headers) {
+        return err;
+    }
+    let opened = match err.code {
+        Code::NotFound => {
+            let group = cmd.group.clone();
+            // A store that cannot say leaves the refusal as it is.
+            blocking(app, move |s| s.head_seq(&group))
+                .await
+                .map_or(true, |seq| seq > 0)
+        }
+        _ => true,
+    };
+    access.conceal(headers, cmd, err, opened)
 }
 
 /// How a command refused with `err` is counted: the store failing, or a refusal.
