@@ -243,7 +243,11 @@ fn mid_log_damage_is_refused_naming_file_and_offset() {
     be.write_file(&first, &bytes).unwrap();
     let e = open(&be).unwrap_err();
     assert_eq!(e.code, Code::LogCorrupt);
-    assert_eq!(e.details["file"], "00000000000000000001.seg");
+    // Named by its path, which says which group is damaged.
+    assert_eq!(e.details["file"], "/d/groups/g1/00000000000000000001.seg");
+    assert!(e
+        .message
+        .starts_with("/d/groups/g1/00000000000000000001.seg at offset"));
     assert_eq!(e.details["offset"], FILE_HEADER_LEN as u64);
     // Nothing was truncated: the file is as the damage left it.
     assert_eq!(be.read_file(&first).unwrap(), bytes);
@@ -601,7 +605,10 @@ fn a_segment_whose_header_names_another_prev_is_refused() {
             .unwrap_or_else(|| panic!("{name}: a relinked segment opened"));
         assert_eq!(e.code, Code::LogCorrupt, "{e}");
         assert!(e.message.contains("segment header's prev"), "{e}");
-        assert!(e.message.starts_with(name.as_str()), "{e}");
+        assert!(
+            e.message.starts_with(&format!("/d/groups/g1/{name}")),
+            "{e}"
+        );
     }
 }
 
@@ -699,7 +706,7 @@ fn zeros_after_the_records_of_an_earlier_segment_are_damage() {
     be.write_file(&path, &bytes).unwrap();
     let e = open(&be).unwrap_err();
     assert_eq!(e.code, Code::LogCorrupt, "{e}");
-    assert_eq!(e.details["file"], first.as_str());
+    assert_eq!(e.details["file"], path.to_str().unwrap());
     assert_eq!(e.details["offset"], end as u64);
     assert!(!fsck_with(Arc::new(be.clone()), Path::new("/d"))
         .unwrap()
@@ -832,8 +839,11 @@ fn a_record_edited_with_a_recomputed_crc_is_refused() {
         let e = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
             .unwrap_err();
         assert_eq!(e.code, Code::LogCorrupt, "seq {min_seq}: {e}");
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        assert_eq!(e.details["file"], file.as_str(), "seq {min_seq}: {e}");
+        assert_eq!(
+            e.details["file"],
+            path.to_str().unwrap(),
+            "seq {min_seq}: {e}"
+        );
         assert_eq!(e.details["offset"], at as u64, "seq {min_seq}: {e}");
         assert!(!fsck_with(Arc::new(be.clone()), Path::new("/d"))
             .unwrap()
@@ -867,7 +877,9 @@ fn a_log_filed_under_another_groups_name_is_refused() {
     assert!(e.message.contains("belongs to group g1"), "{e}");
     assert_eq!(
         e.details["file"],
-        mwp_host::store::format::segment_name(1).as_str(),
+        to.join(mwp_host::store::format::segment_name(1))
+            .to_str()
+            .unwrap(),
         "{e}"
     );
     let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
@@ -878,4 +890,275 @@ fn a_log_filed_under_another_groups_name_is_refused() {
             .any(|f| f.damage && f.message == e.message),
         "{report:?}"
     );
+}
+
+/// Rewrites the `batch` field of the record at `at` of `path`, its CRC recomputed.
+fn rewrite_batch(be: &MemBackend, path: &Path, at: usize, batch: u64) {
+    let mut bytes = be.read_file(path).unwrap();
+    let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    bytes[at + 12..at + 20].copy_from_slice(&batch.to_le_bytes());
+    let payload = at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len;
+    let crc = mwp_host::store::format::record_crc(&bytes[at..at + 20], &bytes[payload]);
+    bytes[at + 20..at + 24].copy_from_slice(&crc.to_le_bytes());
+    be.write_file(path, &bytes).unwrap();
+}
+
+#[test]
+fn a_record_naming_a_batch_it_cannot_belong_to_is_refused() {
+    // Every event of `long_log` is a batch of its own. A record rewritten to name batch 1
+    // (CRC recomputed, event untouched) belongs to no batch a writer wrote: in an earlier
+    // segment, in the middle of the last one (where the tail rule reads `batch`) and as the
+    // very last record.
+    let written = long_log(300);
+    let names = segment_names(&written);
+    let last = names.len() - 1;
+    for (segment, pick) in [(0, 9), (last, 2), (last, usize::MAX)] {
+        let be = written.crash_image(mwp_host::store::backend::PowerLoss::KeepAll);
+        let path = Path::new("/d/groups/g1").join(&names[segment]);
+        let recs = records(&be.read_file(&path).unwrap());
+        let (at, _) = recs[pick.min(recs.len() - 1)];
+        rewrite_batch(&be, &path, at, 1);
+        let context = format!("{} at {at}", names[segment]);
+        let e = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
+            .unwrap_err();
+        assert_eq!(e.code, Code::LogCorrupt, "{context}: {e}");
+        assert_eq!(e.details["file"], path.to_str().unwrap(), "{context}: {e}");
+        assert_eq!(e.details["offset"], at as u64, "{context}: {e}");
+        assert!(e.message.contains("names batch 1"), "{context}: {e}");
+        let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.damage && f.message == e.message),
+            "{context}: {report:?}"
+        );
+    }
+}
+
+/// Copies the directory `from` to `to`, file by file.
+fn copy_dir(be: &MemBackend, from: &Path, to: &Path) {
+    be.create_dir(to).unwrap();
+    for name in be.list(from).unwrap() {
+        let bytes = be.read_file(&from.join(&name)).unwrap();
+        be.create(&to.join(&name), 0o600)
+            .unwrap()
+            .write_at(0, &bytes)
+            .unwrap();
+    }
+    be.sync_dir(to.parent().unwrap()).unwrap();
+}
+
+fn read_only() -> mwp_host::store::StoreOptions {
+    mwp_host::store::StoreOptions {
+        read_only: true,
+        ..no_snapshot_opts()
+    }
+}
+
+#[test]
+fn damage_in_one_group_is_named_by_its_directory_and_leaves_the_others_readable() {
+    // g1's directory copied as g2's: every file in it says it belongs to g1.
+    let be = long_log(50);
+    copy_dir(&be, Path::new("/d/groups/g1"), Path::new("/d/groups/g2"));
+    let damaged = "/d/groups/g2/00000000000000000001.seg";
+    // A writer's open stops, naming the damaged group's file by its path.
+    let e = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), no_snapshot_opts())
+        .unwrap_err();
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert_eq!(e.details["file"], damaged, "{e}");
+    assert!(
+        e.message.starts_with(&format!("{damaged} at offset 52:")),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("not g2, the group of its directory"),
+        "{e}"
+    );
+    // A reader reads g1 as before; every read of g2 fails with the same error.
+    let want = long_log(50);
+    let want = FileStore::open_with(Arc::new(want), Path::new("/d"), read_only()).unwrap();
+    let store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), read_only()).unwrap();
+    assert_eq!(store.groups().unwrap(), vec![id("g1"), id("g2")]);
+    assert_eq!(
+        store.state_hash(&id("g1")).unwrap(),
+        want.state_hash(&id("g1")).unwrap()
+    );
+    assert_eq!(store.events(&id("g1"), 0, 100).unwrap().len(), 50);
+    for err in [
+        store.events(&id("g2"), 0, 100).unwrap_err(),
+        store.state(&id("g2")).unwrap_err(),
+        store.latest_snapshot(&id("g2")).unwrap_err(),
+        store.head_seq(&id("g2")).unwrap_err(),
+    ] {
+        assert_eq!(err, e);
+    }
+    // fsck names the same file the same way, and every file it names by its path.
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.damage && f.file == damaged && f.message == e.message),
+        "{report:?}"
+    );
+    assert!(
+        report.findings.iter().all(|f| f.file.starts_with("/d/")),
+        "{report:?}"
+    );
+}
+
+#[test]
+fn every_fsck_finding_names_its_file_by_its_path() {
+    // A damaged snapshot, a torn tail and an unerased redaction of the workload's store.
+    let (be, _) = written();
+    damage_newest_snapshot(&be);
+    let last = last_segment(&be);
+    let mut bytes = be.read_file(&last).unwrap();
+    let end = records(&bytes).last().unwrap().0;
+    bytes.truncate(end + 10);
+    be.write_file(&last, &bytes).unwrap();
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(report.findings.len() >= 2, "{report:?}");
+    for f in &report.findings {
+        assert!(f.file.starts_with("/d/groups/g1"), "{f:?}");
+        // A message that names the file names it the same way.
+        assert!(
+            !f.message.starts_with("0000") && !f.message.starts_with("redactions"),
+            "{f:?}"
+        );
+    }
+    // The torn tail is not said to be an unacknowledged write: it may be lost acknowledged
+    // records (docs/format.md, "What is assumed of the disk").
+    let torn = report
+        .findings
+        .iter()
+        .find(|f| f.message.starts_with("torn tail"))
+        .expect("the torn tail is reported");
+    assert!(!torn.damage);
+    assert!(
+        torn.message.contains("or acknowledged records lost"),
+        "{torn:?}"
+    );
+}
+
+/// Replaces the data directory's key file by the key of `seed`.
+fn plant_key(be: &MemBackend, seed: u8) -> mwp_core::PublicKey {
+    let key = mwp_core::SecretKey::from_bytes(&[seed; 32]);
+    let path = Path::new("/d/authority.key");
+    be.remove(path).unwrap();
+    be.create(path, 0o600)
+        .unwrap()
+        .write_at(0, format!("{}\n", hex::encode(key.to_bytes())).as_bytes())
+        .unwrap();
+    key.public()
+}
+
+#[test]
+fn a_key_file_that_is_not_the_groups_authority_is_refused() {
+    let be = long_log(50);
+    let genuine = mwp_core::SecretKey::for_transcript("@authority").public();
+    let planted = plant_key(&be, 7);
+    let before = all_files(&be, Path::new("/d"));
+    let key_opts = |read_only| mwp_host::store::StoreOptions {
+        authority_key: None,
+        read_only,
+        ..no_snapshot_opts()
+    };
+    // A writer's open signs nothing for g1 with the planted key: it stops.
+    let e =
+        FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), key_opts(false)).unwrap_err();
+    assert_eq!(e.code, Code::Storage, "{e}");
+    for part in [
+        "/d/authority.key",
+        "group g1",
+        &genuine.to_hex(),
+        &planted.to_hex(),
+    ] {
+        assert!(e.message.contains(part), "{part}: {e}");
+    }
+    assert_eq!(e.details["authority_key"], genuine.to_hex().as_str());
+    assert_eq!(e.details["key"], planted.to_hex().as_str());
+    assert_eq!(
+        all_files(&be, Path::new("/d")),
+        before,
+        "nothing was written"
+    );
+    // A reader signs no snapshot or head of g1 either.
+    let store =
+        FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), key_opts(true)).unwrap();
+    assert_eq!(
+        store.latest_snapshot(&id("g1")).unwrap_err().code,
+        Code::Storage
+    );
+    assert_eq!(
+        store.sign_head(&id("g1"), 1).unwrap_err().code,
+        Code::Storage
+    );
+    // fsck reports it as damage.
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(!report.is_clean());
+    assert!(
+        report.findings.iter().any(|f| f.damage
+            && f.code == Code::Storage
+            && f.group == Some(id("g1"))
+            && f.file == "/d/authority.key"
+            && f.message == e.message),
+        "{report:?}"
+    );
+    // The group's own key back in place: all is well again.
+    let path = Path::new("/d/authority.key");
+    be.remove(path).unwrap();
+    be.create(path, 0o600)
+        .unwrap()
+        .write_at(
+            0,
+            format!(
+                "{}\n",
+                hex::encode(mwp_core::SecretKey::for_transcript("@authority").to_bytes())
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), key_opts(false)).unwrap();
+    assert!(fsck_with(Arc::new(be), Path::new("/d")).unwrap().is_clean());
+}
+
+#[test]
+fn names_under_groups_that_are_no_group_directory_are_ignored() {
+    // docs/format.md: unknown names are ignored, and so are directory names that do not
+    // decode to the ID they were made from (`~m4yq` decodes to g1, whose directory is `g1`).
+    let be = long_log(50);
+    let groups = Path::new("/d/groups");
+    for name in [".hidden", "G1", "~m4yq", "g1.bak~"] {
+        copy_dir(&be, &groups.join("g1"), &groups.join(name));
+    }
+    be.create(&groups.join("g3"), 0o600).unwrap();
+    be.sync_dir(groups).unwrap();
+    for read_only in [true, false] {
+        let o = mwp_host::store::StoreOptions {
+            read_only,
+            ..no_snapshot_opts()
+        };
+        let store = FileStore::open_with(Arc::new(be.clone()), Path::new("/d"), o).unwrap();
+        assert_eq!(
+            store.groups().unwrap(),
+            vec![id("g1")],
+            "read-only {read_only}"
+        );
+    }
+    // fsck agrees: no damage, and each ignored name is listed as a warning.
+    let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.groups.len(), 1, "{report:?}");
+    for name in [".hidden", "G1", "~m4yq", "g1.bak~", "g3"] {
+        let file = groups.join(name).display().to_string();
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| !f.damage && f.file == file && f.message.contains("ignores it")),
+            "{name}: {report:?}"
+        );
+    }
 }

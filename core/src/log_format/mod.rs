@@ -165,7 +165,10 @@ impl FileHeader {
         if &h.group != group {
             return Err(Damage::new(
                 52,
-                format!("file belongs to group {}, not {group}", h.group),
+                format!(
+                    "file belongs to group {}, not {group}, the group of its directory",
+                    h.group
+                ),
             ));
         }
         if let Some(seq) = first_seq {

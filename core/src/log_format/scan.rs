@@ -156,6 +156,8 @@ pub struct Scanner {
     pos: u64,
     expected: u64,
     last_seq: u64,
+    /// The `batch` of the last good record of this file (`None` before the first).
+    last_batch: Option<u64>,
     rereads: u32,
     phase: Phase,
 }
@@ -175,6 +177,7 @@ impl Scanner {
             pos: FILE_HEADER_LEN as u64,
             expected: spec.first_seq,
             last_seq: spec.first_seq.saturating_sub(1),
+            last_batch: None,
             rereads: 0,
             phase: Phase::Records,
         }
@@ -386,11 +389,10 @@ impl Scanner {
             }
             return Err((pos, wrong_seq()));
         }
-        if crc_ok && h.batch > h.seq {
-            return Ok(self.finish(Err(Damage::new(
-                pos,
-                format!("record seq {} names batch {} after it", h.seq, h.batch),
-            ))));
+        if let Some(what) = self.batch_error(&h) {
+            // The header is whole (its checksum, or the overlay's copy of the record, holds):
+            // a batch no writer writes is not a torn write.
+            return Ok(self.finish(Err(Damage::new(pos, what))));
         }
         let Some(next) = h.seq.checked_add(1) else {
             return Ok(self.finish(Err(Damage::new(
@@ -399,6 +401,7 @@ impl Scanner {
             ))));
         };
         self.last_seq = h.seq;
+        self.last_batch = Some(h.batch);
         self.expected = next;
         self.pos = pos + total as u64;
         Ok(Step::Record(Record {
@@ -407,6 +410,42 @@ impl Scanner {
             payload,
             erasure,
         }))
+    }
+}
+
+impl Scanner {
+    /// What is wrong with the `batch` field of `h`, the record after the last good one
+    /// (docs/format.md, "Record"): a record's batch is its own seq (it starts a batch) or
+    /// the batch of the record before it in the same file (it continues that batch). A
+    /// batch never spans two segments, so a file's first record starts one; every overlay
+    /// entry is a batch of its own.
+    fn batch_error(&self, h: &RecordHeader) -> Option<String> {
+        if h.batch == h.seq {
+            return None;
+        }
+        if h.batch > h.seq {
+            return Some(format!(
+                "record seq {} names batch {} after it",
+                h.seq, h.batch
+            ));
+        }
+        match self.last_batch {
+            Some(prev) if self.spec.contiguous && prev == h.batch => None,
+            Some(prev) if self.spec.contiguous => Some(format!(
+                "record seq {} names batch {}, but the record before it is of batch {prev}: \
+                 a record starts a batch at its own seq or continues the one before it",
+                h.seq, h.batch
+            )),
+            None if self.spec.contiguous => Some(format!(
+                "record seq {} names batch {}, but it is the first record of its file, \
+                 where a batch starts at its own seq",
+                h.seq, h.batch
+            )),
+            _ => Some(format!(
+                "entry seq {} names batch {}; every entry is a batch of its own",
+                h.seq, h.batch
+            )),
+        }
     }
 }
 

@@ -347,3 +347,51 @@ fn reservations_double_from_64_kib_up_to_reserve_bytes() {
     assert_eq!(reserve_len(1 << 20, 0), 0);
     assert_eq!(reserve_len(u64::MAX, u64::MAX), u64::MAX);
 }
+
+/// A segment of `(seq, batch)` records, each with a one-byte payload and its CRC computed.
+fn segment_of(first_seq: u64, records: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = segment(first_seq, &[]);
+    for &(seq, batch) in records {
+        encode_record(&mut out, seq, batch, b"x");
+    }
+    out
+}
+
+#[test]
+fn a_batch_starts_at_its_own_seq_or_continues_the_one_before() {
+    // Batches of one, two and three records: every record is well placed.
+    let ok = segment_of(1, &[(1, 1), (2, 2), (3, 2), (4, 4), (5, 4), (6, 4)]);
+    for last in [false, true] {
+        let (recs, _) = scan_slice(&ok, spec(1, last), &none).unwrap();
+        assert_eq!(recs.len(), 6);
+    }
+    let first = FILE_HEADER_LEN as u64;
+    let at = |i: u64| first + i * (RECORD_HEADER_LEN as u64 + 1);
+    // Batch 1 at seq 4, after a record of batch 3: no batch holds both (the CRC is right,
+    // so only the rule catches it), in the last segment as in any other.
+    let lie = segment_of(1, &[(1, 1), (2, 2), (3, 3), (4, 1), (5, 5)]);
+    for last in [false, true] {
+        let d = scan_slice(&lie, spec(1, last), &none).unwrap_err();
+        assert_eq!(d.offset, at(3));
+        assert!(d.what.contains("record seq 4 names batch 1"), "{}", d.what);
+        assert!(d.what.contains("before it is of batch 3"), "{}", d.what);
+    }
+    // A file's first record starts a batch: batches never span segments.
+    let d = scan_slice(&segment_of(5, &[(5, 4)]), spec(5, true), &none).unwrap_err();
+    assert_eq!(d.offset, first);
+    assert!(d.what.contains("first record of its file"), "{}", d.what);
+    // The overlay: every entry is a batch of its own.
+    let mut overlay = segment_of(0, &[(3, 3), (7, 3)]);
+    overlay[..8].copy_from_slice(&OVERLAY_MAGIC);
+    let d = scan_slice(
+        &overlay,
+        ScanSpec {
+            contiguous: false,
+            ..spec(1, true)
+        },
+        &none,
+    )
+    .unwrap_err();
+    assert_eq!(d.offset, at(1));
+    assert!(d.what.contains("entry seq 7 names batch 3"), "{}", d.what);
+}

@@ -20,8 +20,9 @@ use super::format::{
     group_from_dir_name, snapshot_name, storage, GROUPS_DIR, KEY_NAME, OVERLAY_NAME,
 };
 use super::group::{
-    load_snapshot, plain_from, read_overlay, read_seal_record, replay, snapshot_ahead,
-    verify_artifact_file, Base, GroupFiles, SealRecord, Torn,
+    check_group_key, in_group_dir, load_snapshot, path_in, plain_from, read_overlay,
+    read_seal_record, replay, snapshot_ahead, verify_artifact_file, Base, GroupFiles, SealRecord,
+    Torn,
 };
 
 /// One thing fsck found.
@@ -135,18 +136,28 @@ pub fn fsck_with(be: Arc<dyn Backend>, dir: &Path) -> Result<FsckReport> {
             });
             continue;
         }
-        let Some(id) = group_from_dir_name(&name) else {
+        // What every open ignores (docs/format.md, "Directory layout") is no damage; it is
+        // listed so that a group directory renamed by hand does not go unseen.
+        let ignored = match group_from_dir_name(&name) {
+            None => Some("not the directory name of any group id"),
+            Some(_) if !be.is_dir(&path) => Some("not a directory"),
+            Some(_) => None,
+        };
+        if let Some(why) = ignored {
             report.findings.push(Finding {
                 group: None,
                 file: path.display().to_string(),
                 offset: None,
                 code: Code::LogCorrupt,
-                message: "not the directory name of any group id".into(),
-                damage: true,
+                message: format!("{why}: no group; every open ignores it"),
+                damage: false,
             });
             continue;
+        }
+        let Some(id) = group_from_dir_name(&name) else {
+            continue;
         };
-        check_group(&be, &path, &id, key.as_ref(), &mut report);
+        check_group(&be, &path, &id, key.as_ref(), &key_path, &mut report);
     }
     Ok(report)
 }
@@ -156,6 +167,7 @@ fn check_group(
     dir: &Path,
     id: &Id,
     key: Option<&PublicKey>,
+    key_path: &Path,
     report: &mut FsckReport,
 ) {
     let mut summary = GroupSummary {
@@ -166,8 +178,19 @@ fn check_group(
         sealed: None,
     };
     let mut findings = Vec::new();
-    if let Err(e) = check_group_inner(be, dir, id, key, &mut summary, &mut findings) {
+    if let Err(e) = check_group_inner(be, dir, id, key, key_path, &mut summary, &mut findings) {
+        let e = in_group_dir(dir, e);
         findings.push(finding(Some(id), &e, &dir.display().to_string(), true));
+    }
+    // Every finding names its file by its path, as the open's errors do.
+    for f in &mut findings {
+        let path = path_in(dir, &f.file);
+        if path != f.file {
+            if let Some(rest) = f.message.strip_prefix(f.file.as_str()) {
+                f.message = format!("{path}{rest}");
+            }
+            f.file = path;
+        }
     }
     report.groups.push(summary);
     report.findings.extend(findings);
@@ -178,6 +201,7 @@ fn check_group_inner(
     dir: &Path,
     id: &Id,
     key: Option<&PublicKey>,
+    key_path: &Path,
     summary: &mut GroupSummary,
     findings: &mut Vec<Finding>,
 ) -> Result<()> {
@@ -288,6 +312,9 @@ fn check_group_inner(
             "group {id}: the log holds no event"
         )));
     };
+    if let Some(Err(e)) = key.map(|k| check_group_key(key_path, id, &state, k)) {
+        findings.push(finding(Some(id), &e, &key_path.display().to_string(), true));
+    }
     for seq in want_hash.keys().filter(|s| **s > state.seq) {
         let e = snapshot_ahead(id, state.seq, *seq);
         findings.push(finding(Some(id), &e, &snapshot_name(*seq), true));
@@ -323,7 +350,9 @@ fn torn_warning(id: &Id, torn: Torn) -> Finding {
         offset: Some(torn.end),
         code: Code::LogCorrupt,
         message: format!(
-            "torn tail of {} bytes (an unacknowledged write); the next open trims it",
+            "torn tail of {} bytes after the last whole record: an interrupted write that \
+             was never acknowledged, or acknowledged records lost from the end of the log \
+             (both leave these bytes); the next open trims it",
             torn.bytes
         ),
         damage: false,

@@ -163,6 +163,10 @@ pub struct FileStore {
     ctx: Arc<Ctx>,
     opts: StoreOptions,
     groups: RwLock<BTreeMap<Id, Arc<GroupLog>>>,
+    /// Groups a read-only open could not open, with the reason: every read naming one of
+    /// them fails with it, and the other groups are read as usual (a writer's open stops at
+    /// the first such group instead). docs/decisions.md, "Damage in one group".
+    damaged: BTreeMap<Id, Error>,
     creating: Mutex<()>,
     report: OpenReport,
     /// The writer lock, held for as long as the store is open (none when read-only or on a
@@ -346,6 +350,9 @@ impl FileStore {
         loop {
             match Self::open_inner(backend.clone(), dir, opts.clone(), None) {
                 Err(e) if e.code == Code::LogCorrupt && tries < 3 => tries += 1,
+                Ok(s) if tries < 3 && s.damaged.values().any(|e| e.code == Code::LogCorrupt) => {
+                    tries += 1
+                }
                 other => return other,
             }
         }
@@ -407,6 +414,7 @@ impl FileStore {
         });
         let mut report = OpenReport::default();
         let mut groups = BTreeMap::new();
+        let mut damaged = BTreeMap::new();
         let names = if be.is_dir(&groups_dir) {
             be.list(&groups_dir)
                 .map_err(io_err(format!("list {}", groups_dir.display())))?
@@ -431,14 +439,23 @@ impl FileStore {
             if !be.is_dir(&path) {
                 continue;
             }
-            let g = GroupLog::open(ctx.clone(), path.clone(), id.clone(), &mut report)?;
-            groups.insert(id, g);
+            match GroupLog::open(ctx.clone(), path.clone(), id.clone(), &mut report) {
+                Ok(g) => {
+                    groups.insert(id, g);
+                }
+                // A reader keeps the other groups readable; each read of this one fails.
+                Err(e) if read_only => {
+                    damaged.insert(id, group::in_group_dir(&path, e));
+                }
+                Err(e) => return Err(group::in_group_dir(&path, e)),
+            }
         }
         Ok(FileStore {
             root: dir.to_path_buf(),
             ctx,
             opts,
             groups: RwLock::new(groups),
+            damaged,
             creating: Mutex::new(()),
             report,
             dir_lock,
@@ -463,13 +480,23 @@ impl FileStore {
             .cloned()
     }
 
+    /// The error a read-only open found in group `id`, if it could not open it.
+    fn check_damaged(&self, id: &Id) -> Result<()> {
+        match self.damaged.get(id) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
     fn known(&self, id: &Id) -> Result<Arc<GroupLog>> {
+        self.check_damaged(id)?;
         self.group(id)
             .ok_or_else(|| Error::new(Code::NotFound, format!("group {id} does not exist")))
     }
 
     /// The durable state of a group (a copy).
     pub fn state(&self, group: &Id) -> Result<Option<GroupState>> {
+        self.check_damaged(group)?;
         match self.group(group) {
             None => Ok(None),
             Some(g) => g.state().map(Some),
@@ -632,6 +659,7 @@ fn remove_dir(be: &dyn Backend, path: &Path) -> Result<()> {
 
 impl AuthorityService for FileStore {
     fn audit_manifest(&self, group: &Id) -> Result<Option<mwp_core::audit::Manifest>> {
+        self.check_damaged(group)?;
         match self.group(group) {
             Some(g) => g.audit_manifest(),
             None => Ok(None),
@@ -687,10 +715,12 @@ impl AuthorityService for FileStore {
     }
 
     fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
+        self.check_damaged(group)?;
         Ok(self.group(group).and_then(|g| g.receipt(actor, action)))
     }
 
     fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
+        self.check_damaged(group)?;
         Ok(self
             .group(group)
             .and_then(|g| g.with_state(|s| s.members.get(actor).cloned())))
@@ -700,17 +730,23 @@ impl AuthorityService for FileStore {
         self.known(group)?.latest_snapshot()
     }
 
+    /// Every group, those a read-only open could not open included (a read of one of
+    /// them fails with what is wrong in it).
     fn groups(&self) -> Result<Vec<Id>> {
-        Ok(self
+        let mut ids: Vec<Id> = self
             .groups
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .keys()
+            .chain(self.damaged.keys())
             .cloned()
-            .collect())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
     }
 
     fn head_seq(&self, group: &Id) -> Result<u64> {
+        self.check_damaged(group)?;
         Ok(self.group(group).map_or(0, |g| g.durable()))
     }
 

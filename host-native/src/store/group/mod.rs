@@ -33,7 +33,7 @@ use super::backend::{Backend, StorageFile};
 use super::format::{
     self, corrupt_at, decode_overlay_entry, encode_overlay_entry, encode_record, parse_numbered,
     record_crc, scan, segment_name, snapshot_name, storage, Erased, Erasure, FileHeader,
-    RecordHeader, ScanSpec, FILE_HEADER_LEN, MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME,
+    RecordHeader, ScanSpec, FILE_HEADER_LEN, KEY_NAME, MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME,
     RECORD_HEADER_LEN, SEGMENT_MAGIC,
 };
 use super::{Ctx, OpenReport};
@@ -47,9 +47,13 @@ mod snapshots;
 
 pub(crate) use commit::CommitQueue;
 use recover::*;
-pub(crate) use recover::{read_snapshot_file, write_new_file, write_new_file_parts};
+pub(crate) use recover::{
+    check_group_key, read_snapshot_file, write_new_file, write_new_file_parts,
+};
 use replay::*;
-pub(crate) use replay::{read_overlay, replay, snapshot_ahead, Base, GroupFiles, Torn};
+pub(crate) use replay::{
+    in_group_dir, path_in, read_overlay, replay, snapshot_ahead, Base, GroupFiles, Torn,
+};
 pub(crate) use seal::{plain_from, read_seal_record, verify_artifact_file, SealRecord};
 pub(crate) use snapshots::load_snapshot;
 

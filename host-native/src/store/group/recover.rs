@@ -119,6 +119,12 @@ impl GroupLog {
                 state.seq
             )));
         }
+        // Before anything is signed for the group (a repair below, a tick, a snapshot, a head).
+        let key_path = dir
+            .parent()
+            .and_then(Path::parent)
+            .map_or_else(|| PathBuf::from(KEY_NAME), |root| root.join(KEY_NAME));
+        check_group_key(&key_path, &id, &state, &key)?;
         let last = index.last().ok_or_else(|| Error::corrupt("no segment"))?;
         let writer = Writer {
             file: last.file.clone(),
@@ -230,6 +236,38 @@ impl GroupLog {
         }
         Ok(group)
     }
+}
+
+/// The store's key (`key`, from `key_path`) must be the one group `id` names as its
+/// `authority_key` (its `open_group`): the store signs the group's ticks, snapshots and heads
+/// with it, and a snapshot or head signed with another key vouches for nothing. Otherwise the
+/// key file is not this group's (replaced, or copied from another data directory): `STORAGE`
+/// naming the key file, the group and both public keys. An archived group is exempt: it
+/// takes no command, and `mwp audit open --out DIR` restores one into a directory with a key
+/// of its own, which signs its final snapshot (docs/decisions.md, "The store's key and its
+/// groups").
+pub(crate) fn check_group_key(
+    key_path: &Path,
+    id: &Id,
+    state: &GroupState,
+    key: &PublicKey,
+) -> Result<()> {
+    if state.archived || state.authority_key == *key {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::Storage,
+        format!(
+            "{} holds the key {key}, but group {id} names {} as its authority_key: the key \
+             file is not this group's authority; put back the group's key",
+            key_path.display(),
+            state.authority_key
+        ),
+    )
+    .with("file", key_path.display().to_string())
+    .with("group", id.as_str())
+    .with("authority_key", state.authority_key.to_hex())
+    .with("key", key.to_hex()))
 }
 
 pub(super) fn trim(file: &dyn StorageFile, path: &Path, end: u64) -> Result<()> {

@@ -61,16 +61,64 @@ impl GroupFiles {
     }
 }
 
+/// `path` of `file` when `file` is a bare name (a file of the group directory `dir`), else
+/// `file` as it is.
+pub(crate) fn path_in(dir: &Path, file: &str) -> String {
+    if file.contains('/') {
+        file.to_owned()
+    } else {
+        dir.join(file).display().to_string()
+    }
+}
+
+/// `e`, an error found in the group directory `dir`, naming its file by path. The checks of a
+/// group's files name a file by its bare name (`00000000000000000001.seg`), which does not
+/// say which group is damaged; this names it by its path in the data directory (as given),
+/// in `details.file` and at the start of the message. A damage error that names no file names
+/// the directory.
+pub(crate) fn in_group_dir(dir: &Path, mut e: Error) -> Error {
+    match e
+        .details
+        .get("file")
+        .and_then(|f| f.as_str())
+        .map(str::to_owned)
+    {
+        Some(file) => {
+            let path = path_in(dir, &file);
+            if path != file {
+                e.message = match e.message.strip_prefix(file.as_str()) {
+                    Some(rest) => format!("{path}{rest}"),
+                    None => format!("{path}: {}", e.message),
+                };
+                e.details.insert("file".into(), path.into());
+            }
+        }
+        None if e.code != Code::Storage => {
+            let path = dir.display().to_string();
+            if !e.message.contains(&path) {
+                e.message = format!("{path}: {}", e.message);
+            }
+            e.details.insert("file".into(), path.into());
+        }
+        None => {}
+    }
+    e
+}
+
 /// A snapshot at `snapshot` beyond the log's last event `log_end`: the events between were
 /// acknowledged (a snapshot is only written of durable events) and are missing.
 pub(crate) fn snapshot_ahead(id: &Id, log_end: u64, snapshot: u64) -> Error {
+    let file = snapshot_name(snapshot);
     Error::corrupt(format!(
-        "group {id}: the log ends at seq {log_end} but a snapshot holds seq {snapshot}: acknowledged events are missing"
+        "{file}: group {id}: the log ends at seq {log_end} but a snapshot holds seq {snapshot}: acknowledged events are missing"
     ))
+    .with("file", file)
 }
 
-/// A torn tail found by a scan: bytes of an unacknowledged write after the last whole
-/// record. A writer trims it; a read-only open leaves it and reports it.
+/// A torn tail found by a scan: bytes after the last whole record that the tail rule takes
+/// for an unacknowledged write (damage to the newest records leaves the same bytes: see
+/// docs/format.md, "What is assumed of the disk"). A writer trims it; a read-only open
+/// leaves it and reports it.
 pub(crate) struct Torn {
     /// The file.
     pub(crate) path: String,
