@@ -847,7 +847,15 @@ fn errors_outside_the_handlers_are_in_the_error_shape() {
         &format!("CONNECT {a} HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n"),
     );
     assert_eq!(status, 405, "{head}");
-    assert_eq!(json(&body)["code"], "NOT_FOUND");
+    let err = json(&body);
+    assert_eq!(err["code"], "NOT_FOUND");
+    assert!(
+        err["message"]
+            .as_str()
+            .expect("message")
+            .contains(&format!("CONNECT at {a}")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -798,7 +798,12 @@ pub(super) fn wrong_method(
             Code::NotFound,
             format!(
                 "nothing is served for {method} at {}; it takes {allow}",
-                uri.path()
+                // A CONNECT's target is an authority, with no path.
+                if uri.path().is_empty() {
+                    uri.to_string()
+                } else {
+                    uri.path().to_owned()
+                }
             ),
         )
         .with("allow", allow),
