@@ -685,3 +685,347 @@ fn max_groups_refuses_a_new_group_beyond_it() {
     assert_eq!(opened, 3);
     assert_eq!(server.client().groups().expect("groups").len(), 3);
 }
+
+/// The head of a command whose body is `length` bytes long, then `sent` (a part of it).
+fn command_head(a: SocketAddr, length: &str, extra: &str) -> String {
+    format!(
+        "POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n{extra}\r\n"
+    )
+}
+
+/// Reads a whole answer (the server closes the connection after it).
+fn answer(s: &mut TcpStream) -> (u16, String, Vec<u8>) {
+    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out)
+        .expect("an answer, then the connection closed");
+    parse(&out)
+}
+
+#[test]
+fn a_content_length_over_the_body_limit_is_refused_before_the_body() {
+    let config = ServerConfig {
+        body_read_timeout: Duration::from_secs(600),
+        ..Default::default()
+    };
+    let limit = config.max_body_bytes;
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    for length in ["99999999999".to_owned(), (limit + 1).to_string()] {
+        let mut s = TcpStream::connect(a).expect("connects");
+        s.write_all(format!("{}{{\"or", command_head(a, &length, "")).as_bytes())
+            .expect("writes");
+        // The rest of the body never comes: the answer does not wait for it.
+        let started = Instant::now();
+        let (status, _, body) = answer(&mut s);
+        assert_eq!(status, 400, "Content-Length {length}");
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED");
+        assert_eq!(err["limit"], limit, "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .expect("message")
+                .contains(&limit.to_string()),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{length}");
+    }
+}
+
+#[test]
+fn a_body_that_does_not_arrive_is_cut_and_does_not_hold_the_server() {
+    let config = ServerConfig {
+        max_connections: 2,
+        header_read_timeout: Duration::from_secs(600),
+        body_read_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    // Both places taken by commands whose heads are complete and whose bodies stall.
+    let mut stalled: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut s = TcpStream::connect(a).expect("connects");
+            s.write_all(format!("{}{{\"org\":\"acme\",", command_head(a, "400", "")).as_bytes())
+                .expect("writes");
+            s
+        })
+        .collect();
+    wait_until("both places taken", || {
+        server.server().open_connections() == 2
+    });
+    // A third client is served once the stalled bodies are cut, long before the request
+    // timeout (30 s) that held them before.
+    let started = Instant::now();
+    let (status, _, _) = get(a, "/healthz", "");
+    assert_eq!(status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a normal request waited {:?} behind stalled bodies",
+        started.elapsed()
+    );
+    for s in &mut stalled {
+        let (status, _, body) = answer(s);
+        assert_eq!(status, 400);
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .expect("message")
+                .contains("did not arrive within 300 ms"),
+            "{err}"
+        );
+    }
+    // Counted as refused commands, like any malformed one.
+    let (_, _, metrics) = get(a, "/metrics", "");
+    let metrics = String::from_utf8(metrics).expect("text");
+    assert!(
+        metrics.contains("mwp_commands_total{outcome=\"rejected\",code=\"MALFORMED\"} 2"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("code=\"STORAGE\""), "{metrics}");
+}
+
+#[test]
+fn errors_outside_the_handlers_are_in_the_error_shape() {
+    let server = TestServer::start();
+    opened(&server, "g1", 1);
+    let a = addr(&server);
+    // A percent-escape that is not UTF-8, in each kind of segment.
+    for (method, target, segment) in [
+        ("GET", "/v1/groups/%FF/events", "group"),
+        ("GET", "/v1/groups/g1/receipts/alice/%E2%82", "action"),
+        ("GET", "/v1/groups/g1/receipts/%C0/a1", "actor"),
+        ("POST", "/v1/groups/%FF/commands", "group"),
+        ("GET", "/v1/groups/%FF/snapshots/latest", "group"),
+    ] {
+        let (status, head, body) = raw(
+            a,
+            &format!("{method} {target} HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{{}}"),
+        );
+        assert_eq!(status, 400, "{target}");
+        assert_eq!(
+            header(&head, "content-type"),
+            Some("application/json"),
+            "{target}"
+        );
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED", "{target}");
+        let message = err["message"].as_str().expect("message");
+        assert!(
+            message.starts_with(&format!("{segment} in the URL")),
+            "{target}: {message}"
+        );
+    }
+    // A method a route does not take: 405 with `Allow`, in the error shape.
+    for (method, target, allow) in [
+        ("DELETE", "/v1/groups/g1/commands", "POST"),
+        ("GET", "/v1/groups/g1/commands", "POST"),
+        ("PUT", "/v1/authority", "GET, HEAD"),
+        ("POST", "/v1/groups/g1/events", "GET, HEAD"),
+        ("OPTIONS", "/v1/groups/g1/events/stream", "GET, HEAD"),
+        ("POST", "/", "GET, HEAD"),
+        ("DELETE", "/index.html", "GET, HEAD"),
+    ] {
+        let (status, head, body) = raw(
+            a,
+            &format!("{method} {target} HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"),
+        );
+        assert_eq!(status, 405, "{method} {target}");
+        assert_eq!(header(&head, "allow"), Some(allow), "{method} {target}");
+        let err = json(&body);
+        assert_eq!(err["code"], "NOT_FOUND", "{method} {target}");
+        assert_eq!(err["allow"], allow, "{method} {target}");
+        let message = err["message"].as_str().expect("message");
+        assert!(message.contains(method), "{message}");
+    }
+    // CONNECT is not a tunnel here, nor the dashboard's page.
+    let (status, head, body) = raw(
+        a,
+        &format!("CONNECT {a} HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!(status, 405, "{head}");
+    let err = json(&body);
+    assert_eq!(err["code"], "NOT_FOUND");
+    assert!(
+        err["message"]
+            .as_str()
+            .expect("message")
+            .contains(&format!("CONNECT at {a}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn snapshot_errors_are_json_unless_cbor_is_asked_for() {
+    let server = TestServer::start();
+    opened(&server, "g1", 1);
+    let a = addr(&server);
+    for target in [
+        "/v1/groups/nope/snapshots/latest",
+        "/v1/groups/a%20b/snapshots/latest",
+    ] {
+        let (status, head, body) = get(a, target, "");
+        assert!(status == 404 || status == 400, "{target}: {status}");
+        assert_eq!(
+            header(&head, "content-type"),
+            Some("application/json"),
+            "{target}"
+        );
+        assert!(json(&body)["code"].is_string());
+        let (_, head, _) = get(a, target, "Accept: application/cbor\r\n");
+        assert_eq!(
+            header(&head, "content-type"),
+            Some("application/cbor"),
+            "{target}"
+        );
+    }
+    // The snapshot itself is still CBOR by default.
+    let (status, head, _) = get(a, "/v1/groups/g1/snapshots/latest", "");
+    assert_eq!(status, 200);
+    assert_eq!(header(&head, "content-type"), Some("application/cbor"));
+}
+
+#[test]
+fn two_host_headers_or_a_port_spelled_otherwise_are_refused() {
+    let server = TestServer::start();
+    let a = addr(&server);
+    let port = a.port();
+    for hosts in [
+        format!("Host: 127.0.0.1:{port}\r\nHost: evil.example\r\n"),
+        format!("Host: evil.example\r\nHost: 127.0.0.1:{port}\r\n"),
+        format!("Host: 127.0.0.1:{port}\r\nHost: 127.0.0.1:{port}\r\n"),
+    ] {
+        let (status, _, body) = raw(
+            a,
+            &format!("GET /v1/authority HTTP/1.1\r\n{hosts}Connection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 400, "{hosts}");
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED");
+        assert_eq!(err["header"], "host");
+    }
+    for host in [
+        format!("127.0.0.1:+{port}"),
+        format!("127.0.0.1:0{port}"),
+        format!("localhost:00{port}"),
+    ] {
+        let (status, _, body) = raw(
+            a,
+            &format!("GET /v1/authority HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(status, 421, "{host}");
+        assert_eq!(json(&body)["header"], "host");
+    }
+}
+
+#[test]
+fn accept_content_type_and_content_encoding_are_read_strictly() {
+    let server = TestServer::start();
+    let a = addr(&server);
+    for (accept, want) in [
+        ("application/cbor-seq", "application/json"),
+        ("application/json;q=0, application/cbor", "application/cbor"),
+        (
+            "application/cbor;q=0.4, application/json;q=0.8",
+            "application/json",
+        ),
+        ("application/cbor", "application/cbor"),
+    ] {
+        let (status, head, _) = get(a, "/v1/authority", &format!("Accept: {accept}\r\n"));
+        assert_eq!(status, 200);
+        assert_eq!(header(&head, "content-type"), Some(want), "{accept}");
+    }
+    let post = |extra: &str| {
+        raw(
+            a,
+            &format!("POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Length: 2\r\n{extra}\r\n{{}}"),
+        )
+    };
+    let (status, _, body) = post("Content-Type: application/json; charset=utf-16\r\n");
+    assert_eq!(status, 400);
+    let err = json(&body);
+    assert_eq!(err["code"], "MALFORMED");
+    assert_eq!(err["header"], "content-type", "{err}");
+    assert!(
+        err["message"].as_str().expect("message").contains("utf-16"),
+        "{err}"
+    );
+    for coding in ["gzip", "identity, gzip", "br"] {
+        let (status, _, body) = post(&format!(
+            "Content-Type: application/json\r\nContent-Encoding: {coding}\r\n"
+        ));
+        assert_eq!(status, 400, "{coding}");
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED");
+        assert_eq!(err["header"], "content-encoding", "{err}");
+        assert!(
+            err["message"].as_str().expect("message").contains(coding),
+            "{err}"
+        );
+    }
+    // Identity is no encoding: the body is read (and refused for what it says).
+    let (status, _, body) =
+        post("Content-Type: application/json\r\nContent-Encoding: identity\r\n");
+    assert_eq!(status, 400);
+    assert!(json(&body).get("header").is_none());
+}
+
+#[test]
+fn query_keys_and_last_event_id_are_named_in_their_errors() {
+    let server = TestServer::start();
+    opened(&server, "g1", 1);
+    let a = addr(&server);
+    let (status, _, body) = get(a, "/v1/groups/g1/events?%FF=1", "");
+    assert_eq!(status, 400);
+    assert_eq!(json(&body)["parameter"], "%FF");
+    for ids in [
+        "Last-Event-ID: -5\r\n",
+        "Last-Event-ID: 1\r\nLast-Event-ID: zz\r\n",
+    ] {
+        let (status, _, body) = get(a, "/v1/groups/g1/events/stream", ids);
+        assert_eq!(status, 400, "{ids}");
+        let err = json(&body);
+        assert_eq!(err["code"], "MALFORMED");
+        assert_eq!(err["header"], "last-event-id");
+        assert!(err.get("parameter").is_none(), "{err}");
+        let message = err["message"].as_str().expect("message");
+        assert!(message.starts_with("header Last-Event-ID"), "{message}");
+    }
+}
+
+#[test]
+fn a_disallowed_origin_gets_no_cors_headers_at_all() {
+    let config = ServerConfig {
+        cors_origins: vec!["https://ops.example".into()],
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    let cors_headers = |head: &str| -> Vec<String> {
+        head.lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("access-control-"))
+            .map(str::to_owned)
+            .collect()
+    };
+    for origin in [Some("https://evil.example"), None] {
+        let extra = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+        let (status, head, _) = get(a, "/v1/groups", &extra);
+        assert_eq!(status, 200);
+        assert!(cors_headers(&head).is_empty(), "{origin:?}: {head}");
+        assert!(
+            header(&head, "vary").is_some_and(|v| v.contains("origin")),
+            "{head}"
+        );
+    }
+    let (status, head, body) = preflight(a, "https://evil.example");
+    assert_eq!(status, 405, "{head}");
+    assert!(cors_headers(&head).is_empty(), "{head}");
+    assert_eq!(json(&body)["code"], "NOT_FOUND");
+    // The allowed origin is served as before.
+    let (status, head, _) = preflight(a, "https://ops.example");
+    assert!((200..300).contains(&status), "{head}");
+    assert!(!cors_headers(&head).is_empty(), "{head}");
+}

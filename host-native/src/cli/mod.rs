@@ -320,6 +320,11 @@ pub struct ServeArgs {
     /// connection may idle) before it is closed.
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_timeout: u64,
+    /// Seconds a request has to send its whole body once its head has arrived; then it is
+    /// answered 400 (MALFORMED) and its connection closed. At most 20: the whole request
+    /// has 30 s.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=20))]
+    pub body_timeout: u64,
     /// Most connections open at once; more wait in the kernel's backlog.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub max_connections: u64,
@@ -490,6 +495,7 @@ fn serve(args: ServeArgs) -> Outcome {
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let mut config = crate::server::ServerConfig {
         header_read_timeout: std::time::Duration::from_secs(args.header_timeout),
+        body_read_timeout: std::time::Duration::from_secs(args.body_timeout),
         max_connections: size(args.max_connections),
         max_tails: size(args.max_tails),
         max_tails_per_group: size(args.max_tails_per_group),

@@ -62,6 +62,10 @@ pub struct ServerConfig {
     /// Time a connection has to send a request's headers (also: the longest a keep-alive
     /// connection may sit idle); then it is closed.
     pub header_read_timeout: Duration,
+    /// Time a request has to send its whole body, from the end of its head; then it is
+    /// answered 400 `MALFORMED` and its connection closed. At most `request_timeout`, which
+    /// bounds the whole request.
+    pub body_read_timeout: Duration,
     /// Most connections open at once; further ones wait in the kernel's backlog.
     pub max_connections: usize,
     /// Most live tails (`GET …/events/stream`) on the server at once.
@@ -88,6 +92,7 @@ impl Default for ServerConfig {
             tick_poll: Duration::from_millis(500),
             assets: assets::Assets::default(),
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
             max_connections: 1024,
             max_tails: 512,
             max_tails_per_group: 64,
@@ -133,6 +138,15 @@ pub fn check_origin(origin: &str) -> Result<(), String> {
 /// optionally `:PORT` written without leading zeros.
 pub fn check_public_host(name: &str) -> Result<(), String> {
     origin::check_public_host(name)
+}
+
+/// A duration as a message says it: whole seconds as `10 s`, anything else in ms.
+pub(crate) fn duration_text(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
 }
 
 /// Milliseconds since the Unix epoch: the authority's clock.

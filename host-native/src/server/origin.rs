@@ -5,13 +5,20 @@
 //! bound address, `localhost` on loopback, and each `--public-host`) stops it. Any other
 //! `Host`, or none, is answered 421 Misdirected Request with a `MALFORMED` error, before any
 //! route runs. CORS is off unless `--cors-origin` names origins: then tower-http's
-//! [`CorsLayer`] answers preflights and adds the headers for those origins only.
+//! [`CorsLayer`] answers preflights and adds the headers for requests from those origins,
+//! and only those reach it ([`Cors`]).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use std::task::{Context, Poll};
+
+use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode, Uri};
+use axum::response::Response;
+use futures_util::future::{Either, MapOk};
+use futures_util::TryFutureExt;
 use mwp_core::Error;
+use tower::{Layer, Service};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 use super::gate::{Check, Verdict};
@@ -72,11 +79,13 @@ impl Hosts {
     pub(crate) fn allows(&self, host: &str) -> bool {
         let (name, port) = split(host.trim());
         // No port means the scheme's default; the server is plain HTTP.
+        // A port written otherwise than in its shortest form (`+7878`, `07878`) is not the
+        // server's: a proxy in front may read it differently.
         let port = match port {
             None => 80,
-            Some(p) => match p.parse::<u16>() {
-                Ok(p) => p,
-                Err(_) => return false,
+            Some(p) => match shortest_port(p) {
+                Some(p) => p,
+                None => return false,
             },
         };
         if self.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
@@ -150,13 +159,24 @@ fn split(host: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The `Host` check, in front of everything else ([`Gate`](super::gate::Gate)): 421 with a
+/// The `Host` check, in front of everything else ([`Gate`](super::gate::Gate)): 400
+/// `MALFORMED` for more than one `Host` header (RFC 9112, section 3.2), 421 with a
 /// `MALFORMED` body for a name it does not know.
 #[derive(Clone)]
 pub(crate) struct HostCheck(pub(crate) Arc<Hosts>);
 
 impl Check for HostCheck {
     fn check(&self, _: &Method, uri: &Uri, headers: &HeaderMap) -> Verdict {
+        let hosts = headers.get_all(header::HOST).iter().count();
+        if hosts > 1 {
+            return Verdict::Answer(wire::error(
+                Format::accepted(headers, Format::Json),
+                &Error::malformed(format!(
+                    "the request has {hosts} Host headers; send exactly one (RFC 9112, section 3.2)"
+                ))
+                .with("header", "host"),
+            ));
+        }
         // The request target's authority when it has one (absolute form), else `Host`: a
         // server receiving an absolute-form target ignores `Host` (RFC 9112, section 3.2.2).
         let given = match uri.authority() {
@@ -236,7 +256,7 @@ pub(crate) fn check_origin(origin: &str) -> Result<(), String> {
 
 /// The CORS layer for `origins`, or `None` when there are none (CORS off: browsers refuse
 /// cross-origin reads of the answers).
-pub(crate) fn cors(origins: &[String]) -> Result<Option<CorsLayer>, String> {
+pub(crate) fn cors(origins: &[String]) -> Result<Option<Cors>, String> {
     if origins.is_empty() {
         return Ok(None);
     }
@@ -247,14 +267,88 @@ pub(crate) fn cors(origins: &[String]) -> Result<Option<CorsLayer>, String> {
             HeaderValue::from_str(o).map_err(|_| format!("{o:?} is not a valid origin"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(
-        CorsLayer::new()
-            .allow_origin(AllowOrigin::list(values))
+    Ok(Some(Cors {
+        layer: CorsLayer::new()
+            .allow_origin(AllowOrigin::list(values.clone()))
             .allow_methods([Method::GET, Method::POST])
             .allow_headers(AllowHeaders::mirror_request())
             .expose_headers([header::HeaderName::from_static("mwp-duplicate")])
             .max_age(std::time::Duration::from_secs(600)),
-    ))
+        allowed: values.into(),
+    }))
+}
+
+/// CORS for the allowed origins only: a request whose `Origin` is one of them passes
+/// tower-http's [`CorsLayer`] (which answers its preflight and adds the headers); any other
+/// request, with another origin or none, gets no `Access-Control-*` header at all (tower-http
+/// leaves out only `Access-Control-Allow-Origin`, and answers any preflight 200), and its
+/// preflight goes to the route like any `OPTIONS` (405). Every answer says `Vary: origin`,
+/// so a cache does not hand one origin's answer to another.
+#[derive(Clone)]
+pub(crate) struct Cors {
+    layer: CorsLayer,
+    allowed: Arc<[HeaderValue]>,
+}
+
+impl<S: Clone> Layer<S> for Cors {
+    type Service = CorsFor<S>;
+
+    fn layer(&self, inner: S) -> CorsFor<S> {
+        CorsFor {
+            cors: self.clone(),
+            inner,
+        }
+    }
+}
+
+/// A service behind [`Cors`].
+#[derive(Clone)]
+pub(crate) struct CorsFor<S> {
+    cors: Cors,
+    inner: S,
+}
+
+/// What `Vary` says on an answer to a request CORS leaves alone: the headers tower-http's
+/// layer varies by.
+const CORS_VARY: HeaderValue = HeaderValue::from_static(
+    "origin, access-control-request-method, access-control-request-headers",
+);
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for CorsFor<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    ResBody: Default,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = Either<
+        tower_http::cors::ResponseFuture<S::Future>,
+        MapOk<S::Future, fn(Response<ResBody>) -> Response<ResBody>>,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
+        // The service made ready goes with the request; its clone serves the next.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let allowed = req
+            .headers()
+            .get(header::ORIGIN)
+            .is_some_and(|o| self.cors.allowed.iter().any(|a| a == o));
+        if allowed {
+            Either::Left(self.cors.layer.layer(inner).call(req))
+        } else {
+            let vary: fn(Response<ResBody>) -> Response<ResBody> = |mut resp| {
+                resp.headers_mut().append(header::VARY, CORS_VARY);
+                resp
+            };
+            let mut inner = inner;
+            Either::Right(inner.call(req).map_ok(vary))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -281,9 +375,12 @@ mod tests {
         assert!(any.allows("a.b:8443"));
         assert!(!any.allows("a.b:9000"));
         assert!(!any.allows("x.y:9000"));
-        // Names compare without regard to ASCII case, ports by their value; a configured
-        // port not in its shortest form matches nothing.
-        assert!(h.allows(" 127.0.0.1:07878 "));
+        // Names compare without regard to ASCII case; a port only in its shortest form, on
+        // either side.
+        assert!(h.allows(" 127.0.0.1:7878 "));
+        for spelled in ["07878", "+7878", "007878", ""] {
+            assert!(!h.allows(&format!("127.0.0.1:{spelled}")), "{spelled:?}");
+        }
         assert!(h6.allows("MWP.Example"));
         let upper = Hosts::new(
             "127.0.0.1:7878".parse().expect("an address"),

@@ -65,6 +65,7 @@ pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params,
                 "query: {key:?} is not a valid percent-encoded name; {}",
                 usage(known)
             ))
+            .with("parameter", key)
         })?;
         let Some(&name) = known.iter().find(|k| **k == key) else {
             return Err(Error::malformed(format!(
@@ -85,22 +86,50 @@ pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params,
     Ok(params)
 }
 
-/// A decimal `u64`, or `MALFORMED` naming `name`.
-pub(crate) fn number(name: &str, value: &str) -> Result<u64, Error> {
-    let bad = |why: &str| {
+/// A decimal `u64`, or `MALFORMED` naming the query parameter `name`.
+fn number(name: &str, value: &str) -> Result<u64, Error> {
+    decimal(value).map_err(|why| {
         Error::malformed(format!(
             "query: {name}={value:?} {why}; {name} must be an integer from 0 to {}",
             u64::MAX
         ))
         .with("parameter", name)
+    })
+}
+
+/// The value of the `Last-Event-ID` header(s) of a live tail, if any: a decimal `u64` given
+/// once, or `MALFORMED` naming the header (`header` detail).
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, Error> {
+    let bad = |what: String| {
+        Error::malformed(format!(
+            "header Last-Event-ID: {what}; it must be given once, an integer from 0 to {}",
+            u64::MAX
+        ))
+        .with("header", "last-event-id")
     };
+    let mut values = headers.get_all("last-event-id").iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    let more = values.count();
+    if more > 0 {
+        return Err(bad(format!("it is given {} times", more + 1)));
+    }
+    let text = value.to_str().unwrap_or("\u{fffd}").trim();
+    decimal(text)
+        .map(Some)
+        .map_err(|why| bad(format!("{text:?} {why}")))
+}
+
+/// A decimal `u64` (digits only), or why not.
+fn decimal(value: &str) -> Result<u64, &'static str> {
     if value.is_empty() {
-        return Err(bad("is empty"));
+        return Err("is empty");
     }
     if !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad("is not a non-negative decimal integer"));
+        return Err("is not a non-negative decimal integer");
     }
-    value.parse::<u64>().map_err(|_| bad("is too large"))
+    value.parse::<u64>().map_err(|_| "is too large")
 }
 
 fn usage(known: &[&'static str]) -> String {

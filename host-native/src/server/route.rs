@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderMap, Method, Request};
+use axum::http::{HeaderMap, Method, Request, Uri};
 use axum::response::Response;
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
@@ -14,7 +14,6 @@ use hyper::body::Incoming;
 use tower::timeout::TimeoutLayer;
 use tower::{Service, ServiceBuilder};
 use tower_http::compression::CompressionLayer;
-use tower_http::cors::CorsLayer;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
@@ -94,19 +93,29 @@ impl Route {
         }
     }
 
-    /// Its handler, for its method only. Every route but a live tail is bounded by the
-    /// request timeout.
+    /// Its handler, for its method only (another method is answered 405 in the error
+    /// shape). Every route but a live tail is bounded by the request timeout.
     fn handler(self, app: &App) -> MethodRouter<App> {
         let (method, path) = self.method_and_path();
-        let Ok(m) = MethodFilter::try_from(method) else {
+        let Ok(m) = MethodFilter::try_from(method.clone()) else {
             unreachable!("{path}: every method of the table is GET or POST")
+        };
+        // What `Allow` names to another method: a GET route also answers HEAD (axum runs its
+        // handler and leaves the body out).
+        let allow = if method == Method::POST {
+            "POST"
+        } else {
+            "GET, HEAD"
+        };
+        let wrong = move |method: Method, uri: Uri, headers: HeaderMap| async move {
+            routes::wrong_method(&method, &uri, &headers, allow)
         };
         let handler = match self {
             Route::Authority => on(m, routes::authority),
             Route::Groups => on(m, routes::groups),
             Route::Commands => on(m, routes::post_command),
             Route::Events => on(m, routes::events),
-            Route::Stream => return on(m, routes::stream_events),
+            Route::Stream => return on(m, routes::stream_events).fallback(wrong),
             Route::Head => on(m, routes::head),
             Route::Receipt => on(m, routes::receipt),
             Route::Snapshot => on(m, routes::snapshot),
@@ -115,7 +124,8 @@ impl Route {
             Route::Healthz => on(m, health::healthz),
             Route::Readyz => on(m, health::readyz),
             Route::Metrics => on(m, routes::metrics),
-        };
+        }
+        .fallback(wrong);
         // tower's timeout, its `Elapsed` answered as docs/http.md says (503 `STORAGE`, in the
         // format the client accepts); tower-http's `TimeoutLayer` answers an empty body.
         let limit = app.config.request_timeout;
@@ -152,7 +162,7 @@ fn router(app: App) -> Router {
 pub(crate) fn service(
     app: App,
     hosts: Arc<Hosts>,
-    cors: Option<CorsLayer>,
+    cors: Option<super::origin::Cors>,
 ) -> impl Service<Request<Incoming>, Response = Response, Error = Infallible, Future: Send + 'static>
        + Clone
        + Send

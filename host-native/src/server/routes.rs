@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
@@ -72,6 +74,37 @@ pub(super) async fn metrics(State(app): State<App>) -> Response {
 
 fn path_id(value: &str, what: &str) -> Result<Id, Error> {
     Id::new(value).map_err(|e| Error::malformed(format!("{what} in the URL: {e}")))
+}
+
+/// A route's path segments, percent-decoded; a segment that does not decode to UTF-8 is
+/// answered 400 `MALFORMED` naming it, in the error shape (axum's `Path` answers such a
+/// segment in plain text).
+pub(super) struct Segments<T>(pub(super) T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned + Send> FromRequestParts<S> for Segments<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(t)) => Ok(Segments(t)),
+            Err(rejection) => Err(wire::error(
+                Format::accepted(&parts.headers, Format::Json),
+                &segment_error(&rejection),
+            )),
+        }
+    }
+}
+
+fn segment_error(rejection: &PathRejection) -> Error {
+    match rejection {
+        PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+            ErrorKind::InvalidUtf8InPathParam { key } => Error::malformed(format!(
+                "{key} in the URL: its percent-escapes do not decode to UTF-8; an ID is UTF-8 text"
+            )),
+            kind => Error::malformed(format!("the URL's path: {kind}")),
+        },
+        other => Error::malformed(format!("the URL's path: {}", other.body_text())),
+    }
 }
 
 /// On reads, an unknown group is 404, not a conflict.
@@ -144,13 +177,14 @@ fn poll_ms(app: &App) -> u64 {
 
 pub(super) async fn post_command(
     State(app): State<App>,
-    Path(group): Path<String>,
+    Segments(group): Segments<String>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let started = Instant::now();
     let format = Format::accepted(&headers, Format::Json);
-    let cmd = match decode_command(&app, &group, &headers, body) {
+    let body = read_body(&app, &headers, body).await;
+    let cmd = match decode_command(&group, &headers, body) {
         Ok(cmd) => cmd,
         Err(e) => {
             app.metrics.command(refused(&e), Some(e.code));
@@ -296,21 +330,67 @@ async fn may_open(app: &App, cmd: &Command, headers: &HeaderMap) -> Result<(), E
     access.may_open_group(headers)
 }
 
+/// A command's body, read whole: refused at once when its `Content-Encoding` is not
+/// identity or its `Content-Length` is above the body limit, and cut when it has not all
+/// arrived within `ServerConfig::body_read_timeout` of the request head (`MALFORMED` each:
+/// the client's input, not the store, is at fault).
+async fn read_body(app: &App, headers: &HeaderMap, body: axum::body::Body) -> Result<Bytes, Error> {
+    let max = app.config.max_body_bytes;
+    let too_large = || {
+        Error::malformed(format!(
+            "the request body is larger than the limit of {max} bytes"
+        ))
+        .with("limit", max)
+    };
+    for coding in headers.get_all(header::CONTENT_ENCODING) {
+        let text = coding.to_str().unwrap_or("\u{fffd}");
+        if !text
+            .split(',')
+            .all(|c| c.trim().eq_ignore_ascii_case("identity"))
+        {
+            return Err(Error::malformed(format!(
+                "Content-Encoding {text:?} is not supported; send the body as it is, without Content-Encoding"
+            ))
+            .with("header", "content-encoding"));
+        }
+    }
+    // hyper has refused a Content-Length that is not one decimal number.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
+        return Err(too_large());
+    }
+    let within = app.config.body_read_timeout;
+    match tokio::time::timeout(within, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        // Over the limit (a chunked body), or the client went away.
+        Ok(Err(e)) => Err(Error::malformed(format!(
+            "the request body could not be read ({e}); the limit is {max} bytes"
+        ))
+        .with("limit", max)),
+        Err(_) => {
+            tracing::debug!(
+                timeout_ms = within.as_millis(),
+                "a request body did not arrive in time"
+            );
+            Err(Error::malformed(format!(
+                "the request body did not arrive within {} (--body-timeout); send the whole body right after the head",
+                super::duration_text(within)
+            )))
+        }
+    }
+}
+
 /// Decodes a command and checks what the URL and this server require of it.
 fn decode_command(
-    app: &App,
     group: &str,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<Bytes, Error>,
 ) -> Result<Command, Error> {
     let limits = Limits::default();
-    let body = body.map_err(|e| {
-        Error::malformed(format!(
-            "the request body could not be read ({e}); the limit is {} bytes",
-            app.config.max_body_bytes
-        ))
-        .with("limit", app.config.max_body_bytes)
-    })?;
+    let body = body?;
     let cmd = match Format::of_request(headers)? {
         Format::Json => Command::from_json(&body, &limits)?,
         Format::Cbor => Command::from_cbor(&body, &limits)?,
@@ -356,7 +436,7 @@ fn locate_snapshot(mut err: Error, group: &Id) -> Error {
 
 pub(super) async fn events(
     State(app): State<App>,
-    Path(group): Path<String>,
+    Segments(group): Segments<String>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
@@ -405,7 +485,7 @@ pub(super) async fn events(
 /// due ([`super::heads`]).
 pub(super) async fn head(
     State(app): State<App>,
-    Path(group): Path<String>,
+    Segments(group): Segments<String>,
     headers: HeaderMap,
 ) -> Response {
     let format = Format::accepted(&headers, Format::Json);
@@ -424,7 +504,7 @@ pub(super) async fn head(
 /// (SPEC §6a), JSON or CBOR; 404 `NOT_FOUND` when the group was not sealed.
 pub(super) async fn audit(
     State(app): State<App>,
-    Path(group): Path<String>,
+    Segments(group): Segments<String>,
     headers: HeaderMap,
 ) -> Response {
     let format = Format::accepted(&headers, Format::Json);
@@ -614,7 +694,7 @@ async fn next_sse(mut tail: Tail) -> Option<(Result<SseEvent, Infallible>, Tail)
 
 pub(super) async fn stream_events(
     State(app): State<App>,
-    Path(group): Path<String>,
+    Segments(group): Segments<String>,
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
@@ -628,15 +708,9 @@ pub(super) async fn stream_events(
         Err(e) => return wire::error(format, &e),
     };
     // `Last-Event-ID` (sent by a reconnecting EventSource) wins over `after`.
-    let last_id = match headers.get("last-event-id") {
-        None => None,
-        Some(v) => {
-            let text = v.to_str().unwrap_or("\u{fffd}").trim();
-            match query::number("Last-Event-ID", text) {
-                Ok(n) => Some(n),
-                Err(e) => return wire::error(format, &e.with("header", "last-event-id")),
-            }
-        }
+    let last_id = match query::last_event_id(&headers) {
+        Ok(n) => n,
+        Err(e) => return wire::error(format, &e),
     };
     let after = last_id.or(q.get("after")).unwrap_or(0);
     // Take a place under the tail caps before reading anything.
@@ -676,7 +750,7 @@ pub(super) async fn stream_events(
 
 pub(super) async fn receipt(
     State(app): State<App>,
-    Path((group, actor, action)): Path<(String, String, String)>,
+    Segments((group, actor, action)): Segments<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
     let format = Format::accepted(&headers, Format::Json);
@@ -704,17 +778,19 @@ pub(super) async fn receipt(
 
 pub(super) async fn snapshot(
     State(app): State<App>,
-    Path(group): Path<String>,
+    Segments(group): Segments<String>,
     headers: HeaderMap,
 ) -> Response {
+    // The snapshot is CBOR unless JSON is asked for; an error is JSON unless CBOR is.
     let format = Format::accepted(&headers, Format::Cbor);
+    let error_format = Format::accepted(&headers, Format::Json);
     let group = match path_id(&group, "group") {
         Ok(g) => g,
-        Err(e) => return wire::error(format, &e),
+        Err(e) => return wire::error(error_format, &e),
     };
     let bytes = match blocking(&app, move |s| s.latest_snapshot(&group)).await {
         Ok(b) => b,
-        Err(e) => return read_error(format, &e),
+        Err(e) => return read_error(error_format, &e),
     };
     match format {
         Format::Cbor => {
@@ -725,15 +801,56 @@ pub(super) async fn snapshot(
         }
         Format::Json => match Snapshot::from_cbor(&bytes) {
             Ok(snap) => wire::encode(StatusCode::OK, format, &snap),
-            Err(e) => wire::error(format, &e),
+            Err(e) => wire::error(error_format, &e),
         },
     }
 }
 
-pub(super) async fn fallback(State(app): State<App>, uri: Uri, headers: HeaderMap) -> Response {
+/// The answer to a method a route does not take: 405 with `Allow` (which axum adds to a
+/// route's answers) and a `NOT_FOUND` error: nothing is served for this method at this path
+/// (docs/decisions.md, "Wrong methods").
+pub(super) fn wrong_method(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    allow: &str,
+) -> Response {
+    let mut resp = wire::error_with(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Format::accepted(headers, Format::Json),
+        &Error::new(
+            Code::NotFound,
+            format!(
+                "nothing is served for {method} at {}; it takes {allow}",
+                // A CONNECT's target is an authority, with no path.
+                if uri.path().is_empty() {
+                    uri.to_string()
+                } else {
+                    uri.path().to_owned()
+                }
+            ),
+        )
+        .with("allow", allow),
+    );
+    if let Ok(allow) = HeaderValue::from_str(allow) {
+        resp.headers_mut().insert(header::ALLOW, allow);
+    }
+    resp
+}
+
+pub(super) async fn fallback(
+    State(app): State<App>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     let path = uri.path();
     if !path.starts_with("/v1/") {
         if let Some(asset) = app.config.assets.get(path) {
+            // Files are read, nothing else: a CONNECT or a POST is not answered with a page.
+            if method != Method::GET && method != Method::HEAD {
+                return wrong_method(&method, &uri, &headers, "GET, HEAD");
+            }
             return static_file(asset, &headers);
         }
     }
