@@ -14,7 +14,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream::{self, Stream};
+use futures_util::stream::{self, Stream, StreamExt};
 use mwp_core::head::{SignedHead, HEAD_INTERVAL_MS};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Body, Code, Command, Decision, Error, Event, EventKind, Id, Limits, Receipt};
@@ -359,28 +359,69 @@ async fn read_body(app: &App, headers: &HeaderMap, body: axum::body::Body) -> Re
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
+    let within = app.config.body_read_timeout;
+    let mut stream = body.into_data_stream();
     if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
+        drain(stream, within);
         return Err(too_large());
     }
-    let within = app.config.body_read_timeout;
-    match tokio::time::timeout(within, axum::body::to_bytes(body, max)).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        // Over the limit (a chunked body), or the client went away.
-        Ok(Err(e)) => Err(Error::malformed(format!(
-            "the request body could not be read ({e}); the limit is {max} bytes"
-        ))
-        .with("limit", max)),
-        Err(_) => {
-            tracing::debug!(
-                timeout_ms = within.as_millis(),
-                "a request body did not arrive in time"
-            );
-            Err(Error::malformed(format!(
-                "the request body did not arrive within {} (--body-timeout); send the whole body right after the head",
-                super::duration_text(within)
-            )))
+    let deadline = tokio::time::Instant::now() + within;
+    let mut read = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(0)));
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(None) => return Ok(Bytes::from(read)),
+            Ok(Some(Ok(chunk))) => {
+                if read.len() + chunk.len() > max {
+                    drain(stream, within);
+                    return Err(too_large());
+                }
+                read.extend_from_slice(&chunk);
+            }
+            // The client went away, or sent a body hyper could not frame.
+            Ok(Some(Err(e))) => {
+                return Err(Error::malformed(format!(
+                    "the request body could not be read ({e}); the limit is {max} bytes"
+                ))
+                .with("limit", max))
+            }
+            Err(_) => {
+                tracing::debug!(
+                    timeout_ms = within.as_millis(),
+                    "a request body did not arrive in time"
+                );
+                return Err(Error::malformed(format!(
+                    "the request body did not arrive within {} (--body-timeout); send the whole body right after the head",
+                    super::duration_text(within)
+                )));
+            }
         }
     }
+}
+
+/// Most bytes of a refused body read and dropped after the refusal is answered.
+const DRAIN_BYTES: usize = 1 << 20;
+
+/// Longest a refused body is read and dropped after the refusal is answered.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads and drops what is left of a body refused for its size, for at most [`DRAIN_TIME`]
+/// (or `within`, if shorter) and [`DRAIN_BYTES`], while the refusal is answered; then the
+/// connection is closed. A client that sends the whole body before
+/// reading the answer then reads the refusal: a connection closed with its bytes unread is
+/// reset, and the reset can reach the client before the answer does.
+fn drain(mut stream: axum::body::BodyDataStream, within: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut left = DRAIN_BYTES;
+        let _ = tokio::time::timeout(within.min(DRAIN_TIME), async {
+            while let Some(Ok(chunk)) = stream.next().await {
+                left = left.saturating_sub(chunk.len());
+                if left == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    });
 }
 
 /// Decodes a command and checks what the URL and this server require of it.
