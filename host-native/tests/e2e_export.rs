@@ -1,6 +1,7 @@
 //! End-to-end tests of static exports through the `mwp` binary: `mwp export` from a store,
 //! `mwp verify --source` on the export (and on damaged or hostile copies of it),
-//! `mwp verify-proof`, and `mwp replica --authority-key` with signed heads.
+//! `mwp verify-proof`, and `mwp replica --authority-key` with signed heads; and `mwp verify
+//! --data` on a store whose snapshot or log is damaged.
 
 mod e2e_support;
 
@@ -933,4 +934,112 @@ fn verify_source_of_a_directory_that_is_not_there_is_bad_input() {
     let bad = verify(&tmp.path().join("nope"), &[]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("nope"), "{}", stderr(&bad));
+}
+
+/// A data directory made by `mwp transcript --data` from a shared transcript.
+fn store_of(dir: &Path, transcript: &str) -> PathBuf {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../tests/transcripts/{transcript}.jsonl"));
+    let data = dir.join(transcript);
+    let out = mwp()
+        .arg("transcript")
+        .arg(&file)
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    data
+}
+
+fn verify_data(data: &Path) -> Output {
+    mwp()
+        .args(["verify", "--group", "g1", "--json", "--data"])
+        .arg(data)
+        .output()
+        .expect("runs")
+}
+
+/// The group's files in a data directory with extension `ext`.
+fn group_files(data: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for g in std::fs::read_dir(data.join("groups")).expect("groups") {
+        for f in std::fs::read_dir(g.expect("entry").path()).expect("group") {
+            let p = f.expect("entry").path();
+            if p.extension().is_some_and(|e| e == ext) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn verify_data_checks_the_snapshot_file_the_store_holds() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // redaction_archive leaves a snapshot file on disk (its archive's final snapshot).
+    let data = store_of(tmp.path(), "redaction_archive");
+    let snaps = group_files(&data, "snap");
+    let snap = snaps.last().expect("a snapshot file");
+    let good = verify_data(&data);
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    let v = json_line(&good);
+    assert_eq!(v["ok"], true);
+    let seq = v["snapshot_seq"].as_u64().expect("a snapshot was checked");
+    assert!(snap.ends_with(format!("{seq:020}.snap")), "{v}");
+    assert!(v["snapshot_state_hash"].is_string(), "{v}");
+    assert_eq!(v["group"], "g1");
+
+    // One flipped byte in the file: a check that failed, naming the file.
+    let mut bytes = std::fs::read(snap).expect("read");
+    bytes[200] ^= 0xff;
+    std::fs::write(snap, bytes).expect("write");
+    let bad = verify_data(&data);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let v = json_line(&bad);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["group"], "g1");
+    assert!(v.as_object().expect("object").contains_key("seq"), "{v}");
+    let message = v["error"].as_str().expect("error");
+    assert!(message.contains(&format!("{seq:020}.snap")), "{v}");
+
+    // A store that holds no snapshot says so; nothing is signed in its place.
+    let plain = store(tmp.path(), "plain", transcript_lines().len());
+    assert!(
+        group_files(&plain, "snap").is_empty(),
+        "no snapshot on disk"
+    );
+    let none = verify_data(&plain);
+    assert_eq!(none.status.code(), Some(0), "{}", stderr(&none));
+    let v = json_line(&none);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["snapshot_seq"], Value::Null, "{v}");
+    assert_eq!(v["snapshot_state_hash"], Value::Null, "{v}");
+    assert!(
+        group_files(&plain, "snap").is_empty(),
+        "verify writes nothing"
+    );
+}
+
+#[test]
+fn verify_data_reports_a_damaged_log_as_a_failed_check() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", transcript_lines().len());
+    let seg = group_files(&data, "seg");
+    let seg = seg.first().expect("a segment");
+    // A byte in the middle of the first records (past the file header).
+    let mut bytes = std::fs::read(seg).expect("read");
+    bytes[300] ^= 0x01;
+    std::fs::write(seg, bytes).expect("write");
+    let bad = verify_data(&data);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let v = json_line(&bad);
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("LOG_CORRUPT")),
+        "{v}"
+    );
 }

@@ -700,6 +700,10 @@ impl AuthorityService for FileStore {
         self.known(group)?.latest_snapshot()
     }
 
+    fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        self.known(group)?.stored_snapshot()
+    }
+
     fn groups(&self) -> Result<Vec<Id>> {
         Ok(self
             .groups
