@@ -43,13 +43,16 @@ impl GroupLog {
     /// has none): nothing is signed in memory and no older file stands in for a damaged one.
     /// A file whose frame does not check (its header, checksum, or the seq its name gives) is
     /// `SNAPSHOT_INVALID` naming it; its signature and state are the caller's to check. A file
-    /// that a writer pruned between the listing and the read is looked up again (twice).
+    /// that a writer pruned between the listing and the read is looked up again (twice). A
+    /// file past the last event this open holds is one a live writer wrote since (the events
+    /// it covers cannot be read here), so the newest at or below that event is taken.
     pub(crate) fn stored_snapshot(&self) -> Result<Option<Vec<u8>>> {
         let be = &*self.ctx.backend;
+        let head = self.durable();
         let mut tries = 0;
         loop {
             let files = GroupFiles::list(be, &self.dir)?;
-            let Some(&seq) = files.snapshots.last() else {
+            let Some(seq) = files.snapshots.iter().copied().rev().find(|s| *s <= head) else {
                 return Ok(None);
             };
             let path = self.path(&snapshot_name(seq));
