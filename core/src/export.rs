@@ -490,10 +490,95 @@ pub fn read_index(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
             ),
         ));
     }
+    let chunk_max = max_file_bytes("chunks/");
+    for c in &index.chunks {
+        if c.bytes == 0 || c.bytes > chunk_max {
+            return Err(corrupt(
+                path,
+                format!(
+                    "chunk {} is listed at {} bytes, outside 1..={chunk_max}",
+                    c.file, c.bytes
+                ),
+            ));
+        }
+    }
+    let mut last = 0;
+    let mut seen = std::collections::BTreeSet::new();
     for s in &index.snapshots {
         check_name(&s.file, "snapshots", "cbor")?;
+        if s.seq <= last || s.seq > index.seq {
+            return Err(corrupt(
+                path,
+                format!(
+                    "snapshot {} is listed at seq {}: snapshots are listed once each, by \
+                     increasing seq, from 1 to the index's seq {}",
+                    s.file, s.seq, index.seq
+                ),
+            ));
+        }
+        if !seen.insert(s.file.as_str()) {
+            return Err(corrupt(
+                path,
+                format!("snapshot {} is listed twice", s.file),
+            ));
+        }
+        last = s.seq;
     }
     Ok(index)
+}
+
+/// Checks a chunk file's size against its index entry (`index_path` names the index):
+/// `LOG_CORRUPT` naming the index when they differ.
+pub fn check_chunk_size(index_path: &str, entry: &ChunkRef, len: u64) -> Result<()> {
+    if len != entry.bytes {
+        return Err(corrupt(
+            index_path,
+            format!(
+                "it lists chunk {} at {} bytes, the file has {len}",
+                entry.file, entry.bytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a snapshot file against its index entry (`index_path` names the index): its bytes
+/// against its name (`LOG_CORRUPT` naming the file), its signature under `trusted` and its org
+/// and group (`SNAPSHOT_INVALID` naming the file), and that its seq and state hash are the
+/// entry's (`LOG_CORRUPT` naming the index). Answers the snapshot.
+pub fn check_snapshot_file(
+    index_path: &str,
+    entry: &SnapshotRef,
+    bytes: &[u8],
+    trusted: &PublicKey,
+    org: &Id,
+    group: &Id,
+) -> Result<Snapshot> {
+    check_file(&entry.file, "snapshots", "cbor", bytes)?;
+    let snap = Snapshot::verify_bytes(bytes, trusted, org, group, 0)
+        .map_err(|e| e.with("file", entry.file.as_str()))?;
+    check_snapshot_entry(index_path, entry, snap.seq, snap.state_hash)?;
+    Ok(snap)
+}
+
+/// The seq and state hash an index lists for a snapshot must be the file's.
+fn check_snapshot_entry(
+    index_path: &str,
+    entry: &SnapshotRef,
+    seq: u64,
+    state_hash: Hash,
+) -> Result<()> {
+    if (entry.seq, entry.state_hash) != (seq, state_hash) {
+        return Err(corrupt(
+            index_path,
+            format!(
+                "it lists snapshot {} at seq {} with state hash {}, the file holds seq {seq} \
+                 with state hash {state_hash}",
+                entry.file, entry.seq, entry.state_hash
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Reads `head.json` (shape only; the signature is checked by whoever pins the key).
@@ -523,7 +608,10 @@ pub enum Start {
 enum Step {
     Head,
     Index,
-    Snapshot(String),
+    /// The snapshot replay starts from (its place in the index).
+    Snapshot(usize),
+    /// Another snapshot, checked but not restored (its place in the index).
+    CheckSnapshot(usize),
     Chunk(usize),
     Done,
     /// A file failed its checks: the reader stops for good, with that error.
@@ -539,6 +627,14 @@ enum Step {
 pub struct StaticReader {
     trusted: PublicKey,
     start: Start,
+    /// Whether every snapshot the index lists is fetched and checked, not only the one
+    /// replay starts from ([`StaticReader::check_every_snapshot`]).
+    every_snapshot: bool,
+    /// The snapshots still to check, by their place in the index.
+    pending: Vec<usize>,
+    /// Snapshots checked whose seq replay has yet to reach: seq → (state hash, chain head,
+    /// file), compared with the replica's when it gets there.
+    expect: std::collections::BTreeMap<u64, (Hash, Hash, String)>,
     replica: Replica,
     step: Step,
     head: Option<SignedHead>,
@@ -571,6 +667,9 @@ impl StaticReader {
         StaticReader {
             trusted,
             start,
+            every_snapshot: false,
+            pending: Vec::new(),
+            expect: std::collections::BTreeMap::new(),
             replica: Replica::new(group),
             step: Step::Head,
             head: None,
@@ -581,12 +680,26 @@ impl StaticReader {
         }
     }
 
+    /// Also fetches and checks every snapshot the index lists, not only the one replay starts
+    /// from (what an audit of a whole export wants, `mwp verify --source`): each one's bytes
+    /// against its name, its signature under the pinned key, its org and group, its seq and
+    /// state hash against its index entry, and, for one at a seq replay passes through, its
+    /// state hash and chain head against the replica's at that seq (`SNAPSHOT_INVALID` naming
+    /// the snapshot otherwise). They are fetched after the index (and the snapshot replay
+    /// starts from), before the chunks.
+    pub fn check_every_snapshot(mut self) -> StaticReader {
+        self.every_snapshot = true;
+        self
+    }
+
     /// The next file to fetch, relative to the export's base; `None` once done.
     pub fn poll_fetch(&self) -> Option<String> {
         match &self.step {
             Step::Head => Some(HEAD_FILE.to_owned()),
             Step::Index => self.index_path.clone(),
-            Step::Snapshot(path) => Some(path.clone()),
+            Step::Snapshot(i) | Step::CheckSnapshot(i) => {
+                self.index.as_ref().map(|x| x.snapshots[*i].file.clone())
+            }
             Step::Chunk(i) => self.index.as_ref().map(|x| x.chunks[*i].file.clone()),
             Step::Done | Step::Failed(_) => None,
         }
@@ -620,7 +733,8 @@ impl StaticReader {
         let result = match self.step.clone() {
             Step::Head => self.on_head(bytes),
             Step::Index => self.on_index(path, bytes),
-            Step::Snapshot(_) => self.on_snapshot(path, bytes),
+            Step::Snapshot(i) => self.on_snapshot(i, path, bytes),
+            Step::CheckSnapshot(i) => self.on_check_snapshot(i, path, bytes),
             Step::Chunk(i) => self.on_chunk(i, path, bytes),
             Step::Done | Step::Failed(_) => Ok(()),
         };
@@ -674,35 +788,108 @@ impl StaticReader {
         }
         let snapshot = match self.start {
             Start::Genesis => None,
-            Start::Snapshot => index
-                .snapshots
-                .iter()
-                .rev()
-                .find(|s| s.seq <= head.seq)
-                .map(|s| s.file.clone()),
+            Start::Snapshot => index.snapshots.iter().rposition(|s| s.seq <= head.seq),
         };
+        if self.every_snapshot {
+            self.pending = (0..index.snapshots.len())
+                .filter(|&i| Some(i) != snapshot)
+                .collect();
+        }
         self.index = Some(index);
         self.step = match snapshot {
-            Some(file) => Step::Snapshot(file),
-            None => self.next_chunk(0)?,
+            Some(i) => Step::Snapshot(i),
+            None => self.after_snapshots()?,
         };
         Ok(())
     }
 
-    fn on_snapshot(&mut self, path: &str, bytes: &[u8]) -> Result<()> {
+    /// The next snapshot to check, else the first chunk to read.
+    fn after_snapshots(&self) -> Result<Step> {
+        match self.pending.first() {
+            Some(&i) => Ok(Step::CheckSnapshot(i)),
+            None => self.next_chunk(0),
+        }
+    }
+
+    fn on_snapshot(&mut self, i: usize, path: &str, bytes: &[u8]) -> Result<()> {
         check_file(path, "snapshots", "cbor", bytes)?;
         let head = self.head.as_ref().expect("the head is read first");
         let org = head.org.clone();
         self.replica
             .restore_bytes(bytes, &self.trusted, &org, 0)
             .map_err(|e| e.with("file", path))?;
-        self.step = self.next_chunk(0)?;
+        let index_path = self.index_path.clone().unwrap_or_default();
+        let entry = &self
+            .index
+            .as_ref()
+            .expect("the index is read first")
+            .snapshots[i];
+        check_snapshot_entry(
+            &index_path,
+            entry,
+            self.replica.cursor(),
+            self.replica.state_hash()?,
+        )?;
+        self.step = self.after_snapshots()?;
+        Ok(())
+    }
+
+    fn on_check_snapshot(&mut self, i: usize, path: &str, bytes: &[u8]) -> Result<()> {
+        let index_path = self.index_path.clone().unwrap_or_default();
+        let head = self.head.as_ref().expect("the head is read first");
+        let entry = &self
+            .index
+            .as_ref()
+            .expect("the index is read first")
+            .snapshots[i];
+        let snap = check_snapshot_file(
+            &index_path,
+            entry,
+            bytes,
+            &self.trusted,
+            &head.org,
+            &head.group,
+        )?;
+        if snap.seq > self.replica.cursor() && snap.seq <= head.seq {
+            self.expect.insert(
+                snap.seq,
+                (snap.state_hash, snap.chain_head, path.to_owned()),
+            );
+        }
+        self.pending.retain(|&k| k != i);
+        self.step = self.after_snapshots()?;
+        Ok(())
+    }
+
+    /// Compares the replica, just past `seq`, with a snapshot checked at that seq.
+    fn check_expected(&self, seq: u64) -> Result<()> {
+        let Some((state_hash, chain_head, file)) = self.expect.get(&seq) else {
+            return Ok(());
+        };
+        let (head, hash) = (self.replica.head(), self.replica.state_hash()?);
+        if (*state_hash, *chain_head) != (hash, head) {
+            return Err(Error::new(
+                Code::SnapshotInvalid,
+                format!(
+                    "{file}: the snapshot at seq {seq} has chain head {chain_head} and state \
+                     hash {state_hash}, but the chain's are {head} and {hash}"
+                ),
+            )
+            .with("check", "state_hash")
+            .with("file", file.as_str())
+            .with("seq", seq));
+        }
         Ok(())
     }
 
     fn on_chunk(&mut self, i: usize, path: &str, bytes: &[u8]) -> Result<()> {
         check_file(path, "chunks", "cbor", bytes)?;
         let chunk = self.index.as_ref().expect("the index is read first").chunks[i].clone();
+        check_chunk_size(
+            self.index_path.as_deref().unwrap_or_default(),
+            &chunk,
+            bytes.len() as u64,
+        )?;
         let events = split_chunk(path, bytes)?;
         if events.len() as u64 != chunk.last - chunk.first + 1 {
             return Err(corrupt(
@@ -715,16 +902,15 @@ impl StaticReader {
                 ),
             ));
         }
-        let replica = &mut self.replica;
         let head_seq = self.head.as_ref().map_or(0, |h| h.seq);
         for (k, ev) in events.iter().enumerate() {
             let seq = chunk.first + k as u64;
             if seq > head_seq {
                 break;
             }
-            match replica.offer_bytes(ev) {
-                Offer::Applied { cursor, .. } if cursor == seq => {}
-                Offer::Duplicate if seq <= replica.cursor() => {}
+            match self.replica.offer_bytes(ev) {
+                Offer::Applied { cursor, .. } if cursor == seq => self.check_expected(seq)?,
+                Offer::Duplicate if seq <= self.replica.cursor() => {}
                 Offer::Rejected(e) => return Err(e.with("file", path).with("seq", seq)),
                 other => {
                     return Err(corrupt(

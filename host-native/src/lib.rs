@@ -6,6 +6,7 @@ pub mod agent_host;
 pub mod cli;
 pub mod memory_service;
 pub mod redact;
+pub mod regular_file;
 pub mod server;
 pub mod service;
 pub mod store;

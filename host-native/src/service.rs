@@ -39,6 +39,16 @@ pub trait AuthorityService: Send + Sync {
     /// Canonical CBOR of the latest signed snapshot of `group`, taking one if none exists.
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>>;
 
+    /// The latest signed snapshot of `group` as the store holds it, canonical CBOR, without
+    /// taking one: `Ok(None)` when none is stored (what `mwp verify --data` checks, so that a
+    /// snapshot signed on the spot never stands in for a stored one). A stored snapshot that
+    /// cannot be read whole is `SNAPSHOT_INVALID` naming it; its signature and state are the
+    /// caller's to check. The default answers [`AuthorityService::latest_snapshot`], for a
+    /// service that keeps what it takes (memory).
+    fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        self.latest_snapshot(group).map(Some)
+    }
+
     /// Groups this authority holds.
     fn groups(&self) -> Result<Vec<Id>>;
 

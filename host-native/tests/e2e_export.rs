@@ -1,6 +1,7 @@
 //! End-to-end tests of static exports through the `mwp` binary: `mwp export` from a store,
 //! `mwp verify --source` on the export (and on damaged or hostile copies of it),
-//! `mwp verify-proof`, and `mwp replica --authority-key` with signed heads.
+//! `mwp verify-proof`, and `mwp replica --authority-key` with signed heads; and `mwp verify
+//! --data` on a store whose snapshot or log is damaged.
 
 mod e2e_support;
 
@@ -673,6 +674,372 @@ fn a_file_over_its_size_cap_is_refused_without_being_read_whole() {
         v["error"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("over the 65536")),
+        "{v}"
+    );
+}
+
+/// Runs `cmd` and waits at most 30 s for it: a command that blocks (on a FIFO) fails the test
+/// instead of hanging it.
+fn run_bounded(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd:?} still runs after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .expect("mkfifo");
+}
+
+/// A change to an export's index (as JSON).
+type IndexEdit = fn(&mut Value);
+
+/// The export's index rewritten by `edit` (as JSON), under its new content address, named by
+/// a `head.json` with the same signed head.
+fn edit_index(dir: &Path, edit: impl FnOnce(&mut Value)) {
+    let hf = head_file(dir);
+    let mut index: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(&hf.index)).expect("read")).expect("json");
+    edit(&mut index);
+    put_index(
+        dir,
+        &serde_json::to_vec_pretty(&index).expect("encode"),
+        hf.head,
+    );
+}
+
+/// An export's snapshot file (the export of a file store without one on disk carries the
+/// one the read-only store signs at the head).
+fn snapshot_file(dir: &Path) -> String {
+    files(dir)
+        .into_keys()
+        .find(|k| k.starts_with("snapshots/"))
+        .expect("the export has a snapshot")
+}
+
+#[test]
+fn verify_source_checks_every_snapshot_from_genesis_too() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", transcript_lines().len());
+    let out = tmp.path().join("site");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    let snap = snapshot_file(&out);
+    let key = hex_key(&authority());
+
+    let flipped = tmp.path().join("flipped");
+    copy_dir(&out, &flipped);
+    let mut bytes = std::fs::read(flipped.join(&snap)).expect("read");
+    bytes[100] ^= 0xff;
+    std::fs::write(flipped.join(&snap), bytes).expect("write");
+    let missing = tmp.path().join("missing");
+    copy_dir(&out, &missing);
+    std::fs::remove_file(missing.join(&snap)).expect("rm");
+    for (dir, code) in [(&flipped, "LOG_CORRUPT"), (&missing, "NOT_FOUND")] {
+        for from in ["genesis", "snapshot"] {
+            let bad = verify(dir, &["--authority-key", &key, "--from", from]);
+            assert_eq!(bad.status.code(), Some(1), "{from}: {}", stderr(&bad));
+            let v = json_line(&bad);
+            assert_eq!(
+                (v["ok"].clone(), v["group"].clone()),
+                (false.into(), "g1".into())
+            );
+            assert_eq!(v["error"]["code"], code, "{from}: {v}");
+            assert_eq!(v["error"]["file"], snap.as_str(), "{from}: {v}");
+        }
+    }
+}
+
+#[test]
+fn verify_source_checks_the_index_fields_against_the_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", transcript_lines().len());
+    let out = tmp.path().join("site");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    let key = hex_key(&authority());
+    let ok = verify(&out, &["--authority-key", &key]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let v = json_line(&ok);
+    assert_eq!(
+        v["authority_key"],
+        key.as_str(),
+        "documented in docs/cli.md"
+    );
+
+    // The export's one snapshot is at its head: from it, no chunk is read, so a chunk's entry
+    // is checked from genesis only.
+    let both = &["genesis", "snapshot"][..];
+    let edits: [(&str, IndexEdit, &[&str]); 4] = [
+        (
+            "snapshot seq",
+            |x| x["snapshots"][0]["seq"] = 13.into(),
+            both,
+        ),
+        (
+            "snapshot state hash",
+            |x| x["snapshots"][0]["state_hash"] = "00".repeat(32).into(),
+            both,
+        ),
+        (
+            "chunk bytes",
+            |x| x["chunks"][0]["bytes"] = 5.into(),
+            &["genesis"],
+        ),
+        (
+            "duplicated snapshot",
+            |x| {
+                let s = x["snapshots"][0].clone();
+                x["snapshots"].as_array_mut().expect("array").push(s);
+            },
+            both,
+        ),
+    ];
+    for (what, edit, froms) in edits {
+        let dir = tmp.path().join(what.replace(' ', "-"));
+        copy_dir(&out, &dir);
+        edit_index(&dir, edit);
+        let index = head_file(&dir).index;
+        for &from in froms {
+            let bad = verify(&dir, &["--authority-key", &key, "--from", from]);
+            assert_eq!(
+                bad.status.code(),
+                Some(1),
+                "{what} ({from}): {}",
+                stderr(&bad)
+            );
+            let v = json_line(&bad);
+            assert_eq!(v["error"]["code"], "LOG_CORRUPT", "{what} ({from}): {v}");
+            assert_eq!(v["error"]["file"], index.as_str(), "{what} ({from}): {v}");
+        }
+    }
+}
+
+#[test]
+fn export_does_not_continue_an_export_whose_index_disagrees_with_its_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let all = transcript_lines().len();
+    let early = store(tmp.path(), "early", all / 2);
+    let late = store(tmp.path(), "late", all);
+    let out = tmp.path().join("site");
+    assert_eq!(export(&early, &out).status.code(), Some(0));
+    let edits: [(&str, IndexEdit); 3] = [
+        ("snapshot seq", |x| x["snapshots"][0]["seq"] = 2.into()),
+        ("snapshot state hash", |x| {
+            x["snapshots"][0]["state_hash"] = "00".repeat(32).into();
+        }),
+        ("chunk bytes", |x| x["chunks"][0]["bytes"] = 5.into()),
+    ];
+    for (what, edit) in edits {
+        let dir = tmp.path().join(what.replace(' ', "-"));
+        copy_dir(&out, &dir);
+        edit_index(&dir, edit);
+        let (before, head_before) = (
+            files(&dir),
+            std::fs::read(dir.join(HEAD_FILE)).expect("read"),
+        );
+        let bad = export(&late, &dir);
+        assert_eq!(bad.status.code(), Some(1), "{what}: {}", stderr(&bad));
+        assert!(stderr(&bad).contains("damaged"), "{what}: {}", stderr(&bad));
+        assert_eq!(files(&dir), before, "{what}: nothing written");
+        assert_eq!(
+            std::fs::read(dir.join(HEAD_FILE)).expect("read"),
+            head_before,
+            "{what}: head.json unchanged"
+        );
+    }
+    // A snapshot file that is not the one listed (another whole, signed snapshot put at its
+    // name is caught by its content address).
+    let dir = tmp.path().join("snapshot-swapped");
+    copy_dir(&out, &dir);
+    let snap = snapshot_file(&dir);
+    std::fs::write(dir.join(&snap), b"other bytes").expect("write");
+    let before = files(&dir);
+    let bad = export(&late, &dir);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert_eq!(files(&dir), before);
+    // The undamaged export continues.
+    assert_eq!(export(&late, &out).status.code(), Some(0));
+}
+
+#[test]
+fn a_fifo_in_an_export_is_refused_without_blocking() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", 12);
+    let out = tmp.path().join("site");
+    assert_eq!(export(&data, &out).status.code(), Some(0));
+    let key = hex_key(&authority());
+    let chunk = files(&out)
+        .into_keys()
+        .find(|k| k.starts_with("chunks/"))
+        .expect("chunk");
+    for name in [HEAD_FILE, head_file(&out).index.as_str(), chunk.as_str()] {
+        let dir = tmp.path().join(format!("fifo-{}", name.replace('/', "-")));
+        copy_dir(&out, &dir);
+        mkfifo(&dir.join(name));
+        let bad = run_bounded(
+            mwp()
+                .args([
+                    "verify",
+                    "--group",
+                    "g1",
+                    "--authority-key",
+                    &key,
+                    "--source",
+                ])
+                .arg(&dir),
+        );
+        assert_eq!(bad.status.code(), Some(1), "{name}: {}", stderr(&bad));
+        let v = json_line(&bad);
+        assert_eq!(v["error"]["code"], "MALFORMED", "{name}: {v}");
+        assert_eq!(v["error"]["file"], name, "{name}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("FIFO")),
+            "{name}: {v}"
+        );
+        // mwp export onto it: a damaged export, refused at once.
+        let bad = run_bounded(
+            mwp()
+                .args(["export", "--group", "g1", "--data"])
+                .arg(&data)
+                .arg("--out")
+                .arg(&dir),
+        );
+        assert_eq!(bad.status.code(), Some(1), "{name}: {}", stderr(&bad));
+        assert!(stderr(&bad).contains("FIFO"), "{name}: {}", stderr(&bad));
+    }
+}
+
+#[test]
+fn verify_source_of_a_directory_that_is_not_there_is_bad_input() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bad = verify(&tmp.path().join("nope"), &[]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("nope"), "{}", stderr(&bad));
+}
+
+/// A data directory made by `mwp transcript --data` from a shared transcript.
+fn store_of(dir: &Path, transcript: &str) -> PathBuf {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../tests/transcripts/{transcript}.jsonl"));
+    let data = dir.join(transcript);
+    let out = mwp()
+        .arg("transcript")
+        .arg(&file)
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    data
+}
+
+fn verify_data(data: &Path) -> Output {
+    mwp()
+        .args(["verify", "--group", "g1", "--json", "--data"])
+        .arg(data)
+        .output()
+        .expect("runs")
+}
+
+/// The group's files in a data directory with extension `ext`.
+fn group_files(data: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for g in std::fs::read_dir(data.join("groups")).expect("groups") {
+        for f in std::fs::read_dir(g.expect("entry").path()).expect("group") {
+            let p = f.expect("entry").path();
+            if p.extension().is_some_and(|e| e == ext) {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn verify_data_checks_the_snapshot_file_the_store_holds() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // redaction_archive leaves a snapshot file on disk (its archive's final snapshot).
+    let data = store_of(tmp.path(), "redaction_archive");
+    let snaps = group_files(&data, "snap");
+    let snap = snaps.last().expect("a snapshot file");
+    let good = verify_data(&data);
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    let v = json_line(&good);
+    assert_eq!(v["ok"], true);
+    let seq = v["snapshot_seq"].as_u64().expect("a snapshot was checked");
+    assert!(snap.ends_with(format!("{seq:020}.snap")), "{v}");
+    assert!(v["snapshot_state_hash"].is_string(), "{v}");
+    assert_eq!(v["group"], "g1");
+
+    // One flipped byte in the file: a check that failed, naming the file.
+    let mut bytes = std::fs::read(snap).expect("read");
+    bytes[200] ^= 0xff;
+    std::fs::write(snap, bytes).expect("write");
+    let bad = verify_data(&data);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let v = json_line(&bad);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["group"], "g1");
+    assert!(v.as_object().expect("object").contains_key("seq"), "{v}");
+    let message = v["error"].as_str().expect("error");
+    assert!(message.contains(&format!("{seq:020}.snap")), "{v}");
+
+    // A store that holds no snapshot says so; nothing is signed in its place.
+    let plain = store(tmp.path(), "plain", transcript_lines().len());
+    assert!(
+        group_files(&plain, "snap").is_empty(),
+        "no snapshot on disk"
+    );
+    let none = verify_data(&plain);
+    assert_eq!(none.status.code(), Some(0), "{}", stderr(&none));
+    let v = json_line(&none);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["snapshot_seq"], Value::Null, "{v}");
+    assert_eq!(v["snapshot_state_hash"], Value::Null, "{v}");
+    assert!(
+        group_files(&plain, "snap").is_empty(),
+        "verify writes nothing"
+    );
+}
+
+#[test]
+fn verify_data_reports_a_damaged_log_as_a_failed_check() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", transcript_lines().len());
+    let seg = group_files(&data, "seg");
+    let seg = seg.first().expect("a segment");
+    // A byte in the middle of the first records (past the file header).
+    let mut bytes = std::fs::read(seg).expect("read");
+    bytes[300] ^= 0x01;
+    std::fs::write(seg, bytes).expect("write");
+    let bad = verify_data(&data);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let v = json_line(&bad);
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|m| m.contains("LOG_CORRUPT")),
         "{v}"
     );
 }

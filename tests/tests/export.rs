@@ -344,3 +344,209 @@ fn the_planner_answers_each_chunk_as_it_is_cut() {
     assert!(answered > 0);
     assert_eq!(short.finish(None).unwrap_err().code, Code::Fork);
 }
+
+/// Reads the export as `mwp verify --source` does: every snapshot checked, not only the one
+/// replay starts from.
+fn read_every(files: &Files, start: Start) -> Result<StaticReader, Error> {
+    let mut r = StaticReader::new(id("g1"), key().public(), start).check_every_snapshot();
+    while let Some(path) = r.poll_fetch() {
+        let b = files
+            .get(&path)
+            .ok_or_else(|| Error::new(Code::NotFound, format!("{path} is not there")))?;
+        r.handle_fetched(&path, b)?;
+    }
+    Ok(r)
+}
+
+/// A change to an export's index (as JSON).
+type IndexEdit = Box<dyn Fn(&mut serde_json::Value)>;
+
+/// The export's index rewritten by `edit` (as JSON), stored under its new content address
+/// and named by `head.json`.
+fn with_index(files: &Files, edit: impl FnOnce(&mut serde_json::Value)) -> Files {
+    let mut files = files.clone();
+    let mut hf: serde_json::Value = serde_json::from_slice(&files[HEAD_FILE]).unwrap();
+    let old = hf["index"].as_str().unwrap().to_owned();
+    let mut index: serde_json::Value = serde_json::from_slice(&files[&old]).unwrap();
+    edit(&mut index);
+    let b = serde_json::to_vec(&index).unwrap();
+    let path = format!("index/{}.json", mwp_core::Hash::of(&b).to_hex());
+    files.insert(path.clone(), b);
+    hf["index"] = path.into();
+    files.insert(HEAD_FILE.into(), serde_json::to_vec(&hf).unwrap());
+    files
+}
+
+/// An export of `rich()` and 6 more events with two snapshots (after `rich()` and 3 events
+/// later), in chunks of 4.
+fn two_snapshots() -> Files {
+    let mut s = rich();
+    let snap1 = Snapshot::build_cbor(s.state(), &key()).unwrap();
+    more(&mut s, 3, "a");
+    let snap2 = Snapshot::build_cbor(s.state(), &key()).unwrap();
+    let mid = s.events();
+    let trusted = key().public();
+    let x1 = export::plan(None, &bytes(&mid), Some(&snap1), &head(&mid), &trusted, 4).unwrap();
+    let mut files = Files::new();
+    write(&mut files, &x1);
+    more(&mut s, 3, "b");
+    let all = s.events();
+    let rest = bytes(&all[mid.len()..]);
+    let x2 = export::plan(
+        Some(&x1.index),
+        &rest,
+        Some(&snap2),
+        &head(&all),
+        &trusted,
+        4,
+    )
+    .unwrap();
+    write(&mut files, &x2);
+    assert_eq!(x2.index.snapshots.len(), 2);
+    files
+}
+
+#[test]
+fn an_index_whose_fields_disagree_with_its_files_is_refused() {
+    let files = two_snapshots();
+    read_every(&files, Start::Genesis).unwrap();
+    read_every(&files, Start::Snapshot).unwrap();
+    let zero = "00".repeat(32);
+    let edits: Vec<(&str, IndexEdit)> = vec![
+        (
+            "a snapshot's seq",
+            Box::new(|x| {
+                x["snapshots"][1]["seq"] = (x["snapshots"][1]["seq"].as_u64().unwrap() - 1).into()
+            }),
+        ),
+        (
+            "an older snapshot's seq",
+            Box::new(|x| x["snapshots"][0]["seq"] = 2.into()),
+        ),
+        (
+            "a snapshot's state hash",
+            Box::new(move |x| x["snapshots"][1]["state_hash"] = zero.clone().into()),
+        ),
+        (
+            "an older snapshot's state hash",
+            Box::new(|x| x["snapshots"][0]["state_hash"] = x["snapshots"][1]["state_hash"].clone()),
+        ),
+        (
+            "the last chunk's bytes",
+            Box::new(|x| {
+                let last = x["chunks"].as_array().unwrap().len() - 1;
+                x["chunks"][last]["bytes"] = 5.into();
+            }),
+        ),
+        (
+            "a duplicated snapshot",
+            Box::new(|x| {
+                let s = x["snapshots"][1].clone();
+                x["snapshots"].as_array_mut().unwrap().push(s);
+            }),
+        ),
+        (
+            "a snapshot listed twice at two seqs",
+            Box::new(|x| {
+                let mut s = x["snapshots"][1].clone();
+                s["seq"] = (s["seq"].as_u64().unwrap() + 1).into();
+                x["snapshots"].as_array_mut().unwrap().push(s);
+            }),
+        ),
+        (
+            "snapshots out of order",
+            Box::new(|x| x["snapshots"].as_array_mut().unwrap().reverse()),
+        ),
+    ];
+    for (what, edit) in &edits {
+        let bad = with_index(&files, edit);
+        for start in [Start::Genesis, Start::Snapshot] {
+            let e = read_every(&bad, start)
+                .err()
+                .unwrap_or_else(|| panic!("{what} ({start:?}): accepted"));
+            assert_eq!(e.code, Code::LogCorrupt, "{what} ({start:?}): {e}");
+            assert!(
+                e.details["file"].as_str().unwrap().starts_with("index/"),
+                "{what} ({start:?}): {e}"
+            );
+        }
+    }
+    // A reader that starts from the latest snapshot checks that one's entry too, without
+    // being asked to check every snapshot.
+    let bad = with_index(&files, &edits[2].1);
+    assert_eq!(
+        read(&bad, Start::Snapshot).unwrap_err().code,
+        Code::LogCorrupt
+    );
+    let bad = with_index(&files, &edits[4].1);
+    assert_eq!(
+        read(&bad, Start::Genesis).unwrap_err().code,
+        Code::LogCorrupt
+    );
+}
+
+#[test]
+fn checking_every_snapshot_refuses_a_damaged_or_missing_one_from_genesis() {
+    let files = two_snapshots();
+    let snaps: Vec<String> = files
+        .keys()
+        .filter(|k| k.starts_with("snapshots/"))
+        .cloned()
+        .collect();
+    let mut log = Vec::new();
+    read_logged(&files, Start::Genesis, &mut log).unwrap();
+    assert!(
+        log.iter().all(|p| !p.starts_with("snapshots/")),
+        "a plain genesis read fetches no snapshot"
+    );
+    for path in &snaps {
+        let mut flipped = files.clone();
+        let at = flipped[path].len() / 2;
+        flipped.get_mut(path).unwrap()[at] ^= 0x01;
+        let mut missing = files.clone();
+        missing.remove(path);
+        for (bad, code) in [(flipped, Code::LogCorrupt), (missing, Code::NotFound)] {
+            for start in [Start::Genesis, Start::Snapshot] {
+                let e = read_every(&bad, start).unwrap_err();
+                assert_eq!(e.code, code, "{path} ({start:?}): {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_signed_snapshot_that_disagrees_with_the_chain_is_refused() {
+    // The authority signed a snapshot of another history at a seq the export's chain passes.
+    let mut s = rich();
+    let mut other = rich();
+    more(&mut other, 1, "other");
+    let lie = Snapshot::build_cbor(other.state(), &key()).unwrap();
+    more(&mut s, 3, "z");
+    let events = s.events();
+    let x = export::plan(
+        None,
+        &bytes(&events),
+        Some(&lie),
+        &head(&events),
+        &key().public(),
+        4,
+    )
+    .unwrap();
+    let mut files = Files::new();
+    write(&mut files, &x);
+    let file = &x.index.snapshots[0].file;
+    let e = read_every(&files, Start::Genesis).unwrap_err();
+    assert_eq!(
+        (
+            e.code,
+            e.details["check"].as_str(),
+            e.details["file"].as_str()
+        ),
+        (
+            Code::SnapshotInvalid,
+            Some("state_hash"),
+            Some(file.as_str())
+        ),
+        "{e}"
+    );
+}

@@ -134,12 +134,27 @@ fn open(args: &ExportArgs) -> Result<From, Failure> {
     Ok(From::Store(service))
 }
 
-/// What the export directory holds now: its index, if any.
-fn previous(out: &Path) -> Result<Option<ExportIndex>, Failure> {
+/// The export in place, if any: its index and the index's path.
+struct Previous {
+    index: ExportIndex,
+    path: String,
+}
+
+/// Reads a file of the export in place (a regular file only, at most its cap and one byte).
+fn read_export_file(out: &Path, name: &str) -> std::io::Result<Vec<u8>> {
+    crate::regular_file::read(&out.join(name), export::max_file_bytes(name))
+}
+
+/// What the export directory holds now: its index, if any. A damaged `head.json` or index
+/// stops the export (exit 1).
+fn previous(out: &Path) -> Result<Option<Previous>, Failure> {
     let head_path = out.join(HEAD_FILE);
-    let bytes = match std::fs::read(&head_path) {
+    let bytes = match read_export_file(out, HEAD_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err(damaged(out, format!("{HEAD_FILE}: {e}")))
+        }
         Err(e) => {
             return Err(Failure::new(
                 EXIT_UNAVAILABLE,
@@ -147,24 +162,48 @@ fn previous(out: &Path) -> Result<Option<ExportIndex>, Failure> {
             ))
         }
     };
-    let bad = |e: Error| {
-        failed(format!(
-            "the export in {} is damaged, so it is not continued: {e}",
-            out.display()
-        ))
-    };
-    let hf = export::read_head_file(&bytes).map_err(bad)?;
-    let index_path = out.join(&hf.index);
-    let index_bytes = std::fs::read(&index_path).map_err(|e| {
+    let hf = export::read_head_file(&bytes).map_err(|e| damaged(out, e))?;
+    let index_bytes = read_export_file(out, &hf.index).map_err(|e| {
         failed(format!(
             "the export in {} names {}, which cannot be read: {e}",
             out.display(),
             hf.index
         ))
     })?;
-    export::read_index(&hf.index, &index_bytes)
-        .map(Some)
-        .map_err(bad)
+    let index = export::read_index(&hf.index, &index_bytes).map_err(|e| damaged(out, e))?;
+    Ok(Some(Previous {
+        index,
+        path: hf.index,
+    }))
+}
+
+fn damaged(out: &Path, e: impl std::fmt::Display) -> Failure {
+    failed(format!(
+        "the export in {} is damaged, so it is not continued (nothing was changed): {e}",
+        out.display()
+    ))
+}
+
+/// Checks the export in place against what its index says, before the index is carried
+/// into the next one: every chunk is a regular file of the size listed, and every snapshot
+/// file hashes to its name, verifies under `trusted` and holds the seq and state hash listed.
+/// Anything else is a damaged export (exit 1), and nothing is written.
+fn check_previous(out: &Path, prev: &Previous, trusted: &PublicKey) -> Result<(), Failure> {
+    let index = &prev.index;
+    for chunk in &index.chunks {
+        let len = crate::regular_file::open(&out.join(&chunk.file))
+            .and_then(|f| f.metadata())
+            .map_err(|e| damaged(out, format!("{}: {e}", chunk.file)))?
+            .len();
+        export::check_chunk_size(&prev.path, chunk, len).map_err(|e| damaged(out, e))?;
+    }
+    for entry in &index.snapshots {
+        let bytes = read_export_file(out, &entry.file)
+            .map_err(|e| damaged(out, format!("{}: {e}", entry.file)))?;
+        export::check_snapshot_file(&prev.path, entry, &bytes, trusted, &index.org, &index.group)
+            .map_err(|e| damaged(out, e))?;
+    }
+    Ok(())
 }
 
 /// The current time in ms since the epoch.
@@ -228,8 +267,9 @@ fn no_snapshot(read: mwp_core::Result<Vec<u8>>) -> Option<Vec<u8>> {
 pub fn run(args: &ExportArgs) -> Outcome {
     let group = id(&args.group, "--group")?;
     let source = open(args)?;
-    let prev = previous(&args.out)?;
-    let after = prev.as_ref().map_or(0, |p| p.seq);
+    let previous = previous(&args.out)?;
+    let prev = previous.as_ref().map(|p| &p.index);
+    let after = prev.map_or(0, |p| p.seq);
     let (head, trusted) = match &source {
         From::Store(service) => {
             // The head first (the last durable event, signed by the store's own
@@ -270,18 +310,19 @@ pub fn run(args: &ExportArgs) -> Outcome {
             (head, trusted)
         }
     };
-    if let Some(p) = &prev {
-        if p.authority != trusted {
+    if let Some(p) = &previous {
+        if p.index.authority != trusted {
             return Err(failed(format!(
                 "the export in {} is under authority key {}, the source's is {trusted}; export to a new directory",
                 args.out.display(),
-                p.authority
+                p.index.authority
             )));
         }
+        check_previous(&args.out, p, &trusted)?;
     }
     let cannot = |e: mwp_core::Error| failed(format!("cannot export group {group}: {e}"));
-    let mut planner = export::Planner::new(prev.as_ref(), &head, &trusted, export::CHUNK_EVENTS)
-        .map_err(cannot)?;
+    let mut planner =
+        export::Planner::new(prev, &head, &trusted, export::CHUNK_EVENTS).map_err(cannot)?;
     // Each chunk is written as soon as it is cut, so that the export holds one chunk in
     // memory rather than the whole run; the index and `head.json` go last, once every event
     // reached the head. A run that fails removes the chunks it created: the export in place
@@ -444,13 +485,19 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, Failure> {
 /// `Some(false)` when `path` holds `bytes`, an error when it holds others, `None` when it is
 /// missing.
 fn same_or_other(path: &Path, bytes: &[u8]) -> Result<Option<bool>, Failure> {
-    match std::fs::read(path) {
+    // A regular file only (a FIFO there must not block the export), and no more than one byte
+    // past the planned length.
+    match crate::regular_file::read(path, bytes.len() as u64) {
         Ok(old) if old == bytes => Ok(Some(false)),
         Ok(_) => Err(failed(format!(
             "{} exists with other bytes than the export plans for it; the export directory is damaged or not this group's (nothing was changed)",
             path.display()
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(failed(format!(
+            "{}: {e}; the export directory is damaged (nothing was changed)",
+            path.display()
+        ))),
         Err(e) => Err(io_fail("read", path, e)),
     }
 }

@@ -45,6 +45,9 @@ pub struct Failure {
     pub exit: u8,
     /// What went wrong and what to do about it.
     pub message: String,
+    /// The store's error it came from ([`Failure::from_error`]), for a command that reports
+    /// some errors as findings (`mwp verify --data`: damage is a check that failed).
+    pub error: Option<Error>,
 }
 
 impl Failure {
@@ -53,6 +56,7 @@ impl Failure {
         Failure {
             exit,
             message: message.into(),
+            error: None,
         }
     }
 
@@ -65,7 +69,21 @@ impl Failure {
             }
             _ => EXIT_UNAVAILABLE,
         };
-        Failure::new(exit, format!("{context}: {e}"))
+        Failure {
+            error: Some(e.clone()),
+            ..Failure::new(exit, format!("{context}: {e}"))
+        }
+    }
+
+    /// Whether it reports damage a store found in its own files (`LOG_CORRUPT`,
+    /// `SNAPSHOT_INVALID`, `FORK`).
+    pub fn is_damage(&self) -> bool {
+        self.error.as_ref().is_some_and(|e| {
+            matches!(
+                e.code,
+                Code::LogCorrupt | Code::SnapshotInvalid | Code::Fork
+            )
+        })
     }
 }
 

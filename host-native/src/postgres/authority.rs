@@ -1012,6 +1012,15 @@ impl AuthorityService for PostgresAuthority {
         }
     }
 
+    fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let latest = client
+            .query_opt(&sql.latest_snapshot, &[&group.as_str()])
+            .map_err(|e| storage("reading the latest snapshot", &e))?;
+        Ok(latest.map(|row| row.get(2)))
+    }
+
     fn groups(&self) -> Result<Vec<Id>> {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();

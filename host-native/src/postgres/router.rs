@@ -198,6 +198,10 @@ impl AuthorityService for PostgresRouter {
         self.shard_for(group).latest_snapshot(group)
     }
 
+    fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        self.shard_for(group).stored_snapshot(group)
+    }
+
     fn groups(&self) -> Result<Vec<Id>> {
         let mut all = Vec::new();
         for s in &self.shards {

@@ -72,7 +72,11 @@ pub fn load_protected(path: &Path) -> Result<SecretKey> {
             ));
         }
     }
-    let text = std::fs::read_to_string(path).map_err(|e| storage(path, "cannot be read", e))?;
+    // A regular file only, opened without blocking: a FIFO would wait for a writer forever.
+    let bytes =
+        crate::regular_file::read(path, 4096).map_err(|e| storage(path, "cannot be read", e))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| storage(path, "does not hold a key", "it is not text"))?;
     parse(path, &text)
 }
 

@@ -730,6 +730,10 @@ impl AuthorityService for FileStore {
         self.known(group)?.latest_snapshot()
     }
 
+    fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
+        self.known(group)?.stored_snapshot()
+    }
+
     /// Every group, those a read-only open could not open included (a read of one of
     /// them fails with what is wrong in it).
     fn groups(&self) -> Result<Vec<Id>> {

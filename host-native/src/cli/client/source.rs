@@ -128,11 +128,12 @@ impl Source {
         }
     }
 
-    /// The latest signed snapshot of `group`, canonical CBOR.
-    pub fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>, Failure> {
+    /// The latest signed snapshot of `group`, canonical CBOR: the server's answer, or the
+    /// one a store holds (`None` when it holds none; a store opened read-only signs nothing).
+    pub fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>, Failure> {
         match self {
-            Source::Server(c) => c.snapshot(group),
-            Source::Store(s) => s.latest_snapshot(group),
+            Source::Server(c) => c.snapshot(group).map(Some),
+            Source::Store(s) => s.stored_snapshot(group),
         }
         .map_err(|e| self.failure(&format!("cannot read the latest snapshot of {group}"), &e))
     }

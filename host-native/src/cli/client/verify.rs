@@ -11,6 +11,13 @@
 //! history) must verify under that key and name the id the history has at its seq; the
 //! answer reports `verified_through`, the seq it vouches for. Any mismatch prints
 //! `{"ok": false, "seq": S, "error": …}` and exits 1.
+//!
+//! From a store, the snapshot checked is the newest one the store holds, as it holds it (a
+//! file store's newest `.snap` file, its frame and checksum included): a store opened
+//! read-only signs nothing, so no snapshot signed on the spot stands in for a missing or
+//! damaged one. A store that holds none reports `"snapshot_seq": null`. Damage the store
+//! finds in its own files while it is opened or read (`LOG_CORRUPT`, `SNAPSHOT_INVALID`,
+//! `FORK`) is a check that failed too: `{"ok": false, …}`, exit 1.
 
 use clap::Args;
 use mwp_core::head::SignedHead;
@@ -89,6 +96,31 @@ pub fn run(args: &VerifyArgs) -> Outcome {
         return super::verify_source::run(args, source);
     }
     let group = id(&args.group, "--group")?;
+    let json = args.output.json();
+    match verify(args, &group) {
+        Err(f) if f.is_damage() => {
+            let e = f.error.as_ref().expect("damage carries its error");
+            let seq = e.details.get("seq").and_then(Value::as_u64);
+            report_mismatch(json, &group, &mismatch(seq, f.message.clone()))
+        }
+        other => other,
+    }
+}
+
+/// Prints a failed check and answers exit 1.
+fn report_mismatch(json: bool, group: &mwp_core::Id, m: &Mismatch) -> Outcome {
+    let value = json!({"ok": false, "group": group, "seq": m.seq, "error": m.message});
+    super::print(json, &value, || match m.seq {
+        Some(seq) => format!("MISMATCH at seq {seq}: {}", m.message),
+        None => format!("MISMATCH: {}", m.message),
+    })?;
+    Ok(EXIT_FAILED)
+}
+
+/// `mwp verify --server`/`--data`; a store's damage comes back as a [`Failure`] that
+/// [`Failure::is_damage`].
+fn verify(args: &VerifyArgs, group: &mwp_core::Id) -> Outcome {
+    let group = group.clone();
     let source = args.source.open()?;
     let (key, key_from) = match &args.authority_key {
         Some(hex) => (
@@ -105,11 +137,11 @@ pub fn run(args: &VerifyArgs) -> Outcome {
         ),
     };
     // The snapshot first: the history read after it reaches at least its seq.
-    let snapshot = source.latest_snapshot(&group)?;
+    let snapshot = source.stored_snapshot(&group)?;
     // The signed head next, for the same reason.
     let head = source.signed_head(&group)?;
     let json = args.output.json();
-    match check(&source, &group, &key, &snapshot, head.as_ref())? {
+    match check(&source, &group, &key, snapshot.as_deref(), head.as_ref())? {
         Ok(report) => {
             let mut value = report;
             value["authority_key"] = json!(key);
@@ -121,36 +153,34 @@ pub fn run(args: &VerifyArgs) -> Outcome {
                     }
                     _ => String::new(),
                 };
+                let snapshot = match value["snapshot_seq"].as_u64() {
+                    Some(seq) => format!("snapshot at seq {seq} verifies under {key} ({key_from})"),
+                    None => format!("no snapshot stored; key {key} ({key_from})"),
+                };
                 format!(
-                    "ok: {} seqs of {group} checked (1..={}), head {}; snapshot at seq {} verifies under {key} ({key_from}){signed}",
-                    value["seqs_checked"], value["head_seq"], value["head_id"].as_str().unwrap_or(""),
-                    value["snapshot_seq"],
+                    "ok: {} seqs of {group} checked (1..={}), head {}; {snapshot}{signed}",
+                    value["seqs_checked"],
+                    value["head_seq"],
+                    value["head_id"].as_str().unwrap_or(""),
                 )
             })?;
             Ok(EXIT_OK)
         }
-        Err(m) => {
-            let value = json!({"ok": false, "group": group, "seq": m.seq, "error": m.message});
-            super::print(json, &value, || match m.seq {
-                Some(seq) => format!("MISMATCH at seq {seq}: {}", m.message),
-                None => format!("MISMATCH: {}", m.message),
-            })?;
-            Ok(EXIT_FAILED)
-        }
+        Err(m) => report_mismatch(json, &group, &m),
     }
 }
 
-/// Replays the history into a replica and checks the snapshot (and the signed head, when
-/// given) against it. The outer error is a failure to read; the inner one a check that
+/// Replays the history into a replica and checks the snapshot, if any (and the signed head,
+/// when given) against it. The outer error is a failure to read; the inner one a check that
 /// failed.
 fn check(
     source: &Source,
     group: &mwp_core::Id,
     key: &PublicKey,
-    snapshot: &[u8],
+    snapshot: Option<&[u8]>,
     signed: Option<&SignedHead>,
 ) -> Result<Result<Value, Mismatch>, Failure> {
-    let snap = match Snapshot::from_cbor(snapshot) {
+    let snap = match snapshot.map(Snapshot::from_cbor).transpose() {
         Ok(s) => s,
         Err(e) => {
             return Ok(Err(mismatch(
@@ -201,7 +231,7 @@ fn check(
                     )))
                 }
             }
-            if seq == snap.seq {
+            if snap.as_ref().is_some_and(|s| s.seq == seq) {
                 let hash = replica
                     .state_hash()
                     .map_err(|e| Failure::from_error("cannot hash the replica's state", &e))?;
@@ -216,38 +246,18 @@ fn check(
             format!("the group {group} has no events"),
         )));
     };
-    let Some((chain_head, state_hash)) = at_snapshot else {
-        return Ok(Err(mismatch(
-            snap.seq,
-            format!(
-                "the snapshot is at seq {}, beyond the history's head {head}",
-                snap.seq
-            ),
-        )));
-    };
-    if let Err(e) = Snapshot::verify_bytes(snapshot, key, &state.org, group, 0) {
-        return Ok(Err(mismatch(
-            snap.seq,
-            format!("the snapshot at seq {} does not verify: {e}", snap.seq),
-        )));
-    }
-    if snap.chain_head != chain_head {
-        return Ok(Err(mismatch(
-            snap.seq,
-            format!(
-                "the snapshot's chain head at seq {} is {}, but the history's is {chain_head}",
-                snap.seq, snap.chain_head
-            ),
-        )));
-    }
-    if snap.state_hash != state_hash {
-        return Ok(Err(mismatch(
-            snap.seq,
-            format!(
-                "the snapshot's state hash at seq {} is {}, but the history's is {state_hash}",
-                snap.seq, snap.state_hash
-            ),
-        )));
+    if let Some(snap) = &snap {
+        if let Err(m) = check_snapshot(
+            snapshot.unwrap_or_default(),
+            snap,
+            at_snapshot,
+            key,
+            state,
+            group,
+            head,
+        ) {
+            return Ok(Err(m));
+        }
     }
     if let Some(signed) = signed {
         if signed.org != state.org {
@@ -279,8 +289,56 @@ fn check(
         "head_seq": head,
         "head_id": replica.head(),
         "state_hash": final_hash,
-        "snapshot_seq": snap.seq,
-        "snapshot_state_hash": snap.state_hash,
+        "snapshot_seq": snap.as_ref().map(|s| s.seq),
+        "snapshot_state_hash": snap.as_ref().map(|s| s.state_hash),
         "verified_through": replica.verified_through(),
     })))
+}
+
+/// Checks the snapshot (`bytes`, decoded as `snap`) under `key` and against the replica's
+/// chain head and state hash at its seq (`at_snapshot`; `None` when the history, which ends
+/// at `head`, never reached it).
+fn check_snapshot(
+    bytes: &[u8],
+    snap: &Snapshot,
+    at_snapshot: Option<(Hash, Hash)>,
+    key: &PublicKey,
+    state: &mwp_core::state::GroupState,
+    group: &mwp_core::Id,
+    head: u64,
+) -> Result<(), Mismatch> {
+    let Some((chain_head, state_hash)) = at_snapshot else {
+        return Err(mismatch(
+            snap.seq,
+            format!(
+                "the snapshot is at seq {}, beyond the history's head {head}",
+                snap.seq
+            ),
+        ));
+    };
+    if let Err(e) = Snapshot::verify_bytes(bytes, key, &state.org, group, 0) {
+        return Err(mismatch(
+            snap.seq,
+            format!("the snapshot at seq {} does not verify: {e}", snap.seq),
+        ));
+    }
+    if snap.chain_head != chain_head {
+        return Err(mismatch(
+            snap.seq,
+            format!(
+                "the snapshot's chain head at seq {} is {}, but the history's is {chain_head}",
+                snap.seq, snap.chain_head
+            ),
+        ));
+    }
+    if snap.state_hash != state_hash {
+        return Err(mismatch(
+            snap.seq,
+            format!(
+                "the snapshot's state hash at seq {} is {}, but the history's is {state_hash}",
+                snap.seq, snap.state_hash
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -13,14 +13,13 @@
 //! (default `mwp-fork-<group>-<seq>.proof` in the current directory) and its path printed.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use mwp_core::export::{self, Start, StaticReader, HEAD_FILE};
 use mwp_core::{Code, Error, Id, PublicKey};
 use serde_json::{json, Value};
 
-use super::super::{Failure, Outcome, EXIT_FAILED, EXIT_OK};
+use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::verify::VerifyArgs;
 use super::{id, print};
 use crate::server::client::Client;
@@ -82,16 +81,18 @@ impl Files {
                     return Err(refuse());
                 }
                 // Read at most one byte past the cap, so a file that grows after a length
-                // check (another process writing it) still cannot make this buffer without end.
+                // check (another process writing it) still cannot make this buffer without
+                // end; and only a regular file, opened without blocking, so a FIFO cannot
+                // make this wait forever.
                 let max = export::max_file_bytes(path);
-                let unreadable = |e: std::io::Error| {
-                    Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
-                        .with("file", path)
-                };
-                let mut bytes = Vec::new();
-                std::fs::File::open(&full)
-                    .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
-                    .map_err(unreadable)?;
+                let bytes = crate::regular_file::read(&full, max).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::InvalidInput {
+                        Error::malformed(format!("refusing to read {path}: {e}"))
+                    } else {
+                        Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
+                    }
+                    .with("file", path)
+                })?;
                 if bytes.len() as u64 > max {
                     return Err(Error::malformed(format!(
                         "{path} is over the {max} bytes a reader accepts for it"
@@ -118,7 +119,9 @@ fn read_all(
     start: Start,
     mut cache: BTreeMap<String, Vec<u8>>,
 ) -> Result<Verified, Error> {
-    let mut reader = StaticReader::new(group.clone(), key, start);
+    // Every snapshot the index lists is checked, not only the one replay starts from: this
+    // is an audit of the whole export.
+    let mut reader = StaticReader::new(group.clone(), key, start).check_every_snapshot();
     while let Some(path) = reader.poll_fetch() {
         let bytes = match cache.remove(&path) {
             Some(b) => b,
@@ -191,7 +194,11 @@ pub fn run(args: &VerifyArgs, source: &str) -> Outcome {
         super::verify::From::Genesis => Start::Genesis,
         super::verify::From::Snapshot => Start::Snapshot,
     };
-    let outcome = Files::open(source).and_then(|files| {
+    // An export that cannot be opened at all is bad input (exit 2), like any unreadable
+    // file named on the command line; a file missing or damaged inside it is a check that
+    // failed (exit 1).
+    let files = Files::open(source).map_err(|e| Failure::new(EXIT_BAD_INPUT, e.message))?;
+    let outcome = (|| {
         let (key, key_source, cache) = match pinned {
             Some(k) => (k, "pinned", BTreeMap::new()),
             None => {
@@ -200,7 +207,7 @@ pub fn run(args: &VerifyArgs, source: &str) -> Outcome {
             }
         };
         read_all(&files, &group, key, start, cache).map(|v| (v, key, key_source))
-    });
+    })();
     match outcome {
         Ok((verified, key, key_source)) => {
             let mut value = verified.report;

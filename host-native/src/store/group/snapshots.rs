@@ -39,6 +39,43 @@ impl GroupLog {
         Ok(payload.to_vec())
     }
 
+    /// The payload of the newest snapshot file on disk, as it is there (`None` when the group
+    /// has none): nothing is signed in memory and no older file stands in for a damaged one.
+    /// A file whose frame does not check (its header, checksum, or the seq its name gives) is
+    /// `SNAPSHOT_INVALID` naming it; its signature and state are the caller's to check. A file
+    /// that a writer pruned between the listing and the read is looked up again (twice). A
+    /// file past the last event this open holds is one a live writer wrote since (the events
+    /// it covers cannot be read here), so the newest at or below that event is taken.
+    pub(crate) fn stored_snapshot(&self) -> Result<Option<Vec<u8>>> {
+        let be = &*self.ctx.backend;
+        let head = self.durable();
+        let mut tries = 0;
+        loop {
+            let files = GroupFiles::list(be, &self.dir)?;
+            let Some(seq) = files.snapshots.iter().copied().rev().find(|s| *s <= head) else {
+                return Ok(None);
+            };
+            let path = self.path(&snapshot_name(seq));
+            let bytes = match read_snapshot_file(be, &path) {
+                Ok(b) => b,
+                Err(_) if tries < 2 && !be.is_file(&path) => {
+                    tries += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let invalid =
+                |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
+            let (header_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
+            if header_seq != seq {
+                return Err(invalid(format!(
+                    "its header says seq {header_seq}, its name seq {seq}"
+                )));
+            }
+            return Ok(Some(payload.to_vec()));
+        }
+    }
+
     /// Writes a signed snapshot of `state` (whose events must be durable) and prunes old ones.
     pub(crate) fn write_snapshot(&self, state: &GroupState) -> Result<SnapInfo> {
         let mut latest = lock(&self.snaps);
