@@ -362,6 +362,16 @@ fn only_the_latest_snapshot_is_kept() {
     let snap = mwp_core::snapshot::Snapshot::from_cbor(&pg.latest_snapshot(&g).expect("latest"))
         .expect("a snapshot");
     assert_eq!(snap.seq, 9);
+    // `stored_snapshot` (what `mwp verify` checks) reads the stored one and takes none.
+    assert_eq!(
+        AuthorityService::stored_snapshot(&pg, &g).expect("stored"),
+        Some(pg.latest_snapshot(&g).expect("latest"))
+    );
+    group_with(&pg, "g3", 0);
+    assert_eq!(
+        AuthorityService::stored_snapshot(&pg, &id("g3")).expect("read"),
+        None
+    );
     let cold = schema.open("snapshot_every=3");
     assert_eq!(state_hash(&cold, &g), state_hash(&pg, &g));
     // The default cadence is the file store's.
