@@ -44,10 +44,14 @@ fn store(dir: &Path, name: &str, n: usize) -> PathBuf {
     let lines = transcript_lines();
     let file = dir.join(format!("{name}.jsonl"));
     std::fs::write(&file, lines[..n].join("\n")).expect("write");
-    let data = dir.join(name);
+    transcript_into(&file, dir.join(name))
+}
+
+/// Runs `mwp transcript FILE --data DATA`, which must pass; answers DATA.
+fn transcript_into(file: &Path, data: PathBuf) -> PathBuf {
     let out = mwp()
         .arg("transcript")
-        .arg(&file)
+        .arg(file)
         .arg("--data")
         .arg(&data)
         .output()
@@ -940,16 +944,7 @@ fn verify_source_of_a_directory_that_is_not_there_is_bad_input() {
 fn store_of(dir: &Path, transcript: &str) -> PathBuf {
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(format!("../tests/transcripts/{transcript}.jsonl"));
-    let data = dir.join(transcript);
-    let out = mwp()
-        .arg("transcript")
-        .arg(&file)
-        .arg("--data")
-        .arg(&data)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    data
+    transcript_into(&file, dir.join(transcript))
 }
 
 fn verify_data(data: &Path) -> Output {

@@ -882,13 +882,18 @@ fn a_log_filed_under_another_groups_name_is_refused() {
             .unwrap(),
         "{e}"
     );
+    fsck_reports_damage(&be, &e, "");
+}
+
+/// `mwp fsck` of the store in `be` reports `e` as damage, with the same message.
+fn fsck_reports_damage(be: &MemBackend, e: &mwp_core::Error, context: &str) {
     let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
     assert!(
         report
             .findings
             .iter()
             .any(|f| f.damage && f.message == e.message),
-        "{report:?}"
+        "{context}: {report:?}"
     );
 }
 
@@ -925,14 +930,7 @@ fn a_record_naming_a_batch_it_cannot_belong_to_is_refused() {
         assert_eq!(e.details["file"], path.to_str().unwrap(), "{context}: {e}");
         assert_eq!(e.details["offset"], at as u64, "{context}: {e}");
         assert!(e.message.contains("names batch 1"), "{context}: {e}");
-        let report = fsck_with(Arc::new(be.clone()), Path::new("/d")).unwrap();
-        assert!(
-            report
-                .findings
-                .iter()
-                .any(|f| f.damage && f.message == e.message),
-            "{context}: {report:?}"
-        );
+        fsck_reports_damage(&be, &e, &context);
     }
 }
 

@@ -88,7 +88,9 @@ pub fn load(path: &Path) -> Result<SecretKey, Failure> {
             format!("key file {}: {what}", path.display()),
         )
     };
-    let text = std::fs::read(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    // A regular file only, opened without blocking: a FIFO would wait for a writer forever.
+    let text =
+        crate::regular_file::read(path, 4096).map_err(|e| bad(format!("cannot be read: {e}")))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -150,6 +152,17 @@ mod tests {
         let path = dir.path().join("k");
         std::fs::write(&path, "not a key\n").expect("write");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let err = load(&fifo).expect_err("a FIFO is no key file");
+        assert!(err.message.contains("a FIFO"), "{}", err.message);
         let err = load(&path).expect_err("no key");
         assert!(
             err.message.contains("does not hold a key"),
