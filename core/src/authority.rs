@@ -140,6 +140,34 @@ pub fn snapshot_ref(group: &Id, seq: u64, hash: crate::Hash) -> SnapshotRef {
     }
 }
 
+/// Whether a store holding the key `key` may sign for the group whose state is `state`: its
+/// ticks, snapshots and heads. Yes if the group names `key` as its `authority_key` (in its
+/// `open_group`), or if it is archived: it takes no command, and a sealed audit log restored
+/// elsewhere (`mwp audit open --out DIR`) is re-signed there with a key of that store's own.
+/// Otherwise the key the store holds is not this group's (replaced, or copied from another data
+/// directory): `STORAGE`, not `LOG_CORRUPT` (the log is intact; the key is what is wrong),
+/// naming where the key was read from (`key_file`, as the host names it: the core reads no
+/// file), the group and both public keys, in the message and as details `file`, `group`,
+/// `authority_key` (the group's) and `key` (the store's). Every file store asks this before it
+/// signs anything for a group it opens (docs/decisions.md, "The store's key and its groups").
+pub fn check_store_key(state: &GroupState, key: &PublicKey, key_file: &str) -> Result<()> {
+    if state.archived || state.authority_key == *key {
+        return Ok(());
+    }
+    Err(Error::new(
+        Code::Storage,
+        format!(
+            "{key_file} holds the key {key}, but group {} names {} as its authority_key: the key \
+             file is not this group's authority; put back the group's key",
+            state.group, state.authority_key
+        ),
+    )
+    .with("file", key_file)
+    .with("group", state.group.as_str())
+    .with("authority_key", state.authority_key.to_hex())
+    .with("key", key.to_hex()))
+}
+
 /// An authority's key and policy, shared by the drivers of its Groups.
 #[derive(Debug)]
 pub struct Config {
@@ -702,6 +730,35 @@ mod tests {
             panic!("a bad signature is refused");
         };
         assert_eq!(r.code, Code::BadSignature, "the signature answers first");
+    }
+
+    #[test]
+    fn a_store_signs_for_a_group_only_with_the_key_it_names_unless_archived() {
+        let a = leased(Policy::default());
+        let state = a.state().expect("opened");
+        let genuine = a.config().expect("keyed").public_key();
+        check_store_key(state, &genuine, "d/authority.key").expect("the group's own key");
+        let other = SecretKey::for_transcript("elsewhere").public();
+        let e = check_store_key(state, &other, "d/authority.key").expect_err("another key");
+        assert_eq!(e.code, Code::Storage);
+        assert_eq!(
+            e.message,
+            format!(
+                "d/authority.key holds the key {other}, but group g names {genuine} as its \
+                 authority_key: the key file is not this group's authority; put back the \
+                 group's key"
+            )
+        );
+        assert_eq!(e.details["file"], "d/authority.key");
+        assert_eq!(e.details["group"], "g");
+        assert_eq!(e.details["authority_key"], genuine.to_hex());
+        assert_eq!(e.details["key"], other.to_hex());
+        assert_eq!(e.details.len(), 4);
+        let archived = GroupState {
+            archived: true,
+            ..state.clone()
+        };
+        check_store_key(&archived, &other, "d/authority.key").expect("an archived group");
     }
 
     #[test]

@@ -1131,7 +1131,9 @@ async function removeDir(dir) {
  * Opens a group directory (the native `GroupLog::open`; a reader changes nothing): deletes `*.tmp`, reads the overlay
  * (trimming its torn tail), takes the newest snapshot that verifies as the base, streams every
  * segment in order applying the events after the base, trims a torn tail of the last segment,
- * then finishes interrupted erasures and a missing final snapshot. `undefined`: no such group.
+ * refuses a group that is not archived and names another `authority_key` than the store's key
+ * (`STORAGE` naming `authority.key`), then finishes interrupted erasures and a missing final
+ * snapshot. `undefined`: no such group.
  */
 async function openGroupDir(store, id, dir, report) {
   let names;
@@ -1328,6 +1330,9 @@ async function openGroupDir(store, id, dir, report) {
       );
     }
     if (sg.seq === 0) throw new StoreError("LOG_CORRUPT", `group ${id}: the log holds no event`);
+    // Before anything is signed for the group (a repair below, a tick, a snapshot): the key
+    // file must be the one it names, unless it is archived (the core's rule).
+    guardStore(() => sg.checkStoreKey(join(store.root, KEY_NAME)));
     const removed = sealed === null ? null : { seq: sealed.seq, stateHash: sg.stateHash() };
     const g = new FileGroup(store, id, dir, sg, segments, overlay, snap, removed);
     // Repairs are the writer's: a read-only open changes nothing.

@@ -310,6 +310,65 @@ export function cases(mwp) {
       await reopened.close();
     }],
 
+    ["a key file that is not the group's authority is STORAGE naming it and both keys; nothing is written", async () => {
+      const dir = tempDir("plantedkey");
+      const { store } = await populated(mwp, dir, { snapshotEvery: 2 });
+      const genuine = store.authorityKey;
+      // g2, archived: exempt (it takes no command; `mwp audit open --out` re-signs one).
+      const c2 = makeCommands(mwp, { group: "g2" });
+      await store.submit(c2.open(), 1000);
+      const [a] = await store.submit(c2.cmd("alice", "archive", { type: "archive", reason: { done: true } }), 2000);
+      eq(a.outcome, "accepted", "g2 archived");
+      const g1Events = await store.events("g1");
+      await store.close();
+      const keyPath = join(dir, "authority.key");
+      const planted = mwp.generateSecretKey();
+      fs.writeFileSync(keyPath, `${planted}\n`, { mode: 0o600 });
+      const plantedKey = mwp.publicKeyOf(planted);
+      const before = groupFiles(dir);
+      const listing = () => JSON.stringify(fs.readdirSync(dir, { recursive: true }).sort());
+      const names = listing();
+      const refused = (e, what) => {
+        eq(e.details, { authority_key: genuine, file: keyPath, group: "g1", key: plantedKey }, `${what}: details`);
+        for (const part of [keyPath, "group g1", genuine, plantedKey]) check(e.message.includes(part), `${what}: ${part} in ${e.message}`);
+        return e;
+      };
+      // A reader signs nothing for g1 with the planted key either; g2 is read as usual.
+      const ro = await mwp.openFileStore(dir, { readOnly: true });
+      refused(await rejects(ro.openGroup("g1"), "STORAGE"), "read-only openGroup");
+      refused(await rejects(ro.events("g1"), "STORAGE"), "read-only events");
+      eq((await ro.events("g2")).length, 2, "read-only: the archived g2");
+      await ro.close();
+      eq(listing(), names, "read-only: no file created or removed");
+      // A writer refuses g1 for every call, before anything is written or signed.
+      const rw = await mwp.openFileStore(dir);
+      const e = refused(await rejects(rw.openGroup("g1"), "STORAGE"), "openGroup");
+      refused(await rejects(rw.events("g1"), "STORAGE"), "events");
+      refused(await rejects(rw.tick("g1", 1_000_000), "STORAGE"), "tick");
+      refused(await rejects(rw.submit(makeCommands(mwp).create("w-late"), 5000), "STORAGE"), "submit");
+      await rw.close();
+      const after = groupFiles(dir);
+      for (const [name, bytes] of Object.entries(before)) {
+        if (name.startsWith("g1/")) check(after[name]?.equals(bytes), `${name} unchanged`);
+      }
+      eq(Object.keys(after).filter((n) => n.startsWith("g1/")), Object.keys(before).filter((n) => n.startsWith("g1/")), "no g1 file created or removed");
+      // The native store says the same of this directory, word for word.
+      const report = fsck(dir);
+      check(report.code !== 0, "native fsck reports it");
+      check(
+        report.findings.some((f) => f.damage && f.code === "STORAGE" && f.group === "g1" && f.file === keyPath && f.message === e.message),
+        `native fsck's finding: ${JSON.stringify(report.findings)}`,
+      );
+      // The group's own key back in place: all is well again.
+      fs.writeFileSync(keyPath, `${mwp.transcriptSecretKey("@authority")}\n`, { mode: 0o600 });
+      const back = await mwp.openFileStore(dir);
+      sameJson(await back.events("g1"), g1Events, "g1's events");
+      const [r] = await back.submit(makeCommands(mwp).create("w-late"), 5000);
+      eq(r.outcome, "accepted", "g1 takes commands again");
+      await back.close();
+      eq(fsck(dir).code, 0, "native fsck is clean");
+    }],
+
     ["a torn tail is trimmed and reported; unfinished .tmp files are deleted", async () => {
       const dir = tempDir("torn");
       const { store } = await populated(mwp, dir);

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mwp_core::authority::{Authority, Config, Policy, Step};
+use mwp_core::authority::{self, Authority, Config, Policy, Step};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Error, Event, GroupState, Id, Limits};
 use serde_json::json;
@@ -192,6 +192,25 @@ impl StoreGroup {
             let _ = js_sys::Reflect::set(&out, &"seal".into(), &seal);
         }
         Ok(out.into())
+    }
+
+    /// Whether this store may sign for the group (its ticks, snapshots and heads) with its
+    /// key: the core's rule (`mwp_core::authority::check_store_key`), which a host asks once
+    /// the group's state is restored from its log and snapshot, before it writes or signs
+    /// anything for it. Throws `STORAGE` naming `keyFile` (where the host read its key from),
+    /// the group and both public keys (`details.file`, `group`, `authority_key`, `key`) when
+    /// the group is not archived and names another `authority_key` in its `open_group`.
+    /// Nothing to check before genesis.
+    #[wasm_bindgen(js_name = checkStoreKey)]
+    pub fn check_store_key(&self, key_file: &str) -> Result<(), StoreError> {
+        let (Some(state), Some(config)) = (self.state_ref(), self.driver.config()) else {
+            return Ok(());
+        };
+        Ok(authority::check_store_key(
+            state,
+            &config.public_key(),
+            key_file,
+        )?)
     }
 
     /// The group's ID (`undefined` before genesis).

@@ -312,7 +312,7 @@ fn check_group_inner(
             "group {id}: the log holds no event"
         )));
     };
-    if let Some(Err(e)) = key.map(|k| check_group_key(key_path, id, &state, k)) {
+    if let Some(Err(e)) = key.map(|k| check_group_key(key_path, &state, k)) {
         findings.push(finding(Some(id), &e, &key_path.display().to_string(), true));
     }
     for seq in want_hash.keys().filter(|s| **s > state.seq) {

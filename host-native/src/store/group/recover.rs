@@ -124,7 +124,7 @@ impl GroupLog {
             .parent()
             .and_then(Path::parent)
             .map_or_else(|| PathBuf::from(KEY_NAME), |root| root.join(KEY_NAME));
-        check_group_key(&key_path, &id, &state, &key)?;
+        check_group_key(&key_path, &state, &key)?;
         let last = index.last().ok_or_else(|| Error::corrupt("no segment"))?;
         let writer = Writer {
             file: last.file.clone(),
@@ -238,36 +238,13 @@ impl GroupLog {
     }
 }
 
-/// The store's key (`key`, from `key_path`) must be the one group `id` names as its
-/// `authority_key` (its `open_group`): the store signs the group's ticks, snapshots and heads
-/// with it, and a snapshot or head signed with another key vouches for nothing. Otherwise the
-/// key file is not this group's (replaced, or copied from another data directory): `STORAGE`
-/// naming the key file, the group and both public keys. An archived group is exempt: it
-/// takes no command, and `mwp audit open --out DIR` restores one into a directory with a key
-/// of its own, which signs its final snapshot (docs/decisions.md, "The store's key and its
-/// groups").
-pub(crate) fn check_group_key(
-    key_path: &Path,
-    id: &Id,
-    state: &GroupState,
-    key: &PublicKey,
-) -> Result<()> {
-    if state.archived || state.authority_key == *key {
-        return Ok(());
-    }
-    Err(Error::new(
-        Code::Storage,
-        format!(
-            "{} holds the key {key}, but group {id} names {} as its authority_key: the key \
-             file is not this group's authority; put back the group's key",
-            key_path.display(),
-            state.authority_key
-        ),
-    )
-    .with("file", key_path.display().to_string())
-    .with("group", id.as_str())
-    .with("authority_key", state.authority_key.to_hex())
-    .with("key", key.to_hex()))
+/// The store's key (`key`, read from `key_path`) must be the one the group of `state` names
+/// as its `authority_key`, unless the group is archived: the core's rule,
+/// [`authority::check_store_key`], naming the key file by its path. Asked of a state
+/// replayed from the group's own directory (its genesis event, or its snapshot, checked to
+/// belong to the group).
+pub(crate) fn check_group_key(key_path: &Path, state: &GroupState, key: &PublicKey) -> Result<()> {
+    authority::check_store_key(state, key, &key_path.display().to_string())
 }
 
 pub(super) fn trim(file: &dyn StorageFile, path: &Path, end: u64) -> Result<()> {
