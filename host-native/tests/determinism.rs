@@ -236,6 +236,8 @@ fn postgresql_makes_the_same_bytes() {
     let schema = postgres_common::Schema::new(&server, "determinism");
     let authority = schema.open(&format!("snapshot_every={SNAPSHOT_EVERY}"));
     let (pg, _) = run(authority, |a, g| {
+        // Periodic snapshots are stored after their commits, on threads of their own.
+        a.wait_for_snapshots();
         AuthorityService::latest_snapshot(a, g).ok()
     });
     assert_eq!(pg, memory());
