@@ -487,6 +487,39 @@ fn rejections_write_nothing() {
     );
 }
 
+/// A snapshot is never stored beside a later one, nor does it remove it: a periodic snapshot
+/// stored after its commit may finish after a later one (docs/postgres.md, "Snapshots").
+#[test]
+fn a_snapshot_never_replaces_a_later_one() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "snapshot_order");
+    let pg = schema.open("snapshot_every=0");
+    group_with(&pg, "g1", 4); // seq 1..=5
+    let g = id("g1");
+    pg.take_snapshot(&g).expect("taken at 5");
+    let mut client = schema.client();
+    // As if a later snapshot were stored while this one was being written.
+    client
+        .execute(
+            "UPDATE mwp_snapshots SET seq = 9 WHERE group_id = 'g1'",
+            &[],
+        )
+        .expect("moved");
+    let bytes = pg.take_snapshot(&g).expect("taken at 5 again");
+    assert_eq!(Snapshot::from_cbor(&bytes).expect("a snapshot").seq, 5);
+    let kept: Vec<i64> = client
+        .query("SELECT seq FROM mwp_snapshots WHERE group_id = 'g1'", &[])
+        .expect("snapshots")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        kept,
+        [9],
+        "the earlier snapshot is not stored, the later one stays"
+    );
+}
+
 /// A periodic snapshot is stored after the commit of the accept that made it due, without
 /// the group's lock while it is built: the group's commands go on while the snapshot table
 /// cannot even be read, and the snapshot is stored once it can.

@@ -179,8 +179,9 @@ fn insert_snapshot(
 }
 
 /// Stores a periodic snapshot taken after a commit: in a transaction of its own under the
-/// group's lock, so that it is ordered with the group's other writes and never replaces a
-/// later snapshot stored meanwhile.
+/// group's snapshot lock (`key`), so that it is ordered with the group's other snapshot
+/// writes and never replaces a later snapshot stored meanwhile, while the group's accepts go
+/// on.
 fn store_due_snapshot(
     pool: &Pool,
     key: i64,
@@ -196,7 +197,7 @@ fn store_due_snapshot(
         .transaction()
         .map_err(|e| storage("starting a transaction", &e))?;
     tx.execute(&sql.lock, &[&key])
-        .map_err(|e| storage("locking the group", &e))?;
+        .map_err(|e| storage("locking the group's snapshots", &e))?;
     insert_snapshot(&mut tx, sql, group, seq, hash, bytes)
         .map_err(|e| storage("storing a periodic snapshot", &e))?;
     tx.commit()
@@ -374,8 +375,21 @@ impl PostgresAuthority {
     /// The advisory lock key of a group: 64 bits of SHA-256 over the schema and the group.
     /// A collision only makes two groups wait for each other.
     pub(super) fn lock_key(&self, group: &Id) -> i64 {
+        self.advisory_key("mwp group lock", group)
+    }
+
+    /// The advisory lock every write of `group`'s snapshots takes (docs/postgres.md,
+    /// "Snapshots"): a periodic snapshot stored after its commit takes only this one, so the
+    /// group's accepts do not wait for its bytes; an accept that stores one (an archive's
+    /// final snapshot) takes it after the group's lock.
+    fn snapshot_lock_key(&self, group: &Id) -> i64 {
+        self.advisory_key("mwp snapshot lock", group)
+    }
+
+    /// The first 64 bits of `sha256(purpose + "\0" + schema + "\0" + group)`.
+    fn advisory_key(&self, purpose: &str, group: &Id) -> i64 {
         let digest =
-            canonical::sha256(format!("mwp group lock\0{}\0{}", self.lock_salt, group).as_bytes());
+            canonical::sha256(format!("{purpose}\0{}\0{}", self.lock_salt, group).as_bytes());
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
         i64::from_be_bytes(first)
@@ -669,7 +683,7 @@ impl PostgresAuthority {
     /// nothing else: the group is read from its previous snapshot and the log, as before.
     fn store_in_background(&self, group: &Id, due: authority::SnapshotDue) {
         let pool = Arc::clone(&self.pool);
-        let key = self.lock_key(group);
+        let key = self.snapshot_lock_key(group);
         let group = group.clone();
         let spawned = std::thread::Builder::new()
             .name("mwp-pg-snapshot".into())
@@ -780,6 +794,8 @@ impl PostgresAuthority {
         state: &GroupState,
     ) -> Result<(u64, Hash, Vec<u8>), Failure> {
         let (bytes, hash) = Snapshot::build_stored(state, self.authority.secret_key())?;
+        tx.execute(&sql.lock, &[&self.snapshot_lock_key(&state.group)])
+            .map_err(db("locking the group's snapshots"))?;
         insert_snapshot(
             tx,
             sql,
@@ -1070,6 +1086,9 @@ impl AuthorityService for PostgresAuthority {
     fn tick(&self, group: &Id, now_ms: u64) -> Result<Option<Decision>> {
         let mut after = AfterCommit::default();
         let decision = self.locked(group, |this, tx, sql, slot| {
+            // A transaction tried again decides the tick again: what an attempt that did not
+            // commit left for after its commit is not done.
+            after = AfterCommit::default();
             if slot.state.is_none() {
                 return Ok(Err(not_found(group)));
             }
