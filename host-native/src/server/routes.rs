@@ -184,7 +184,7 @@ pub(super) async fn post_command(
     let started = Instant::now();
     let format = Format::accepted(&headers, Format::Json);
     let body = read_body(&app, &headers, body).await;
-    let cmd = match decode_command(&group, &headers, body) {
+    let cmd = match decode_command(&group, body) {
         Ok(cmd) => cmd,
         Err(e) => {
             app.metrics.command(refused(&e), Some(e.code));
@@ -275,10 +275,10 @@ async fn conceal(app: &App, headers: &HeaderMap, cmd: &Command, err: Error) -> E
     let opened = match err.code {
         Code::NotFound => {
             let group = cmd.group.clone();
-            // A store that cannot say leaves the refusal as it is.
+            // A store that cannot say tells nothing either.
             blocking(app, move |s| s.head_seq(&group))
                 .await
-                .map_or(true, |seq| seq > 0)
+                .is_ok_and(|seq| seq > 0)
         }
         _ => true,
     };
@@ -334,13 +334,29 @@ async fn may_open(app: &App, cmd: &Command, headers: &HeaderMap) -> Result<(), E
 /// identity or its `Content-Length` is above the body limit, and cut when it has not all
 /// arrived within `ServerConfig::body_read_timeout` of the request head (`MALFORMED` each:
 /// the client's input, not the store, is at fault).
-async fn read_body(app: &App, headers: &HeaderMap, body: axum::body::Body) -> Result<Bytes, Error> {
+async fn read_body(
+    app: &App,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Result<(Format, Bytes), Error> {
     let max = app.config.max_body_bytes;
-    let too_large = || {
-        Error::malformed(format!(
-            "the request body is larger than the limit of {max} bytes"
-        ))
-        .with("limit", max)
+    // A body refused before it is read is still read and dropped for a while, so that the
+    // client reads the refusal ([`drain`]); one the client has not sent yet, waiting for
+    // `100 Continue`, is not asked for.
+    let expects_continue = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let within = app.config.body_read_timeout.min(app.config.request_timeout);
+    let mut stream = body.into_data_stream();
+    let refuse = |stream, e: Error| {
+        if !expects_continue {
+            drain(stream, within);
+        }
+        Err(e)
+    };
+    let format = match Format::of_request(headers) {
+        Ok(format) => format,
+        Err(e) => return refuse(stream, e),
     };
     for coding in headers.get_all(header::CONTENT_ENCODING) {
         let text = coding.to_str().unwrap_or("\u{fffd}");
@@ -348,34 +364,61 @@ async fn read_body(app: &App, headers: &HeaderMap, body: axum::body::Body) -> Re
             .split(',')
             .all(|c| c.trim().eq_ignore_ascii_case("identity"))
         {
-            return Err(Error::malformed(format!(
-                "Content-Encoding {text:?} is not supported; send the body as it is, without Content-Encoding"
-            ))
-            .with("header", "content-encoding"));
+            return refuse(
+                stream,
+                Error::malformed(format!(
+                    "Content-Encoding {text:?} is not supported; send the body as it is, without Content-Encoding"
+                ))
+                .with("header", "content-encoding"),
+            );
         }
     }
+    let too_large = || {
+        Error::malformed(format!(
+            "the request body is larger than the limit of {max} bytes"
+        ))
+        .with("limit", max)
+    };
     // hyper has refused a Content-Length that is not one decimal number.
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let within = app.config.body_read_timeout;
-    let mut stream = body.into_data_stream();
     if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
-        drain(stream, within);
-        return Err(too_large());
+        return refuse(stream, too_large());
     }
     let deadline = tokio::time::Instant::now() + within;
-    let mut read = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(0)));
+    // A body that comes in one piece (the common case) is kept as it came.
+    let mut first: Option<Bytes> = None;
+    let mut more: Vec<u8> = Vec::new();
     loop {
         match tokio::time::timeout_at(deadline, stream.next()).await {
-            Ok(None) => return Ok(Bytes::from(read)),
+            Ok(None) => {
+                let body = match first {
+                    Some(chunk) if more.is_empty() => chunk,
+                    Some(_) => Bytes::from(more),
+                    None => Bytes::new(),
+                };
+                return Ok((format, body));
+            }
             Ok(Some(Ok(chunk))) => {
-                if read.len() + chunk.len() > max {
+                let read = match more.is_empty() {
+                    true => first.as_ref().map_or(0, Bytes::len),
+                    false => more.len(),
+                };
+                if read + chunk.len() > max {
                     drain(stream, within);
                     return Err(too_large());
                 }
-                read.extend_from_slice(&chunk);
+                match &first {
+                    None => first = Some(chunk),
+                    Some(head) => {
+                        if more.is_empty() {
+                            more.extend_from_slice(head);
+                        }
+                        more.extend_from_slice(&chunk);
+                    }
+                }
             }
             // The client went away, or sent a body hyper could not frame.
             Ok(Some(Err(e))) => {
@@ -404,7 +447,7 @@ const DRAIN_BYTES: usize = 1 << 20;
 /// Longest a refused body is read and dropped after the refusal is answered.
 const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Reads and drops what is left of a body refused for its size, for at most [`DRAIN_TIME`]
+/// Reads and drops what is left of a refused body, for at most [`DRAIN_TIME`]
 /// (or `within`, if shorter) and [`DRAIN_BYTES`], while the refusal is answered; then the
 /// connection is closed. A client that sends the whole body before
 /// reading the answer then reads the refusal: a connection closed with its bytes unread is
@@ -425,14 +468,10 @@ fn drain(mut stream: axum::body::BodyDataStream, within: std::time::Duration) {
 }
 
 /// Decodes a command and checks what the URL and this server require of it.
-fn decode_command(
-    group: &str,
-    headers: &HeaderMap,
-    body: Result<Bytes, Error>,
-) -> Result<Command, Error> {
+fn decode_command(group: &str, body: Result<(Format, Bytes), Error>) -> Result<Command, Error> {
     let limits = Limits::default();
-    let body = body?;
-    let cmd = match Format::of_request(headers)? {
+    let (format, body) = body?;
+    let cmd = match format {
         Format::Json => Command::from_json(&body, &limits)?,
         Format::Cbor => Command::from_cbor(&body, &limits)?,
     };

@@ -86,7 +86,8 @@ impl Format {
             CBOR => Ok(Format::Cbor),
             _ => Err(Error::malformed(format!(
                 "Content-Type {text:?} is not supported; send {JSON} or {CBOR} (with curl: -H 'content-type: application/json')"
-            ))),
+            ))
+            .with("header", "content-type")),
         }
     }
 
