@@ -133,7 +133,9 @@ fn has_port(host: &str) -> bool {
 /// no leading zeros): a `Host` header's port is compared by its value, so a name configured
 /// with another spelling could never be matched.
 fn shortest_port(port: &str) -> Option<u16> {
-    port.parse::<u16>().ok().filter(|n| n.to_string() == port)
+    let digits = !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
+    let shortest = port == "0" || !port.starts_with('0');
+    (digits && shortest).then(|| port.parse::<u16>().ok()).flatten()
 }
 
 /// `name` and the port, if any: `[::1]:80` → (`[::1]`, `80`), `a.b` → (`a.b`, none). A
