@@ -358,6 +358,7 @@ fn only_the_latest_snapshot_is_kept() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     assert_eq!(kept, [("g1".to_string(), 9), ("g2".to_string(), 3)]);
+    assert!(pg.snapshot_threads() >= 2, "a thread per group at least");
     let g = id("g1");
     let snap = mwp_core::snapshot::Snapshot::from_cbor(&pg.latest_snapshot(&g).expect("latest"))
         .expect("a snapshot");
@@ -487,6 +488,46 @@ fn rejections_write_nothing() {
     );
 }
 
+/// However short the cadence, one thread at a time stores a group's periodic snapshots, and
+/// the newest due is the one stored in the end: here 40 snapshots are due while the first of
+/// them cannot be written (the older snapshot it removes is held by another transaction).
+#[test]
+fn a_short_cadence_does_not_pile_up_snapshot_threads() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "snapshot_threads");
+    let pg = schema.open("snapshot_every=1");
+    group_with(&pg, "g1", 0); // seq 1: a snapshot
+    pg.wait_for_snapshots();
+    let before = pg.snapshot_threads();
+    let mut blocker = schema.client();
+    let mut held = blocker.transaction().expect("transaction");
+    held.query(
+        "SELECT 1 FROM mwp_snapshots WHERE group_id = 'g1' AND seq = 1 FOR UPDATE",
+        &[],
+    )
+    .expect("hold the snapshot at seq 1: the next one cannot remove it");
+    for i in 0..40 {
+        let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
+        let decision = pg.submit(&cmd, 2000).expect("decided"); // seq 2..=41
+        assert!(matches!(decision, Decision::Accepted(_)));
+    }
+    held.rollback().expect("let go");
+    pg.wait_for_snapshots();
+    assert_eq!(
+        pg.snapshot_threads() - before,
+        1,
+        "one thread for the group's 40 snapshots"
+    );
+    let kept: Vec<i64> = schema
+        .client()
+        .query("SELECT seq FROM mwp_snapshots WHERE group_id = 'g1'", &[])
+        .expect("snapshots")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(kept, [41]);
+}
+
 /// A snapshot is never stored beside a later one, nor does it remove it: a periodic snapshot
 /// stored after its commit may finish after a later one (docs/postgres.md, "Snapshots").
 #[test]
@@ -521,24 +562,28 @@ fn a_snapshot_never_replaces_a_later_one() {
 }
 
 /// A periodic snapshot is stored after the commit of the accept that made it due, without
-/// the group's lock while it is built: the group's commands go on while the snapshot table
-/// cannot even be read, and the snapshot is stored once it can.
+/// the group's lock: the group's commands go on while the snapshot cannot be written (the
+/// older snapshot it removes is held by another transaction), and it is stored once it can.
 #[test]
 fn a_periodic_snapshot_does_not_hold_up_the_groups_commands() {
     let server = require_server!();
     let schema = Schema::new(&server, "snapshot_after_commit");
-    let pg = schema.open("snapshot_every=3");
-    group_with(&pg, "g1", 1); // seq 2: nothing due yet
+    let pg = schema.open("snapshot_every=2");
+    group_with(&pg, "g1", 1); // seq 2: a snapshot
+    pg.wait_for_snapshots();
     let mut blocker = schema.client();
     let mut held = blocker.transaction().expect("transaction");
-    held.batch_execute("LOCK TABLE mwp_snapshots IN ACCESS EXCLUSIVE MODE")
-        .expect("lock the snapshot table");
+    held.query(
+        "SELECT 1 FROM mwp_snapshots WHERE group_id = 'g1' AND seq = 2 FOR UPDATE",
+        &[],
+    )
+    .expect("hold the snapshot at seq 2: the next one cannot remove it");
     let decided = std::thread::scope(|scope| {
         let (done, answered) = std::sync::mpsc::channel();
         let pg = &pg;
         scope.spawn(move || {
-            // seq 3 makes a snapshot due; seq 4 is the group's next command.
-            for i in 0..2 {
+            // seq 4 makes a snapshot due; seq 5 is the group's next command.
+            for i in 0..3 {
                 let cmd = create_work("g1", "alice", &format!("late{i}"), &format!("l{i}"));
                 let decision = pg.submit(&cmd, 5_000 + i).expect("accepted");
                 assert!(matches!(decision, Decision::Accepted(_)));
@@ -547,12 +592,12 @@ fn a_periodic_snapshot_does_not_hold_up_the_groups_commands() {
         });
         let decided = answered.recv_timeout(std::time::Duration::from_secs(60));
         // Let the snapshot (and, were it in the accepting transaction, the accepts) go on.
-        held.rollback().expect("unlock");
+        held.rollback().expect("let go");
         decided
     });
     assert!(
         decided.is_ok(),
-        "the accepts waited for the snapshot table: the snapshot is written in their transaction"
+        "the accepts waited for the snapshot: it is written in their transaction"
     );
     pg.wait_for_snapshots();
     let kept: Vec<i64> = schema
@@ -562,8 +607,8 @@ fn a_periodic_snapshot_does_not_hold_up_the_groups_commands() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(kept, [3]);
-    let cold = schema.open("snapshot_every=3");
+    assert_eq!(kept, [4]);
+    let cold = schema.open("snapshot_every=2");
     assert_eq!(state_hash(&cold, &id("g1")), state_hash(&pg, &id("g1")));
 }
 

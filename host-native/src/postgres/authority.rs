@@ -134,6 +134,12 @@ pub struct PostgresAuthority {
     /// The threads storing snapshots made due by accepts already committed
     /// ([`PostgresAuthority::wait_for_snapshots`]).
     snapshots: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The groups whose periodic snapshot a thread is storing, each with the newest one due
+    /// meanwhile: one thread and at most one waiting state per group, however short the
+    /// cadence.
+    snapshotting: Arc<Mutex<HashMap<Id, Option<authority::SnapshotDue>>>>,
+    /// Threads started for periodic snapshots ([`PostgresAuthority::snapshot_threads`]).
+    snapshot_threads: std::sync::atomic::AtomicU64,
 }
 
 /// What this process keeps of one group: its cached state, and the commands waiting to be
@@ -253,6 +259,8 @@ impl PostgresAuthority {
             cache: Mutex::new(HashMap::new()),
             batches: std::sync::atomic::AtomicU64::new(0),
             snapshots: Mutex::new(Vec::new()),
+            snapshotting: Arc::default(),
+            snapshot_threads: std::sync::atomic::AtomicU64::new(0),
         };
         drop(authority.pool.get()?);
         Ok(authority)
@@ -298,6 +306,13 @@ impl PostgresAuthority {
     /// decided and committed together, so under contention this is fewer than the commands.
     pub fn batches(&self) -> u64 {
         self.batches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many threads this store started to store periodic snapshots since it opened: at
+    /// most one per group at a time, so a short cadence cannot pile up threads and states.
+    pub fn snapshot_threads(&self) -> u64 {
+        self.snapshot_threads
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The state of `group` as the database holds it now (`None` if it does not exist).
@@ -679,29 +694,60 @@ impl PostgresAuthority {
         self.seal_after_commit(group, after.seal, now_ms);
     }
 
-    /// Signs, encodes and stores `due` on a new thread. A failure is logged and changes
-    /// nothing else: the group is read from its previous snapshot and the log, as before.
+    /// Signs, encodes and stores `due` on a thread of the group's own: a new one, or, when
+    /// one is storing an earlier snapshot of the group, that one once it is done (the newest
+    /// due meanwhile replacing any other waiting). A failure is logged and changes nothing
+    /// else: the group is read from its previous snapshot and the log, as before.
     fn store_in_background(&self, group: &Id, due: authority::SnapshotDue) {
+        {
+            let mut groups = lock(&self.snapshotting);
+            if let Some(next) = groups.get_mut(group) {
+                // The group's thread takes it when it is done: a later state replaces an
+                // earlier one still waiting, which no read would use once it is stored.
+                *next = Some(due);
+                return;
+            }
+            groups.insert(group.clone(), None);
+        }
         let pool = Arc::clone(&self.pool);
         let key = self.snapshot_lock_key(group);
         let group = group.clone();
+        let groups = Arc::clone(&self.snapshotting);
         let spawned = std::thread::Builder::new()
             .name("mwp-pg-snapshot".into())
-            .spawn(move || {
-                let stored = due.sign_stored().and_then(|(bytes, hash)| {
-                    store_due_snapshot(&pool, key, &group, due.seq(), &hash, &bytes)
-                });
-                if let Err(e) = stored {
-                    tracing::warn!(group = %group, seq = due.seq(), error = %e, "storing a periodic snapshot failed; the group is read from its previous snapshot and the log");
+            .spawn({
+                let group = group.clone();
+                let groups = Arc::clone(&groups);
+                move || {
+                    let mut due = due;
+                    loop {
+                        let stored = due.sign_stored().and_then(|(bytes, hash)| {
+                            store_due_snapshot(&pool, key, &group, due.seq(), &hash, &bytes)
+                        });
+                        if let Err(e) = stored {
+                            tracing::warn!(group = %group, seq = due.seq(), error = %e, "storing a periodic snapshot failed; the group is read from its previous snapshot and the log");
+                        }
+                        let mut waiting = lock(&groups);
+                        match waiting.get_mut(&group).and_then(Option::take) {
+                            Some(next) => due = next,
+                            None => {
+                                waiting.remove(&group);
+                                return;
+                            }
+                        }
+                    }
                 }
             });
         match spawned {
             Ok(handle) => {
+                self.snapshot_threads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut running = lock(&self.snapshots);
                 running.retain(|h| !h.is_finished());
                 running.push(handle);
             }
             Err(e) => {
+                lock(&groups).remove(&group);
                 tracing::warn!(error = %e, "no thread to store a periodic snapshot; it is skipped");
             }
         }

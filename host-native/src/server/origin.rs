@@ -135,7 +135,9 @@ fn has_port(host: &str) -> bool {
 fn shortest_port(port: &str) -> Option<u16> {
     let digits = !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
     let shortest = port == "0" || !port.starts_with('0');
-    (digits && shortest).then(|| port.parse::<u16>().ok()).flatten()
+    (digits && shortest)
+        .then(|| port.parse::<u16>().ok())
+        .flatten()
 }
 
 /// `name` and the port, if any: `[::1]:80` → (`[::1]`, `80`), `a.b` → (`a.b`, none). A
