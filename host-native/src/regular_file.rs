@@ -51,6 +51,19 @@ pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Makes a FIFO at `path`: what a test puts where a regular file is expected.
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,14 +72,7 @@ mod tests {
     fn a_fifo_is_refused_without_blocking_and_a_regular_file_is_read() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fifo = dir.path().join("head.json");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .expect("mkfifo");
+        mkfifo(&fifo);
         let e = read(&fifo, 10).expect_err("a FIFO is refused");
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
         assert!(e.to_string().contains("a FIFO"), "{e}");

@@ -488,6 +488,20 @@ fn rejections_write_nothing() {
     );
 }
 
+/// The seqs of the snapshots stored for group `g1`, in order.
+fn g1_snapshots(schema: &Schema) -> Vec<i64> {
+    schema
+        .client()
+        .query(
+            "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
+            &[],
+        )
+        .expect("snapshots")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
 /// However short the cadence, one thread at a time stores a group's periodic snapshots, and
 /// the newest due is the one stored in the end: here 40 snapshots are due while the first of
 /// them cannot be written (the older snapshot it removes is held by another transaction).
@@ -518,14 +532,7 @@ fn a_short_cadence_does_not_pile_up_snapshot_threads() {
         1,
         "one thread for the group's 40 snapshots"
     );
-    let kept: Vec<i64> = schema
-        .client()
-        .query("SELECT seq FROM mwp_snapshots WHERE group_id = 'g1'", &[])
-        .expect("snapshots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(kept, [41]);
+    assert_eq!(g1_snapshots(&schema), [41]);
 }
 
 /// A snapshot is never stored beside a later one, nor does it remove it: a periodic snapshot
@@ -548,14 +555,8 @@ fn a_snapshot_never_replaces_a_later_one() {
         .expect("moved");
     let bytes = pg.take_snapshot(&g).expect("taken at 5 again");
     assert_eq!(Snapshot::from_cbor(&bytes).expect("a snapshot").seq, 5);
-    let kept: Vec<i64> = client
-        .query("SELECT seq FROM mwp_snapshots WHERE group_id = 'g1'", &[])
-        .expect("snapshots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
     assert_eq!(
-        kept,
+        g1_snapshots(&schema),
         [9],
         "the earlier snapshot is not stored, the later one stays"
     );
@@ -600,14 +601,7 @@ fn a_periodic_snapshot_does_not_hold_up_the_groups_commands() {
         "the accepts waited for the snapshot: it is written in their transaction"
     );
     pg.wait_for_snapshots();
-    let kept: Vec<i64> = schema
-        .client()
-        .query("SELECT seq FROM mwp_snapshots WHERE group_id = 'g1'", &[])
-        .expect("snapshots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(kept, [4]);
+    assert_eq!(g1_snapshots(&schema), [4]);
     let cold = schema.open("snapshot_every=2");
     assert_eq!(state_hash(&cold, &id("g1")), state_hash(&pg, &id("g1")));
 }
@@ -621,16 +615,7 @@ fn snapshots_are_signed_stored_and_used_on_reload() {
     group_with(&pg, "g1", 9); // seq 1..=10: periodic snapshots at 4 and 8, the latest kept
     pg.wait_for_snapshots();
     let mut c = schema.client();
-    let seqs: Vec<i64> = c
-        .query(
-            "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
-            &[],
-        )
-        .expect("query")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    assert_eq!(seqs, vec![8]);
+    assert_eq!(g1_snapshots(&schema), [8]);
     let key = pg.authority_key();
     let snap = Snapshot::verify_bytes(
         &pg.latest_snapshot(&g).expect("latest"),

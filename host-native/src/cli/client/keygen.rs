@@ -153,14 +153,7 @@ mod tests {
         std::fs::write(&path, "not a key\n").expect("write");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .expect("mkfifo");
+        crate::regular_file::mkfifo(&fifo);
         let err = load(&fifo).expect_err("a FIFO is no key file");
         assert!(err.message.contains("a FIFO"), "{}", err.message);
         let err = load(&path).expect_err("no key");
