@@ -362,7 +362,7 @@ fn a_batch_starts_at_its_own_seq_or_continues_the_one_before() {
     // Batches of one, two and three records: every record is well placed.
     let ok = segment_of(1, &[(1, 1), (2, 2), (3, 2), (4, 4), (5, 4), (6, 4)]);
     for last in [false, true] {
-        let (recs, _) = scan_slice(&ok, spec(1, last), &none).unwrap();
+        let (recs, _) = scan_slice(&ok, spec(1, last), &none).expect("every batch is well placed");
         assert_eq!(recs.len(), 6);
     }
     let first = FILE_HEADER_LEN as u64;

@@ -20,7 +20,7 @@ use super::format::{
     group_from_dir_name, snapshot_name, storage, GROUPS_DIR, KEY_NAME, OVERLAY_NAME,
 };
 use super::group::{
-    check_group_key, in_group_dir, load_snapshot, path_in, plain_from, read_overlay,
+    check_group_key, in_group_dir, load_snapshot, named_by_path, plain_from, read_overlay,
     read_seal_record, replay, snapshot_ahead, verify_artifact_file, Base, GroupFiles, SealRecord,
     Torn,
 };
@@ -184,12 +184,8 @@ fn check_group(
     }
     // Every finding names its file by its path, as the open's errors do.
     for f in &mut findings {
-        let path = path_in(dir, &f.file);
-        if path != f.file {
-            if let Some(rest) = f.message.strip_prefix(f.file.as_str()) {
-                f.message = format!("{path}{rest}");
-            }
-            f.file = path;
+        if let Some((path, message)) = named_by_path(dir, &f.file, &f.message) {
+            (f.file, f.message) = (path, message);
         }
     }
     report.groups.push(summary);

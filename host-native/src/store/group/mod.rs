@@ -52,7 +52,7 @@ pub(crate) use recover::{
 };
 use replay::*;
 pub(crate) use replay::{
-    in_group_dir, path_in, read_overlay, replay, snapshot_ahead, Base, GroupFiles, Torn,
+    in_group_dir, named_by_path, read_overlay, replay, snapshot_ahead, Base, GroupFiles, Torn,
 };
 pub(crate) use seal::{plain_from, read_seal_record, verify_artifact_file, SealRecord};
 pub(crate) use snapshots::load_snapshot;

@@ -63,12 +63,27 @@ impl GroupFiles {
 
 /// `path` of `file` when `file` is a bare name (a file of the group directory `dir`), else
 /// `file` as it is.
-pub(crate) fn path_in(dir: &Path, file: &str) -> String {
+fn path_in(dir: &Path, file: &str) -> String {
     if file.contains('/') {
         file.to_owned()
     } else {
         dir.join(file).display().to_string()
     }
+}
+
+/// A message about `file` (a file of the group directory `dir`) naming it by its path
+/// instead: the path and the message, or `None` when `file` is a path already. The message
+/// starts with the path (in place of the bare name, or before it).
+pub(crate) fn named_by_path(dir: &Path, file: &str, message: &str) -> Option<(String, String)> {
+    let path = path_in(dir, file);
+    if path == file {
+        return None;
+    }
+    let message = match message.strip_prefix(file) {
+        Some(rest) => format!("{path}{rest}"),
+        None => format!("{path}: {message}"),
+    };
+    Some((path, message))
 }
 
 /// `e`, an error found in the group directory `dir`, naming its file by path. The checks of a
@@ -84,12 +99,8 @@ pub(crate) fn in_group_dir(dir: &Path, mut e: Error) -> Error {
         .map(str::to_owned)
     {
         Some(file) => {
-            let path = path_in(dir, &file);
-            if path != file {
-                e.message = match e.message.strip_prefix(file.as_str()) {
-                    Some(rest) => format!("{path}{rest}"),
-                    None => format!("{path}: {}", e.message),
-                };
+            if let Some((path, message)) = named_by_path(dir, &file, &e.message) {
+                e.message = message;
                 e.details.insert("file".into(), path.into());
             }
         }
