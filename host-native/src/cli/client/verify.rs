@@ -246,16 +246,8 @@ fn check(
             format!("the group {group} has no events"),
         )));
     };
-    if let Some(snap) = &snap {
-        if let Err(m) = check_snapshot(
-            snapshot.unwrap_or_default(),
-            snap,
-            at_snapshot,
-            key,
-            state,
-            group,
-            head,
-        ) {
+    if let (Some(bytes), Some(snap)) = (snapshot, &snap) {
+        if let Err(m) = check_snapshot(bytes, snap, at_snapshot, key, state, group, head) {
             return Ok(Err(m));
         }
     }

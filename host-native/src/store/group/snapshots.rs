@@ -29,20 +29,29 @@ impl GroupLog {
             return Ok(Snapshot::build_stored(&state, self.ctx.authority.secret_key())?.0);
         }
         let info = self.latest_snapshot_info()?;
-        let bytes = read_snapshot_file(&*self.ctx.backend, &self.path(&snapshot_name(info.seq)))?;
-        let (_, payload) = format::decode_snapshot_file(&bytes).map_err(|e| {
-            Error::new(
-                Code::SnapshotInvalid,
-                format!("{}: {e}", snapshot_name(info.seq)),
-            )
-        })?;
+        self.snapshot_payload(info.seq)
+    }
+
+    /// The payload of the snapshot file at `seq`, its frame checked (its header, checksum,
+    /// and the seq its name gives): `SNAPSHOT_INVALID` naming the file by its path otherwise.
+    /// Its signature and state are the caller's to check.
+    fn snapshot_payload(&self, seq: u64) -> Result<Vec<u8>> {
+        let path = self.path(&snapshot_name(seq));
+        let bytes = read_snapshot_file(&*self.ctx.backend, &path)?;
+        let invalid =
+            |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
+        let (header_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
+        if header_seq != seq {
+            return Err(invalid(format!(
+                "its header says seq {header_seq}, its name seq {seq}"
+            )));
+        }
         Ok(payload.to_vec())
     }
 
     /// The payload of the newest snapshot file on disk, as it is there (`None` when the group
-    /// has none): nothing is signed in memory and no older file stands in for a damaged one.
-    /// A file whose frame does not check (its header, checksum, or the seq its name gives) is
-    /// `SNAPSHOT_INVALID` naming it; its signature and state are the caller's to check. A file
+    /// has none): nothing is signed in memory and no older file stands in for a damaged one
+    /// ([`GroupLog::snapshot_payload`] checks its frame). A file
     /// that a writer pruned between the listing and the read is looked up again (twice). A
     /// file past the last event this open holds is one a live writer wrote since (the events
     /// it covers cannot be read here), so the newest at or below that event is taken.
@@ -55,24 +64,12 @@ impl GroupLog {
             let Some(seq) = files.snapshots.iter().copied().rev().find(|s| *s <= head) else {
                 return Ok(None);
             };
-            let path = self.path(&snapshot_name(seq));
-            let bytes = match read_snapshot_file(be, &path) {
-                Ok(b) => b,
-                Err(_) if tries < 2 && !be.is_file(&path) => {
+            match self.snapshot_payload(seq) {
+                Err(_) if tries < 2 && !be.is_file(&self.path(&snapshot_name(seq))) => {
                     tries += 1;
-                    continue;
                 }
-                Err(e) => return Err(e),
-            };
-            let invalid =
-                |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
-            let (header_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
-            if header_seq != seq {
-                return Err(invalid(format!(
-                    "its header says seq {header_seq}, its name seq {seq}"
-                )));
+                read => return read.map(Some),
             }
-            return Ok(Some(payload.to_vec()));
         }
     }
 
