@@ -40,8 +40,8 @@ impl Format {
             let Some((media, q)) = media_range(range) else {
                 continue;
             };
-            json.consider(&media, JSON, q, place);
-            cbor.consider(&media, CBOR, q, place);
+            json.consider(media, JSON, q, place);
+            cbor.consider(media, CBOR, q, place);
         }
         if json.q == 0 && cbor.q == 0 {
             return default;
@@ -121,9 +121,9 @@ impl Weight {
     /// Takes the range `media` (lowercase) of weight `q` at `place` into account for the
     /// media type `of`.
     fn consider(&mut self, media: &str, of: &str, q: u16, place: usize) {
-        let specific = if media == of {
+        let specific = if media.eq_ignore_ascii_case(of) {
             3
-        } else if media == "application/*" {
+        } else if media.eq_ignore_ascii_case("application/*") {
             2
         } else if media == "*/*" {
             1
@@ -143,9 +143,9 @@ impl Weight {
 
 /// One media range of `Accept`: its type (lowercase) and its weight in thousandths; `None`
 /// when its weight is not a qvalue (such a range is left out).
-fn media_range(range: &str) -> Option<(String, u16)> {
+fn media_range(range: &str) -> Option<(&str, u16)> {
     let mut parts = range.split(';');
-    let media = parts.next()?.trim().to_ascii_lowercase();
+    let media = parts.next()?.trim();
     if media.is_empty() {
         return None;
     }
@@ -166,7 +166,12 @@ fn qvalue(text: &str) -> Option<u16> {
     if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let frac_value = format!("{frac:0<3}").parse::<u16>().ok()?;
+    // Thousandths: "5" is 500, "25" is 250, "125" is 125.
+    let frac_value = frac
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(3)
+        .fold(0u16, |v, d| v * 10 + u16::from(d - b'0'));
     match whole {
         "0" => Some(frac_value),
         "1" if frac_value == 0 => Some(1000),
