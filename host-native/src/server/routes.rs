@@ -331,7 +331,8 @@ async fn may_open(app: &App, cmd: &Command, headers: &HeaderMap) -> Result<(), E
 }
 
 /// A command's body, read whole: refused at once when its `Content-Encoding` is not
-/// identity or its `Content-Length` is above the body limit, and cut when it has not all
+/// identity, its `Transfer-Encoding` is not `chunked` or its `Content-Length` is above the
+/// body limit, and cut when it has not all
 /// arrived within `ServerConfig::body_read_timeout` of the request head (`MALFORMED` each:
 /// the client's input, not the store, is at fault).
 async fn read_body(
@@ -370,6 +371,23 @@ async fn read_body(
                     "Content-Encoding {text:?} is not supported; send the body as it is, without Content-Encoding"
                 ))
                 .with("header", "content-encoding"),
+            );
+        }
+    }
+    // hyper reads `chunked` and nothing else: a body under another transfer coding (`gzip,
+    // chunked`) would reach the reader still coded.
+    for coding in headers.get_all(header::TRANSFER_ENCODING) {
+        let text = coding.to_str().unwrap_or("\u{fffd}");
+        if !text
+            .split(',')
+            .all(|c| c.trim().eq_ignore_ascii_case("chunked"))
+        {
+            return refuse(
+                stream,
+                Error::malformed(format!(
+                    "Transfer-Encoding {text:?} is not supported; send the body chunked or with a Content-Length"
+                ))
+                .with("header", "transfer-encoding"),
             );
         }
     }
