@@ -303,6 +303,38 @@ fn every_shared_transcript_prints_what_the_reference_runner_prints() {
     }
 }
 
+/// What the open of a data directory repaired is said in the server's log, naming the file,
+/// before the server says it is up.
+#[test]
+fn serve_logs_what_opening_its_data_directory_repaired() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    // A group creation a crash cut short before its rename (docs/format.md).
+    let interrupted = data.join("groups").join(".new-g1-1");
+    std::fs::create_dir_all(&interrupted).expect("mkdir");
+    let mut child = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("starts");
+    let mut reader = BufReader::new(child.stderr.take().expect("piped"));
+    let (_, logged) = read_address(&mut reader);
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert_eq!(child.wait().expect("exits").code(), Some(0));
+    assert!(!interrupted.exists(), "the open removed it");
+    let logged = logged.concat();
+    assert!(
+        logged.contains("WARN")
+            && logged.contains("interrupted group creation was removed")
+            && logged.contains(&interrupted.display().to_string()),
+        "{logged}"
+    );
+}
+
 #[test]
 fn serve_exits_0_on_sigint_sent_the_moment_it_says_it_is_up() {
     // The line announcing the address is the signal to start using the server, and to stop

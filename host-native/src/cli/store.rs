@@ -125,6 +125,35 @@ pub fn create_data_dir(dir: &std::path::Path) -> Result<(), Failure> {
         })
 }
 
+/// Says in the log what opening a data directory repaired, each a warning naming its file:
+/// an operator learns of a crash's traces from the server that found them, not only from
+/// `mwp fsck`.
+fn log_repairs(report: &crate::store::OpenReport) {
+    for (file, offset, bytes) in &report.trimmed {
+        tracing::warn!(
+            file = %file,
+            offset,
+            bytes,
+            "a torn tail was trimmed: {bytes} bytes after the last whole record at offset {offset}, never acknowledged"
+        );
+    }
+    for (file, reason) in &report.skipped_snapshots {
+        tracing::warn!(
+            file = %file,
+            "a snapshot that does not verify was passed over: {reason}"
+        );
+    }
+    for what in &report.repaired {
+        tracing::warn!("work a crash had interrupted was finished: {what}");
+    }
+    for dir in &report.removed {
+        tracing::warn!(
+            dir = %dir,
+            "an interrupted group creation was removed: nothing in it was acknowledged"
+        );
+    }
+}
+
 /// Opens the authority a URL names, with a generated authority key for memory.
 pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityService>, Failure> {
     match url {
@@ -160,6 +189,7 @@ pub fn open(url: &StoreUrl, options: &Options) -> Result<Arc<dyn AuthorityServic
             };
             let store = crate::store::FileStore::open(dir, store_options)
                 .map_err(|e| Failure::from_error(&format!("cannot open {url}"), &e))?;
+            log_repairs(store.report());
             Ok(Arc::new(store))
         }
         #[cfg(feature = "postgres")]
