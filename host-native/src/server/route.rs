@@ -132,8 +132,8 @@ impl Route {
         handler.layer(
             ServiceBuilder::new()
                 .layer(HandleErrorLayer::new(
-                    move |headers: HeaderMap, _: tower::BoxError| async move {
-                        routes::timed_out(&headers, limit)
+                    move |format: routes::Answered, _: tower::BoxError| async move {
+                        routes::timed_out(format, limit)
                     },
                 ))
                 .layer(TimeoutLayer::new(limit)),

@@ -47,9 +47,9 @@ async fn blocking<T: Send + 'static>(
 
 /// The answer to a request that took longer than `limit` (`ServerConfig::request_timeout`):
 /// 503 `STORAGE`, which a client retries (commands are idempotent).
-pub(super) fn timed_out(headers: &HeaderMap, limit: std::time::Duration) -> Response {
+pub(super) fn timed_out(format: Answered, limit: std::time::Duration) -> Response {
     wire::error(
-        Format::accepted(headers, Format::Json),
+        format.0,
         &Error::new(
             Code::Storage,
             format!(
@@ -74,6 +74,19 @@ pub(super) async fn metrics(State(app): State<App>) -> Response {
 
 fn path_id(value: &str, what: &str) -> Result<Id, Error> {
     Id::new(value).map_err(|e| Error::malformed(format!("{what} in the URL: {e}")))
+}
+
+/// The format a request's answer is written in ([`Format::accepted`], JSON by default), read
+/// from its `Accept` header before the handler runs: what a request that times out is answered
+/// in, without a copy of every header of every request.
+pub(super) struct Answered(Format);
+
+impl<S: Send + Sync> FromRequestParts<S> for Answered {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Answered(Format::accepted(&parts.headers, Format::Json)))
+    }
 }
 
 /// A route's path segments, percent-decoded; a segment that does not decode to UTF-8 is
