@@ -357,7 +357,9 @@ export class Client {
    * against `trustedKey` and restores it, then resumes strictly after it. Resolves to
    * `{cursor, restored}`. With `trustedKey`, each page's signed head is offered to the
    * replica after the page's events (when it has `offerHead`); `onHead(head, result)` hears
-   * each (`result` undefined without a key); a `FORK` or `HEAD_INVALID` is thrown.
+   * each (`result` undefined without a key); a `FORK` or `HEAD_INVALID` is thrown. A page
+   * the replica rejects, or one that does not advance its cursor (a repeat, or a gap after
+   * it), throws `LOG_CORRUPT`: the replay never asks for the same page forever.
    */
   async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents, onHead } = {}) {
     let restored = false;
@@ -373,10 +375,22 @@ export class Client {
         continue;
       }
       if (events.length > 0) {
+        const before = replica.cursor;
         const summary = await replica.offerBatch(events.map((e) => encodeEvent(e)));
         onEvents?.(events, summary);
         if (summary.rejected > 0) {
           throw new HttpError("LOG_CORRUPT", `the server sent events the replica rejects: ${JSON.stringify(summary.errors[0])}`, { errors: summary.errors }, 200);
+        }
+        // A page that repeats what the replica holds, or starts past its next seq, would be
+        // asked for again and again.
+        if (replica.cursor <= before) {
+          const seqs = events.map((e) => e.seq);
+          throw new HttpError(
+            "LOG_CORRUPT",
+            `the server answered the page after seq ${before} with seqs ${JSON.stringify(seqs.slice(0, 10))}${seqs.length > 10 ? "…" : ""}, none of them seq ${before + 1}`,
+            { after: before, received: seqs.slice(0, 10) },
+            200,
+          );
         }
       }
       if (head) await offerHeadTo(replica, head, trustedKey, onHead);

@@ -4,6 +4,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 import * as mwp from "../src/node.js";
+import { makeCommands } from "./helpers.js";
+import { startMockServer } from "./mock-server.js";
+
+const c = makeCommands(mwp);
 
 /**
  * A raw stand-in server: each connection's request head goes to `answer(socket, n, head)`,
@@ -116,4 +120,27 @@ test("answers of the wrong shape are MALFORMED; oversized answers are not read",
   await assert.rejects(client.groups(), isMalformed);
   await assert.rejects(client.authorityKey(), isMalformed);
   await assert.rejects(client.head("g1"), (e) => e instanceof mwp.HttpError && e.status === 404 && e.code === "STORAGE");
+});
+
+test("replay stops at a page that repeats or skips instead of asking for it forever", { timeout: 30_000 }, async (t) => {
+  const real = await startMockServer(mwp, { authorityKey: c.key("@authority") });
+  const upstream = new mwp.Client(real.url);
+  for (const cmd of [c.open(), c.create("w1"), c.create("w2")]) await upstream.submit(cmd);
+  const { events } = await upstream.page("g1");
+  await real.close();
+  const cases = {
+    repeats: () => [events[0]],
+    skips: (after) => (after === 0 ? [events[0]] : [events[2]]),
+  };
+  for (const [name, pageAfter] of Object.entries(cases)) {
+    const server = await standIn((socket, _, head) => {
+      const after = Number(new URL(head.split(" ")[1], "http://x").searchParams.get("after"));
+      json(socket, "200 OK", { events: pageAfter(after) });
+    });
+    const replica = new mwp.Replica("g1");
+    await assert.rejects(new mwp.Client(server.url).replay(replica), (e) => e instanceof mwp.HttpError && e.code === "LOG_CORRUPT", name);
+    assert.equal(replica.cursor, 1, name);
+    assert.ok(server.state.connections <= 2, `${name}: ${server.state.connections} requests`);
+    await server.close();
+  }
 });
