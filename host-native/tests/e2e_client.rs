@@ -766,6 +766,35 @@ fn verify_source_over_http_reads_no_more_of_a_file_than_a_reader_accepts() {
 }
 
 #[test]
+fn submit_refuses_a_success_that_is_not_this_commands_receipt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (key, _) = keygen(dir.path(), "k.key");
+    let events = transcript_events();
+    let event: mwp_core::Event = serde_json::from_value(events[1].clone()).expect("an event");
+    let other = serde_json::to_vec(&mwp_core::Receipt::of(&event)).expect("json");
+    // Each answers GET /v1/authority as mwp does, then a 200 to the command.
+    let answering = |answer: Vec<u8>| {
+        stand_in(move |_, head| {
+            if target(head) == "/v1/authority" {
+                let key = json!({"key": "ab".repeat(32)}).to_string();
+                return http("200 OK", "application/json", key.as_bytes());
+            }
+            http("200 OK", "application/json", &answer)
+        })
+    };
+    for (answer, needle) in [
+        (other, "a receipt of another command"),
+        (b"{\"hello\": 1}".to_vec(), "not a receipt"),
+    ] {
+        let base = answering(answer);
+        let out = submit(&base, &key, "alice", &[], &create_work("w1"));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{needle}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "nothing printed as a decision");
+    }
+}
+
+#[test]
 fn completions_are_printed_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {
         let out = mwp().args(["completions", shell]).output().expect("runs");

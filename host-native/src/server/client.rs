@@ -301,9 +301,26 @@ impl Client {
             req = req.header("authorization", auth);
         }
         let resp = req.send(body).map_err(|e| unreachable(&url, e))?;
-        let (duplicate, body) = Client::read(&url, resp, MAX_RECEIPT_BYTES)?;
+        // A success that is no receipt is no decision of an mwp server: `STORAGE` with the
+        // status, as an answer that is not mwp's, never a rejection.
+        let status = resp.status().as_u16();
+        let not_a_receipt = |what: String| {
+            Error::new(
+                Code::Storage,
+                format!("{url} answered {status} with {what}, not a receipt"),
+            )
+            .with("status", status)
+        };
+        let (duplicate, body) = match Client::read(&url, resp, MAX_RECEIPT_BYTES) {
+            Err(e) if e.code == Code::Malformed && (200..300).contains(&status) => {
+                return Err(not_a_receipt(format!(
+                    "more than {MAX_RECEIPT_BYTES} bytes"
+                )))
+            }
+            other => other?,
+        };
         let receipt = serde_json::from_slice(&body)
-            .map_err(|e| Error::malformed(format!("{url} answered no receipt: {e}")))?;
+            .map_err(|e| not_a_receipt(format!("something else ({e})")))?;
         Ok(Submitted { receipt, duplicate })
     }
 
