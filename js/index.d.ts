@@ -619,6 +619,8 @@ export class Client {
       /** Each signed head the stream carries, in order with the events; awaited. */
       onHead?: (head: SignedHead) => void | Promise<void>;
       retry?: TailRetry | false;
+      /** Milliseconds without a byte (or an answer) after which the stream counts as dropped and is reconnected (60 000). */
+      idleMs?: number;
     },
   ): AsyncGenerator<Event, void, undefined>;
   /** `onEvent` sees each event from the tail; `onLive` is called once the replay is done and the tail is open. */
@@ -633,6 +635,8 @@ export class Client {
       onReconnect?: (r: TailReconnect) => void;
       onHead?: (head: SignedHead, result: HeadOfferResult | undefined) => void;
       retry?: TailRetry | false;
+      /** As `tail`'s `idleMs`. */
+      idleMs?: number;
     },
   ): Promise<void>;
 }

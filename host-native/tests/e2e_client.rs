@@ -7,7 +7,7 @@ mod e2e_support;
 use e2e_support::spawn_serve;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -509,6 +509,288 @@ fn hostile_inputs_are_clear_errors_with_exit_2() {
     ] {
         let out = mwp().args(&args).output().expect("runs");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+/// A stand-in HTTP server that hands each connection, with its number and request head, to
+/// `serve` on a thread of its own: it may write part of an answer and hold the connection
+/// open. Returns its base URL.
+fn stand_in_open(serve: impl Fn(usize, &str, TcpStream) + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binds");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let serve = Arc::new(serve);
+    std::thread::spawn(move || {
+        for (n, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { return };
+            let serve = Arc::clone(&serve);
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|r| r == 1) {
+                    head.push(byte[0]);
+                }
+                serve(n, &String::from_utf8_lossy(&head), conn);
+            });
+        }
+    });
+    base
+}
+
+/// The `after` query value of a request head.
+fn after_of(head: &str) -> u64 {
+    let target = target(head);
+    target
+        .split(['?', '&'])
+        .find_map(|kv| kv.strip_prefix("after="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A page answer (`GET …/events`) holding `events`.
+fn page(events: &[&Value]) -> Vec<u8> {
+    http(
+        "200 OK",
+        "application/json",
+        json!({ "events": events }).to_string().as_bytes(),
+    )
+}
+
+#[test]
+fn replay_from_a_server_stops_at_a_page_that_repeats_skips_or_is_not_the_group() {
+    let events = transcript_events();
+    let mut tampered = events[1].clone();
+    tampered["at"] = json!(tampered["at"].as_u64().expect("at") + 1);
+    // Each server answers its pages from `answer(after)`, and no group list.
+    type Pages = fn(&[Value], &Value, u64) -> Vec<Value>;
+    let cases: [(&str, Pages, &str, &str); 4] = [
+        // Seq 1, whatever the cursor: the loop that never ended.
+        (
+            "repeats",
+            |ev, _, _| vec![ev[0].clone()],
+            "g1",
+            "expected seq 2, received seq 1",
+        ),
+        (
+            "skips",
+            |ev, _, after| match after {
+                0 => vec![ev[0].clone(), ev[2].clone()],
+                _ => vec![],
+            },
+            "g1",
+            "expected seq 2, received seq 3",
+        ),
+        (
+            "tampered",
+            |ev, t, after| match after {
+                0 => vec![ev[0].clone(), t.clone()],
+                _ => vec![],
+            },
+            "g1",
+            "seq 2 does not verify",
+        ),
+        (
+            "another group",
+            |ev, _, after| match after {
+                0 => vec![ev[0].clone()],
+                _ => vec![],
+            },
+            "g2",
+            "an event of group g1",
+        ),
+    ];
+    for (name, pages, group, needle) in cases {
+        let (ev, t) = (events.clone(), tampered.clone());
+        let base = stand_in(move |_, head| {
+            if !target(head).contains("/events?") {
+                return http("404 Not Found", "application/json", b"{}");
+            }
+            let answer = pages(&ev, &t, after_of(head));
+            page(&answer.iter().collect::<Vec<_>>())
+        });
+        let mut child = mwp()
+            .args(["replay", "--server", &base, "--group", group])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts");
+        // Bounded: a replay that loops is killed, and fails the test below.
+        let started = std::time::Instant::now();
+        while child.try_wait().expect("waits").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(20) {
+                let _ = child.kill();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().expect("runs");
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{name}: {}", stderr(&out));
+        let printed: Vec<Value> = lines(&out.stdout)
+            .iter()
+            .map(|e| e["seq"].clone())
+            .collect();
+        let expected = if group == "g1" {
+            vec![json!(1)]
+        } else {
+            vec![]
+        };
+        assert_eq!(
+            printed, expected,
+            "{name}: the events before the bad one, once"
+        );
+    }
+}
+
+#[test]
+fn tail_reconnects_a_stream_gone_silent_and_gives_up_on_a_server_that_never_answers() {
+    let events = transcript_events();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    // First connection: seq 1 and 2, then silence with the connection held open (no
+    // keep-alive). Second: seq 3.
+    let base = stand_in_open(move |n, head, mut conn| {
+        seen.lock().expect("lock").push(head.to_lowercase());
+        match n {
+            0 => {
+                let _ = conn.write_all(&sse(&[&events[0], &events[1]])[..]);
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            }
+            _ => {
+                let _ = conn.write_all(&sse(&[&events[2]]));
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = mwp()
+        .args(["tail", "--server", &base, "--group", "g1", "--until", "3"])
+        .args(["--idle-timeout", "1"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let printed: Vec<Value> = lines(&out.stdout)
+        .iter()
+        .map(|e| e["seq"].clone())
+        .collect();
+    assert_eq!(printed, vec![json!(1), json!(2), json!(3)]);
+    assert!(
+        stderr(&out).contains("reconnecting after seq 2"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(heads.lock().expect("lock")[1].contains("last-event-id: 2"));
+
+    // A server that accepts and never answers: exit 3, as one that cannot be reached.
+    let mute = stand_in_open(|_, _, _conn| std::thread::sleep(std::time::Duration::from_secs(60)));
+    let started = std::time::Instant::now();
+    let out = mwp()
+        .args([
+            "tail",
+            "--server",
+            &mute,
+            "--group",
+            "g1",
+            "--idle-timeout",
+            "1",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
+
+#[test]
+fn error_answers_are_read_bounded_and_quoted_without_control_characters() {
+    // A 404 far longer than any mwp error, full of terminal escapes.
+    let huge = stand_in(|_, _| http("404 Not Found", "text/html", &b"\x1b[31mx".repeat(2 << 20)));
+    // An mwp error whose message would retitle and clear the terminal.
+    let escapes = stand_in(|_, _| {
+        let body =
+            json!({"code": "NOT_FOUND", "message": "group \u{1b}]0;pwned\u{7}\u{1b}[2J gone"});
+        http(
+            "404 Not Found",
+            "application/json",
+            body.to_string().as_bytes(),
+        )
+    });
+    for (base, needle) in [(&huge, "not an mwp error"), (&escapes, "\\u{1b}]0;pwned")] {
+        let out = mwp()
+            .args(["groups", "--server", base])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            !out.stderr.contains(&0x1b),
+            "raw escapes: {:?}",
+            stderr(&out)
+        );
+        assert!(
+            out.stderr.len() < 4096,
+            "{} bytes of stderr",
+            out.stderr.len()
+        );
+        assert!(stderr(&out).contains(needle), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn verify_source_over_http_reads_no_more_of_a_file_than_a_reader_accepts() {
+    // head.json said to be 64 MiB: 1 MiB of it sent, then the connection held open.
+    let base = stand_in_open(|_, _, mut conn| {
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 67108864\r\n\r\n";
+        let _ = conn.write_all(head.as_bytes());
+        let _ = conn.write_all(&vec![b' '; 1 << 20]);
+        std::thread::sleep(std::time::Duration::from_secs(90));
+    });
+    let started = std::time::Instant::now();
+    let out = mwp()
+        .args([
+            "verify",
+            "--source",
+            &base,
+            "--group",
+            "g1",
+            "--authority-key",
+        ])
+        .arg("a".repeat(64))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = &lines(&out.stdout)[0];
+    assert_eq!(report["error"]["code"], "MALFORMED", "{report}");
+    assert_eq!(report["error"]["file"], "head.json", "{report}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "it waited for the rest"
+    );
+}
+
+#[test]
+fn submit_refuses_a_success_that_is_not_this_commands_receipt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (key, _) = keygen(dir.path(), "k.key");
+    let events = transcript_events();
+    let event: mwp_core::Event = serde_json::from_value(events[1].clone()).expect("an event");
+    let other = serde_json::to_vec(&mwp_core::Receipt::of(&event)).expect("json");
+    // Each answers GET /v1/authority as mwp does, then a 200 to the command.
+    let answering = |answer: Vec<u8>| {
+        stand_in(move |_, head| {
+            if target(head) == "/v1/authority" {
+                let key = json!({"key": "ab".repeat(32)}).to_string();
+                return http("200 OK", "application/json", key.as_bytes());
+            }
+            http("200 OK", "application/json", &answer)
+        })
+    };
+    for (answer, needle) in [
+        (other, "a receipt of another command"),
+        (b"{\"hello\": 1}".to_vec(), "not a receipt"),
+    ] {
+        let base = answering(answer);
+        let out = submit(&base, &key, "alice", &[], &create_work("w1"));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{needle}: {}", stderr(&out));
+        assert!(out.stdout.is_empty(), "nothing printed as a decision");
     }
 }
 

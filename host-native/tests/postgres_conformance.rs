@@ -848,6 +848,115 @@ fn damage_in_the_log_is_log_corrupt_not_a_decision() {
     assert_eq!(pg.head_seq(&g).expect("head"), 3, "nothing appended");
 }
 
+/// Reads of rows another process changed: each page is checked row by row, and what does
+/// not hold is `LOG_CORRUPT` naming the group and the seq, never a page with a hole in it.
+#[test]
+fn events_read_from_changed_rows_are_log_corrupt_naming_group_and_seq() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "readcorrupt");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 5); // seq 1..=6
+    let good = pg.events(&g, 0, 100).expect("log");
+    assert_eq!(good.len(), 6);
+    let mut c = schema.client();
+    let set = |c: &mut postgres::Client, seq: i64, bytes: &[u8]| {
+        c.execute(
+            "UPDATE mwp_events SET bytes = $1 WHERE group_id = 'g1' AND seq = $2",
+            &[&bytes, &seq],
+        )
+        .expect("change a row");
+    };
+    let check = |after: u64, limit: usize, needle: &str, seq: u64| {
+        let e = pg.events(&g, after, limit).expect_err("refused");
+        assert_eq!(e.code, Code::LogCorrupt, "{e}");
+        assert!(e.message.contains("group g1"), "{e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        assert_eq!(e.details.get("seq"), Some(&serde_json::json!(seq)), "{e}");
+    };
+    let cbor = |e: &Event| e.to_cbor().expect("cbor");
+    // Bytes that do not decode: damage, not MALFORMED input.
+    set(&mut c, 3, b"\x00garbage");
+    check(0, 100, "at seq 3 does not verify", 3);
+    // Bytes of another seq (swapped rows): each decodes and verifies on its own.
+    set(&mut c, 3, &cbor(&good[3]));
+    check(0, 100, "holds seq 4", 3);
+    check(2, 1, "holds seq 4", 3);
+    // An event whose id no longer matches its bytes.
+    let mut tampered = good[2].clone();
+    tampered.at += 1;
+    set(&mut c, 3, &cbor(&tampered));
+    check(1, 100, "at seq 3 does not verify", 3);
+    set(&mut c, 3, &cbor(&good[2]));
+    assert_eq!(pg.events(&g, 0, 100).expect("restored"), good);
+    // A row removed: a gap, within a page and at its end.
+    c.batch_execute(
+        "DELETE FROM mwp_receipts WHERE group_id = 'g1' AND seq = 5;
+         DELETE FROM mwp_events WHERE group_id = 'g1' AND seq = 5;",
+    )
+    .expect("remove a row");
+    check(0, 100, "skip from seq 4 to seq 6", 5);
+    check(4, 1, "skip from seq 4 to seq 6", 5);
+    // A head row that claims more than the rows hold.
+    c.execute(
+        "DELETE FROM mwp_events WHERE group_id = 'g1' AND seq = 6",
+        &[],
+    )
+    .expect("remove the last row");
+    check(4, 10, "end at seq 4, but its head row is at seq 6", 5);
+    // The first event of a page chains to the row at the cursor.
+    c.execute("UPDATE mwp_groups SET seq = 4 WHERE group_id = 'g1'", &[])
+        .expect("move the head row");
+    let mut forked = good[1].clone();
+    forked.prev = good[2].id;
+    forked.id = forked.compute_id().expect("id");
+    set(&mut c, 2, &cbor(&forked));
+    check(1, 1, "does not chain to the one at seq 1", 2);
+    check(2, 10, "does not chain to the one at seq 2", 3);
+    // Rows past the head row are not served.
+    set(&mut c, 2, &cbor(&good[1]));
+    c.execute("UPDATE mwp_groups SET seq = 3 WHERE group_id = 'g1'", &[])
+        .expect("move the head row back");
+    assert_eq!(pg.events(&g, 0, 100).expect("up to the head"), good[..3]);
+}
+
+/// A column another process altered (another type, NULLs let in) is an error naming the
+/// group and the column, never a panic of the reading thread.
+#[test]
+fn columns_altered_by_another_process_are_errors_not_panics() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "altered");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2);
+    drop(pg);
+    let mut c = schema.client();
+    c.batch_execute(
+        "ALTER TABLE mwp_events ALTER COLUMN bytes DROP NOT NULL;
+         UPDATE mwp_events SET bytes = NULL WHERE group_id = 'g1' AND seq = 2;",
+    )
+    .expect("let a NULL in");
+    let pg = schema.open("snapshot_every=0");
+    let e = pg.events(&g, 0, 10).expect_err("a NULL");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains("group g1") && e.message.contains("seq 2"),
+        "{e}"
+    );
+    let e = pg
+        .submit(&create_work("g1", "alice", "later", "wz"), 9000)
+        .expect_err("a NULL");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(e.message.contains("mwp_events.bytes"), "{e}");
+    drop(pg);
+    c.batch_execute("ALTER TABLE mwp_groups ALTER COLUMN seq TYPE integer")
+        .expect("another type");
+    let pg = schema.open("snapshot_every=0");
+    let e = pg.head_seq(&g).expect_err("another type");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(e.message.contains("mwp_groups.seq"), "{e}");
+}
+
 #[test]
 fn the_authority_key_is_pinned_by_the_database() {
     let server = require_server!();

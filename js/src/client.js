@@ -7,14 +7,85 @@ import { encodeEvent, signRead } from "./api.js";
 
 const JSON_TYPE = "application/json";
 
+/** Largest answer read, in bytes (a page of 1,000 of the largest events fits). */
+export const MAX_ANSWER_BYTES = 512 * 1024 * 1024;
+/** Largest error answer read, in bytes: an mwp error is a short JSON object. */
+const MAX_ERROR_BYTES = 64 * 1024;
+/**
+ * Largest live-tail message (its lines together), in characters: no event is larger than a
+ * log record (16 MiB), plus room for the `data:` framing.
+ */
+export const MAX_MESSAGE_CHARS = 16 * 1024 * 1024 + 64 * 1024;
+/** How long a live tail may receive nothing before it counts as dropped (the server sends a keep-alive every 15 s). */
+export const TAIL_IDLE_MS = 60_000;
+
+/** A `MALFORMED` HttpError for an answer that is not mwp's (`status` is the HTTP status it came with). */
+function malformed(message, status, details = {}) {
+  return new HttpError("MALFORMED", message, details, status);
+}
+
+/**
+ * The body of `response`, at most `max` bytes: `undefined` when it is longer (the rest is
+ * not read, the body is cancelled).
+ */
+async function readCapped(response, max) {
+  const declared = Number(response.headers?.get?.("content-length") ?? NaN);
+  if (declared > max) {
+    await response.body?.cancel?.().catch(() => {});
+    return undefined;
+  }
+  if (!response.body?.getReader) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return bytes.length > max ? undefined : bytes;
+  }
+  const parts = [];
+  let length = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.length;
+    if (length > max) {
+      await reader.cancel().catch(() => {});
+      return undefined;
+    }
+    parts.push(value);
+  }
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  return bytes;
+}
+
+/** The JSON answer of `response` (read as `readCapped` reads it); anything else is MALFORMED naming `what`. */
+async function jsonOf(response, what) {
+  const bytes = await readCapped(response, MAX_ANSWER_BYTES);
+  if (bytes === undefined) throw malformed(`${what} answered more than ${MAX_ANSWER_BYTES} bytes: not an mwp answer`, response.status, { limit: MAX_ANSWER_BYTES });
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch (e) {
+    throw malformed(`${what} answered something that is not JSON: ${e?.message ?? e}`, response.status);
+  }
+}
+
+/** Whether `v` is a JSON object (not null, not an array). */
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
 async function errorOf(response) {
   let body = {};
   try {
-    body = await response.json();
+    const bytes = await readCapped(response, MAX_ERROR_BYTES);
+    if (bytes !== undefined) body = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     // Not JSON: report the status alone.
   }
-  const { code = "STORAGE", message = `HTTP ${response.status} ${response.statusText}`, ...details } = body ?? {};
+  if (!isObject(body) || typeof body.code !== "string" || typeof body.message !== "string") body = {};
+  const { code = "STORAGE", message = `HTTP ${response.status} ${response.statusText}`, ...details } = body;
   return new HttpError(code, message, details, response.status);
 }
 
@@ -42,19 +113,35 @@ function sleep(ms, signal) {
   });
 }
 
+/** Resolves with `reader.read()`, or rejects with a retryable HttpError after `idleMs` without an answer. */
+function readWithin(reader, idleMs) {
+  let timer;
+  const idle = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new HttpError("STORAGE", `the live tail sent nothing for ${idleMs} ms`, { idleMs }, 0)), idleMs);
+  });
+  return Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
+}
+
 /**
  * The events of a Server-Sent Events body, JSON-decoded; an `event: error` message throws;
  * an `event: head` message (a signed head) is awaited through `onHead`, in stream order.
+ *
+ * Bounded: a message (its lines together) longer than `MAX_MESSAGE_CHARS` throws MALFORMED
+ * without reading it whole; a message that is not a JSON object (an event must carry an
+ * integer `seq`) throws MALFORMED; nothing arriving for `idleMs` throws a retryable
+ * HttpError (status 0), as a dropped connection does.
  */
-async function* readSse(body, onHead) {
+async function* readSse(body, onHead, idleMs = TAIL_IDLE_MS) {
   const decoder = new TextDecoder();
   let buffer = "";
   let data = [];
+  let dataChars = 0;
   let type = "message";
   const reader = body.getReader();
+  const tooLong = () => malformed(`the live tail sent a message longer than ${MAX_MESSAGE_CHARS} characters: not an mwp event`, 200, { limit: MAX_MESSAGE_CHARS });
   try {
     for (;;) {
-      const { value, done } = await reader.read();
+      const { value, done } = await readWithin(reader, idleMs);
       if (done) return;
       buffer += decoder.decode(value, { stream: true });
       let nl;
@@ -63,19 +150,33 @@ async function* readSse(body, onHead) {
         buffer = buffer.slice(nl + 1);
         if (line === "") {
           if (data.length > 0) {
-            const payload = JSON.parse(data.join("\n"));
-            if (type === "error") throw new HttpError(payload.code, payload.message, payload, 200);
-            if (type === "message" || type === "event") yield payload;
-            else if (type === "head") await onHead?.(payload);
+            let payload;
+            try {
+              payload = JSON.parse(data.join("\n"));
+            } catch (e) {
+              throw malformed(`the live tail sent a message that is not JSON: ${e?.message ?? e}`, 200);
+            }
+            if (!isObject(payload)) throw malformed(`the live tail sent a message that is not a JSON object: ${data.join("\n").slice(0, 200)}`, 200);
+            if (type === "error") throw new HttpError(String(payload.code ?? "STORAGE"), String(payload.message ?? "the live tail ended with an error"), payload, 200);
+            if (type === "message" || type === "event") {
+              if (!Number.isSafeInteger(payload.seq) || payload.seq < 1) throw malformed(`the live tail sent an event without a valid seq: ${JSON.stringify(payload.seq)}`, 200);
+              yield payload;
+            } else if (type === "head") await onHead?.(payload);
           }
           data = [];
+          dataChars = 0;
           type = "message";
         } else if (line.startsWith("data:")) {
-          data.push(line.slice(5).replace(/^ /, ""));
+          const value = line.slice(5).replace(/^ /, "");
+          dataChars += value.length + 1;
+          if (dataChars > MAX_MESSAGE_CHARS) throw tooLong();
+          data.push(value);
         } else if (line.startsWith("event:")) {
           type = line.slice(6).trim();
         }
       }
+      // A line still without its end: bounded as a message is.
+      if (buffer.length + dataChars > MAX_MESSAGE_CHARS) throw tooLong();
     }
   } finally {
     reader.cancel().catch(() => {});
@@ -168,13 +269,17 @@ export class Client {
   /** The server's authority public key (hex): `GET /v1/authority`. */
   async authorityKey() {
     const r = await this.#request("/v1/authority");
-    return (await r.json()).key;
+    const answer = await jsonOf(r, "/v1/authority");
+    if (!isObject(answer) || typeof answer.key !== "string") throw malformed("/v1/authority answered no key", r.status);
+    return answer.key;
   }
 
   /** The groups the server holds: `{groups: [{group, head}]}` (`GET /v1/groups`). */
   async groups() {
     const r = await this.#request("/v1/groups");
-    return r.json();
+    const answer = await jsonOf(r, "/v1/groups");
+    if (!isObject(answer) || !Array.isArray(answer.groups)) throw malformed("/v1/groups answered no groups", r.status);
+    return answer;
   }
 
   /**
@@ -183,7 +288,9 @@ export class Client {
    */
   async submit(command) {
     const r = await this.#request(`/v1/groups/${Client.#group(command.group)}/commands`, { method: "POST", body: command });
-    return { receipt: await r.json(), duplicate: r.headers.get("mwp-duplicate") === "true" };
+    const receipt = await jsonOf(r, "POST …/commands");
+    if (!isObject(receipt)) throw malformed("POST …/commands answered no receipt", r.status);
+    return { receipt, duplicate: r.headers.get("mwp-duplicate") === "true" };
   }
 
   /**
@@ -204,14 +311,20 @@ export class Client {
    */
   async page(group, { after = 0, limit, signal } = {}) {
     const r = await this.#request(`/v1/groups/${Client.#group(group)}/events`, { query: { after, limit }, signal });
-    const { events, head } = await r.json();
+    const answer = await jsonOf(r, `/v1/groups/${group}/events`);
+    if (!isObject(answer) || !Array.isArray(answer.events) || !answer.events.every(isObject)) {
+      throw malformed(`/v1/groups/${group}/events answered no page of events`, r.status);
+    }
+    const { events, head } = answer;
     return { events, head: head ?? undefined };
   }
 
   /** The group's latest signed head (`GET /v1/groups/{group}/head`), JSON form. */
   async head(group, { signal } = {}) {
     const r = await this.#request(`/v1/groups/${Client.#group(group)}/head`, { signal });
-    return r.json();
+    const head = await jsonOf(r, `/v1/groups/${group}/head`);
+    if (!isObject(head)) throw malformed(`/v1/groups/${group}/head answered no signed head`, r.status);
+    return head;
   }
 
   /** The original receipt of (actor, action), or `undefined` if there is none. */
@@ -220,7 +333,9 @@ export class Client {
       const r = await this.#request(
         `/v1/groups/${Client.#group(group)}/receipts/${encodeURIComponent(actor)}/${encodeURIComponent(action)}`,
       );
-      return await r.json();
+      const receipt = await jsonOf(r, "GET …/receipts");
+      if (!isObject(receipt)) throw malformed("GET …/receipts answered no receipt", r.status);
+      return receipt;
     } catch (e) {
       if (e instanceof HttpError && (e.status === 404 || e.code === "NOT_FOUND")) return undefined;
       throw e;
@@ -231,7 +346,9 @@ export class Client {
   async snapshot(group, location) {
     const path = location ?? `/v1/groups/${Client.#group(group)}/snapshots/latest`;
     const r = await this.#request(path.startsWith("/") ? path : `/${path}`, { accept: "application/cbor" });
-    return new Uint8Array(await r.arrayBuffer());
+    const bytes = await readCapped(r, MAX_ANSWER_BYTES);
+    if (bytes === undefined) throw malformed(`${path} answered more than ${MAX_ANSWER_BYTES} bytes: not an mwp snapshot`, r.status, { limit: MAX_ANSWER_BYTES });
+    return bytes;
   }
 
   /**
@@ -240,7 +357,9 @@ export class Client {
    * against `trustedKey` and restores it, then resumes strictly after it. Resolves to
    * `{cursor, restored}`. With `trustedKey`, each page's signed head is offered to the
    * replica after the page's events (when it has `offerHead`); `onHead(head, result)` hears
-   * each (`result` undefined without a key); a `FORK` or `HEAD_INVALID` is thrown.
+   * each (`result` undefined without a key); a `FORK` or `HEAD_INVALID` is thrown. A page
+   * the replica rejects, or one that does not advance its cursor (a repeat, or a gap after
+   * it), throws `LOG_CORRUPT`: the replay never asks for the same page forever.
    */
   async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents, onHead } = {}) {
     let restored = false;
@@ -256,10 +375,22 @@ export class Client {
         continue;
       }
       if (events.length > 0) {
+        const before = replica.cursor;
         const summary = await replica.offerBatch(events.map((e) => encodeEvent(e)));
         onEvents?.(events, summary);
         if (summary.rejected > 0) {
           throw new HttpError("LOG_CORRUPT", `the server sent events the replica rejects: ${JSON.stringify(summary.errors[0])}`, { errors: summary.errors }, 200);
+        }
+        // A page that repeats what the replica holds, or starts past its next seq, would be
+        // asked for again and again.
+        if (replica.cursor <= before) {
+          const seqs = events.map((e) => e.seq);
+          throw new HttpError(
+            "LOG_CORRUPT",
+            `the server answered the page after seq ${before} with seqs ${JSON.stringify(seqs.slice(0, 10))}${seqs.length > 10 ? "…" : ""}, none of them seq ${before + 1}`,
+            { after: before, received: seqs.slice(0, 10) },
+            200,
+          );
         }
       }
       if (head) await offerHeadTo(replica, head, trustedKey, onHead);
@@ -287,26 +418,40 @@ export class Client {
    * tail. `onReconnect({attempt, delayMs, after, error})` is called before each wait.
    * `onHead(head)` hears each signed head the stream carries (`event: head`, SPEC §8a), in
    * order with the events and awaited before the next one; an error it throws ends the tail.
+   *
+   * What a server sends is bounded: a stream that sends nothing (not even its keep-alive,
+   * every 15 s) for `idleMs` (60 000) counts as dropped and is reconnected; a message longer
+   * than an event can be, or one that is not an event, throws `HttpError` `MALFORMED`.
    */
-  async *tail(group, { after = 0, signal, onOpen, onReconnect, onHead, retry = {} } = {}) {
+  async *tail(group, { after = 0, signal, onOpen, onReconnect, onHead, retry = {}, idleMs = TAIL_IDLE_MS } = {}) {
     const { initialMs = 250, maxMs = 10_000, attempts = Infinity } = retry === false ? {} : retry;
     let last = after;
     let failures = 0;
     let opened = false;
     for (;;) {
       let error;
+      // This connection's own signal: `signal`'s abort, or no answer within `idleMs`.
+      const connection = new AbortController();
+      const forward = () => connection.abort(signal.reason);
+      if (signal?.aborted) forward();
+      else signal?.addEventListener("abort", forward, { once: true });
+      const unanswered = setTimeout(
+        () => connection.abort(new HttpError("STORAGE", `the live tail of ${group} had no answer within ${idleMs} ms`, { group, idleMs }, 0)),
+        idleMs,
+      );
       try {
         const r = await this.#request(`/v1/groups/${Client.#group(group)}/events/stream`, {
           query: { after: last },
           accept: "text/event-stream",
-          signal,
+          signal: connection.signal,
           headers: opened ? { "last-event-id": String(last) } : {},
         });
+        clearTimeout(unanswered);
         if (!opened) {
           opened = true;
           onOpen?.();
         }
-        for await (const event of readSse(r.body, onHead)) {
+        for await (const event of readSse(r.body, onHead, idleMs)) {
           // A stream that delivers is a good connection: the next drop starts the backoff over.
           failures = 0;
           if (event.seq <= last) continue;
@@ -323,6 +468,10 @@ export class Client {
       } catch (e) {
         if (e?.name === "AbortError" || signal?.aborted || !retryable(e)) throw e;
         error = e;
+      } finally {
+        clearTimeout(unanswered);
+        signal?.removeEventListener("abort", forward);
+        connection.abort();
       }
       if (retry === false) {
         if (error) throw error;
@@ -345,11 +494,11 @@ export class Client {
    * is offered to the replica (`offerHead`): `onHead(head, result)` hears each; a `FORK` or
    * `HEAD_INVALID` is thrown. Events past `replica.verifiedThrough` are provisional.
    */
-  async follow(replica, { trustedKey, org, signal, onEvent, onLive, onReconnect, onHead, retry } = {}) {
+  async follow(replica, { trustedKey, org, signal, onEvent, onLive, onReconnect, onHead, retry, idleMs } = {}) {
     await this.replay(replica, { trustedKey, org, signal, onHead });
     const offerHead = (head) => offerHeadTo(replica, head, trustedKey, onHead);
     try {
-      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive, onReconnect, onHead: offerHead, retry })) {
+      for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive, onReconnect, onHead: offerHead, retry, idleMs })) {
         const result = await replica.offerBatch([encodeEvent(event)]);
         onEvent?.(event, result);
       }

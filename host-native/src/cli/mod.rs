@@ -612,7 +612,11 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("mwp: {}", f.message);
+            // Control characters escaped: a message may quote what a server or a file said.
+            eprintln!(
+                "mwp: {}",
+                crate::server::client::printable(&f.message, usize::MAX)
+            );
             ExitCode::from(f.exit)
         }
     }

@@ -1,5 +1,12 @@
 //! `mwp replay --data DIR --group G [--after N]` (or `--server URL`): a group's events as
 //! JSON lines, with a progress bar on stderr when it is a terminal.
+//!
+//! Every event read must continue the ones printed before it, as in `mwp tail`
+//! ([`super::client::tail::follow`]): of the group, the next seq, chained to the one before
+//! and intact. A source that answers anything else (a page that repeats, skips or goes
+//! back, another group's event, an event that does not hash to its id) stops the replay
+//! with exit 1 naming the expected and the received, after the events before it: it can
+//! neither loop forever nor print a history with a hole in it.
 
 use std::io::Write;
 
@@ -7,6 +14,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mwp_core::Id;
 
 use super::client::source::{Source, SourceArgs};
+use super::client::tail::{follow, Position};
 use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_OK, EXIT_UNAVAILABLE};
 
 /// Events fetched per call.
@@ -31,24 +39,28 @@ pub fn replay(
     out: &mut dyn Write,
     bar: &ProgressBar,
 ) -> Result<u64, Failure> {
-    let mut cursor = after;
+    // The chain is known from seq 1 on; after another seq, from the first event read.
+    let mut pos = Position {
+        seq: after,
+        id: (after == 0).then_some(mwp_core::Hash::ZERO),
+    };
     let mut written = 0;
     loop {
-        let events = source.events(group, cursor, PAGE)?;
-        let Some(last) = events.last() else {
+        let events = source.events(group, pos.seq, PAGE)?;
+        if events.is_empty() {
             return Ok(written);
-        };
-        cursor = last.seq;
+        }
         for event in &events {
+            pos = follow(pos, event, group)?;
             serde_json::to_writer(&mut *out, event)
                 .map_err(std::io::Error::from)
                 .and_then(|()| out.write_all(b"\n"))
                 .map_err(|e| {
                     Failure::new(EXIT_UNAVAILABLE, format!("cannot write the output: {e}"))
                 })?;
+            written += 1;
+            bar.inc(1);
         }
-        written += events.len() as u64;
-        bar.inc(events.len() as u64);
     }
 }
 

@@ -16,7 +16,7 @@ use mwp_core::audit::{split_artifact, Manifest, OrgPolicy, Tombstone};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Code, Error, Event, GroupState, Hash, Id, Result};
 
-use super::authority::{corrupt, to_i64, to_u64, PostgresAuthority};
+use super::authority::{column, column_of, corrupt, to_i64, to_u64, PostgresAuthority};
 use super::storage;
 
 /// The largest artifact stored: a PostgreSQL `bytea` value holds at most 1 GiB, and a little
@@ -119,11 +119,11 @@ impl PostgresAuthority {
         else {
             return Ok(None);
         };
-        let head = to_u64(row.get(0), group, "seq")?;
-        let sealed = match row.get::<_, Option<i64>>(1) {
+        let head = to_u64(column(&row, 0, group, "mwp_groups.seq")?, group, "seq")?;
+        let sealed = match column::<Option<i64>>(&row, 1, group, "mwp_audit.seq")? {
             None => None,
             Some(seq) => {
-                let hash: Option<&str> = row.get(2);
+                let hash: Option<&str> = column(&row, 2, group, "mwp_snapshots.state_hash")?;
                 let hash = hash.ok_or_else(|| {
                     corrupt(
                         group,
@@ -148,7 +148,9 @@ impl PostgresAuthority {
             client
                 .query_opt(&sql.audit_pending, &[&group.as_str()])
                 .map_err(sql_error("reading the audit row"))?
-                .is_none_or(|r| r.get::<_, bool>(0))
+                .map(|r| column::<bool>(&r, 0, group, "mwp_audit.remove_plain"))
+                .transpose()?
+                .unwrap_or(true)
         };
         if pending {
             self.seal_audit(group, now_ms)?;
@@ -247,7 +249,9 @@ impl PostgresAuthority {
                     &[&group.as_str(), &seq, &manifest.to_cbor()?],
                 )
                 .map_err(sql_error("reading the audit row"))?
-                .is_some_and(|r| r.get::<_, bool>(0));
+                .map(|r| column::<bool>(&r, 0, group, "mwp_audit.remove_plain"))
+                .transpose()?
+                .unwrap_or(false);
             if !due {
                 return Ok(Some(manifest));
             }
@@ -344,8 +348,8 @@ impl PostgresAuthority {
                         head.seq
                     ),
                 )
-            })?
-            .get(0);
+            })
+            .and_then(|r| column(&r, 0, group, "mwp_snapshots.bytes"))?;
         let snapshot = Snapshot::verify_stored(&snapshot_bytes, &self.public, group)?;
         let out = Capped {
             buf: Vec::new(),
@@ -370,8 +374,8 @@ impl PostgresAuthority {
                 ));
             }
             for row in rows {
-                let seq: i64 = row.get(0);
-                let bytes: &[u8] = row.get(1);
+                let seq: i64 = column(&row, 0, group, "mwp_events.seq")?;
+                let bytes: &[u8] = column(&row, 1, group, "mwp_events.bytes")?;
                 let event = Event::from_cbor_verified(bytes)?;
                 if seq != from + 1
                     || event.group != *group
@@ -425,11 +429,10 @@ impl PostgresAuthority {
         else {
             return Ok(None);
         };
-        let manifest = Manifest::from_cbor(row.get(0))?;
+        let manifest = Manifest::from_cbor(column(&row, 0, group, "mwp_audit.manifest")?)?;
         manifest.verify(Some(&self.public))?;
         check_group(group, &manifest.group)?;
-        let tombstone = row
-            .get::<_, Option<&[u8]>>(2)
+        let tombstone = column::<Option<&[u8]>>(&row, 2, group, "mwp_audit.tombstone")?
             .map(|t| {
                 let t = Tombstone::from_cbor(t)?;
                 t.verify(Some(&self.public))?;
@@ -439,7 +442,7 @@ impl PostgresAuthority {
             .transpose()?;
         Ok(Some(AuditStatus {
             manifest,
-            plain_removed: row.get(1),
+            plain_removed: column(&row, 1, group, "mwp_audit.plain_removed")?,
             tombstone,
         }))
     }
@@ -457,7 +460,9 @@ impl PostgresAuthority {
                 &[&group.as_str()],
             )
             .map_err(sql_error("reading the audit artifact"))?
-            .and_then(|r| r.get::<_, Option<Vec<u8>>>(0)))
+            .map(|r| column::<Option<Vec<u8>>>(&r, 0, group, "mwp_audit.artifact"))
+            .transpose()?
+            .flatten())
     }
 
     /// The stored tombstone of `group` (canonical CBOR of the signed
@@ -471,7 +476,9 @@ impl PostgresAuthority {
                 &[&group.as_str()],
             )
             .map_err(sql_error("reading the audit tombstone"))?
-            .and_then(|r| r.get::<_, Option<Vec<u8>>>(0)))
+            .map(|r| column::<Option<Vec<u8>>>(&r, 0, group, "mwp_audit.tombstone"))
+            .transpose()?
+            .flatten())
     }
 
     /// Deletes every artifact whose retention has passed at `now_ms` (its manifest's
@@ -496,8 +503,8 @@ impl PostgresAuthority {
                 )
                 .map_err(sql_error("listing expired audit artifacts"))?
                 .iter()
-                .map(|r| r.get(0))
-                .collect()
+                .map(|r| column_of(r, 0, "mwp_audit.group_id"))
+                .collect::<Result<_>>()?
         };
         let mut out = Vec::new();
         for g in groups {
@@ -573,13 +580,13 @@ fn read_head(c: &mut impl GenericClient, group: &Id) -> Result<HeadRow> {
         )
         .map_err(sql_error("reading the group head"))?
         .ok_or_else(|| Error::new(Code::NotFound, format!("group {group} does not exist")))?;
-    let org: &str = row.get(2);
+    let org: &str = column(&row, 2, group, "mwp_groups.org")?;
     Ok(HeadRow {
-        seq: to_u64(row.get(0), group, "seq")?,
-        head: Hash::from_hex(row.get::<_, &str>(1))
+        seq: to_u64(column(&row, 0, group, "mwp_groups.seq")?, group, "seq")?,
+        head: Hash::from_hex(column::<&str>(&row, 1, group, "mwp_groups.head")?)
             .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?,
         org: Id::new(org).map_err(|e| corrupt(group, format!("org {org:?}: {e}")))?,
-        archived: row.get(3),
+        archived: column(&row, 3, group, "mwp_groups.archived")?,
     })
 }
 
@@ -599,10 +606,10 @@ fn read_row(c: &mut impl GenericClient, group: &Id, with_artifact: bool) -> Resu
         return Ok(None);
     };
     Ok(Some(Row {
-        seq: to_u64(row.get(0), group, "seq")?,
-        manifest: row.get(1),
-        expired: row.get(2),
-        plain_removed: row.get(3),
-        artifact: row.get(4),
+        seq: to_u64(column(&row, 0, group, "mwp_audit.seq")?, group, "seq")?,
+        manifest: column(&row, 1, group, "mwp_audit.manifest")?,
+        expired: column(&row, 2, group, "mwp_audit.tombstone")?,
+        plain_removed: column(&row, 3, group, "mwp_audit.plain_removed")?,
+        artifact: column(&row, 4, group, "mwp_audit.artifact")?,
     }))
 }

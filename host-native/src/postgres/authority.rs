@@ -75,6 +75,33 @@ pub(super) fn corrupt(group: &Id, what: impl std::fmt::Display) -> Error {
     Error::corrupt(format!("group {group} in PostgreSQL: {what}"))
 }
 
+/// Column `i` of a row of `group`, as `T`: NULL, or a value of another type than the
+/// schema's (a column another process altered), is `LOG_CORRUPT` naming the group and the
+/// column, where `Row::get` would panic.
+pub(super) fn column<'a, T: postgres::types::FromSql<'a>>(
+    row: &'a postgres::Row,
+    i: usize,
+    group: &Id,
+    what: &str,
+) -> Result<T> {
+    row.try_get(i)
+        .map_err(|e| corrupt(group, format!("column {what}: {e}")))
+}
+
+/// As [`column`], for a row of no one group: `STORAGE` naming the column.
+pub(super) fn column_of<'a, T: postgres::types::FromSql<'a>>(
+    row: &'a postgres::Row,
+    i: usize,
+    what: &str,
+) -> Result<T> {
+    row.try_get(i).map_err(|e| {
+        Error::new(
+            Code::Storage,
+            format!("PostgreSQL column {what} is not as the schema says: {e}"),
+        )
+    })
+}
+
 pub(super) fn to_i64(v: u64, what: &str) -> Result<i64> {
     i64::try_from(v).map_err(|_| {
         Error::new(
@@ -428,8 +455,8 @@ impl PostgresAuthority {
             slot.fresh = true;
             return Ok(());
         };
-        let seq = to_u64(row.get(0), group, "seq")?;
-        let head = Hash::from_hex(row.get::<_, &str>(1))
+        let seq = to_u64(column(&row, 0, group, "mwp_groups.seq")?, group, "seq")?;
+        let head = Hash::from_hex(column::<&str>(&row, 1, group, "mwp_groups.head")?)
             .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
         let cached = slot.fresh && slot.state.as_ref().is_some_and(|s| s.seq <= seq);
         if cached {
@@ -476,10 +503,11 @@ impl PostgresAuthority {
             )
             .map_err(db("reading the latest snapshot"))?;
         let Some(row) = row else { return Ok(None) };
-        let Ok(org) = Id::new(row.get::<_, &str>(2)) else {
+        let Ok(org) = Id::new(column::<&str>(&row, 2, group, "mwp_groups.org")?) else {
             return Ok(None);
         };
-        let Ok(snap) = Snapshot::verify_bytes(row.get(1), &self.public, &org, group, 0) else {
+        let bytes: &[u8] = column(&row, 1, group, "mwp_snapshots.bytes")?;
+        let Ok(snap) = Snapshot::verify_bytes(bytes, &self.public, &org, group, 0) else {
             return Ok(None);
         };
         if snap.seq == seq {
@@ -488,7 +516,10 @@ impl PostgresAuthority {
         let id = c
             .query_opt(&sql.event_id, &[&group.as_str(), &to_i64(snap.seq, "seq")?])
             .map_err(db("reading the snapshot's event"))?;
-        if id.map(|r| r.get::<_, String>(0)) != Some(snap.chain_head.to_hex()) {
+        let id = id
+            .map(|r| column::<String>(&r, 0, group, "mwp_events.id"))
+            .transpose()?;
+        if id != Some(snap.chain_head.to_hex()) {
             return Ok(None);
         }
         Ok(Some(snap.state))
@@ -524,8 +555,16 @@ impl PostgresAuthority {
                 return Err(corrupt(group, format!("events after seq {from} are missing")).into());
             }
             for row in rows {
-                let event = Event::from_cbor_verified(row.get(1))?;
-                if event.group != *group || event.seq != to_u64(row.get(0), group, "seq")? {
+                let seq = to_u64(column(&row, 0, group, "mwp_events.seq")?, group, "seq")?;
+                let bytes: &[u8] = column(&row, 1, group, "mwp_events.bytes")?;
+                let event = Event::from_cbor_verified(bytes).map_err(|e| {
+                    corrupt(
+                        group,
+                        format!("the event row at seq {seq} does not verify: {e}"),
+                    )
+                    .with("seq", seq)
+                })?;
+                if event.group != *group || event.seq != seq {
                     return Err(corrupt(
                         group,
                         format!("row seq {} holds another event", event.seq),
@@ -800,8 +839,8 @@ impl PostgresAuthority {
                     &receipt,
                 ],
             )
-            .map_err(db("appending the event"))?
-            .get(0);
+            .map_err(db("appending the event"))
+            .and_then(|r| Ok(column(&r, 0, &event.group, "the count of rows appended")?))?;
         if written != 1 {
             // Another writer moved the head: re-decide from the database.
             return Err(Failure {
@@ -822,7 +861,7 @@ impl PostgresAuthority {
                         format!("event seq {target} to redact is not in the log"),
                     )
                 })?;
-            let mut old = Event::from_cbor(row.get(0))?;
+            let mut old = Event::from_cbor(column(&row, 0, &event.group, "mwp_events.bytes")?)?;
             old.redact()?;
             tx.execute(
                 &sql.rewrite_event,
@@ -897,9 +936,11 @@ impl PostgresAuthority {
         };
         match latest {
             Some(row) => {
-                let hash = Hash::from_hex(row.get::<_, &str>(1))
-                    .map_err(|e| corrupt(group, format!("snapshot hash: {e}")))?;
-                Ok((to_u64(row.get(0), group, "seq")?, hash))
+                let hash =
+                    Hash::from_hex(column::<&str>(&row, 1, group, "mwp_snapshots.state_hash")?)
+                        .map_err(|e| corrupt(group, format!("snapshot hash: {e}")))?;
+                let seq = column(&row, 0, group, "mwp_snapshots.seq")?;
+                Ok((to_u64(seq, group, "seq")?, hash))
             }
             None => {
                 let (seq, hash, _) = self.snapshot_now(group)?;
@@ -914,8 +955,91 @@ impl PostgresAuthority {
         let row = client
             .query_opt(&sql.head, &[&group.as_str()])
             .map_err(|e| storage("reading the group head", &e))?;
-        row.map(|r| to_u64(r.get(0), group, "seq")).transpose()
+        row.map(|r| to_u64(column(&r, 0, group, "mwp_groups.seq")?, group, "seq"))
+            .transpose()
     }
+}
+
+/// The events of `rows` (seq, bytes) read for a page of at most `limit` events after
+/// `after` (the row at `after` first, when there is one, for its id), each checked as the
+/// rows of another process's writing must be: its bytes decode and hash to the event's id,
+/// it is of `group` at its row's seq, the seqs run on from `after` without a gap, and each
+/// chains to the one before. A short page that ends below `head` is a gap too. Any of these
+/// is `LOG_CORRUPT` naming the group and the seq, never a page served with a hole in it.
+fn checked_page(
+    group: &Id,
+    after: u64,
+    head: u64,
+    limit: usize,
+    rows: &[postgres::Row],
+) -> Result<Vec<Event>> {
+    let mut prev = (after == 0).then_some(Hash::ZERO);
+    let mut expected = after.saturating_add(1);
+    let mut page = Vec::with_capacity(rows.len().min(limit));
+    for row in rows {
+        if page.len() == limit {
+            break;
+        }
+        let seq: i64 = row
+            .try_get(0)
+            .map_err(|e| corrupt(group, format!("an event row's seq: {e}")))?;
+        let seq = to_u64(seq, group, "seq")?;
+        let bytes: &[u8] = row.try_get(1).map_err(|e| {
+            corrupt(group, format!("the event row at seq {seq}: {e}")).with("seq", seq)
+        })?;
+        let event = Event::from_cbor_verified(bytes).map_err(|e| {
+            corrupt(
+                group,
+                format!("the event row at seq {seq} does not verify: {e}"),
+            )
+            .with("seq", seq)
+        })?;
+        if event.group != *group || event.seq != seq {
+            return Err(corrupt(
+                group,
+                format!(
+                    "the event row at seq {seq} holds seq {} of group {}",
+                    event.seq, event.group
+                ),
+            )
+            .with("seq", seq));
+        }
+        if seq == after {
+            prev = Some(event.id);
+            continue;
+        }
+        if seq != expected {
+            return Err(corrupt(
+                group,
+                format!("the event rows skip from seq {} to seq {seq}", expected - 1),
+            )
+            .with("seq", expected));
+        }
+        if prev.is_some_and(|p| p != event.prev) {
+            return Err(corrupt(
+                group,
+                format!(
+                    "the event at seq {seq} does not chain to the one at seq {}",
+                    seq - 1
+                ),
+            )
+            .with("seq", seq));
+        }
+        prev = Some(event.id);
+        expected = seq.saturating_add(1);
+        page.push(event);
+    }
+    if page.len() < limit && expected <= head {
+        return Err(corrupt(
+            group,
+            format!(
+                "the event rows end at seq {}, but its head row is at seq {head}",
+                expected - 1
+            ),
+        )
+        .with("seq", expected));
+    }
+    Ok(page)
 }
 
 fn not_found(group: &Id) -> Error {
@@ -967,8 +1091,8 @@ fn load_key(
             &[],
         )
         .map_err(|e| storage("reading the authority key", &e))?;
-    let public: String = row.get(0);
-    let stored: Option<Vec<u8>> = row.get(1);
+    let public: String = column_of(&row, 0, "mwp_authority.public_key")?;
+    let stored: Option<Vec<u8>> = column_of(&row, 1, "mwp_authority.secret_key")?;
     match source {
         KeySource::Given(k) if k.public().to_hex() != public => Err(Error::new(
             Code::Storage,
@@ -1030,14 +1154,22 @@ impl AuthorityService for PostgresAuthority {
         }
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // From the row at `after` itself, when there is one: the first event served must
+        // chain to its id. Never past the head row.
+        let from = after.saturating_sub(1);
+        let want = i64::try_from(limit.saturating_add(usize::from(after > 0))).unwrap_or(i64::MAX);
         let rows = client
             .query(
-                &sql.replay,
-                &[&group.as_str(), &to_i64(after, "after")?, &limit],
+                &sql.events_between,
+                &[
+                    &group.as_str(),
+                    &to_i64(from, "after")?,
+                    &to_i64(head, "seq")?,
+                    &want,
+                ],
             )
             .map_err(|e| storage("reading events", &e))?;
-        rows.iter().map(|r| Event::from_cbor(r.get(0))).collect()
+        checked_page(group, after, head, limit, &rows)
     }
 
     fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
@@ -1050,8 +1182,11 @@ impl AuthorityService for PostgresAuthority {
             )
             .map_err(|e| storage("reading a receipt", &e))?;
         row.map(|r| {
-            canonical::from_slice(r.get(0), Strictness::Canonical)
-                .map_err(|e| corrupt(group, format!("stored receipt does not decode: {e}")))
+            canonical::from_slice(
+                column(&r, 0, group, "mwp_receipts.bytes")?,
+                Strictness::Canonical,
+            )
+            .map_err(|e| corrupt(group, format!("stored receipt does not decode: {e}")))
         })
         .transpose()
     }
@@ -1069,7 +1204,7 @@ impl AuthorityService for PostgresAuthority {
                 .map_err(|e| storage("reading the latest snapshot", &e))?
         };
         match latest {
-            Some(row) => Ok(row.get(2)),
+            Some(row) => column(&row, 2, group, "mwp_snapshots.bytes"),
             None => self.take_snapshot(group),
         }
     }
@@ -1080,7 +1215,9 @@ impl AuthorityService for PostgresAuthority {
         let latest = client
             .query_opt(&sql.latest_snapshot, &[&group.as_str()])
             .map_err(|e| storage("reading the latest snapshot", &e))?;
-        Ok(latest.map(|row| row.get(2)))
+        latest
+            .map(|row| column(&row, 2, group, "mwp_snapshots.bytes"))
+            .transpose()
     }
 
     fn groups(&self) -> Result<Vec<Id>> {
@@ -1091,7 +1228,7 @@ impl AuthorityService for PostgresAuthority {
             .map_err(|e| storage("listing groups", &e))?;
         rows.iter()
             .map(|r| {
-                let g: &str = r.get(0);
+                let g: &str = column_of(r, 0, "mwp_groups.group_id")?;
                 Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))
             })
             .collect()
@@ -1116,10 +1253,11 @@ impl AuthorityService for PostgresAuthority {
         }
         .map_err(|e| storage("reading the next deadline", &e))?;
         row.map(|r| {
-            let g: &str = r.get(0);
+            let g: &str = column_of(&r, 0, "mwp_groups.group_id")?;
             let group =
                 Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))?;
-            let at = u64::try_from(r.get::<_, i64>(1)).unwrap_or(0);
+            let at: i64 = column(&r, 1, &group, "mwp_groups.next_deadline")?;
+            let at = u64::try_from(at).unwrap_or(0);
             Ok((group, at))
         })
         .transpose()

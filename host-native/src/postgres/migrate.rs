@@ -52,7 +52,8 @@ fn run(client: &mut Client, schema: Option<&str>) -> Result<i32> {
     let current: i32 = client
         .query_one("SELECT coalesce(max(version), 0) FROM mwp_migrations", &[])
         .map_err(|e| storage("reading the schema version", &e))?
-        .get(0);
+        .try_get(0)
+        .map_err(|e| storage("reading the schema version", &e))?;
     let newest = MIGRATIONS.last().map_or(0, |m| m.0);
     if current > newest {
         return Err(Error::new(

@@ -71,7 +71,10 @@ impl Pool {
         let sync = client
             .query_one("SHOW synchronous_commit", &[])
             .map_err(|e| storage("reading synchronous_commit", &e))?;
-        if sync.get::<_, String>(0) == "off" {
+        let sync: String = sync
+            .try_get(0)
+            .map_err(|e| storage("reading synchronous_commit", &e))?;
+        if sync == "off" {
             setup.push_str("SET synchronous_commit TO on;");
         }
         if !setup.is_empty() {

@@ -21,8 +21,6 @@ pub(crate) struct Statements {
     pub audit_pending: Statement,
     /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, bytes).
     pub events_between: Statement,
-    /// `$1` group, `$2` after, `$3` limit → (bytes).
-    pub replay: Statement,
     /// `$1` group, `$2` at most seq → (seq, bytes, org) of the latest snapshot.
     pub snapshot_at_most: Statement,
     /// `$1` group → (seq, state_hash, bytes) of the latest snapshot.
@@ -68,8 +66,6 @@ impl Statements {
                  WHERE group_id = $1")?,
             events_between: p("SELECT seq, bytes FROM mwp_events
                  WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4")?,
-            replay: p("SELECT bytes FROM mwp_events
-                 WHERE group_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")?,
             snapshot_at_most: p("SELECT s.seq, s.bytes, g.org FROM mwp_snapshots s
                  JOIN mwp_groups g USING (group_id)
                  WHERE s.group_id = $1 AND s.seq <= $2 ORDER BY s.seq DESC LIMIT 1")?,

@@ -60,8 +60,59 @@ struct AuthorityAnswer {
 /// Largest answer body read, in bytes.
 const MAX_ANSWER_BYTES: u64 = 512 * 1024 * 1024;
 
+/// Largest error answer read, in bytes: an mwp error is a short JSON object, so a longer one
+/// is not mwp's and is not read further.
+const MAX_ERROR_BYTES: u64 = 64 * 1024;
+
+/// Largest receipt read, in bytes: a receipt is a few IDs and hashes.
+const MAX_RECEIPT_BYTES: u64 = 64 * 1024;
+
+/// Most characters of a server's words (an error message, a body that is not mwp's) quoted
+/// in an error.
+pub const MAX_QUOTED_CHARS: usize = 1000;
+
+/// Time a whole request may take (connect, send, answer, body).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Time a live tail may go without receiving a byte (its answer's head included) before it
+/// is given up as dropped: four of the server's keep-alive comments (every 15 s,
+/// docs/http.md "Limits").
+pub const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
 fn unreachable(url: &str, e: impl std::fmt::Display) -> Error {
     Error::new(Code::Storage, format!("cannot reach {url}: {e}"))
+}
+
+/// `text` fit for a terminal: control characters other than newline and tab escaped
+/// (`\u{1b}`), so that words a server chose cannot drive the terminal they are printed on,
+/// and cut after `max` characters (with `…`).
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reads a body of at most `limit` bytes; a longer one is `MALFORMED` (not an mwp answer),
+/// read no further than one byte past the limit.
+fn read_body(url: &str, body: &mut ureq::Body, limit: u64) -> Result<Vec<u8>> {
+    match body.with_config().limit(limit).read_to_vec() {
+        Ok(bytes) => Ok(bytes),
+        Err(ureq::Error::BodyExceedsLimit(_)) => Err(Error::malformed(format!(
+            "{url} answered more than {limit} bytes: not an mwp answer"
+        ))
+        .with("limit", limit)),
+        Err(e) => Err(unreachable(url, e)),
+    }
 }
 
 impl Client {
@@ -69,7 +120,7 @@ impl Client {
     pub fn new(base: impl Into<String>) -> Self {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
+            .timeout_global(Some(REQUEST_TIMEOUT))
             .max_idle_connections(256)
             .max_idle_connections_per_host(256)
             .build()
@@ -93,22 +144,36 @@ impl Client {
         &self.base
     }
 
-    /// Reads an answer: the body on 2xx, the server's error otherwise.
-    fn read(url: &str, mut resp: ureq::http::Response<ureq::Body>) -> Result<(bool, Vec<u8>)> {
+    /// Reads an answer: the body (at most `limit` bytes) on 2xx, the server's error
+    /// otherwise. An error answer is read up to [`MAX_ERROR_BYTES`], and what a server says
+    /// in it is quoted [`printable`].
+    fn read(
+        url: &str,
+        mut resp: ureq::http::Response<ureq::Body>,
+        limit: u64,
+    ) -> Result<(bool, Vec<u8>)> {
         let status = resp.status();
         let duplicate = resp
             .headers()
             .get("mwp-duplicate")
             .is_some_and(|v| v.as_bytes() == b"true");
-        let body = resp
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER_BYTES)
-            .read_to_vec()
-            .map_err(|e| unreachable(url, e))?;
         if status.is_success() {
+            let body = read_body(url, resp.body_mut(), limit)?;
             return Ok((duplicate, body));
         }
+        let not_mwp = |what: String| {
+            Error::new(Code::Storage, format!("{url} answered {status}: {what}"))
+                .with("status", status.as_u16())
+        };
+        let body = match read_body(url, resp.body_mut(), MAX_ERROR_BYTES) {
+            Ok(body) => body,
+            Err(e) if e.code == Code::Malformed => {
+                return Err(not_mwp(format!(
+                    "a body over {MAX_ERROR_BYTES} bytes, not an mwp error"
+                )))
+            }
+            Err(e) => return Err(e),
+        };
         // The error comes in the format asked for: JSON, or CBOR for a snapshot.
         let decoded = serde_json::from_slice::<Error>(&body).or_else(|_| {
             mwp_core::canonical::from_slice::<Error>(
@@ -116,36 +181,59 @@ impl Client {
                 mwp_core::canonical::Strictness::Lenient,
             )
         });
-        Err(decoded.unwrap_or_else(|_| {
-            Error::new(
-                Code::Storage,
-                format!(
-                    "{url} answered {status}: {}",
-                    String::from_utf8_lossy(&body)
-                ),
-            )
-            .with("status", status.as_u16())
-        }))
+        Err(match decoded {
+            Ok(mut e) => {
+                e.message = printable(&e.message, MAX_QUOTED_CHARS);
+                e
+            }
+            Err(_) => not_mwp(printable(&String::from_utf8_lossy(&body), 200)),
+        })
     }
 
     fn get(&self, path: &str, accept: &str) -> Result<(bool, Vec<u8>)> {
+        self.get_limited(path, accept, MAX_ANSWER_BYTES)
+    }
+
+    /// `GET path` with an answer of at most `limit` bytes (a longer one is `MALFORMED`).
+    fn get_limited(&self, path: &str, accept: &str, limit: u64) -> Result<(bool, Vec<u8>)> {
+        if !path.starts_with('/') {
+            // Joined to the base as text: "@host/…" would name another host.
+            return Err(Error::malformed(format!(
+                "{path:?} is not a path on the server (it must start with /)"
+            )));
+        }
         let url = format!("{}{path}", self.base);
         let mut req = self.agent.get(&url).header("accept", accept);
         if let Some(auth) = &self.authorization {
             req = req.header("authorization", auth);
         }
         let resp = req.call().map_err(|e| unreachable(&url, e))?;
-        Client::read(&url, resp)
+        Client::read(&url, resp, limit)
     }
 
     /// `GET /v1/groups/{group}/events/stream?after=N` (with `Last-Event-ID` when resuming):
-    /// the open SSE stream, without the whole-request timeout. An error answer is read as
-    /// [`Client::read`] reads one.
+    /// the open SSE stream, as [`Client::stream_idle`] opens it with
+    /// [`STREAM_IDLE_TIMEOUT`].
     pub fn stream(
         &self,
         group: &Id,
         after: u64,
         last_event_id: Option<u64>,
+    ) -> Result<ureq::BodyReader<'static>> {
+        self.stream_idle(group, after, last_event_id, STREAM_IDLE_TIMEOUT)
+    }
+
+    /// `GET /v1/groups/{group}/events/stream?after=N` (with `Last-Event-ID` when resuming):
+    /// the open SSE stream, without the whole-request timeout but with an idle one: a read
+    /// (the answer's head included) that waits longer than `idle` fails, so a server that
+    /// stops sending cannot hold the reader forever. An error answer is read as
+    /// [`Client::read`] reads one.
+    pub fn stream_idle(
+        &self,
+        group: &Id,
+        after: u64,
+        last_event_id: Option<u64>,
+        idle: Duration,
     ) -> Result<ureq::BodyReader<'static>> {
         let url = format!(
             "{}/v1/groups/{group}/events/stream?after={after}",
@@ -157,6 +245,9 @@ impl Client {
             .header("accept", "text/event-stream")
             .config()
             .timeout_global(None)
+            .timeout_connect(Some(REQUEST_TIMEOUT))
+            .timeout_recv_response(Some(idle))
+            .timeout_per_read(Some(idle))
             .build();
         if let Some(auth) = &self.authorization {
             req = req.header("authorization", auth);
@@ -166,7 +257,7 @@ impl Client {
         }
         let resp = req.call().map_err(|e| unreachable(&url, e))?;
         if !resp.status().is_success() {
-            return Client::read(&url, resp).and_then(|_| {
+            return Client::read(&url, resp, MAX_ERROR_BYTES).and_then(|_| {
                 Err(Error::new(
                     Code::Storage,
                     format!("{url} answered no stream"),
@@ -210,9 +301,26 @@ impl Client {
             req = req.header("authorization", auth);
         }
         let resp = req.send(body).map_err(|e| unreachable(&url, e))?;
-        let (duplicate, body) = Client::read(&url, resp)?;
+        // A success that is no receipt is no decision of an mwp server: `STORAGE` with the
+        // status, as an answer that is not mwp's, never a rejection.
+        let status = resp.status().as_u16();
+        let not_a_receipt = |what: String| {
+            Error::new(
+                Code::Storage,
+                format!("{url} answered {status} with {what}, not a receipt"),
+            )
+            .with("status", status)
+        };
+        let (duplicate, body) = match Client::read(&url, resp, MAX_RECEIPT_BYTES) {
+            Err(e) if e.code == Code::Malformed && (200..300).contains(&status) => {
+                return Err(not_a_receipt(format!(
+                    "more than {MAX_RECEIPT_BYTES} bytes"
+                )))
+            }
+            other => other?,
+        };
         let receipt = serde_json::from_slice(&body)
-            .map_err(|e| Error::malformed(format!("{url} answered no receipt: {e}")))?;
+            .map_err(|e| not_a_receipt(format!("something else ({e})")))?;
         Ok(Submitted { receipt, duplicate })
     }
 
@@ -251,8 +359,42 @@ impl Client {
         self.get(&path, "application/cbor").map(|(_, b)| b)
     }
 
-    /// Fetches from an absolute path on the server (a snapshot `location`).
+    /// Fetches from an absolute path on the server (a snapshot `location`); a path that
+    /// does not start with `/` is refused (`MALFORMED`).
     pub fn fetch(&self, path: &str, accept: &str) -> Result<Vec<u8>> {
         self.get(path, accept).map(|(_, b)| b)
+    }
+
+    /// As [`Client::fetch`], for an answer of at most `limit` bytes: a longer one is
+    /// `MALFORMED` with `limit`, read no further than the limit.
+    pub fn fetch_limited(&self, path: &str, accept: &str, limit: u64) -> Result<Vec<u8>> {
+        self.get_limited(path, accept, limit).map(|(_, b)| b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_control_characters_and_cuts_long_text() {
+        assert_eq!(
+            printable("a\u{1b}]0;x\u{7}\r\nb\tc", 100),
+            "a\\u{1b}]0;x\\u{7}\\u{d}\nb\tc"
+        );
+        assert_eq!(printable("abcdef", 3), "abc…");
+        assert_eq!(printable("abc", 3), "abc");
+    }
+
+    #[test]
+    fn a_location_that_is_not_a_path_is_refused_before_any_request() {
+        // Joined to the base as text, "@host/…" would name another host.
+        let client = Client::new("http://127.0.0.1:1");
+        for location in ["@evil.example/snap", "evil", ""] {
+            let e = client
+                .fetch(location, "application/cbor")
+                .expect_err("refused");
+            assert_eq!(e.code, Code::Malformed, "{location}: {e}");
+        }
     }
 }

@@ -24,7 +24,7 @@ use mwp_core::{Code, Error, Id};
 use serde_json::Value;
 
 use super::{Failure, EXIT_BAD_INPUT, EXIT_UNAVAILABLE};
-use crate::server::client::Client;
+use crate::server::client::{printable, Client};
 
 /// The server a client command talks to.
 #[derive(Debug, Clone, Args)]
@@ -78,10 +78,15 @@ impl OutputArgs {
     }
 }
 
-/// Prints one record: `value` as a JSON line, or `human` on a terminal.
+/// Prints one record: `value` as a JSON line, or `human` on a terminal (its control
+/// characters other than newline and tab escaped: it may quote what a server said).
 pub fn print(json: bool, value: &Value, human: impl FnOnce() -> String) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    let line = if json { value.to_string() } else { human() };
+    let line = if json {
+        value.to_string()
+    } else {
+        printable(&human(), usize::MAX)
+    };
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
         .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot write the output: {e}")))

@@ -146,6 +146,30 @@ fn complete_body(
     Ok(())
 }
 
+/// Checks that a receipt the server answered is of `cmd`: its group, actor, action and
+/// content hash. Another command's receipt is not a decision on this one: the server is not
+/// an mwp server (exit 2), and nothing is printed as if it were.
+fn check_receipt(receipt: &mwp_core::Receipt, cmd: &Command) -> Result<(), Failure> {
+    let content = cmd
+        .content_hash()
+        .map_err(|e| bad(format!("cannot hash the command: {e}")))?;
+    let mismatch = [
+        ("group", receipt.group == cmd.group),
+        ("actor", receipt.actor == cmd.actor),
+        ("action", receipt.action == cmd.action),
+        ("content_hash", receipt.content_hash == content),
+    ]
+    .into_iter()
+    .find(|(_, same)| !same);
+    match mismatch {
+        None => Ok(()),
+        Some((field, _)) => Err(bad(format!(
+            "the server answered a receipt of another command (its {field} differs: action {} by {} in {}): not an mwp server's answer; the command may or may not have been decided, send it again with --action {} to find out",
+            receipt.action, receipt.actor, receipt.group, cmd.action
+        ))),
+    }
+}
+
 /// Runs `mwp submit`.
 pub fn run(args: &SubmitArgs) -> Outcome {
     let key = super::keygen::load(&args.key)?;
@@ -185,6 +209,7 @@ pub fn run(args: &SubmitArgs) -> Outcome {
     let json = args.output.json();
     match client.submit(&cmd) {
         Ok(submitted) => {
+            check_receipt(&submitted.receipt, &cmd)?;
             let outcome = if submitted.duplicate {
                 "duplicate"
             } else {

@@ -1,11 +1,13 @@
 //! `mwp tail --server URL --group G [--after N]`: follows a group's live tail (the SSE
 //! stream of docs/http.md) and prints every event.
 //!
-//! When the stream ends or the connection drops, it reconnects with `Last-Event-ID` set to
-//! the last seq printed, waiting longer between failed attempts (up to 5 s). Every event must
-//! be the next seq and chain to the one before it: a gap (say a server restored from an
-//! older copy answers seq 9 after seq 6) or a fork is an error naming the expected and the
-//! received seq, exit 1; nothing is ever skipped.
+//! When the stream ends, the connection drops, or nothing (not even the server's keep-alive
+//! comment, every 15 s) arrives for `--idle-timeout` seconds, it reconnects with
+//! `Last-Event-ID` set to the last seq printed, waiting longer between failed attempts (up to
+//! 5 s). Every event must be of the group, the next seq, and chain to the one before it: a
+//! gap (say a server restored from an older copy answers seq 9 after seq 6), a fork or
+//! another group's event is an error naming the expected and the received, exit 1; nothing
+//! is ever skipped.
 //!
 //! The server's `event: head` messages (signed heads, SPEC §8a) print nothing: each must
 //! decode, name this group, verify under `--authority-key` when one is pinned, and, when it
@@ -21,6 +23,7 @@ use serde_json::json;
 
 use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::{id, OutputArgs, ServerArgs};
+use crate::server::client::{printable, MAX_QUOTED_CHARS};
 
 /// `mwp tail` arguments.
 #[derive(Debug, Args)]
@@ -41,6 +44,10 @@ pub struct TailArgs {
     /// verify under it (without it they are checked against the events only).
     #[arg(long, value_name = "HEX")]
     pub authority_key: Option<String>,
+    /// Reconnect when nothing arrives for this long (the server sends a keep-alive every
+    /// 15 s); also the longest wait for the answer to a connection.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_timeout: u64,
     /// How to print.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -55,15 +62,24 @@ pub struct Position {
     pub id: Option<Hash>,
 }
 
-/// Checks that `event` continues `pos`: the next seq, chained to the last event, and
-/// intact. Returns the new position.
-pub fn follow(pos: Position, event: &Event) -> Result<Position, Failure> {
+/// Checks that `event` continues `pos` in `group`: of the group, the next seq, chained to
+/// the last event, and intact. Returns the new position.
+pub fn follow(pos: Position, event: &Event, group: &Id) -> Result<Position, Failure> {
+    if &event.group != group {
+        return Err(Failure::new(
+            EXIT_FAILED,
+            format!(
+                "the server sent an event of group {} (seq {}) after seq {} of {group}",
+                event.group, event.seq, pos.seq
+            ),
+        ));
+    }
     let expected = pos.seq.saturating_add(1);
     if event.seq != expected {
         return Err(Failure::new(
             EXIT_FAILED,
             format!(
-                "gap in the live tail: expected seq {expected}, received seq {}; nothing was skipped (resume with --after {})",
+                "gap in the history: expected seq {expected}, received seq {}; nothing was skipped (resume with --after {})",
                 event.seq, pos.seq
             ),
         ));
@@ -173,11 +189,12 @@ pub fn run(args: &TailArgs) -> Outcome {
     if args.until.is_some_and(|u| u <= pos.seq) {
         return Ok(EXIT_OK);
     }
+    let idle = Duration::from_secs(args.idle_timeout);
     let mut connected_once = false;
     let mut wait = Duration::from_millis(100);
     loop {
         let resume = connected_once.then_some(pos.seq);
-        let why = match client.stream(&group, pos.seq, resume) {
+        let why = match client.stream_idle(&group, pos.seq, resume, idle) {
             Ok(body) => {
                 connected_once = true;
                 wait = Duration::from_millis(100);
@@ -281,8 +298,9 @@ fn read_stream(
             continue;
         }
         if kind == "error" {
-            let e: Error = serde_json::from_str(&data)
+            let mut e: Error = serde_json::from_str(&data)
                 .unwrap_or_else(|_| Error::new(Code::Storage, data.clone()));
+            e.message = printable(&e.message, MAX_QUOTED_CHARS);
             if e.code == Code::CursorTooOld {
                 return Err(gap_failure(pos, &e));
             }
@@ -309,7 +327,7 @@ fn read_stream(
                 ),
             )
         })?;
-        *pos = follow(*pos, &event)?;
+        *pos = follow(*pos, &event, pin.group)?;
         let value = json!(event);
         super::print(json, &value, || human(&event))?;
         if until.is_some_and(|u| event.seq >= u) {
@@ -438,13 +456,26 @@ mod tests {
     }
 
     #[test]
+    fn an_event_of_another_group_is_an_error() {
+        let ev = events();
+        let pos = Position {
+            seq: 0,
+            id: Some(Hash::ZERO),
+        };
+        let g2 = Id::new("g2").expect("id");
+        let err = follow(pos, &ev[0], &g2).expect_err("another group");
+        assert_eq!(err.exit, EXIT_FAILED);
+        assert!(err.message.contains("of group g1"), "{}", err.message);
+    }
+
+    #[test]
     fn an_event_that_does_not_chain_is_an_error() {
         let ev = events();
         let pos = Position {
             seq: 1,
             id: Some(Hash::ZERO),
         };
-        let err = follow(pos, &ev[1]).expect_err("does not chain");
+        let err = follow(pos, &ev[1], &g1()).expect_err("does not chain");
         assert!(err.message.contains("does not chain"), "{}", err.message);
     }
 

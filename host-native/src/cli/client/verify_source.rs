@@ -69,8 +69,10 @@ impl Files {
             return Err(refuse());
         }
         match self {
+            // At most the bytes a reader accepts for the file, as from a directory: a
+            // server cannot make this buffer more by answering a longer body.
             Files::Http(client) => client
-                .fetch(&format!("/{path}"), "*/*")
+                .fetch_limited(&format!("/{path}"), "*/*", export::max_file_bytes(path))
                 .map_err(|e| e.with("file", path)),
             Files::Dir(base) => {
                 let full = std::fs::canonicalize(base.join(rel)).map_err(|e| {

@@ -1,0 +1,146 @@
+// The HTTP client against a hostile server: every answer is bounded in size and time, and
+// an answer that is not mwp's is a clear MALFORMED, never a TypeError or an endless retry.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import net from "node:net";
+import * as mwp from "../src/node.js";
+import { makeCommands } from "./helpers.js";
+import { startMockServer } from "./mock-server.js";
+
+const c = makeCommands(mwp);
+
+/**
+ * A raw stand-in server: each connection's request head goes to `answer(socket, n, head)`,
+ * which writes what it likes. Resolves to `{url, connections, close}`.
+ */
+async function standIn(answer) {
+  const state = { connections: 0 };
+  const sockets = new Set();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => {});
+    let head = "";
+    const onData = (chunk) => {
+      head += chunk.toString("latin1");
+      if (!head.includes("\r\n\r\n")) return;
+      socket.off("data", onData);
+      answer(socket, state.connections++, head);
+    };
+    socket.on("data", onData);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    state,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const SSE_HEAD = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+function json(socket, status, body, extra = "") {
+  const bytes = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
+  socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${bytes.length}\r\nconnection: close\r\n${extra}\r\n${bytes}`);
+}
+
+/** Reads `client.tail("g1", options)` to its end; resolves to the seqs read. */
+async function drain(client, options) {
+  const seqs = [];
+  for await (const e of client.tail("g1", options)) seqs.push(e.seq);
+  return seqs;
+}
+
+const isMalformed = (e) => e instanceof mwp.HttpError && e.code === "MALFORMED";
+
+test("a tail message longer than any event is MALFORMED, read no further than the bound", { timeout: 30_000 }, async (t) => {
+  let sent = 0;
+  const server = await standIn((socket) => {
+    socket.write(SSE_HEAD + "data: ");
+    const chunk = Buffer.alloc(1 << 20, "x");
+    const more = () => {
+      while (sent < (64 << 20) && !socket.destroyed) {
+        sent += chunk.length;
+        if (!socket.write(chunk)) return socket.once("drain", more);
+      }
+      socket.end();
+    };
+    more();
+  });
+  t.after(() => server.close());
+  await assert.rejects(drain(new mwp.Client(server.url), { retry: false }), isMalformed);
+  assert.ok(sent < 40 << 20, `stopped reading early (${sent} bytes sent)`);
+});
+
+test("a tail message that is not an event is MALFORMED and is not retried", { timeout: 30_000 }, async (t) => {
+  for (const message of ["data: null\n\n", "data: {not json\n\n", 'data: {"seq": "1"}\n\n', "event: error\ndata: null\n\n", "data: [1]\n\n"]) {
+    const server = await standIn((socket) => socket.end(SSE_HEAD + message));
+    await assert.rejects(drain(new mwp.Client(server.url), { retry: { initialMs: 1, attempts: 3 } }), isMalformed, message);
+    assert.equal(server.state.connections, 1, `${message}: not retried`);
+    await server.close();
+  }
+});
+
+test("a tail that goes silent, or is never answered, is dropped after idleMs and reconnected", { timeout: 30_000 }, async (t) => {
+  const silent = await standIn((socket) => socket.write(SSE_HEAD)); // then nothing
+  const mute = await standIn(() => {}); // not even a head
+  t.after(() => Promise.all([silent.close(), mute.close()]));
+  for (const server of [silent, mute]) {
+    const reconnects = [];
+    await assert.rejects(
+      drain(new mwp.Client(server.url), { idleMs: 200, retry: { initialMs: 1, attempts: 1 }, onReconnect: (r) => reconnects.push(r) }),
+      (e) => e instanceof mwp.HttpError && e.status === 0 && e.code === "STORAGE",
+    );
+    assert.equal(server.state.connections, 2, "reconnected once, then gave up");
+    assert.equal(reconnects.length, 1);
+  }
+});
+
+test("answers of the wrong shape are MALFORMED; oversized answers are not read", { timeout: 30_000 }, async (t) => {
+  const answers = {
+    "/v1/groups/null/events": (s) => json(s, "200 OK", "null"),
+    "/v1/groups/number/events": (s) => json(s, "200 OK", { events: 5 }),
+    "/v1/groups/text/events": (s) => json(s, "200 OK", "<html>"),
+    "/v1/groups/huge/events": (s) => s.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 4294967296\r\n\r\n{"),
+    "/v1/groups": (s) => json(s, "200 OK", { groups: "all" }),
+    "/v1/authority": (s) => json(s, "200 OK", { key: 5 }),
+  };
+  const server = await standIn((socket, _, head) => {
+    const target = head.split(" ")[1].split("?")[0];
+    if (answers[target]) return answers[target](socket);
+    // An error answer far longer than any mwp error.
+    socket.write("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 4294967296\r\n\r\n{");
+  });
+  t.after(() => server.close());
+  const client = new mwp.Client(server.url);
+  for (const group of ["null", "number", "text", "huge"]) await assert.rejects(client.page(group), isMalformed, group);
+  await assert.rejects(client.groups(), isMalformed);
+  await assert.rejects(client.authorityKey(), isMalformed);
+  await assert.rejects(client.head("g1"), (e) => e instanceof mwp.HttpError && e.status === 404 && e.code === "STORAGE");
+});
+
+test("replay stops at a page that repeats or skips instead of asking for it forever", { timeout: 30_000 }, async (t) => {
+  const real = await startMockServer(mwp, { authorityKey: c.key("@authority") });
+  const upstream = new mwp.Client(real.url);
+  for (const cmd of [c.open(), c.create("w1"), c.create("w2")]) await upstream.submit(cmd);
+  const { events } = await upstream.page("g1");
+  await real.close();
+  const cases = {
+    repeats: () => [events[0]],
+    skips: (after) => (after === 0 ? [events[0]] : [events[2]]),
+  };
+  for (const [name, pageAfter] of Object.entries(cases)) {
+    const server = await standIn((socket, _, head) => {
+      const after = Number(new URL(head.split(" ")[1], "http://x").searchParams.get("after"));
+      json(socket, "200 OK", { events: pageAfter(after) });
+    });
+    const replica = new mwp.Replica("g1");
+    await assert.rejects(new mwp.Client(server.url).replay(replica), (e) => e instanceof mwp.HttpError && e.code === "LOG_CORRUPT", name);
+    assert.equal(replica.cursor, 1, name);
+    assert.ok(server.state.connections <= 2, `${name}: ${server.state.connections} requests`);
+    await server.close();
+  }
+});
