@@ -23,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::canonical;
+use crate::chain;
 use crate::crypto::{Hash, PublicKey};
 use crate::error::{Code, Error, Result};
 use crate::event::Event;
@@ -364,8 +365,11 @@ impl Planner {
     /// closed (at `chunk_events` events, or once its bytes reach [`CHUNK_BYTES`]).
     pub fn handle_event(&mut self, bytes: Vec<u8>) -> Result<Option<ExportFile>> {
         let e = Event::from_cbor_verified(&bytes)?;
-        let (seq, id) = (self.seq, self.id);
-        if e.group != self.head.group || e.seq != seq + 1 || e.prev != id {
+        let seq = self.seq;
+        if chain::Position::at(seq, self.id)
+            .check(&self.head.group, &e)
+            .is_err()
+        {
             return Err(Error::corrupt(format!(
                 "event seq {} of group {} does not continue the export at seq {seq}",
                 e.seq, e.group

@@ -330,22 +330,29 @@ impl ForkProof {
                 self.events.len()
             )));
         }
+        // The chain from the lower head's seq (≥ 1, verified above); the event before it is
+        // not in the proof, so the first event's `prev` is taken as it is.
+        use crate::chain::{Break, Position};
+        let mut at = Position::after(lo.seq.saturating_sub(1));
         let mut prev: Option<&Event> = None;
         for (i, e) in self.events.iter().enumerate() {
             e.verify()
                 .map_err(|err| proof_invalid(format!("event {i}: {}", err.message)))?;
-            let seq = lo.seq + i as u64;
-            if e.group != lo.group || e.seq != seq {
-                return Err(proof_invalid(format!(
-                    "event {i} is seq {} of group {}, expected seq {seq} of {}",
-                    e.seq, e.group, lo.group
-                )));
-            }
-            if let Some(p) = &prev {
-                if e.prev != p.id {
+            match at.take(&lo.group, e) {
+                Ok(()) => {}
+                Err(Break::Group | Break::Seq { .. }) => {
                     return Err(proof_invalid(format!(
-                        "event seq {} does not chain to seq {}",
-                        e.seq, p.seq
+                        "event {i} is seq {} of group {}, expected seq {} of {}",
+                        e.seq,
+                        e.group,
+                        at.next_seq(),
+                        lo.group
+                    )));
+                }
+                Err(Break::Prev { seq, .. }) => {
+                    return Err(proof_invalid(format!(
+                        "event seq {seq} does not chain to seq {}",
+                        at.seq
                     )));
                 }
             }

@@ -47,6 +47,7 @@ pub mod agent;
 pub mod audit;
 pub mod authority;
 pub mod canonical;
+pub mod chain;
 pub mod command;
 pub mod crypto;
 pub mod effect;

@@ -345,6 +345,56 @@ fn the_planner_answers_each_chunk_as_it_is_cut() {
     assert_eq!(short.finish(None).unwrap_err().code, Code::Fork);
 }
 
+/// An event that does not continue the export (another group's, a seq that skips or
+/// repeats, a `prev` that does not chain) is `LOG_CORRUPT` naming its seq.
+#[test]
+fn the_planner_refuses_an_event_that_does_not_continue_the_export() {
+    let mut s = Scenario::open("g1");
+    more(&mut s, 3, "a");
+    let events = s.events();
+    let mut forked = Scenario::open("g1");
+    more(&mut forked, 3, "b");
+    let forked = forked.events();
+    let mut other = Scenario::open("g2");
+    more(&mut other, 2, "a");
+    let other = other.events();
+    let trusted = key().public();
+    let refused = |next: &Event| {
+        let mut planner = export::Planner::new(None, &head(&events), &trusted, 3).unwrap();
+        for b in bytes(&events[..2]) {
+            planner.handle_event(b).unwrap();
+        }
+        let e = planner.handle_event(next.to_cbor().unwrap()).unwrap_err();
+        assert_eq!(e.code, Code::LogCorrupt);
+        assert_eq!(e.details["seq"], next.seq);
+        e.message
+    };
+    assert_eq!(
+        refused(&other[2]),
+        "event seq 3 of group g2 does not continue the export at seq 2"
+    );
+    assert_eq!(
+        refused(&events[3]),
+        "event seq 4 of group g1 does not continue the export at seq 2"
+    );
+    assert_eq!(
+        refused(&events[1]),
+        "event seq 2 of group g1 does not continue the export at seq 2"
+    );
+    assert_ne!(
+        forked[2].prev, events[1].id,
+        "seq 3 of the fork chains to its own seq 2"
+    );
+    assert_eq!(
+        refused(&forked[3]),
+        "event seq 4 of group g1 does not continue the export at seq 2"
+    );
+    assert_eq!(
+        refused(&forked[2]),
+        "event seq 3 of group g1 does not continue the export at seq 2"
+    );
+}
+
 /// Reads the export as `mwp verify --source` does: every snapshot checked, not only the one
 /// replay starts from.
 fn read_every(files: &Files, start: Start) -> Result<StaticReader, Error> {

@@ -186,6 +186,53 @@ fn a_chain_reaching_one_head_and_passing_another_with_another_id_is_a_fork() {
     let _ = Hash::ZERO;
 }
 
+/// A proof's events must be one chain from the lower head's seq: another group's event, a
+/// seq that repeats or skips, or a `prev` that does not chain is refused, naming the event.
+#[test]
+fn a_proof_whose_events_do_not_chain_names_where() {
+    let (honest, forged) = honest_and_forged();
+    let key = authority();
+    let pk: PublicKey = key.public();
+    let mut other = Scenario::open("g2");
+    other.ok("alice", None, json!({"type": "create_work", "work": "w1", "contract": contract(2, "low"), "after": [], "spec": {}}));
+    let other = other.events();
+    let (lo, hi) = (head_of(&forged[1], &key), head_of(&honest[3], &key));
+    let refused = |events: Vec<Event>| {
+        ForkProof::of_chain(pk, lo.clone(), hi.clone(), events)
+            .verify(None)
+            .unwrap_err()
+            .message
+    };
+    assert_eq!(
+        refused(vec![other[1].clone(), honest[2].clone(), honest[3].clone()]),
+        "fork proof rejected: event 0 is seq 2 of group g2, expected seq 2 of g1"
+    );
+    assert_eq!(
+        refused(vec![
+            honest[1].clone(),
+            honest[1].clone(),
+            honest[3].clone()
+        ]),
+        "fork proof rejected: event 1 is seq 2 of group g1, expected seq 3 of g1"
+    );
+    assert_eq!(
+        refused(vec![
+            honest[1].clone(),
+            honest[3].clone(),
+            honest[3].clone()
+        ]),
+        "fork proof rejected: event 1 is seq 4 of group g1, expected seq 3 of g1"
+    );
+    assert_eq!(
+        refused(vec![
+            honest[1].clone(),
+            forged[2].clone(),
+            honest[3].clone()
+        ]),
+        "fork proof rejected: event seq 4 does not chain to seq 3"
+    );
+}
+
 #[test]
 fn a_restored_snapshot_is_verified_through_its_seq() {
     let (honest, _) = honest_and_forged();

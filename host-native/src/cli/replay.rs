@@ -40,10 +40,7 @@ pub fn replay(
     bar: &ProgressBar,
 ) -> Result<u64, Failure> {
     // The chain is known from seq 1 on; after another seq, from the first event read.
-    let mut pos = Position {
-        seq: after,
-        id: (after == 0).then_some(mwp_core::Hash::ZERO),
-    };
+    let mut pos = Position::after(after);
     let mut written = 0;
     loop {
         let events = source.events(group, pos.seq, PAGE)?;

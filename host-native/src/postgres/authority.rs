@@ -8,6 +8,7 @@ use postgres::{GenericClient, Transaction};
 
 use mwp_core::authority::{self, Authority, Commit, Step};
 use mwp_core::canonical::{self, Strictness};
+use mwp_core::chain;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::transcript::Host;
 use mwp_core::{
@@ -973,8 +974,7 @@ fn checked_page(
     limit: usize,
     rows: &[postgres::Row],
 ) -> Result<Vec<Event>> {
-    let mut prev = (after == 0).then_some(Hash::ZERO);
-    let mut expected = after.saturating_add(1);
+    let mut at = chain::Position::after(after);
     let mut page = Vec::with_capacity(rows.len().min(limit));
     for row in rows {
         if page.len() == limit {
@@ -1005,39 +1005,42 @@ fn checked_page(
             .with("seq", seq));
         }
         if seq == after {
-            prev = Some(event.id);
+            at = chain::Position::at(after, event.id);
             continue;
         }
-        if seq != expected {
-            return Err(corrupt(
-                group,
-                format!("the event rows skip from seq {} to seq {seq}", expected - 1),
-            )
-            .with("seq", expected));
+        match at.check(group, &event) {
+            Ok(()) => {}
+            // The event is of `group` at its row's seq (checked above): the rows skip.
+            Err(chain::Break::Group | chain::Break::Seq { .. }) => {
+                return Err(corrupt(
+                    group,
+                    format!("the event rows skip from seq {} to seq {seq}", at.seq),
+                )
+                .with("seq", at.next_seq()));
+            }
+            Err(chain::Break::Prev { seq, .. }) => {
+                return Err(corrupt(
+                    group,
+                    format!(
+                        "the event at seq {seq} does not chain to the one at seq {}",
+                        at.seq
+                    ),
+                )
+                .with("seq", seq));
+            }
         }
-        if prev.is_some_and(|p| p != event.prev) {
-            return Err(corrupt(
-                group,
-                format!(
-                    "the event at seq {seq} does not chain to the one at seq {}",
-                    seq - 1
-                ),
-            )
-            .with("seq", seq));
-        }
-        prev = Some(event.id);
-        expected = seq.saturating_add(1);
+        at.advance(&event);
         page.push(event);
     }
-    if page.len() < limit && expected <= head {
+    if page.len() < limit && at.next_seq() <= head {
         return Err(corrupt(
             group,
             format!(
                 "the event rows end at seq {}, but its head row is at seq {head}",
-                expected - 1
+                at.seq
             ),
         )
-        .with("seq", expected));
+        .with("seq", at.next_seq()));
     }
     Ok(page)
 }

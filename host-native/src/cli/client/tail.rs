@@ -17,8 +17,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::time::Duration;
 
 use clap::Args;
+use mwp_core::chain::Break;
 use mwp_core::head::SignedHead;
-use mwp_core::{Code, Error, Event, Hash, Id, PublicKey};
+use mwp_core::{Code, Error, Event, Id, PublicKey};
 use serde_json::json;
 
 use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
@@ -53,46 +54,37 @@ pub struct TailArgs {
     pub output: OutputArgs,
 }
 
-/// Where the tail is: the last seq printed and its event ID.
-#[derive(Debug, Clone, Copy)]
-pub struct Position {
-    /// Seq of the last event printed (the `after` given, before any).
-    pub seq: u64,
-    /// Its ID, when this tail printed it (or the zero hash before seq 1).
-    pub id: Option<Hash>,
-}
+/// Where the tail is: the last seq printed and its event ID, when this tail printed it (or
+/// the zero hash before seq 1). The core's reader position ([`mwp_core::chain`]).
+pub use mwp_core::chain::Position;
 
 /// Checks that `event` continues `pos` in `group`: of the group, the next seq, chained to
-/// the last event, and intact. Returns the new position.
+/// the last event ([`Position::check`]), and intact. Returns the new position.
 pub fn follow(pos: Position, event: &Event, group: &Id) -> Result<Position, Failure> {
-    if &event.group != group {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
+    let broken = |message| Failure::new(EXIT_FAILED, message);
+    match pos.check(group, event) {
+        Ok(()) => {}
+        Err(Break::Group) => {
+            return Err(broken(format!(
                 "the server sent an event of group {} (seq {}) after seq {} of {group}",
                 event.group, event.seq, pos.seq
-            ),
-        ));
-    }
-    let expected = pos.seq.saturating_add(1);
-    if event.seq != expected {
-        return Err(Failure::new(
-            EXIT_FAILED,
-            format!(
-                "gap in the history: expected seq {expected}, received seq {}; nothing was skipped (resume with --after {})",
-                event.seq, pos.seq
-            ),
-        ));
-    }
-    if let Some(prev) = pos.id {
-        if event.prev != prev {
-            return Err(Failure::new(
-                EXIT_FAILED,
-                format!(
-                    "seq {} does not chain: its prev is {}, but seq {} was {prev}",
-                    event.seq, event.prev, pos.seq
-                ),
-            ));
+            )))
+        }
+        Err(Break::Seq { expected, received }) => {
+            return Err(broken(format!(
+                "gap in the history: expected seq {expected}, received seq {received}; nothing was skipped (resume with --after {})",
+                pos.seq
+            )))
+        }
+        Err(Break::Prev {
+            seq,
+            expected,
+            received,
+        }) => {
+            return Err(broken(format!(
+                "seq {seq} does not chain: its prev is {received}, but seq {} was {expected}",
+                pos.seq
+            )))
         }
     }
     event.verify().map_err(|e| {
@@ -101,10 +93,7 @@ pub fn follow(pos: Position, event: &Event, group: &Id) -> Result<Position, Fail
             format!("seq {} does not verify: {e}", event.seq),
         )
     })?;
-    Ok(Position {
-        seq: event.seq,
-        id: Some(event.id),
-    })
+    Ok(Position::at(event.seq, event.id))
 }
 
 /// What the tail's `event: head` messages are checked against.
@@ -182,10 +171,7 @@ pub fn run(args: &TailArgs) -> Outcome {
     };
     let client = args.server.client()?;
     let json = args.output.json();
-    let mut pos = Position {
-        seq: args.after,
-        id: (args.after == 0).then_some(Hash::ZERO),
-    };
+    let mut pos = Position::after(args.after);
     if args.until.is_some_and(|u| u <= pos.seq) {
         return Ok(EXIT_OK);
     }
@@ -353,7 +339,7 @@ fn human(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mwp_core::SecretKey;
+    use mwp_core::{Hash, SecretKey};
 
     fn events() -> Vec<Event> {
         let text = include_str!("../../../../tests/transcripts/lifecycle.jsonl");
