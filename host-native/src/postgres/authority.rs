@@ -1131,7 +1131,7 @@ fn load_key(
 
 impl AuthorityService for PostgresAuthority {
     /// Decides `cmd` in one transaction with the commands of its group that arrive while
-    /// another transaction of the group is written ([`batch`]).
+    /// another transaction of the group is written (the `batch` module).
     fn submit(&self, cmd: &Command, now_ms: u64) -> Result<Decision> {
         let group = &cmd.group;
         self.entry(group)

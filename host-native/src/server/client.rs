@@ -227,7 +227,7 @@ impl Client {
     /// the open SSE stream, without the whole-request timeout but with an idle one: a read
     /// (the answer's head included) that waits longer than `idle` fails, so a server that
     /// stops sending cannot hold the reader forever. An error answer is read as
-    /// [`Client::read`] reads one.
+    /// `Client::read` reads one.
     pub fn stream_idle(
         &self,
         group: &Id,

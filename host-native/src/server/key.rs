@@ -85,7 +85,8 @@ pub fn load_protected(path: &Path) -> Result<SecretKey> {
 const TRANSCRIPT_ACTORS: &[&str] = &[mwp_core::id::AUTHORITY_ACTOR, "authority"];
 
 /// The actor whose transcript key (`sha256("mwp transcript key " + actor)`, which anyone can
-/// derive) `key` is, if it is one of [`TRANSCRIPT_ACTORS`].
+/// derive) `key` is, if it is one an authority might be found holding (the transcripts'
+/// authority actor, with or without its `@`).
 pub fn transcript_actor(key: &PublicKey) -> Option<&'static str> {
     TRANSCRIPT_ACTORS
         .iter()

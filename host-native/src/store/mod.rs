@@ -14,7 +14,7 @@
 //! concurrent commands share syncs (group commit), and so do the commits of different groups
 //! (`shared_sync`: one `syncfs` for a round of many groups); a storage error is sticky.
 //! Reopening streams the log from the latest snapshot, trims a torn tail, and stops with
-//! `LOG_CORRUPT` naming file and offset on any other damage. [`fsck`] checks a data
+//! `LOG_CORRUPT` naming file and offset on any other damage. [`fsck()`] checks a data
 //! directory without changing it. [`agent_journal`] is the agent side's store, on the same
 //! [`backend`] and with the same record framing.
 
@@ -50,7 +50,7 @@ pub use fsck::{fsck, fsck_with, FsckReport, GroupSummary, SealSummary};
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     /// Replay requests older than this many events answer `CURSOR_TOO_OLD` (see
-    /// [`OnlineWindow`]); `None` serves the whole log.
+    /// [`mwp_core::authority::Replay`]); `None` serves the whole log.
     pub online_events: Option<u64>,
     /// Take a signed snapshot every this many events (and always on archive).
     pub snapshot_every: Option<u64>,
