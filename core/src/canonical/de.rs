@@ -1318,6 +1318,40 @@ impl<'de> Decode<'de> for crate::lease::LeaseId {
     }
 }
 
+/// 128 lowercase hex digits, decoded where they lie (the derive reads the text's bytes where
+/// they lie too).
+impl<'de> Decode<'de> for crate::crypto::Signature {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        or_derive(de, |de| {
+            let (start, text) = text_bytes(de)?;
+            crate::crypto::hex_digits::<64>(text)
+                .map(Self)
+                .ok_or_else(|| refused("", start))
+        })
+    }
+}
+
+/// An array of exactly two, as serde reads `[T; 2]` from this decoder.
+impl<'de, T: Decode<'de>> Decode<'de> for [T; 2] {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 4 {
+            return Err(refused("expected an array", start));
+        }
+        if arg != 2 {
+            return Err(refused(
+                &format!("expected an array of 2 items, not {arg}"),
+                start,
+            ));
+        }
+        de.enter(start)?;
+        let value = [T::decode(de)?, T::decode(de)?];
+        de.depth -= 1;
+        Ok(value)
+    }
+}
+
 impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
     /// As `T` reads a field that is present ([`Decode::decode_present`]).
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
