@@ -245,11 +245,12 @@ fn corrupt(event: &Event, what: impl std::fmt::Display) -> Error {
     Error::corrupt(format!("event seq {} does not apply: {what}", event.seq)).with("seq", event.seq)
 }
 
-/// The receipt index of a state, read as its field's `deserialize_with` reads it.
+/// The receipt index of a state, read as its field's `deserialize_with` reads it, by the
+/// index's own readers.
 fn receipt_index(
     de: &mut canonical::Decoder<'_>,
 ) -> std::result::Result<BTreeMap<Id, Receipts>, canonical::CanonError> {
-    crate::receipt_index::deserialize(de)
+    crate::receipt_index::decode(de)
 }
 
 // A state held whole is read by a reader of its own rather than serde's derive: the work items

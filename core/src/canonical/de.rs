@@ -57,6 +57,16 @@ pub(crate) struct Decoder<'de> {
 }
 
 impl<'de> Decoder<'de> {
+    /// The bytes of the next data item, found by walking heads (as the decoder hands them to
+    /// a visitor under [`ITEM_BYTES`]), read past; `None`, with nothing read, if they are not a
+    /// whole item.
+    pub(crate) fn item_bytes(&mut self) -> Option<&'de [u8]> {
+        let start = self.reader.pos;
+        let end = super::item_end(self.reader.bytes, start)?;
+        self.reader.pos = end;
+        self.reader.bytes.get(start..end)
+    }
+
     /// A canonical decoder of `bytes` that starts `depth` arrays and maps deep: what it
     /// accepts and refuses is what it would inside that many.
     pub(crate) fn nested(bytes: &'de [u8], depth: usize) -> Self {
@@ -1409,6 +1419,16 @@ impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         let mut map = std::collections::BTreeMap::new();
         map_entries(de, |key, value| map.insert(key, value).is_some())?;
+        Ok(map)
+    }
+}
+
+impl<'de, V: Decode<'de>> Decode<'de> for crate::id_map::IdMap<V> {
+    /// A map keyed by identifiers, its keys in canonical order, as its `Deserialize` reads one
+    /// from this decoder (two keys are never one identifier: canonical order has no repeats).
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let mut map = crate::id_map::IdMap::new();
+        map_entries(de, |key, value| map.insert(key, value))?;
         Ok(map)
     }
 }
