@@ -159,17 +159,14 @@ impl SignedHead {
     }
 
     /// Decodes the JSON form (hex for `id` and `sig`): the text is written into canonical
-    /// CBOR as it is parsed, then read by the head's own reader, as an event's JSON form is
-    /// read. It takes what serde's derive takes from the same text (a test holds the two
-    /// together). `HEAD_INVALID` (check `decode`) otherwise, naming what was wrong: the JSON
+    /// CBOR as it is parsed, then read by the head's own reader ([`canonical::read_json`]), as
+    /// an event's JSON form is read. It takes what serde's derive takes from the same text (a
+    /// test holds the two together), except the head's fields given as an array: a struct is
+    /// a map. `HEAD_INVALID` (check `decode`) otherwise, naming what was wrong: the JSON
     /// parser's error, or the reader's reason.
     pub fn from_json(text: &str) -> Result<SignedHead> {
-        let mut json = serde_json::Deserializer::from_str(text);
-        let bytes = canonical::canonical_from(&mut json)
-            .and_then(|bytes| json.end().map(|()| bytes))
-            .map_err(|e| head_invalid("decode", format!("head rejected: {e}")))?;
-        canonical::read_whole(&bytes)
-            .map_err(|e| head_invalid("decode", format!("head rejected: {}", e.reason)))
+        canonical::read_json(text.as_bytes())
+            .map_err(|e| head_invalid("decode", format!("head rejected: {e}")))
     }
 }
 
@@ -441,7 +438,8 @@ mod tests {
 
     /// The JSON form is read as serde's derive reads it with serde_json: the text of a head,
     /// each character changed to every printable one and every cut, is taken by both or
-    /// refused by both, and what is taken is the same head. A refusal names what was wrong.
+    /// refused by both, and what is taken is the same head. A refusal names what was wrong;
+    /// the fields given as an array are refused (a struct is a map).
     #[test]
     fn the_json_form_is_read_as_the_derive_reads_it() {
         let k = key("@authority");
@@ -484,6 +482,14 @@ mod tests {
         assert_eq!(e.details["check"], "decode");
         let e = SignedHead::from_json("{\"seq\": 1").unwrap_err();
         assert!(e.message.contains("EOF"), "{e}");
+        // The fields as an array, which serde's derive takes: a struct is a map.
+        let fields = serde_json::json!([h.schema, h.org, h.group, h.seq, h.id, h.at, h.sig]);
+        assert_eq!(
+            serde_json::from_value::<SignedHead>(fields.clone()).ok(),
+            Some(h)
+        );
+        let e = SignedHead::from_json(&fields.to_string()).unwrap_err();
+        assert!(e.message.contains("expected a map"), "{e}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub(crate) use de::{
 #[cfg(test)]
 pub(crate) use de::{every_byte_reads_as_the_derive, with_unknown_key};
 pub(crate) use json::{
-    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM,
+    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, read_json, CANONICAL_ITEM,
 };
 pub(crate) use order::{
     codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,
