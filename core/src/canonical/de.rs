@@ -1025,17 +1025,22 @@ pub(crate) fn unit_variant(
             ))
         }
     };
-    let name_start = de.reader.pos;
-    let name = if in_map {
+    let (name_start, arg) = if in_map {
+        let name_start = de.reader.pos;
         let (major, arg) = de.reader.head()?;
         if major != 3 {
             return Err(CanonError::new("expected a text string", name_start));
         }
-        de.text(arg, name_start)?
+        (name_start, arg)
     } else {
-        de.text(arg, start)?
+        (start, arg)
     };
-    let Some(index) = names.iter().position(|n| *n == name) else {
+    let n = de.reader.len(arg, name_start)?;
+    let raw = de.reader.take(n)?;
+    // A name is ASCII: text equal to one is valid UTF-8 without checking.
+    let Some(index) = names.iter().position(|n| n.as_bytes() == raw) else {
+        let name = std::str::from_utf8(raw)
+            .map_err(|_| CanonError::new("text string is not valid UTF-8", name_start))?;
         return Err(locate(unknown_variant(name, names), de.reader.pos));
     };
     if in_map {
