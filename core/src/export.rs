@@ -128,6 +128,15 @@ pub struct HeadFile {
     pub index: String,
 }
 
+// The index and `head.json` are read by readers of their own, from their JSON text
+// (`canonical::read_json`): what their derives take, refusing an unknown field as they do.
+canonical::decode_struct! {
+    ExportIndex { schema, org, group, authority, seq, id, chunks, snapshots }
+    ChunkRef { first, last, file, bytes }
+    SnapshotRef { seq, state_hash, file }
+    HeadFile { head, index }
+}
+
 /// A file to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportFile {
@@ -462,7 +471,7 @@ impl Planner {
 /// Reads an export's index (checking its name and bytes); what [`plan`] continues from.
 pub fn read_index(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
     check_file(path, "index", "json", bytes)?;
-    let index: ExportIndex = serde_json::from_slice(bytes)
+    let index: ExportIndex = canonical::read_json(bytes)
         .map_err(|e| corrupt(path, format!("not an export index: {e}")))?;
     if index.schema != INDEX_SCHEMA {
         return Err(corrupt(
@@ -587,7 +596,7 @@ fn check_snapshot_entry(
 
 /// Reads `head.json` (shape only; the signature is checked by whoever pins the key).
 pub fn read_head_file(bytes: &[u8]) -> Result<HeadFile> {
-    let hf: HeadFile = serde_json::from_slice(bytes).map_err(|e| {
+    let hf: HeadFile = canonical::read_json(bytes).map_err(|e| {
         Error::new(
             Code::HeadInvalid,
             format!("{HEAD_FILE}: not a head file: {e}"),
@@ -991,5 +1000,110 @@ impl StaticReader {
     /// The replica, once read.
     pub fn into_replica(self) -> Replica {
         self.replica
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SecretKey;
+
+    fn id(s: &str) -> Id {
+        Id::new(s).expect("an identifier")
+    }
+
+    /// `text`, each character changed to every printable one and every cut, is taken by
+    /// [`canonical::read_json`] exactly where serde_json's derive takes it, as the same value.
+    fn json_reads_as_the_derive<T>(value: &T)
+    where
+        T: for<'de> canonical::Decode<'de> + serde::de::DeserializeOwned + Serialize,
+        T: PartialEq + std::fmt::Debug,
+    {
+        let text = serde_json::to_string(value).expect("JSON");
+        let (mut accepted, mut refused) = (0, 0);
+        let mut compare = |text: &[u8]| {
+            let read = canonical::read_json::<T>(text).ok();
+            assert_eq!(
+                read,
+                serde_json::from_slice::<T>(text).ok(),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+            if read.is_some() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        };
+        compare(text.as_bytes());
+        for i in 0..text.len() {
+            for c in b' '..=b'~' {
+                let mut changed = text.clone().into_bytes();
+                changed[i] = c;
+                compare(&changed);
+            }
+            compare(&text.as_bytes()[..i]);
+        }
+        assert!(accepted > 10 && refused > 1000, "{accepted} {refused}");
+    }
+
+    fn index() -> ExportIndex {
+        ExportIndex {
+            schema: INDEX_SCHEMA.to_owned(),
+            org: id("acme"),
+            group: id("g1"),
+            authority: PublicKey([5; 32]),
+            seq: 12,
+            id: Hash([6; 32]),
+            chunks: vec![
+                ChunkRef {
+                    first: 1,
+                    last: 7,
+                    file: format!("chunks/{}.cbor", Hash([1; 32])),
+                    bytes: 900,
+                },
+                ChunkRef {
+                    first: 8,
+                    last: 12,
+                    file: format!("chunks/{}.cbor", Hash([2; 32])),
+                    bytes: 640,
+                },
+            ],
+            snapshots: vec![SnapshotRef {
+                seq: 7,
+                state_hash: Hash([8; 32]),
+                file: format!("snapshots/{}.cbor", Hash([3; 32])),
+            }],
+        }
+    }
+
+    /// An export's index and its head file are read from their JSON text by their own
+    /// readers as serde_json's derives read them, and their fields given as an array are
+    /// refused: a struct is a map.
+    #[test]
+    fn the_index_and_the_head_file_are_read_as_their_derives_read_them() {
+        json_reads_as_the_derive(&index());
+        let key = SecretKey::for_transcript("@authority");
+        let head =
+            SignedHead::sign(&id("acme"), &id("g1"), 12, Hash([6; 32]), 9, &key).expect("signs");
+        let hf = HeadFile {
+            head,
+            index: format!("index/{}.json", Hash([4; 32])),
+        };
+        json_reads_as_the_derive(&hf);
+        let as_array = serde_json::json!([hf.head, hf.index]).to_string();
+        assert!(serde_json::from_str::<HeadFile>(&as_array).is_ok());
+        let e = read_head_file(as_array.as_bytes()).expect_err("an array");
+        assert!(e.message.contains("expected a map"), "{e}");
+        let mut value = serde_json::to_value(index()).expect("JSON");
+        value["chunks"][1] = serde_json::json!([8, 12, "chunks/x.cbor", 640]);
+        let e = canonical::read_json::<ExportIndex>(value.to_string().as_bytes())
+            .expect_err("an array");
+        assert!(e.contains("expected a map"), "{e}");
+        value["chunks"][1] =
+            serde_json::json!({"first": 8, "last": 12, "file": "f", "bytes": 1, "x": 0});
+        let e = canonical::read_json::<ExportIndex>(value.to_string().as_bytes())
+            .expect_err("an unknown field");
+        assert!(e.contains("unknown field `x`"), "{e}");
     }
 }

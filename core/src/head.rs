@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonical::{self, Strictness};
+use crate::canonical;
 use crate::crypto::{Hash, PublicKey, SecretKey, Signature};
 use crate::error::{Code, Error, Result};
 use crate::event::Event;
@@ -51,6 +51,13 @@ pub struct SignedHead {
     pub at: u64,
     /// Ed25519 signature over the SHA-256 of the canonical CBOR of every other field.
     pub sig: Signature,
+}
+
+// A head is read by a reader of its own, from its canonical CBOR and (through
+// `canonical::canonical_from`) from its JSON form: what its derive takes, refusing an unknown
+// field as the derive does.
+canonical::decode_struct! {
+    SignedHead { schema, org, group, seq, id, at, sig }
 }
 
 /// The signed fields (the canonical map without `sig`).
@@ -144,16 +151,21 @@ impl SignedHead {
         Ok(canonical::to_vec(self)?)
     }
 
-    /// Decodes canonical CBOR of a head; anything else is `HEAD_INVALID` (check `decode`).
+    /// Decodes canonical CBOR of a head, by the head's own reader; anything else is
+    /// `HEAD_INVALID` (check `decode`).
     pub fn from_cbor(bytes: &[u8]) -> Result<SignedHead> {
-        canonical::from_slice(bytes, Strictness::Canonical)
+        canonical::read_whole(bytes)
             .map_err(|e| head_invalid("decode", format!("head rejected: {e}")))
     }
 
-    /// Decodes the JSON form (hex for `id` and `sig`); `HEAD_INVALID` (check `decode`)
-    /// otherwise.
+    /// Decodes the JSON form (hex for `id` and `sig`): the text is written into canonical
+    /// CBOR as it is parsed, then read by the head's own reader ([`canonical::read_json`]), as
+    /// an event's JSON form is read. It takes what serde's derive takes from the same text (a
+    /// test holds the two together), except the head's fields given as an array: a struct is
+    /// a map. `HEAD_INVALID` (check `decode`) otherwise, naming what was wrong: the JSON
+    /// parser's error, or the reader's reason.
     pub fn from_json(text: &str) -> Result<SignedHead> {
-        serde_json::from_str(text)
+        canonical::read_json(text.as_bytes())
             .map_err(|e| head_invalid("decode", format!("head rejected: {e}")))
     }
 }
@@ -255,10 +267,10 @@ impl ForkProof {
     fn read(bytes: &[u8]) -> std::result::Result<ForkProof, canonical::CanonError> {
         // Keys in canonical order: shorter first, then bytewise.
         let mut f = canonical::Fields::new(bytes, 4)?;
-        let heads = f.field("heads")?;
+        let heads = f.read("heads")?;
         let events = f.items("events", crate::event::decode_nested_event)?;
-        let schema = f.field("schema")?;
-        let authority = f.field("authority")?;
+        let schema = f.read("schema")?;
+        let authority = f.read("authority")?;
         f.finish()?;
         Ok(ForkProof {
             schema,
@@ -410,6 +422,81 @@ mod tests {
         assert_eq!(SignedHead::from_cbor(&bytes).unwrap(), h);
         let json = serde_json::to_string(&h).unwrap();
         assert_eq!(SignedHead::from_json(&json).unwrap(), h);
+    }
+
+    /// A head's canonical CBOR, each byte changed to every value and every cut, is read by
+    /// its reader as by its derive; an unknown key is refused by both.
+    #[test]
+    fn the_heads_reader_reads_what_the_derive_reads() {
+        let k = key("@authority");
+        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).unwrap();
+        let bytes = h.to_cbor().unwrap();
+        let (accepted, refused) =
+            canonical::every_byte_reads_as_the_derive::<SignedHead>(&bytes, false);
+        assert!(accepted > 0 && refused > 0, "{accepted} {refused}");
+        let extended = canonical::with_unknown_key(&bytes);
+        let e = SignedHead::from_cbor(&extended).unwrap_err();
+        assert!(e.message.contains("unknown field `zz`"), "{e}");
+        assert!(
+            canonical::from_slice::<SignedHead>(&extended, canonical::Strictness::Canonical)
+                .is_err()
+        );
+    }
+
+    /// The JSON form is read as serde's derive reads it with serde_json: the text of a head,
+    /// each character changed to every printable one and every cut, is taken by both or
+    /// refused by both, and what is taken is the same head. A refusal names what was wrong;
+    /// the fields given as an array are refused (a struct is a map).
+    #[test]
+    fn the_json_form_is_read_as_the_derive_reads_it() {
+        let k = key("@authority");
+        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).unwrap();
+        let json = serde_json::to_string(&h).unwrap();
+        let by_derive = |text: &str| serde_json::from_str::<SignedHead>(text).ok();
+        let (mut accepted, mut refused) = (0, 0);
+        let mut compare = |text: &str| {
+            let read = SignedHead::from_json(text).ok();
+            assert_eq!(read, by_derive(text), "{text}");
+            if read.is_some() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        };
+        compare(&json);
+        for i in 0..json.len() {
+            for c in b' '..=b'~' {
+                let mut changed = json.clone().into_bytes();
+                changed[i] = c;
+                compare(std::str::from_utf8(&changed).unwrap());
+            }
+            compare(&json[..i]);
+        }
+        for extra in ["", " ", "\n", "{}", "1"] {
+            compare(&format!("{json}{extra}"));
+        }
+        assert!(accepted > 10 && refused > 1000, "{accepted} {refused}");
+        let mut value = serde_json::to_value(&h).unwrap();
+        value["extra"] = serde_json::json!(1);
+        let e = SignedHead::from_json(&value.to_string()).unwrap_err();
+        assert!(e.message.contains("unknown field `extra`"), "{e}");
+        value.as_object_mut().unwrap().remove("extra");
+        value.as_object_mut().unwrap().remove("at");
+        let e = SignedHead::from_json(&value.to_string()).unwrap_err();
+        assert!(e.message.contains("missing field `at`"), "{e}");
+        value["at"] = serde_json::json!(-1);
+        let e = SignedHead::from_json(&value.to_string()).unwrap_err();
+        assert_eq!(e.details["check"], "decode");
+        let e = SignedHead::from_json("{\"seq\": 1").unwrap_err();
+        assert!(e.message.contains("EOF"), "{e}");
+        // The fields as an array, which serde's derive takes: a struct is a map.
+        let fields = serde_json::json!([h.schema, h.org, h.group, h.seq, h.id, h.at, h.sig]);
+        assert_eq!(
+            serde_json::from_value::<SignedHead>(fields.clone()).ok(),
+            Some(h)
+        );
+        let e = SignedHead::from_json(&fields.to_string()).unwrap_err();
+        assert!(e.message.contains("expected a map"), "{e}");
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! of a snapshot's bytes: one receipt per accepted command. The canonical decoder hands its
 //! bytes to [`read`], written for its exact shape, which checks everything the decoder would
 //! (canonical heads, key order, identifiers, hex, the seven fields in canonical order) and
-//! builds the maps directly. On anything else it gives up and the ordinary decoder reads the
-//! same bytes, so what is accepted and what it decodes to never depend on the path taken.
-//! Other formats (JSON, JS values) always take the ordinary path.
+//! builds the maps directly. On anything else it gives up and the maps' and the receipts'
+//! own readers (`canonical::Decode`, which read what serde's derive reads) read the same bytes,
+//! so what is accepted and what it decodes to never depend on the path taken. Other formats
+//! (JSON, JS values) always take the ordinary path.
 //!
 //! A snapshot streamed from its file ([`read_streamed`]) is read entry by entry from the
 //! streamed decoder's window with the same reader; an entry it declines is read by that
@@ -18,12 +19,41 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use crate::canonical::{self, CanonError, Items, StreamDecoder, Strictness, ITEM_BYTES};
+use crate::canonical::{self, CanonError, Items, StreamDecoder, ITEM_BYTES};
 use crate::crypto::{FromHex, Hash};
 use crate::id::Id;
 use crate::id_map::IdMap;
 use crate::receipt::Disposition;
 use crate::state::{Receipts, StoredReceipt};
+
+/// The index as a state's reader reads it from the canonical decoder: what [`deserialize`]
+/// does there, without serde's visitors. The item's bytes are read by [`read`], or, where it
+/// gives up, by the maps' and the receipts' own readers; bytes that are not a whole item are
+/// read in place by those readers, which word what is wrong.
+pub(crate) fn decode(
+    de: &mut canonical::Decoder<'_>,
+) -> Result<BTreeMap<Id, Receipts>, CanonError> {
+    let start = de.pos();
+    let Some(bytes) = de.item_bytes() else {
+        return canonical::Decode::decode(de);
+    };
+    if let Some(index) = read(bytes) {
+        return Ok(index);
+    }
+    canonical::read_whole(bytes).map_err(|e| in_the_index(&e, start))
+}
+
+/// An error of the index's readers, read from the index's own bytes, which start at `start`.
+#[cold]
+fn in_the_index(e: &CanonError, start: usize) -> CanonError {
+    CanonError::new(
+        format!(
+            "in the receipt index: {} (at byte {} of it)",
+            e.reason, e.offset
+        ),
+        start,
+    )
+}
 
 /// The index, for `#[serde(deserialize_with)]`.
 pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
@@ -49,7 +79,7 @@ impl<'de> Visitor<'de> for IndexVisitor {
         if let Some(index) = read(bytes) {
             return Ok(index);
         }
-        canonical::from_slice(bytes, Strictness::Canonical).map_err(|e| {
+        canonical::read_whole::<BTreeMap<Id, Receipts>>(bytes).map_err(|e| {
             E::custom(format!(
                 "in the receipt index: {} (at byte {} of it)",
                 e.reason, e.offset
@@ -314,7 +344,7 @@ mod tests {
                 let mut damaged = bytes.clone();
                 damaged[i] ^= 1 << bit;
                 let ordinary: Result<BTreeMap<Id, Receipts>, _> =
-                    canonical::from_slice(&damaged, Strictness::Canonical);
+                    canonical::from_slice(&damaged, canonical::Strictness::Canonical);
                 if let Some(fast) = read(&damaged) {
                     read_by_hand += 1;
                     assert_eq!(ordinary.as_ref().ok(), Some(&fast), "byte {i} bit {bit}");
@@ -323,6 +353,16 @@ mod tests {
         }
         // Flips inside identifiers and numbers still decode (to other values).
         assert!(read_by_hand > 0);
+    }
+
+    /// What [`read`] gives up on is read by the maps' and the receipts' readers, which read
+    /// what the derive reads: each byte of an index changed to every value, and every cut.
+    #[test]
+    fn what_the_fast_reader_declines_is_read_as_the_derive_reads_it() {
+        let bytes = canonical::to_vec(&sample()).expect("encodes");
+        let (accepted, refused) =
+            canonical::every_byte_reads_as_the_derive::<BTreeMap<Id, Receipts>>(&bytes, false);
+        assert!(accepted > 0 && refused > 0, "{accepted} {refused}");
     }
 
     /// A stored receipt with a field it does not have would decode to a state that does not
@@ -334,7 +374,7 @@ mod tests {
         let bytes = canonical::to_vec(&value).expect("encodes");
         assert_eq!(read(&bytes), None);
         let ordinary: Result<BTreeMap<Id, Receipts>, _> =
-            canonical::from_slice(&bytes, Strictness::Canonical);
+            canonical::from_slice(&bytes, canonical::Strictness::Canonical);
         let e = ordinary.expect_err("unknown field");
         assert!(e.reason.contains("unknown field"), "{e}");
     }

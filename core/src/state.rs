@@ -245,19 +245,30 @@ fn corrupt(event: &Event, what: impl std::fmt::Display) -> Error {
     Error::corrupt(format!("event seq {} does not apply: {what}", event.seq)).with("seq", event.seq)
 }
 
-/// The receipt index of a state, read as its field's `deserialize_with` reads it.
+/// The receipt index of a state, read as its field's `deserialize_with` reads it, by the
+/// index's own readers.
 fn receipt_index(
     de: &mut canonical::Decoder<'_>,
 ) -> std::result::Result<BTreeMap<Id, Receipts>, canonical::CanonError> {
-    crate::receipt_index::deserialize(de)
+    crate::receipt_index::decode(de)
 }
 
 // A state held whole is read by a reader of its own rather than serde's derive: the work items
 // by theirs ([`WorkItems`]'s `Decode`), the receipt index by its own ([`crate::receipt_index`]),
-// the members, approvals, expansions and evidence by their derives. It accepts, refuses and
+// the members, approvals, expansions and evidence by theirs (above). It accepts, refuses and
 // decodes what the derive does on the same decoder (a test holds the two together on the
 // states of every transcript, damaged): keys in canonical order, an unknown key checked and
 // skipped, a missing one refused by name.
+// The parts of a state, read by readers of their own. `StoredReceipt`'s derive denies unknown
+// fields, so its reader refuses them; the others' derives skip them, as their readers do.
+canonical::decode_struct! {
+    Member [ignore_unknown] { role, key, session, removed; skip prepared }
+    Approval [ignore_unknown] { work, requested_by, reason, state, revision }
+    StoredReceipt { seq, event_id, content_hash, aggregate, revision, disposition, at }
+    Expansion [ignore_unknown] { work_hash, actor, action }
+    EvidenceNote [ignore_unknown] { seq, work, actor }
+}
+
 canonical::decode_struct! {
     GroupState [ignore_unknown] {
         org, group, mission, title, authority_key, seq, head, revision, members_revision,
@@ -1076,6 +1087,46 @@ mod tests {
             counts.accepted > 1000 && counts.refused > 1000,
             "{counts:?}"
         );
+    }
+
+    /// Reads `value`'s encoding, each byte changed to every value and every cut, and its
+    /// encoding with an unknown key, by `T`'s reader and by its derive (which must take the
+    /// latter only where it skips unknown fields, `skips`).
+    fn part_reads_as_its_derive<T>(value: &T, skips: bool)
+    where
+        T: for<'de> canonical::Decode<'de> + serde::de::DeserializeOwned + Serialize,
+        T: PartialEq + std::fmt::Debug,
+    {
+        let bytes = canonical::to_vec(value).expect("encodes");
+        let (accepted, refused) = canonical::every_byte_reads_as_the_derive::<T>(&bytes, false);
+        assert!(accepted > 0 && refused > 0, "{value:?}");
+        let extended = canonical::with_unknown_key(&bytes);
+        assert_eq!(
+            canonical::read_whole::<T>(&extended).ok().as_ref(),
+            skips.then_some(value)
+        );
+        canonical::every_byte_reads_as_the_derive::<T>(&extended, false);
+    }
+
+    /// The parts of a state are read by their own readers as by their derives: a member, an
+    /// approval, a stored receipt, an expansion and an evidence note of the transcripts'
+    /// states, each byte changed to every value and every cut, and with an unknown key, which
+    /// a stored receipt refuses (its derive denies unknown fields) and the others skip.
+    #[test]
+    fn the_parts_of_a_state_are_read_as_their_derives_read_them() {
+        let states = transcript_states();
+        let member = states.iter().find_map(|s| s.members.values().next());
+        let approval = states.iter().find_map(|s| s.approvals.values().next());
+        let receipt = states
+            .iter()
+            .find_map(|s| s.receipts.values().find_map(|r| r.values().next()));
+        let expansion = states.iter().find_map(|s| s.expansions.values().next());
+        let note = states.iter().find_map(|s| s.evidence.first());
+        part_reads_as_its_derive(member.expect("a member"), true);
+        part_reads_as_its_derive(approval.expect("an approval"), true);
+        part_reads_as_its_derive(receipt.expect("a receipt"), false);
+        part_reads_as_its_derive(expansion.expect("an expansion"), true);
+        part_reads_as_its_derive(note.expect("an evidence note"), true);
     }
 
     /// A key that is none of the state's fields is checked and skipped, as the derive does;

@@ -257,10 +257,53 @@ pub struct AgentImage {
     pub serial: u64,
 }
 
-// An agent image read field by field: the replica's image by its own reader, the rest by
-// their derives; an unknown key checked and skipped, as the derive does.
+/// The fields of [`OutboxChange::Remove`].
+struct OutboxRemove {
+    base: Id,
+}
+
+// An agent image read field by field, each part by a reader of its own (the replica's image
+// by `crate::replica`'s); an unknown key checked and skipped, as their derives do. An outbox
+// entry's command is read by the command's own decoding (its `Deserialize`), which is the
+// command's, here as wherever a signed command is read.
 crate::canonical::decode_struct! {
     AgentImage [ignore_unknown] { replica, outbox, effects, meta, serial }
+    AgentMeta [ignore_unknown] { session, next_action }
+    OutboxEntry [ignore_unknown] {
+        base, rebases, command with read_command, binding, made_at, offline,
+    }
+    OutboxRemove [ignore_unknown] { base }
+    Binding [ignore_unknown] { work if is_some, epoch if is_some, lease if is_some, op if is_some }
+    EffectEntry [ignore_unknown] {
+        key, work, epoch, lease, op, mode, irreversible, high_risk, target, status, dispatches,
+        dispatched_at if is_some, happened if is_some, outcome if is_some, receipt if is_some,
+    }
+}
+
+/// An outbox entry's signed command, read through its `Deserialize` on the same decoder.
+fn read_command(
+    de: &mut crate::canonical::Decoder<'_>,
+) -> std::result::Result<Command, crate::canonical::CanonError> {
+    Command::deserialize(de)
+}
+
+/// The variant names of [`OutboxChange`], as its derive names them.
+const OUTBOX_CHANGES: &[&str] = &["put", "remove"];
+
+impl<'de> crate::canonical::Decode<'de> for OutboxChange {
+    /// An internally tagged enum, read as a projection row is: its `type` found first, then
+    /// the variant's entries read in place.
+    fn decode(
+        de: &mut crate::canonical::Decoder<'de>,
+    ) -> std::result::Result<OutboxChange, crate::canonical::CanonError> {
+        use crate::canonical::DecodeFields;
+        de.tagged(&"an outbox change", "type", None, |name, t| match name {
+            "put" => OutboxEntry::decode_fields(t.entries()?).map(OutboxChange::Put),
+            "remove" => OutboxRemove::decode_fields(t.entries()?)
+                .map(|r| OutboxChange::Remove { base: r.base }),
+            other => Err(crate::canonical::unknown_variant(other, OUTBOX_CHANGES)),
+        })
+    }
 }
 
 impl AgentImage {

@@ -57,6 +57,16 @@ pub(crate) struct Decoder<'de> {
 }
 
 impl<'de> Decoder<'de> {
+    /// The bytes of the next data item, found by walking heads (as the decoder hands them to
+    /// a visitor under [`ITEM_BYTES`]), read past; `None`, with nothing read, if they are not a
+    /// whole item.
+    pub(crate) fn item_bytes(&mut self) -> Option<&'de [u8]> {
+        let start = self.reader.pos;
+        let end = super::item_end(self.reader.bytes, start)?;
+        self.reader.pos = end;
+        self.reader.bytes.get(start..end)
+    }
+
     /// A canonical decoder of `bytes` that starts `depth` arrays and maps deep: what it
     /// accepts and refuses is what it would inside that many.
     pub(crate) fn nested(bytes: &'de [u8], depth: usize) -> Self {
@@ -979,50 +989,145 @@ pub(crate) trait DecodeFields<'de>: Sized {
     fn decode_fields(entries: Entries<'_, 'de>) -> Result<Self, CanonError>;
 }
 
-/// Types whose derived or hand-written `Deserialize` already reads the decoder directly
-/// (leaves: integers, text, identifiers, hashes, unit enums, opaque values).
-macro_rules! decode_via_serde {
-    ($($ty:ty),* $(,)?) => {
+/// Text, as serde reads a `String` from this decoder: a text string, valid UTF-8.
+impl<'de> Decode<'de> for String {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 3 {
+            return Err(CanonError::new("expected a text string", start));
+        }
+        de.text(arg, start).map(str::to_owned)
+    }
+}
+
+/// Reads a unit variant of an enum whose variants are named `names`, as serde's derive reads
+/// one through this decoder's `deserialize_enum`: its name as text, or a map of one entry from
+/// its name to `null` (what the derive's `unit_variant` takes; the encoder never writes it).
+/// Answers the index of the name in `names`; a name that is none of them is refused with
+/// serde's wording (`unknown variant `x`, expected one of …`).
+pub(crate) fn unit_variant(
+    de: &mut Decoder<'_>,
+    names: &'static [&'static str],
+) -> Result<usize, CanonError> {
+    let start = de.reader.pos;
+    let (major, arg) = de.reader.head()?;
+    let in_map = match major {
+        3 => false,
+        5 if arg == 1 => {
+            de.enter(start)?;
+            true
+        }
+        _ => {
+            return Err(CanonError::new(
+                "an enum is a variant name or a map of one entry",
+                start,
+            ))
+        }
+    };
+    let (name_start, arg) = if in_map {
+        let name_start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 3 {
+            return Err(CanonError::new("expected a text string", name_start));
+        }
+        (name_start, arg)
+    } else {
+        (start, arg)
+    };
+    let n = de.reader.len(arg, name_start)?;
+    let raw = de.reader.take(n)?;
+    // A name is ASCII: text equal to one is valid UTF-8 without checking.
+    let Some(index) = names.iter().position(|n| n.as_bytes() == raw) else {
+        let name = std::str::from_utf8(raw)
+            .map_err(|_| CanonError::new("text string is not valid UTF-8", name_start))?;
+        return Err(locate(unknown_variant(name, names), de.reader.pos));
+    };
+    if in_map {
+        let at = de.reader.pos;
+        if peek(&de.reader)? != 0xf6 {
+            return Err(CanonError::new("a unit variant's content is null", at));
+        }
+        de.reader.pos += 1;
+        de.depth -= 1;
+    }
+    Ok(index)
+}
+
+/// Generates [`Decode`] for enums of unit variants from their variants and the names serde's
+/// derive gives them (`rename_all = "snake_case"`), read by [`unit_variant`]: what the derive
+/// accepts, and the same value.
+macro_rules! decode_unit_enum {
+    ($( $ty:ty { $($name:literal => $variant:ident),* $(,)? } )*) => {
         $(
             impl<'de> Decode<'de> for $ty {
                 #[inline]
                 fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-                    <$ty as de::Deserialize<'de>>::deserialize(de)
+                    const NAMES: &[&str] = &[$($name),*];
+                    const VARIANTS: &[$ty] = &[$(<$ty>::$variant),*];
+                    let start = de.reader.pos;
+                    let index = unit_variant(de, NAMES)?;
+                    VARIANTS
+                        .get(index)
+                        .copied()
+                        .ok_or_else(|| refused("a variant without a name", start))
                 }
             }
         )*
     };
 }
 
-decode_via_serde!(
-    String,
-    crate::work::WorkState,
-    crate::command::Role,
-    crate::command::Risk,
-    crate::command::EffectMode,
-    crate::event::EvidenceOf,
-    crate::work::EffectStatus,
-    crate::lease::LeaseEnd,
-);
-
-// The smaller parts of a state, a write set and an agent image, read by their derives where
-// the readers of those wholes (`GroupState`'s, `crate::replica`'s `read`, `AgentImage`'s)
-// reach them: what the wholes' derives would read there.
-decode_via_serde!(
-    crate::state::Member,
-    crate::state::Approval,
-    crate::state::StoredReceipt,
-    crate::state::Expansion,
-    crate::state::EvidenceNote,
-    crate::replica::AppliedEvent,
-    crate::replica::QueueChange,
-    crate::replica::QueueEntry,
-    crate::replica::CheckpointRecord,
-    crate::agent::OutboxChange,
-    crate::agent::OutboxEntry,
-    crate::agent::EffectEntry,
-    crate::agent::AgentMeta,
-);
+decode_unit_enum! {
+    crate::work::WorkState {
+        "queued" => Queued,
+        "leased" => Leased,
+        "running" => Running,
+        "blocked" => Blocked,
+        "waiting" => Waiting,
+        "succeeded" => Succeeded,
+        "failed" => Failed,
+        "cancelled" => Cancelled,
+    }
+    crate::command::Role {
+        "owner" => Owner,
+        "worker" => Worker,
+        "reviewer" => Reviewer,
+        "observer" => Observer,
+    }
+    crate::command::Risk { "low" => Low, "high" => High }
+    crate::command::EffectMode {
+        "read_only" => ReadOnly,
+        "keyed" => Keyed,
+        "undeclared" => Undeclared,
+    }
+    crate::event::EvidenceOf { "submit" => Submit, "fail" => Fail }
+    crate::work::EffectStatus {
+        "intended" => Intended,
+        "settled" => Settled,
+        "abandoned" => Abandoned,
+        "unknown" => Unknown,
+        "reconciled" => Reconciled,
+    }
+    crate::lease::LeaseEnd {
+        "released" => Released,
+        "revoked" => Revoked,
+        "expired" => Expired,
+    }
+    crate::state::ApprovalState {
+        "pending" => Pending,
+        "granted" => Granted,
+        "denied" => Denied,
+    }
+    crate::receipt::Disposition { "applied" => Applied, "evidence" => Evidence }
+    crate::agent::JournalStatus {
+        "requested" => Requested,
+        "intended" => Intended,
+        "dispatched" => Dispatched,
+        "uncertain" => Uncertain,
+        "observed" => Observed,
+        "closed" => Closed,
+    }
+}
 
 /// An opaque value: the item is checked as [`Decoder::skip`] checks it, less what JSON cannot
 /// hold (byte strings, negative integers below `i64::MIN`), and its bytes are copied as they
@@ -1228,6 +1333,40 @@ impl<'de> Decode<'de> for crate::lease::LeaseId {
     }
 }
 
+/// 128 lowercase hex digits, decoded where they lie (the derive reads the text's bytes where
+/// they lie too).
+impl<'de> Decode<'de> for crate::crypto::Signature {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        or_derive(de, |de| {
+            let (start, text) = text_bytes(de)?;
+            crate::crypto::hex_digits::<64>(text)
+                .map(Self)
+                .ok_or_else(|| refused("", start))
+        })
+    }
+}
+
+/// An array of exactly two, as serde reads `[T; 2]` from this decoder.
+impl<'de, T: Decode<'de>> Decode<'de> for [T; 2] {
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let start = de.reader.pos;
+        let (major, arg) = de.reader.head()?;
+        if major != 4 {
+            return Err(refused("expected an array", start));
+        }
+        if arg != 2 {
+            return Err(refused(
+                &format!("expected an array of 2 items, not {arg}"),
+                start,
+            ));
+        }
+        de.enter(start)?;
+        let value = [T::decode(de)?, T::decode(de)?];
+        de.depth -= 1;
+        Ok(value)
+    }
+}
+
 impl<'de, T: Decode<'de>> Decode<'de> for Option<T> {
     /// As `T` reads a field that is present ([`Decode::decode_present`]).
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
@@ -1285,6 +1424,16 @@ impl<'de, K: Decode<'de> + Ord, V: Decode<'de>> Decode<'de> for std::collections
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         let mut map = std::collections::BTreeMap::new();
         map_entries(de, |key, value| map.insert(key, value).is_some())?;
+        Ok(map)
+    }
+}
+
+impl<'de, V: Decode<'de>> Decode<'de> for crate::id_map::IdMap<V> {
+    /// A map keyed by identifiers, its keys in canonical order, as its `Deserialize` reads one
+    /// from this decoder (two keys are never one identifier: canonical order has no repeats).
+    fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+        let mut map = crate::id_map::IdMap::new();
+        map_entries(de, |key, value| map.insert(key, value))?;
         Ok(map)
     }
 }
@@ -1372,6 +1521,12 @@ pub(crate) fn unknown_field(key: &[u8], after: usize) -> CanonError {
     )
 }
 
+/// A variant name that is none of `names`, worded as serde's derive words it.
+#[cold]
+pub(crate) fn unknown_variant(name: &str, names: &'static [&'static str]) -> CanonError {
+    <CanonError as de::Error>::unknown_variant(name, names)
+}
+
 /// A field whose key the map, which ends at `end`, does not have.
 #[cold]
 pub(crate) fn missing_field(name: &str, end: usize) -> CanonError {
@@ -1391,6 +1546,65 @@ pub(crate) fn read_whole<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Result<T, Can
         ));
     }
     Ok(value)
+}
+
+/// Reads `bytes`, each of its bytes replaced by every other value in turn and cut at every
+/// length, by `T`'s reader ([`read_whole`]) and by its derive through this decoder: both take
+/// or both refuse each input, and what they take they read alike. Where `tagged` (`T` is or
+/// holds an internally tagged enum, whose entries serde's derive buffers), the derive may also
+/// take an input the reader refuses, but never the canonical encoding of what it read: a byte
+/// string as a key, which canonical reading refuses. Answers how many inputs both took and
+/// how many both refused.
+#[cfg(test)]
+pub(crate) fn every_byte_reads_as_the_derive<T>(bytes: &[u8], tagged: bool) -> (usize, usize)
+where
+    T: for<'de> Decode<'de> + de::DeserializeOwned + serde::Serialize + PartialEq,
+    T: std::fmt::Debug,
+{
+    let (mut accepted, mut refused) = (0, 0);
+    let mut compare = |input: &[u8], what: &dyn std::fmt::Display| match (
+        read_whole::<T>(input).ok(),
+        from_canonical::<T>(input).ok(),
+    ) {
+        (Some(r), d) => {
+            assert_eq!(Some(r), d, "{what}: {input:02x?}");
+            accepted += 1;
+        }
+        (None, None) => refused += 1,
+        (None, Some(d)) => {
+            assert!(tagged, "{what}: only the derive takes {input:02x?}");
+            let again = super::to_vec(&d).expect("encodes");
+            assert_ne!(again, input, "{what}: canonical, refused");
+        }
+    };
+    compare(bytes, &"as encoded");
+    for i in 0..bytes.len() {
+        for value in 0..=255u8 {
+            let mut changed = bytes.to_vec();
+            changed[i] = value;
+            compare(&changed, &format_args!("byte {i} = {value:#04x}"));
+        }
+    }
+    for cut in 0..bytes.len() {
+        compare(&bytes[..cut], &format_args!("cut at {cut}"));
+    }
+    (accepted, refused)
+}
+
+/// The canonical encoding of the map `bytes` encode with one more entry, `"zz": [1, null]`,
+/// a key that is none of the fields of any struct read here.
+#[cfg(test)]
+pub(crate) fn with_unknown_key(bytes: &[u8]) -> Vec<u8> {
+    use ciborium::Value;
+    let value = super::decode(bytes, Strictness::Canonical).expect("decodes");
+    let Value::Map(mut map) = value else {
+        panic!("a map")
+    };
+    map.push((
+        Value::Text("zz".into()),
+        Value::Array(vec![Value::from(1), Value::Null]),
+    ));
+    super::encode_value(&Value::Map(map)).expect("encodes")
 }
 
 /// The entries of a map, read key by key in their stored order (for [`DecodeFields`]).
@@ -1981,6 +2195,132 @@ mod tests {
             }
         }
         Some(r.pos)
+    }
+
+    /// Reads each of `variants` as its name and as a map from its name to `null`, each byte of
+    /// both changed to every value and every cut, by its reader and by its derive: they take
+    /// the same inputs and give the same values, and refuse the same inputs with the same
+    /// error, except a map whose content is not `null`, which each words its own way. Answers
+    /// how many inputs were taken.
+    fn unit_enum_reads_as_its_derive<T>(variants: &[T]) -> usize
+    where
+        T: for<'de> Decode<'de> + serde::de::DeserializeOwned + serde::Serialize + PartialEq,
+        T: std::fmt::Debug,
+    {
+        let mut taken = 0;
+        for v in variants {
+            let name = super::super::to_vec(v).expect("encodes");
+            assert_eq!(read_whole::<T>(&name).as_ref(), Ok(v));
+            let mut map = vec![0xa1];
+            map.extend_from_slice(&name);
+            map.push(0xf6);
+            assert_eq!(read_whole::<T>(&map).as_ref(), Ok(v), "{map:02x?}");
+            for bytes in [&name, &map] {
+                taken += every_byte_reads_as_the_derive::<T>(bytes, false).0;
+                for i in 0..bytes.len() {
+                    for value in 0..=255u8 {
+                        let mut changed = bytes.to_vec();
+                        changed[i] = value;
+                        let content_not_null = changed[0] == 0xa1 && i == changed.len() - 1;
+                        if let (Err(r), Err(d)) =
+                            (read_whole::<T>(&changed), from_canonical::<T>(&changed))
+                        {
+                            if !(content_not_null && value != 0xf6) {
+                                assert_eq!(r, d, "byte {i} = {value:#04x}: {changed:02x?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        taken
+    }
+
+    /// Every unit enum a stored value holds is read as its derive reads it: its variants'
+    /// names are the derive's (`rename_all = "snake_case"`), a map of one entry from a name to
+    /// `null` is taken as the derive's `unit_variant` takes it, and an unknown name is refused
+    /// in serde's words.
+    #[test]
+    fn unit_enums_are_read_as_their_derives_read_them() {
+        use crate::agent::JournalStatus;
+        use crate::command::{EffectMode, Risk, Role};
+        use crate::event::EvidenceOf;
+        use crate::lease::LeaseEnd;
+        use crate::receipt::Disposition;
+        use crate::state::ApprovalState;
+        use crate::work::{EffectStatus, WorkState};
+        let taken = unit_enum_reads_as_its_derive(&[
+            WorkState::Queued,
+            WorkState::Leased,
+            WorkState::Running,
+            WorkState::Blocked,
+            WorkState::Waiting,
+            WorkState::Succeeded,
+            WorkState::Failed,
+            WorkState::Cancelled,
+        ]) + unit_enum_reads_as_its_derive(&[
+            Role::Owner,
+            Role::Worker,
+            Role::Reviewer,
+            Role::Observer,
+        ]) + unit_enum_reads_as_its_derive(&[Risk::Low, Risk::High])
+            + unit_enum_reads_as_its_derive(&[
+                EffectMode::ReadOnly,
+                EffectMode::Keyed,
+                EffectMode::Undeclared,
+            ])
+            + unit_enum_reads_as_its_derive(&[EvidenceOf::Submit, EvidenceOf::Fail])
+            + unit_enum_reads_as_its_derive(&[
+                EffectStatus::Intended,
+                EffectStatus::Settled,
+                EffectStatus::Abandoned,
+                EffectStatus::Unknown,
+                EffectStatus::Reconciled,
+            ])
+            + unit_enum_reads_as_its_derive(&[
+                LeaseEnd::Released,
+                LeaseEnd::Revoked,
+                LeaseEnd::Expired,
+            ])
+            + unit_enum_reads_as_its_derive(&[
+                ApprovalState::Pending,
+                ApprovalState::Granted,
+                ApprovalState::Denied,
+            ])
+            + unit_enum_reads_as_its_derive(&[Disposition::Applied, Disposition::Evidence])
+            + unit_enum_reads_as_its_derive(&[
+                JournalStatus::Requested,
+                JournalStatus::Intended,
+                JournalStatus::Dispatched,
+                JournalStatus::Uncertain,
+                JournalStatus::Observed,
+                JournalStatus::Closed,
+            ]);
+        // Each variant's two forms, and the inputs that spell a variant by another change.
+        assert!(taken >= 2 * 41, "{taken}");
+        let unknown = super::super::to_vec(&"paused").expect("encodes");
+        let e = read_whole::<WorkState>(&unknown).expect_err("no such variant");
+        assert_eq!(
+            e.reason,
+            "unknown variant `paused`, expected one of `queued`, `leased`, `running`, \
+             `blocked`, `waiting`, `succeeded`, `failed`, `cancelled`"
+        );
+        let e = read_whole::<Risk>(&unknown).expect_err("no such variant");
+        assert_eq!(
+            e.reason,
+            "unknown variant `paused`, expected `low` or `high`"
+        );
+    }
+
+    /// `String` is text, valid UTF-8, as the derive reads it.
+    #[test]
+    fn text_is_read_as_its_derive_reads_it() {
+        for text in ["", "a", "héllo", &"x".repeat(30)] {
+            let bytes = super::super::to_vec(&text).expect("encodes");
+            assert_eq!(read_whole::<String>(&bytes).as_deref(), Ok(text));
+            let (accepted, refused) = every_byte_reads_as_the_derive::<String>(&bytes, false);
+            assert!(accepted > 0 && refused > 0, "{accepted} {refused}");
+        }
     }
 
     proptest::proptest! {

@@ -37,6 +37,19 @@ pub(crate) fn canonical_from<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>,
     Ok(encoder.out)
 }
 
+/// Reads JSON text into `T` by `T`'s canonical reader: the text is written into canonical CBOR
+/// as it is parsed ([`canonical_from`]) and that is read by [`super::read_whole`], as an
+/// event's JSON form is read. It takes what `T`'s derive takes through serde_json, except a
+/// struct given as an array, which it refuses (a struct is a map, in every mode), and gives
+/// the same value. A refusal is the parser's error or the reader's reason.
+pub(crate) fn read_json<T: for<'de> Decode<'de>>(text: &[u8]) -> Result<T, String> {
+    let mut json = serde_json::Deserializer::from_slice(text);
+    let bytes = canonical_from(&mut json)
+        .and_then(|bytes| json.end().map(|()| bytes))
+        .map_err(|e| e.to_string())?;
+    super::read_whole(&bytes).map_err(|e| e.reason)
+}
+
 /// The canonical CBOR of a `serde_json::Value`, read as [`opaque_from`] reads JSON.
 pub(crate) fn opaque_from_json(value: &serde_json::Value) -> Opaque {
     let mut encoder = Encoder::for_json();

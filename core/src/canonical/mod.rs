@@ -29,11 +29,14 @@ mod order;
 mod stream;
 
 pub(crate) use de::{
-    decode_struct, map_entries, missing_field, read_whole, refused, some, unknown_field, Decode,
-    DecodeFields, Decoder, Entries, Fields, Items, KeySpans, Tagged, ITEM_BYTES,
+    decode_struct, map_entries, missing_field, read_whole, refused, some, unknown_field,
+    unknown_variant, Decode, DecodeFields, Decoder, Entries, Fields, Items, KeySpans, Tagged,
+    ITEM_BYTES,
 };
+#[cfg(test)]
+pub(crate) use de::{every_byte_reads_as_the_derive, with_unknown_key};
 pub(crate) use json::{
-    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, CANONICAL_ITEM,
+    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, read_json, CANONICAL_ITEM,
 };
 pub(crate) use order::{
     codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,

@@ -4,16 +4,19 @@
 //! A write set is most of what a host's journal holds, and its projection rows are an
 //! internally tagged enum, which serde's derive reads by buffering each row's entries before
 //! it knows the variant. [`WriteSet::from_canonical`] reads the rows with [`Row`]'s reader
-//! below (the `type` entry found first, then the variant's entries read in place), and every
-//! other field by its derive; so does [`ReplicaImage`]'s reader (an agent image's replica,
-//! `AgentImage::from_canonical`). They accept, refuse and decode what the derive does from
-//! the same bytes (a test holds them together): keys in canonical order, a key that is none of
-//! the fields checked and skipped (none of these derives denies unknown fields), a missing one
-//! refused by name.
+//! below (the `type` entry found first, then the variant's entries read in place), its queue
+//! changes alike, and every other field by a reader of its own (a row's header by its derive);
+//! so does [`ReplicaImage`]'s reader (an agent image's replica, `AgentImage::from_canonical`).
+//! They accept, refuse and decode what the derive does from the same bytes (tests hold them
+//! together): keys in canonical order, a key that is none of the fields checked and skipped
+//! (none of these derives denies unknown fields), a missing one refused by name.
 
 use serde::Deserialize;
 
-use super::{GroupHeader, ReplicaImage, Row, WriteSet};
+use super::{
+    AppliedEvent, CheckpointRecord, GroupHeader, QueueChange, QueueEntry, ReplicaImage, Row,
+    WriteSet,
+};
 use crate::canonical::{self, CanonError, Decode, DecodeFields, Decoder};
 use crate::id::Id;
 use crate::id_map::Arc;
@@ -134,8 +137,38 @@ impl<'de> Decode<'de> for Row {
     }
 }
 
-// A write set and a replica's image, field by field: their rows by [`Row`]'s reader, the rest
-// by their derives.
+/// The fields of [`QueueChange::Remove`].
+struct QueueRemove {
+    work: Id,
+}
+
+// A queue change's entry, a processed event and a checkpoint; their derives skip unknown
+// fields, as these readers do.
+canonical::decode_struct! {
+    QueueEntry [ignore_unknown] { work, not_before, deadline_at if is_some }
+    QueueRemove [ignore_unknown] { work }
+    AppliedEvent [ignore_unknown] { seq, id }
+    CheckpointRecord [ignore_unknown] { work, seq, data }
+}
+
+/// The variant names of [`QueueChange`], as its derive names them.
+const QUEUE_CHANGES: &[&str] = &["put", "remove"];
+
+impl<'de> Decode<'de> for QueueChange {
+    /// An internally tagged enum, read as a projection row is: its `type` found first, then
+    /// the variant's entries read in place.
+    fn decode(de: &mut Decoder<'de>) -> Result<QueueChange, CanonError> {
+        de.tagged(&"a queue change", "type", None, |name, t| match name {
+            "put" => QueueEntry::decode_fields(t.entries()?).map(QueueChange::Put),
+            "remove" => QueueRemove::decode_fields(t.entries()?)
+                .map(|r| QueueChange::Remove { work: r.work }),
+            other => Err(canonical::unknown_variant(other, QUEUE_CHANGES)),
+        })
+    }
+}
+
+// A write set and a replica's image, field by field: their rows by [`Row`]'s reader, every
+// other field by its own.
 canonical::decode_struct! {
     WriteSet [ignore_unknown] {
         group, serial, reset, applied, projection, queue, checkpoints, outbox, effects, meta,
@@ -248,6 +281,149 @@ mod tests {
         }
     }
 
+    /// A command as an agent's outbox keeps it: `checkpoint` of `w1`, signed by `alice`.
+    fn signed_command() -> crate::Command {
+        let id = |s: &str| Id::new(s).expect("an identifier");
+        crate::Command::signed(
+            id("acme"),
+            id("g1"),
+            id("alice"),
+            id("a1"),
+            1,
+            None,
+            crate::command::Body::Checkpoint(crate::command::Checkpoint {
+                work: id("w1"),
+                lease: crate::lease::LeaseId([2; 16]),
+                data: crate::opaque::Opaque::null(),
+            }),
+            &crate::SecretKey::for_transcript("alice"),
+        )
+        .expect("signs")
+    }
+
+    /// Reads `value`'s encoding, each byte changed to every value and every cut, and its
+    /// encoding with an unknown key (which each of these derives skips), by `T`'s reader and
+    /// by its derive; `tagged` as [`canonical::every_byte_reads_as_the_derive`] takes it.
+    fn part_reads_as_its_derive<T>(value: &T, tagged: bool)
+    where
+        T: for<'de> Decode<'de> + serde::de::DeserializeOwned + serde::Serialize,
+        T: PartialEq + std::fmt::Debug,
+    {
+        let bytes = canonical::to_vec(value).expect("encodes");
+        let (accepted, refused) = canonical::every_byte_reads_as_the_derive::<T>(&bytes, tagged);
+        assert!(accepted > 0 && refused > 0, "{value:?}");
+        let extended = canonical::with_unknown_key(&bytes);
+        assert_eq!(canonical::read_whole::<T>(&extended).as_ref(), Ok(value));
+        canonical::every_byte_reads_as_the_derive::<T>(&extended, tagged);
+    }
+
+    /// The parts of a write set and of an agent image are read by their own readers as by
+    /// their derives: a processed event, a checkpoint, a queue entry and both queue changes,
+    /// an outbox entry (its command read by the command's derive), its binding and both
+    /// outbox changes, a journal effect and the agent's counters; each byte changed to every
+    /// value, every cut, and with an unknown key, which each of them skips. The changes are
+    /// internally tagged: where the derive's buffering takes a byte string as a key, the
+    /// readers refuse it, as they refuse any other encoding that is not canonical.
+    #[test]
+    fn the_parts_of_write_sets_and_images_are_read_as_their_derives_read_them() {
+        use crate::agent::{AgentMeta, Binding, OutboxChange, OutboxEntry};
+        use crate::replica::{AppliedEvent, CheckpointRecord, QueueChange, QueueEntry};
+        let id = |s: &str| Id::new(s).expect("an identifier");
+        part_reads_as_its_derive(
+            &AppliedEvent {
+                seq: 7,
+                id: crate::Hash([3; 32]),
+            },
+            false,
+        );
+        part_reads_as_its_derive(
+            &CheckpointRecord {
+                work: id("w1"),
+                seq: 9,
+                data: crate::opaque::Opaque::from_canonical(
+                    &canonical::to_vec(&serde_json::json!({"step": [1, "a"]})).expect("encodes"),
+                ),
+            },
+            false,
+        );
+        let entry = QueueEntry {
+            work: id("w1"),
+            not_before: 3,
+            deadline_at: Some(500),
+        };
+        part_reads_as_its_derive(&entry, false);
+        part_reads_as_its_derive(
+            &QueueEntry {
+                deadline_at: None,
+                ..entry.clone()
+            },
+            false,
+        );
+        part_reads_as_its_derive(&QueueChange::Put(entry), true);
+        part_reads_as_its_derive(&QueueChange::Remove { work: id("w2") }, true);
+        let binding = Binding {
+            work: Some(id("w1")),
+            epoch: Some(1),
+            lease: Some(crate::lease::LeaseId([2; 16])),
+            op: Some(id("op")),
+        };
+        part_reads_as_its_derive(&binding, false);
+        part_reads_as_its_derive(&Binding::default(), false);
+        let outbox = OutboxEntry {
+            base: id("a1"),
+            rebases: 2,
+            command: signed_command(),
+            binding,
+            made_at: 1,
+            offline: true,
+        };
+        part_reads_as_its_derive(&outbox, false);
+        part_reads_as_its_derive(&OutboxChange::Put(outbox), true);
+        part_reads_as_its_derive(&OutboxChange::Remove { base: id("a2") }, true);
+        part_reads_as_its_derive(&observed_effect(), false);
+        part_reads_as_its_derive(
+            &crate::agent::EffectEntry {
+                outcome: Some(crate::opaque::Opaque::null()),
+                receipt: Some(crate::opaque::Opaque::text("r")),
+                dispatched_at: None,
+                ..observed_effect()
+            },
+            false,
+        );
+        part_reads_as_its_derive(
+            &AgentMeta {
+                session: 3,
+                next_action: 41,
+            },
+            false,
+        );
+    }
+
+    /// A queue change or an outbox change whose `type` is none of its variants is refused in
+    /// serde's words, and one without a `type` is refused, as by the derive.
+    #[test]
+    fn a_change_of_no_known_type_is_refused() {
+        use crate::agent::OutboxChange;
+        use crate::replica::QueueChange;
+        let unknown =
+            canonical::to_vec(&serde_json::json!({"type": "move", "work": "w1"})).expect("encodes");
+        let untyped = canonical::to_vec(&serde_json::json!({"work": "w1"})).expect("encodes");
+        let e = canonical::read_whole::<QueueChange>(&unknown).expect_err("no such variant");
+        assert!(
+            e.reason
+                .contains("unknown variant `move`, expected `put` or `remove`"),
+            "{e}"
+        );
+        assert!(by_derive::<QueueChange>(&unknown).is_none());
+        let e = canonical::read_whole::<OutboxChange>(&unknown).expect_err("no such variant");
+        assert!(e.reason.contains("unknown variant `move`"), "{e}");
+        assert!(by_derive::<OutboxChange>(&unknown).is_none());
+        assert!(canonical::read_whole::<QueueChange>(&untyped).is_err());
+        assert!(by_derive::<QueueChange>(&untyped).is_none());
+        assert!(canonical::read_whole::<OutboxChange>(&untyped).is_err());
+        assert!(by_derive::<OutboxChange>(&untyped).is_none());
+    }
+
     /// An effect whose observed outcome and receipt are the opaque value `null` reads back
     /// with them, by the reader and by the derive: read as left out, a restarted agent would
     /// settle the effect with another outcome than the one it observed.
@@ -285,21 +461,7 @@ mod tests {
             lease: Some(crate::lease::LeaseId([2; 16])),
             op: Some(id("op")),
         };
-        let command = crate::Command::signed(
-            id("acme"),
-            id("g1"),
-            id("alice"),
-            id("a1"),
-            1,
-            None,
-            crate::command::Body::Checkpoint(crate::command::Checkpoint {
-                work: id("w1"),
-                lease: crate::lease::LeaseId([2; 16]),
-                data: crate::opaque::Opaque::null(),
-            }),
-            &crate::SecretKey::for_transcript("alice"),
-        )
-        .expect("signs");
+        let command = signed_command();
         let ws = WriteSet {
             group: Some(id("g1")),
             serial: 1,
