@@ -89,7 +89,7 @@ pub struct Event {
 
 /// An event read from any self-describing serde data (JSON text, a `serde_json::Value`, a
 /// JavaScript value): the data is written into canonical CBOR as it is read
-/// ([`canonical::canonical_from`]), then read by the readers of stored events, so it accepts
+/// (`canonical::canonical_from`), then read by the readers of stored events, so it accepts
 /// what [`Event::from_cbor`] accepts and gives the same event. Whatever holds events (a page of
 /// `GET /v1/groups/{group}/events`, a fork proof, a line of `mwp replica`) reads them by it. A
 /// refusal is the source's error or the readers' reason ([`Event::from_serde`] words it).

@@ -159,7 +159,7 @@ impl SignedHead {
     }
 
     /// Decodes the JSON form (hex for `id` and `sig`): the text is written into canonical
-    /// CBOR as it is parsed, then read by the head's own reader ([`canonical::read_json`]), as
+    /// CBOR as it is parsed, then read by the head's own reader (`canonical::read_json`), as
     /// an event's JSON form is read. It takes what serde's derive takes from the same text (a
     /// test holds the two together), except the head's fields given as an array: a struct is
     /// a map. `HEAD_INVALID` (check `decode`) otherwise, naming what was wrong: the JSON

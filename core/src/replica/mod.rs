@@ -305,7 +305,7 @@ pub struct WriteSet {
 
 impl WriteSet {
     /// Reads a write set from its canonical CBOR, refusing any other encoding, by readers of
-    /// its own ([`read`]): what `canonical::from_slice(bytes, Strictness::Canonical)` gives
+    /// its own (the `read` module): what `canonical::from_slice(bytes, Strictness::Canonical)` gives
     /// through serde's derive, which a test holds them to. Not generic, so it is built once, in
     /// this crate (docs/decisions.md, "Decoding the core's types outside the core").
     pub fn from_canonical(
