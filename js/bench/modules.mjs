@@ -1,30 +1,41 @@
-// Two builds of the WebAssembly module side by side in Node, each a `wasm-bindgen --target web`
+// Builds of the WebAssembly module side by side in Node, each a `wasm-bindgen --target web`
 // folder (mwp_wasm.js + mwp_wasm_bg.wasm): bytes, `WebAssembly.compile` of the bytes, and
-// `Replica.offerBatch` of the same bench log, alternated in one process after both are loaded
+// `Replica.offerBatch` of the same bench log, alternated in one process after all are loaded
 // (medians; the first load in a process pays a one-time cost, so it is not what is timed).
-// Run: node js/bench/modules.mjs DIR_A DIR_B [items=2500]
+// Run: node js/bench/modules.mjs DIR... [--items N] [--log-from DIR]
 // e.g. the dashboard's module against the full one:
 //   node js/bench/modules.mjs js/pkg host-native/dashboard/pkg
-// The log comes from `benchLog` of the first build that has it (the full module does).
+// or two viewer builds, the log made by the full module, which is not timed:
+//   node js/bench/modules.mjs /tmp/before /tmp/after --log-from js/pkg
+// The log comes from `benchLog` of the `--log-from` build, else of the first build that has
+// it (the full module does).
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [a, b] = process.argv.slice(2, 4);
-if (!a || !b) {
-  console.error("usage: node js/bench/modules.mjs DIR_A DIR_B [items]");
+const args = process.argv.slice(2);
+const option = (name) => {
+  const at = args.indexOf(name);
+  return at < 0 ? undefined : args.splice(at, 2)[1];
+};
+const items = Number(option("--items") ?? 2500);
+const logFrom = option("--log-from");
+if (args.length < 1 || args.some((a) => a.startsWith("--"))) {
+  console.error("usage: node js/bench/modules.mjs DIR... [--items N] [--log-from DIR]");
   process.exit(2);
 }
-const items = Number(process.argv[4] ?? 2500);
-const builds = [];
-for (const dir of [a, b]) {
+const load = async (dir) => {
   const glue = await import(pathToFileURL(resolve(dir, "mwp_wasm.js")).href);
   const bytes = readFileSync(resolve(dir, "mwp_wasm_bg.wasm"));
   await glue.default({ module_or_path: bytes });
-  builds.push({ dir, glue, bytes, compiles: [], runs: [] });
+  return { dir, glue, bytes, compiles: [], runs: [] };
+};
+const builds = [];
+for (const dir of args) builds.push(await load(dir));
+const maker = logFrom ? await load(logFrom) : builds.find((m) => typeof m.glue.benchLog === "function");
+if (!maker || typeof maker.glue.benchLog !== "function") {
+  throw new Error("no build has benchLog: give the full module as one of them, or as --log-from");
 }
-const maker = builds.find((m) => typeof m.glue.benchLog === "function");
-if (!maker) throw new Error("neither build has benchLog: give the full module as one of them");
 const log = maker.glue.benchLog(items);
 const rounds = 7;
 for (let r = 0; r < rounds; r++) {
