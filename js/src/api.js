@@ -5,6 +5,7 @@
 
 import * as w from "../pkg/mwp_wasm.js";
 import { CodecError, ExportError, guard } from "./errors.js";
+import { readCapped } from "./body.js";
 import { asBatch, frameBatch, splitBatch } from "./frames.js";
 
 export * from "./errors.js";
@@ -299,35 +300,8 @@ async function fetchFile(fetch, url, file, signal, max) {
     throw new ExportError(code, `${file}: HTTP ${response.status} from ${url}`, { file, url: String(url), status: response.status });
   }
   const tooBig = (n) => new ExportError("MALFORMED", `${file} is over the ${max} bytes a reader accepts for it (${n} from ${url})`, { file, url: String(url) });
-  const declared = Number(response.headers?.get?.("content-length") ?? NaN);
-  if (declared > max) {
-    await response.body?.cancel?.().catch(() => {});
-    throw tooBig(declared);
-  }
-  if (!response.body?.getReader) {
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    if (bytes.length > max) throw tooBig(bytes.length);
-    return bytes;
-  }
-  const parts = [];
-  let length = 0;
-  const body = response.body.getReader();
-  for (;;) {
-    const { done, value } = await body.read();
-    if (done) break;
-    length += value.length;
-    if (length > max) {
-      await body.cancel().catch(() => {});
-      throw tooBig(`more than ${max}`);
-    }
-    parts.push(value);
-  }
-  const bytes = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.length;
-  }
+  const { bytes, over } = await readCapped(response, max);
+  if (bytes === undefined) throw tooBig(over);
   return bytes;
 }
 

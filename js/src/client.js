@@ -4,6 +4,7 @@
 
 import { GapError, HttpError } from "./errors.js";
 import { encodeEvent, signRead } from "./api.js";
+import { readCapped } from "./body.js";
 
 const JSON_TYPE = "application/json";
 
@@ -24,45 +25,9 @@ function malformed(message, status, details = {}) {
   return new HttpError("MALFORMED", message, details, status);
 }
 
-/**
- * The body of `response`, at most `max` bytes: `undefined` when it is longer (the rest is
- * not read, the body is cancelled).
- */
-async function readCapped(response, max) {
-  const declared = Number(response.headers?.get?.("content-length") ?? NaN);
-  if (declared > max) {
-    await response.body?.cancel?.().catch(() => {});
-    return undefined;
-  }
-  if (!response.body?.getReader) {
-    const bytes = new Uint8Array(await response.arrayBuffer());
-    return bytes.length > max ? undefined : bytes;
-  }
-  const parts = [];
-  let length = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    length += value.length;
-    if (length > max) {
-      await reader.cancel().catch(() => {});
-      return undefined;
-    }
-    parts.push(value);
-  }
-  const bytes = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.length;
-  }
-  return bytes;
-}
-
 /** The JSON answer of `response` (read as `readCapped` reads it); anything else is MALFORMED naming `what`. */
 async function jsonOf(response, what) {
-  const bytes = await readCapped(response, MAX_ANSWER_BYTES);
+  const { bytes } = await readCapped(response, MAX_ANSWER_BYTES);
   if (bytes === undefined) throw malformed(`${what} answered more than ${MAX_ANSWER_BYTES} bytes: not an mwp answer`, response.status, { limit: MAX_ANSWER_BYTES });
   try {
     return JSON.parse(new TextDecoder().decode(bytes));
@@ -79,7 +44,7 @@ function isObject(v) {
 async function errorOf(response) {
   let body = {};
   try {
-    const bytes = await readCapped(response, MAX_ERROR_BYTES);
+    const { bytes } = await readCapped(response, MAX_ERROR_BYTES);
     if (bytes !== undefined) body = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     // Not JSON: report the status alone.
@@ -346,7 +311,7 @@ export class Client {
   async snapshot(group, location) {
     const path = location ?? `/v1/groups/${Client.#group(group)}/snapshots/latest`;
     const r = await this.#request(path.startsWith("/") ? path : `/${path}`, { accept: "application/cbor" });
-    const bytes = await readCapped(r, MAX_ANSWER_BYTES);
+    const { bytes } = await readCapped(r, MAX_ANSWER_BYTES);
     if (bytes === undefined) throw malformed(`${path} answered more than ${MAX_ANSWER_BYTES} bytes: not an mwp snapshot`, r.status, { limit: MAX_ANSWER_BYTES });
     return bytes;
   }

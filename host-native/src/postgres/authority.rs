@@ -555,24 +555,8 @@ impl PostgresAuthority {
             if rows.is_empty() {
                 return Err(corrupt(group, format!("events after seq {from} are missing")).into());
             }
-            for row in rows {
-                let seq = to_u64(column(&row, 0, group, "mwp_events.seq")?, group, "seq")?;
-                let bytes: &[u8] = column(&row, 1, group, "mwp_events.bytes")?;
-                let event = Event::from_cbor_verified(bytes).map_err(|e| {
-                    corrupt(
-                        group,
-                        format!("the event row at seq {seq} does not verify: {e}"),
-                    )
-                    .with("seq", seq)
-                })?;
-                if event.group != *group || event.seq != seq {
-                    return Err(corrupt(
-                        group,
-                        format!("row seq {} holds another event", event.seq),
-                    )
-                    .into());
-                }
-                GroupState::apply_to(state, &event)?;
+            for row in &rows {
+                GroupState::apply_to(state, &event_row(row, group)?)?;
             }
         }
         match state {
@@ -961,6 +945,39 @@ impl PostgresAuthority {
     }
 }
 
+/// The event a row of `mwp_events` (seq, bytes) holds, checked as a row another process may
+/// have changed must be: its columns read as the schema says, its bytes decode and hash to
+/// the event's id, and it is of `group` at the row's seq. Anything else is `LOG_CORRUPT`
+/// naming the group and the seq.
+fn event_row(row: &postgres::Row, group: &Id) -> Result<Event> {
+    let seq = to_u64(column(row, 0, group, "mwp_events.seq")?, group, "seq")?;
+    let bytes: &[u8] = row.try_get(1).map_err(|e| {
+        corrupt(
+            group,
+            format!("the event row at seq {seq}, column mwp_events.bytes: {e}"),
+        )
+        .with("seq", seq)
+    })?;
+    let event = Event::from_cbor_verified(bytes).map_err(|e| {
+        corrupt(
+            group,
+            format!("the event row at seq {seq} does not verify: {e}"),
+        )
+        .with("seq", seq)
+    })?;
+    if event.group != *group || event.seq != seq {
+        return Err(corrupt(
+            group,
+            format!(
+                "the event row at seq {seq} holds seq {} of group {}",
+                event.seq, event.group
+            ),
+        )
+        .with("seq", seq));
+    }
+    Ok(event)
+}
+
 /// The events of `rows` (seq, bytes) read for a page of at most `limit` events after
 /// `after` (the row at `after` first, when there is one, for its id), each checked as the
 /// rows of another process's writing must be: its bytes decode and hash to the event's id,
@@ -980,30 +997,8 @@ fn checked_page(
         if page.len() == limit {
             break;
         }
-        let seq: i64 = row
-            .try_get(0)
-            .map_err(|e| corrupt(group, format!("an event row's seq: {e}")))?;
-        let seq = to_u64(seq, group, "seq")?;
-        let bytes: &[u8] = row.try_get(1).map_err(|e| {
-            corrupt(group, format!("the event row at seq {seq}: {e}")).with("seq", seq)
-        })?;
-        let event = Event::from_cbor_verified(bytes).map_err(|e| {
-            corrupt(
-                group,
-                format!("the event row at seq {seq} does not verify: {e}"),
-            )
-            .with("seq", seq)
-        })?;
-        if event.group != *group || event.seq != seq {
-            return Err(corrupt(
-                group,
-                format!(
-                    "the event row at seq {seq} holds seq {} of group {}",
-                    event.seq, event.group
-                ),
-            )
-            .with("seq", seq));
-        }
+        let event = event_row(row, group)?;
+        let seq = event.seq;
         if seq == after {
             at = chain::Position::at(after, event.id);
             continue;
