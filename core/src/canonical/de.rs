@@ -1056,13 +1056,22 @@ pub(crate) fn unit_variant(
 
 /// Generates [`Decode`] for enums of unit variants from their variants and the names serde's
 /// derive gives them (`rename_all = "snake_case"`), read by [`unit_variant`]: what the derive
-/// accepts, and the same value.
+/// accepts, and the same value. Every variant must be listed (a match over them checks it
+/// at compile time); the names are held to the derive's by a test over every variant.
 macro_rules! decode_unit_enum {
     ($( $ty:ty { $($name:literal => $variant:ident),* $(,)? } )*) => {
         $(
             impl<'de> Decode<'de> for $ty {
                 #[inline]
                 fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
+                    // A variant the list leaves out does not compile: the reader can never
+                    // refuse a name the derive takes.
+                    #[allow(dead_code)]
+                    fn every_variant_listed(v: $ty) {
+                        match v {
+                            $(<$ty>::$variant => {})*
+                        }
+                    }
                     const NAMES: &[&str] = &[$($name),*];
                     const VARIANTS: &[$ty] = &[$(<$ty>::$variant),*];
                     let start = de.reader.pos;
