@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn a_head_verifies_under_its_key_only() {
         let k = key("@authority");
-        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).unwrap();
+        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).expect("signs");
         h.verify(&k.public(), &id("g")).unwrap();
         let e = h.verify(&key("mallory").public(), &id("g")).unwrap_err();
         assert_eq!(
@@ -418,9 +418,9 @@ mod tests {
             t.verify(&k.public(), &id("g")).unwrap_err().details["check"],
             "signature"
         );
-        let bytes = h.to_cbor().unwrap();
+        let bytes = h.to_cbor().expect("encodes");
         assert_eq!(SignedHead::from_cbor(&bytes).unwrap(), h);
-        let json = serde_json::to_string(&h).unwrap();
+        let json = serde_json::to_string(&h).expect("JSON");
         assert_eq!(SignedHead::from_json(&json).unwrap(), h);
     }
 
@@ -429,8 +429,8 @@ mod tests {
     #[test]
     fn the_heads_reader_reads_what_the_derive_reads() {
         let k = key("@authority");
-        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).unwrap();
-        let bytes = h.to_cbor().unwrap();
+        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).expect("signs");
+        let bytes = h.to_cbor().expect("encodes");
         let (accepted, refused) =
             canonical::every_byte_reads_as_the_derive::<SignedHead>(&bytes, false);
         assert!(accepted > 0 && refused > 0, "{accepted} {refused}");
@@ -450,8 +450,8 @@ mod tests {
     #[test]
     fn the_json_form_is_read_as_the_derive_reads_it() {
         let k = key("@authority");
-        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).unwrap();
-        let json = serde_json::to_string(&h).unwrap();
+        let h = SignedHead::sign(&id("o"), &id("g"), 3, Hash([7; 32]), 10, &k).expect("signs");
+        let json = serde_json::to_string(&h).expect("JSON");
         let by_derive = |text: &str| serde_json::from_str::<SignedHead>(text).ok();
         let (mut accepted, mut refused) = (0, 0);
         let mut compare = |text: &str| {
@@ -468,7 +468,7 @@ mod tests {
             for c in b' '..=b'~' {
                 let mut changed = json.clone().into_bytes();
                 changed[i] = c;
-                compare(std::str::from_utf8(&changed).unwrap());
+                compare(std::str::from_utf8(&changed).expect("printable ASCII stays UTF-8"));
             }
             compare(&json[..i]);
         }
@@ -476,12 +476,12 @@ mod tests {
             compare(&format!("{json}{extra}"));
         }
         assert!(accepted > 10 && refused > 1000, "{accepted} {refused}");
-        let mut value = serde_json::to_value(&h).unwrap();
+        let mut value = serde_json::to_value(&h).expect("JSON");
         value["extra"] = serde_json::json!(1);
         let e = SignedHead::from_json(&value.to_string()).unwrap_err();
         assert!(e.message.contains("unknown field `extra`"), "{e}");
-        value.as_object_mut().unwrap().remove("extra");
-        value.as_object_mut().unwrap().remove("at");
+        value.as_object_mut().expect("an object").remove("extra");
+        value.as_object_mut().expect("an object").remove("at");
         let e = SignedHead::from_json(&value.to_string()).unwrap_err();
         assert!(e.message.contains("missing field `at`"), "{e}");
         value["at"] = serde_json::json!(-1);

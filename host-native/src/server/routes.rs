@@ -343,6 +343,29 @@ async fn may_open(app: &App, cmd: &Command, headers: &HeaderMap) -> Result<(), E
     access.may_open_group(headers)
 }
 
+/// Refuses (`MALFORMED` naming the header, `shown` as the message spells it) a `name`
+/// header that lists any coding but `allowed`: one the body reader cannot undo.
+fn only_coding(
+    headers: &HeaderMap,
+    (name, shown): (header::HeaderName, &str),
+    allowed: &str,
+    instead: &str,
+) -> Result<(), Error> {
+    for value in headers.get_all(&name) {
+        let text = value.to_str().unwrap_or("\u{fffd}");
+        if !text
+            .split(',')
+            .all(|c| c.trim().eq_ignore_ascii_case(allowed))
+        {
+            return Err(
+                Error::malformed(format!("{shown} {text:?} is not supported; {instead}"))
+                    .with("header", name.as_str()),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A command's body, read whole: refused at once when its `Content-Encoding` is not
 /// identity, its `Transfer-Encoding` is not `chunked` or its `Content-Length` is above the
 /// body limit, and cut when it has not all
@@ -372,37 +395,24 @@ async fn read_body(
         Ok(format) => format,
         Err(e) => return refuse(stream, e),
     };
-    for coding in headers.get_all(header::CONTENT_ENCODING) {
-        let text = coding.to_str().unwrap_or("\u{fffd}");
-        if !text
-            .split(',')
-            .all(|c| c.trim().eq_ignore_ascii_case("identity"))
-        {
-            return refuse(
-                stream,
-                Error::malformed(format!(
-                    "Content-Encoding {text:?} is not supported; send the body as it is, without Content-Encoding"
-                ))
-                .with("header", "content-encoding"),
-            );
-        }
-    }
-    // hyper reads `chunked` and nothing else: a body under another transfer coding (`gzip,
-    // chunked`) would reach the reader still coded.
-    for coding in headers.get_all(header::TRANSFER_ENCODING) {
-        let text = coding.to_str().unwrap_or("\u{fffd}");
-        if !text
-            .split(',')
-            .all(|c| c.trim().eq_ignore_ascii_case("chunked"))
-        {
-            return refuse(
-                stream,
-                Error::malformed(format!(
-                    "Transfer-Encoding {text:?} is not supported; send the body chunked or with a Content-Length"
-                ))
-                .with("header", "transfer-encoding"),
-            );
-        }
+    // hyper takes `chunked` off and nothing else: a body under another transfer coding
+    // (`gzip, chunked`) would reach the reader still coded.
+    let codings = only_coding(
+        headers,
+        (header::CONTENT_ENCODING, "Content-Encoding"),
+        "identity",
+        "send the body as it is, without Content-Encoding",
+    )
+    .and_then(|()| {
+        only_coding(
+            headers,
+            (header::TRANSFER_ENCODING, "Transfer-Encoding"),
+            "chunked",
+            "send the body chunked or with a Content-Length",
+        )
+    });
+    if let Err(e) = codings {
+        return refuse(stream, e);
     }
     let too_large = || {
         Error::malformed(format!(
