@@ -2,7 +2,8 @@
 //! `prev` chains every event to the one before (all zeros before seq 1). This module is the
 //! one place that says whether an event continues a reader's place in that log; the readers
 //! that take events one after another (a live tail, a replay, a page of stored rows, an
-//! export, the events of a fork proof) ask it, and each words the answer its own way.
+//! export, the events of a fork proof, and [`crate::GroupState::apply`], where every event
+//! changes a state) ask it, and each words the answer its own way.
 //!
 //! A reader holds a [`Position`]: the last seq it took and that event's id when it knows it.
 //! [`Position::check`] answers whether an event continues it: `Ok(())`, or the [`Break`], in

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::canonical;
+use crate::chain::{Break, Position};
 use crate::command::{Needs, Role};
 use crate::crypto::{Hash, PreparedKey, PublicKey, Signature};
 use crate::error::{Error, Result};
@@ -348,7 +349,7 @@ impl GroupState {
         let EventKind::GroupOpened(g) = &event.kind else {
             return Err(corrupt(event, "the first event must be group_opened"));
         };
-        if event.seq != 1 || event.prev != Hash::ZERO {
+        if Position::START.check(&event.group, event).is_err() {
             return Err(corrupt(
                 event,
                 "group_opened must be seq 1 with a zero prev",
@@ -544,20 +545,16 @@ impl GroupState {
     /// Applies one event. Everything is checked before anything changes: on error the state
     /// is exactly as it was.
     pub fn apply(&mut self, event: &Event) -> Result<()> {
-        if event.group != self.group {
-            return Err(corrupt(
-                event,
-                format!("it belongs to group {}", event.group),
-            ));
-        }
-        if event.seq != self.seq + 1 {
-            return Err(corrupt(event, format!("expected seq {}", self.seq + 1)));
-        }
-        if event.prev != self.head {
-            return Err(corrupt(
-                event,
-                "its prev is not the id of the event before it",
-            ));
+        if let Err(b) = Position::at(self.seq, self.head).check(&self.group, event) {
+            return Err(match b {
+                Break::Group => corrupt(event, format_args!("it belongs to group {}", event.group)),
+                Break::Seq { expected, .. } => {
+                    corrupt(event, format_args!("expected seq {expected}"))
+                }
+                Break::Prev { .. } => {
+                    corrupt(event, "its prev is not the id of the event before it")
+                }
+            });
         }
         if self
             .receipts

@@ -8,7 +8,7 @@
 
 use mwp_core::chain::{Break, Position};
 use mwp_core::crypto::Hash;
-use mwp_core::{Event, Id};
+use mwp_core::{Code, Event, GroupState, Id};
 use proptest::prelude::*;
 
 mod common;
@@ -160,5 +160,67 @@ proptest! {
         prop_assert_eq!(refused, want);
         prop_assert_eq!(taken, want.map_or(events.len(), |(i, _)| i));
         prop_assert_eq!(pos.seq, start + taken as u64);
+    }
+}
+
+/// A state asks [`Position`] too: [`GroupState::apply`] refuses an event that does not
+/// continue the state's log as `LOG_CORRUPT`, worded by the break, and changes nothing; the
+/// genesis event must continue the start of a log.
+#[test]
+fn a_state_refuses_what_does_not_continue_its_log() {
+    // The first transcript's log: every other event (the rest are their redacted copies).
+    let first = &transcript_events()[0];
+    let log: Vec<&Event> = transcript_events()
+        .iter()
+        .step_by(2)
+        .enumerate()
+        .take_while(|(i, e)| e.group == first.group && e.seq == *i as u64 + 1)
+        .map(|(_, e)| e)
+        .collect();
+    assert!(
+        log.len() >= 3,
+        "the first transcript has at least three events"
+    );
+    let mut state = GroupState::genesis(log[0]).expect("genesis applies");
+    state.apply(log[1]).expect("seq 2 applies");
+    let before = state.hash().expect("hashes");
+
+    type Damage = fn(&mut Event);
+    let refusals: [(Damage, &str); 3] = [
+        (
+            |e| e.group = id("elsewhere"),
+            "event seq 3 does not apply: it belongs to group elsewhere",
+        ),
+        (|e| e.seq = 5, "event seq 5 does not apply: expected seq 3"),
+        (
+            |e| e.prev = Hash([7; 32]),
+            "event seq 3 does not apply: its prev is not the id of the event before it",
+        ),
+    ];
+    for (damage, want) in refusals {
+        let mut e = log[2].clone();
+        damage(&mut e);
+        let err = state.apply(&e).expect_err("refused");
+        assert_eq!((err.code, err.message.as_str()), (Code::LogCorrupt, want));
+        assert_eq!(
+            state.hash().expect("hashes"),
+            before,
+            "a refusal changes nothing"
+        );
+    }
+    state.apply(log[2]).expect("the event itself applies");
+
+    for damage in [
+        |e: &mut Event| e.seq = 2,
+        |e: &mut Event| e.prev = Hash([7; 32]),
+    ] {
+        let mut e = log[0].clone();
+        damage(&mut e);
+        let err = GroupState::genesis(&e).expect_err("refused");
+        assert!(
+            err.message
+                .ends_with("group_opened must be seq 1 with a zero prev"),
+            "{err}"
+        );
     }
 }

@@ -217,7 +217,7 @@ fn gap_failure(pos: &Position, e: &Error) -> Failure {
         EXIT_FAILED,
         format!(
             "the server no longer serves seq {} and on ({e}); the tail cannot go on without a gap",
-            pos.seq + 1
+            pos.next_seq()
         ),
     )
 }
