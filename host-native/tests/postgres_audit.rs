@@ -574,3 +574,40 @@ fn concurrent_seals_of_one_group_store_one_artifact() {
     assert_eq!(opened.events, before);
     assert_eq!(opened.manifest, manifests[0]);
 }
+
+/// A sealed Group whose plain history was removed refers an old cursor to its final
+/// snapshot only once that row is checked: a row another process changed is
+/// `SNAPSHOT_INVALID` naming the group and its seq, never a reference to bytes that do not
+/// verify.
+#[test]
+fn a_sealed_groups_final_snapshot_is_checked_before_it_is_referred_to() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "audit_final_row");
+    let s = sealed(&schema, true);
+    let g = id("g1");
+    history(&s.pg, &schema);
+    let archived = archive(&s.pg);
+    let e = s.pg.events(&g, 0, 100).expect_err("the history is gone");
+    assert_eq!(e.code, Code::CursorTooOld, "{e}");
+    schema
+        .client()
+        .execute(
+            "UPDATE mwp_snapshots SET bytes = bytes || '\\x00'::bytea WHERE group_id = 'g1'",
+            &[],
+        )
+        .expect("change the final snapshot row");
+    let e = s.pg.events(&g, 0, 100).expect_err("not referred to");
+    assert_eq!(e.code, Code::SnapshotInvalid, "{e}");
+    assert!(
+        e.message.contains(&format!(
+            "group g1 in PostgreSQL: the snapshot row at seq {} does not verify",
+            archived.seq
+        )),
+        "{e}"
+    );
+    assert!(s
+        .pg
+        .events(&g, archived.seq, 100)
+        .expect("after it")
+        .is_empty());
+}

@@ -20,6 +20,7 @@ use super::batch;
 use super::config::{KeySource, PostgresConfig};
 use super::migrate::migrate;
 use super::pool::Pool;
+use super::snapshot;
 use super::sql::Statements;
 use super::storage;
 use crate::service::AuthorityService;
@@ -484,11 +485,11 @@ impl PostgresAuthority {
         Ok(())
     }
 
-    /// The state of the latest valid snapshot at or below `seq`, or `None` (replay from the
-    /// start). A snapshot that does not verify is skipped: the log is the truth. A snapshot
-    /// at the head (`seq`, `head`) is checked against the head row, one below against its
-    /// event row: a sealed Group whose plain history was removed loads from its final
-    /// snapshot alone.
+    /// The state of the latest snapshot at or below `seq`, or `None` (replay from the
+    /// start): a snapshot row that is not shown to be the group's own at its seq
+    /// ([`snapshot::checked`], against the head row `sync` read: `seq`, `head`) is skipped,
+    /// as the file store skips a damaged snapshot file: the log is the truth. A sealed Group
+    /// whose plain history was removed loads from its final snapshot alone.
     fn load_base(
         &self,
         c: &mut impl GenericClient,
@@ -498,32 +499,27 @@ impl PostgresAuthority {
         head: Hash,
     ) -> Result<Option<GroupState>, Failure> {
         let row = c
-            .query_opt(
-                &sql.snapshot_at_most,
-                &[&group.as_str(), &to_i64(seq, "seq")?],
-            )
+            .query_opt(&sql.snapshot, &[&group.as_str()])
             .map_err(db("reading the latest snapshot"))?;
         let Some(row) = row else { return Ok(None) };
-        let Ok(org) = Id::new(column::<&str>(&row, 2, group, "mwp_groups.org")?) else {
-            return Ok(None);
-        };
-        let bytes: &[u8] = column(&row, 1, group, "mwp_snapshots.bytes")?;
-        let Ok(snap) = Snapshot::verify_bytes(bytes, &self.public, &org, group, 0) else {
-            return Ok(None);
-        };
-        if snap.seq == seq {
-            return Ok((snap.chain_head == head).then_some(snap.state));
+        let checked = snapshot::Head::read(&row, group).and_then(|read| {
+            let Some(stored) = snapshot::row_of(&row, group)? else {
+                return Ok(None);
+            };
+            let at = snapshot::Head {
+                seq,
+                hash: head,
+                org: read.org,
+            };
+            snapshot::checked(group, &self.public, &at, &stored).map(Some)
+        });
+        match checked {
+            Ok(snap) => Ok(snap.map(|s| s.state)),
+            Err(e) => {
+                tracing::warn!(group = %group, code = %e.code, error = %e.message, "the stored snapshot is skipped; the group is read from its log");
+                Ok(None)
+            }
         }
-        let id = c
-            .query_opt(&sql.event_id, &[&group.as_str(), &to_i64(snap.seq, "seq")?])
-            .map_err(db("reading the snapshot's event"))?;
-        let id = id
-            .map(|r| column::<String>(&r, 0, group, "mwp_events.id"))
-            .transpose()?;
-        if id != Some(snap.chain_head.to_hex()) {
-            return Ok(None);
-        }
-        Ok(Some(snap.state))
     }
 
     /// Applies the events after `state` up to `seq`, verifying each, then checks the head.
@@ -910,28 +906,37 @@ impl PostgresAuthority {
         }
     }
 
-    /// The (seq, state hash) of the latest stored snapshot, taking one if there is none.
+    /// The (seq, state hash) of the latest stored snapshot, checked, taking one if there is
+    /// none.
     fn latest_snapshot_ref(&self, group: &Id) -> Result<(u64, Hash)> {
-        let latest = {
-            let mut conn = self.pool.get()?;
-            let (client, sql) = conn.parts();
-            client
-                .query_opt(&sql.latest_snapshot, &[&group.as_str()])
-                .map_err(|e| storage("reading the latest snapshot", &e))?
-        };
-        match latest {
-            Some(row) => {
-                let hash =
-                    Hash::from_hex(column::<&str>(&row, 1, group, "mwp_snapshots.state_hash")?)
-                        .map_err(|e| corrupt(group, format!("snapshot hash: {e}")))?;
-                let seq = column(&row, 0, group, "mwp_snapshots.seq")?;
-                Ok((to_u64(seq, group, "seq")?, hash))
-            }
+        match self.checked_snapshot(group)? {
+            Some((snap, _)) => Ok((snap.seq, snap.state_hash)),
             None => {
                 let (seq, hash, _) = self.snapshot_now(group)?;
                 Ok((seq, hash))
             }
         }
+    }
+
+    /// The latest stored snapshot of `group` at or below its head row and its bytes, checked
+    /// on this read ([`snapshot::checked`]): `SNAPSHOT_INVALID` naming the group and the
+    /// row's seq when it is not the group's own. `None` when there is none; `NOT_FOUND` for
+    /// an unknown group.
+    fn checked_snapshot(&self, group: &Id) -> Result<Option<(Snapshot, Vec<u8>)>> {
+        let row = {
+            let mut conn = self.pool.get()?;
+            let (client, sql) = conn.parts();
+            client
+                .query_opt(&sql.snapshot, &[&group.as_str()])
+                .map_err(|e| storage("reading the latest snapshot", &e))?
+                .ok_or_else(|| not_found(group))?
+        };
+        let head = snapshot::Head::read(&row, group)?;
+        let Some(stored) = snapshot::row_of(&row, group)? else {
+            return Ok(None);
+        };
+        let snap = snapshot::checked(group, &self.public, &head, &stored)?;
+        Ok(Some((snap, stored.bytes.to_vec())))
     }
 
     fn head(&self, group: &Id) -> Result<Option<u64>> {
@@ -958,6 +963,12 @@ fn event_row(row: &postgres::Row, group: &Id) -> Result<Event> {
         )
         .with("seq", seq)
     })?;
+    verified_event(group, seq, bytes)
+}
+
+/// The event the `bytes` of the event row of `group` at `seq` hold, checked as [`event_row`]
+/// checks it.
+pub(super) fn verified_event(group: &Id, seq: u64, bytes: &[u8]) -> Result<Event> {
     let event = Event::from_cbor_verified(bytes).map_err(|e| {
         corrupt(
             group,
@@ -1140,9 +1151,22 @@ impl AuthorityService for PostgresAuthority {
             // The plain history was removed once sealed: only what follows the final
             // snapshot is served (nothing: the Group is archived).
             Some((seq, hash)) => {
-                match authority::Policy::check_replay_sealed(group, after, seq, hash) {
-                    authority::Replay::TooOld(e) => return Err(e),
-                    authority::Replay::Serve | authority::Replay::NeedSnapshot => {}
+                if let authority::Replay::TooOld(_) =
+                    authority::Policy::check_replay_sealed(group, after, seq, hash)
+                {
+                    // Referred to as checked on this read, not as its state_hash column says.
+                    let (at, hash) = self.latest_snapshot_ref(group)?;
+                    if at != seq {
+                        return Err(corrupt(
+                            group,
+                            format!("its plain history was removed at seq {seq}, but its latest snapshot is at seq {at}"),
+                        ));
+                    }
+                    if let authority::Replay::TooOld(e) =
+                        authority::Policy::check_replay_sealed(group, after, at, hash)
+                    {
+                        return Err(e);
+                    }
                 }
             }
             None => self.check_replay(group, after, head)?,
@@ -1194,28 +1218,18 @@ impl AuthorityService for PostgresAuthority {
     }
 
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
-        let latest = {
-            let mut conn = self.pool.get()?;
-            let (client, sql) = conn.parts();
-            client
-                .query_opt(&sql.latest_snapshot, &[&group.as_str()])
-                .map_err(|e| storage("reading the latest snapshot", &e))?
-        };
-        match latest {
-            Some(row) => column(&row, 2, group, "mwp_snapshots.bytes"),
+        match self.checked_snapshot(group)? {
+            Some((_, bytes)) => Ok(bytes),
             None => self.take_snapshot(group),
         }
     }
 
     fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
-        let mut conn = self.pool.get()?;
-        let (client, sql) = conn.parts();
-        let latest = client
-            .query_opt(&sql.latest_snapshot, &[&group.as_str()])
-            .map_err(|e| storage("reading the latest snapshot", &e))?;
-        latest
-            .map(|row| column(&row, 2, group, "mwp_snapshots.bytes"))
-            .transpose()
+        match self.checked_snapshot(group) {
+            Ok(stored) => Ok(stored.map(|(_, bytes)| bytes)),
+            Err(e) if e.code == Code::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn groups(&self) -> Result<Vec<Id>> {

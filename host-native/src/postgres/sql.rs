@@ -21,12 +21,10 @@ pub(crate) struct Statements {
     pub audit_pending: Statement,
     /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, bytes).
     pub events_between: Statement,
-    /// `$1` group, `$2` at most seq → (seq, bytes, org) of the latest snapshot.
-    pub snapshot_at_most: Statement,
-    /// `$1` group → (seq, state_hash, bytes) of the latest snapshot.
-    pub latest_snapshot: Statement,
-    /// `$1` group, `$2` seq → (id).
-    pub event_id: Statement,
+    /// `$1` group → the head row (seq, head, org) and, NULLs when there is none, the latest
+    /// snapshot at or below it (seq, state_hash, bytes) with the bytes of the event row at
+    /// its seq: what a snapshot row is checked against ([`super::snapshot::checked`]).
+    pub snapshot: Statement,
     /// Advances the head by one (or creates it at seq 1) and inserts the event and receipt
     /// rows → (1), or writes nothing → (0) when someone else moved the head.
     pub append: Statement,
@@ -66,12 +64,16 @@ impl Statements {
                  WHERE group_id = $1")?,
             events_between: p("SELECT seq, bytes FROM mwp_events
                  WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4")?,
-            snapshot_at_most: p("SELECT s.seq, s.bytes, g.org FROM mwp_snapshots s
-                 JOIN mwp_groups g USING (group_id)
-                 WHERE s.group_id = $1 AND s.seq <= $2 ORDER BY s.seq DESC LIMIT 1")?,
-            latest_snapshot: p("SELECT seq, state_hash, bytes FROM mwp_snapshots
-                 WHERE group_id = $1 ORDER BY seq DESC LIMIT 1")?,
-            event_id: p("SELECT id FROM mwp_events WHERE group_id = $1 AND seq = $2")?,
+            // A row past the head row is never read: no event it could cover is committed.
+            snapshot: p(
+                "SELECT g.seq, g.head, g.org, s.seq, s.state_hash, s.bytes, e.bytes
+                 FROM mwp_groups g
+                 LEFT JOIN LATERAL (SELECT seq, state_hash, bytes FROM mwp_snapshots
+                     WHERE group_id = g.group_id AND seq <= g.seq
+                     ORDER BY seq DESC LIMIT 1) s ON true
+                 LEFT JOIN mwp_events e ON e.group_id = g.group_id AND e.seq = s.seq
+                 WHERE g.group_id = $1",
+            )?,
             // One round trip for the three rows of an accept. Each insert feeds the next,
             // so when the head did not advance (another writer moved it) nothing is written
             // and the count is 0. Foreign keys are checked at the end of the statement, when
@@ -98,12 +100,15 @@ impl Statements {
             // The older snapshots of the group go in the same statement: reads use only the
             // latest at or below the head, and keeping every one made the stored bytes grow
             // with the square of the log (docs/postgres.md, "Snapshots"). A snapshot older
-            // than one already stored (a periodic one stored after its commit) is not kept.
+            // than one already stored (a periodic one stored after its commit) is not kept;
+            // a row past the head row, which no read takes, does not keep it out.
             insert_snapshot: p("WITH stored AS (
                    INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
                    SELECT $1::text, $2::bigint, $3::text, $4::bytea
                    WHERE NOT EXISTS (SELECT 1 FROM mwp_snapshots
-                                     WHERE group_id = $1 AND seq >= $2)
+                                     WHERE group_id = $1 AND seq >= $2
+                                       AND seq <= (SELECT seq FROM mwp_groups
+                                                   WHERE group_id = $1))
                    RETURNING 1)
                  DELETE FROM mwp_snapshots
                  WHERE group_id = $1 AND seq < $2 AND EXISTS (SELECT 1 FROM stored)")?,
