@@ -1237,3 +1237,184 @@ fn snapshot_rows_are_checked_on_every_read() {
     put_snapshot(&mut c, 4, &hash, &good);
     assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
 }
+
+/// A receipt is answered from the group's verified state, as the file store answers it: a
+/// `mwp_receipts` row another process swapped or removed does not change the answer.
+#[test]
+fn receipts_are_answered_from_the_verified_log_not_the_receipt_rows() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "receiptrows");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2); // alice's c0 at seq 2, c1 at seq 3
+    let (alice, c0, c1) = (id("alice"), id("c0"), id("c1"));
+    let first = pg.receipt(&g, &alice, &c0).expect("read").expect("c0");
+    let second = pg.receipt(&g, &alice, &c1).expect("read").expect("c1");
+    assert_eq!((first.seq, second.seq), (2, 3));
+    let mut c = schema.client();
+    c.batch_execute(
+        "UPDATE mwp_receipts SET bytes = (SELECT bytes FROM mwp_receipts
+                                          WHERE group_id = 'g1' AND action = 'c1')
+         WHERE group_id = 'g1' AND action = 'c0';
+         DELETE FROM mwp_receipts WHERE group_id = 'g1' AND action = 'c1';",
+    )
+    .expect("swap and remove receipt rows");
+    pg.restart();
+    assert_eq!(pg.receipt(&g, &alice, &c0).expect("read"), Some(first));
+    assert_eq!(pg.receipt(&g, &alice, &c1).expect("read"), Some(second));
+    assert_eq!(pg.receipt(&g, &alice, &id("c9")).expect("read"), None);
+}
+
+/// The event a redaction erases is checked before its redacted form is written: a row that
+/// holds another event is `LOG_CORRUPT` naming group and seq, and nothing is written.
+#[test]
+fn a_redaction_never_rewrites_a_row_it_cannot_verify() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "redactrow");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2); // seq 1..=3
+    let mut c = schema.client();
+    c.execute(
+        "UPDATE mwp_events SET bytes = (SELECT bytes FROM mwp_events
+                                        WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1' AND seq = 2",
+        &[],
+    )
+    .expect("put seq 3's bytes at seq 2");
+    let before: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 2",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    let redact = command(
+        "g1",
+        "alice",
+        "r1",
+        None,
+        json!({"type": "redact", "seq": 2, "reason": "gdpr"}),
+    );
+    let e = pg.submit(&redact, 4000).expect_err("refused");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains("group g1") && e.message.contains("seq 2"),
+        "{e}"
+    );
+    assert_eq!(pg.head_seq(&g).expect("head"), 3, "nothing appended");
+    let after: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 2",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    assert_eq!(after, before, "the row is left as it was found");
+}
+
+/// `mwp_groups` rows another process wrote cannot stop the tick loop: a row whose group_id is
+/// no ID is passed over by the group list and the deadline query, and a deadline row earlier
+/// than the group's state says is put back by the tick that finds nothing due.
+#[test]
+fn deadline_and_group_rows_of_another_process_do_not_stop_the_ticks() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "deadlinerows");
+    let pg = schema.open("snapshot_every=0");
+    group_with(&pg, "g1", 1);
+    let claim = command(
+        "g1",
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 5000, "start_within_ms": 700}),
+    );
+    assert!(matches!(
+        pg.submit(&claim, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    group_with(&pg, "g2", 1); // no lease: no deadline
+    let mut c = schema.client();
+    c.execute(
+        "INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline)
+         VALUES ('', 'acme', 1, $1, 5)",
+        &[&"0".repeat(64)],
+    )
+    .expect("a row that names no group");
+    assert_eq!(
+        pg.groups().expect("listed"),
+        [id("g1"), id("g2")],
+        "the row is passed over"
+    );
+    assert_eq!(
+        pg.next_deadline().expect("looked past"),
+        Some((id("g1"), 10_700))
+    );
+    // g2's deadline row says a lease is due long ago (and one below zero).
+    for early in [1i64, -5] {
+        c.execute(
+            "UPDATE mwp_groups SET next_deadline = $1 WHERE group_id = 'g2'",
+            &[&early],
+        )
+        .expect("an early deadline");
+        let (group, at) = pg.next_deadline().expect("deadline").expect("some");
+        assert_eq!(group, id("g2"));
+        assert_eq!(
+            pg.tick(&group, at.max(1)).expect("quiet"),
+            None,
+            "nothing due"
+        );
+        assert_eq!(pg.head_seq(&group).expect("head"), 2, "nothing appended");
+        assert_eq!(
+            pg.next_deadline().expect("deadline"),
+            Some((id("g1"), 10_700)),
+            "the tick put g2's deadline back"
+        );
+    }
+}
+
+/// The versions recorded in `mwp_migrations`, in order.
+fn migrations(c: &mut postgres::Client) -> Vec<String> {
+    c.query("SELECT version::text FROM mwp_migrations ORDER BY 1", &[])
+        .expect("versions")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// A migration table another process wrote is never taken for a schema this program may
+/// write: a version from the future, one recorded as not applied, or a column of another
+/// type is refused on open with `STORAGE` saying what, and nothing is changed.
+#[test]
+fn a_migration_table_from_the_future_or_garbage_is_refused_and_left_alone() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "migrations");
+    drop(schema.open(""));
+    let mut c = schema.client();
+    let refused = |c: &mut postgres::Client, needle: &str| {
+        let before = migrations(c);
+        let e = PostgresAuthority::open(schema.config("")).expect_err("refused");
+        assert_eq!(e.code, Code::Storage, "{e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        assert_eq!(migrations(c), before, "nothing recorded");
+    };
+    c.execute(
+        "INSERT INTO mwp_migrations (version, name) VALUES (3, 'future')",
+        &[],
+    )
+    .expect("a version from the future");
+    refused(
+        &mut c,
+        "the database schema is at version 3, newer than this program's 2; run a newer mwp",
+    );
+    c.execute("DELETE FROM mwp_migrations WHERE version >= 2", &[])
+        .expect("a version recorded as not applied");
+    refused(&mut c, "applying migration 2 (audit)");
+    c.batch_execute(
+        "ALTER TABLE mwp_migrations ALTER COLUMN version TYPE text;
+         INSERT INTO mwp_migrations (version, name) VALUES ('two', 'garbage');",
+    )
+    .expect("a column of another type");
+    refused(&mut c, "reading the schema version");
+}

@@ -7,7 +7,7 @@ use postgres::error::SqlState;
 use postgres::{GenericClient, Transaction};
 
 use mwp_core::authority::{self, Authority, Commit, Step};
-use mwp_core::canonical::{self, Strictness};
+use mwp_core::canonical;
 use mwp_core::chain;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::transcript::Host;
@@ -795,12 +795,7 @@ impl PostgresAuthority {
         let event = &*commit.event;
         let group = event.group.as_str();
         let seq = to_i64(event.seq, "seq")?;
-        let deadline = match state.archived {
-            true => None,
-            false => state
-                .next_deadline()
-                .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
-        };
+        let deadline = deadline_of(state);
         let kind = event.kind.type_name();
         let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
         let written: i64 = tx
@@ -842,7 +837,13 @@ impl PostgresAuthority {
                         format!("event seq {target} to redact is not in the log"),
                     )
                 })?;
-            let mut old = Event::from_cbor(column(&row, 0, &event.group, "mwp_events.bytes")?)?;
+            // Checked as every read of a row is: the redacted form of another row's bytes
+            // is never written in the target's place.
+            let mut old = verified_event(
+                &event.group,
+                target,
+                column(&row, 0, &event.group, "mwp_events.bytes")?,
+            )?;
             old.redact()?;
             tx.execute(
                 &sql.rewrite_event,
@@ -950,6 +951,17 @@ impl PostgresAuthority {
     }
 }
 
+/// The `next_deadline` column of a group in `state`: its earliest lease deadline, none once
+/// archived.
+fn deadline_of(state: &GroupState) -> Option<i64> {
+    match state.archived {
+        true => None,
+        false => state
+            .next_deadline()
+            .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
+    }
+}
+
 /// The event a row of `mwp_events` (seq, bytes) holds, checked as a row another process may
 /// have changed must be: its columns read as the schema says, its bytes decode and hash to
 /// the event's id, and it is of `group` at the row's seq. Anything else is `LOG_CORRUPT`
@@ -1049,6 +1061,19 @@ fn checked_page(
         .with("seq", at.next_seq()));
     }
     Ok(page)
+}
+
+/// The group a `mwp_groups.group_id` names; `None` (logged) for one that is no ID: no store
+/// wrote it, and, as a name under a file store's `groups/` that is no group directory, it is
+/// no group (docs/decisions.md, "Damage in one group").
+fn group_id(stored: &str) -> Option<Id> {
+    match Id::new(stored) {
+        Ok(group) => Some(group),
+        Err(e) => {
+            tracing::warn!(group_id = ?stored, error = %e, "a row of mwp_groups names no group; it is passed over");
+            None
+        }
+    }
 }
 
 fn not_found(group: &Id) -> Error {
@@ -1194,23 +1219,13 @@ impl AuthorityService for PostgresAuthority {
         checked_page(group, after, head, limit, &rows)
     }
 
+    /// The receipt as the group's state holds it, brought up to the database's head (as
+    /// [`AuthorityService::member`]): from verified events and snapshots, as the file store
+    /// answers it, never from a `mwp_receipts` row that nothing checks.
     fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
-        let mut conn = self.pool.get()?;
-        let (client, sql) = conn.parts();
-        let row = client
-            .query_opt(
-                &sql.receipt,
-                &[&group.as_str(), &actor.as_str(), &action.as_str()],
-            )
-            .map_err(|e| storage("reading a receipt", &e))?;
-        row.map(|r| {
-            canonical::from_slice(
-                column(&r, 0, group, "mwp_receipts.bytes")?,
-                Strictness::Canonical,
-            )
-            .map_err(|e| corrupt(group, format!("stored receipt does not decode: {e}")))
+        self.read_state(group, |s| {
+            s.and_then(|s| s.receipt(actor.as_str(), action.as_str()))
         })
-        .transpose()
     }
 
     fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
@@ -1238,12 +1253,14 @@ impl AuthorityService for PostgresAuthority {
         let rows = client
             .query(&sql.groups, &[])
             .map_err(|e| storage("listing groups", &e))?;
-        rows.iter()
-            .map(|r| {
-                let g: &str = column_of(r, 0, "mwp_groups.group_id")?;
-                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))
-            })
-            .collect()
+        let mut groups = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let g: &str = column_of(row, 0, "mwp_groups.group_id")?;
+            if let Some(group) = group_id(g) {
+                groups.push(group);
+            }
+        }
+        Ok(groups)
     }
 
     fn head_seq(&self, group: &Id) -> Result<u64> {
@@ -1257,22 +1274,26 @@ impl AuthorityService for PostgresAuthority {
     fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
-        let row = if skip.is_empty() {
-            client.query_opt(&sql.next_deadline, &[])
-        } else {
-            let skip: Vec<&str> = skip.iter().map(Id::as_str).collect();
-            client.query_opt(&sql.next_deadline_except, &[&skip])
-        }
-        .map_err(|e| storage("reading the next deadline", &e))?;
-        row.map(|r| {
-            let g: &str = column_of(&r, 0, "mwp_groups.group_id")?;
-            let group =
-                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))?;
-            let at: i64 = column(&r, 1, &group, "mwp_groups.next_deadline")?;
+        // A row whose group_id is no ID is passed over (and looked past: one more query per
+        // such row), so that it cannot stop the ticks of every other group.
+        let mut skip: Vec<String> = skip.iter().map(|g| g.as_str().to_owned()).collect();
+        loop {
+            let row = if skip.is_empty() {
+                client.query_opt(&sql.next_deadline, &[])
+            } else {
+                client.query_opt(&sql.next_deadline_except, &[&skip])
+            }
+            .map_err(|e| storage("reading the next deadline", &e))?;
+            let Some(row) = row else { return Ok(None) };
+            let g: &str = column_of(&row, 0, "mwp_groups.group_id")?;
+            let Some(group) = group_id(g) else {
+                skip.push(g.to_owned());
+                continue;
+            };
+            let at: i64 = column(&row, 1, &group, "mwp_groups.next_deadline")?;
             let at = u64::try_from(at).unwrap_or(0);
-            Ok((group, at))
-        })
-        .transpose()
+            return Ok(Some((group, at)));
+        }
     }
 
     fn authority_key(&self) -> PublicKey {
@@ -1295,7 +1316,17 @@ impl AuthorityService for PostgresAuthority {
             slot.state = driver.into_state();
             let cmd = match tick {
                 Ok(Some(cmd)) => cmd,
-                Ok(None) => return Ok(Ok(None)),
+                Ok(None) => {
+                    // Nothing is due at the head. A deadline row that says otherwise was not
+                    // written by an accept (each writes the state's): it is put back to the
+                    // state's, or the tick loop would come back for this group before any
+                    // other, for ever.
+                    if let Some(state) = &slot.state {
+                        tx.execute(&sql.put_deadline, &[&group.as_str(), &deadline_of(state)])
+                            .map_err(db("putting the next deadline back"))?;
+                    }
+                    return Ok(Ok(None));
+                }
                 Err(e) => return Ok(Err(e)),
             };
             Ok(this

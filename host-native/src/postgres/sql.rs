@@ -35,8 +35,8 @@ pub(crate) struct Statements {
     /// Stores a snapshot unless one at that seq or later exists, and then removes the group's
     /// older ones.
     pub insert_snapshot: Statement,
-    /// `$1` group, `$2` actor, `$3` action → (bytes).
-    pub receipt: Statement,
+    /// `$1` group, `$2` the next deadline of its state: the head row's, when it says another.
+    pub put_deadline: Statement,
     /// All group IDs, sorted.
     pub groups: Statement,
     /// The earliest (group, next_deadline).
@@ -112,8 +112,8 @@ impl Statements {
                    RETURNING 1)
                  DELETE FROM mwp_snapshots
                  WHERE group_id = $1 AND seq < $2 AND EXISTS (SELECT 1 FROM stored)")?,
-            receipt: p("SELECT bytes FROM mwp_receipts
-                 WHERE group_id = $1 AND actor = $2 AND action = $3")?,
+            put_deadline: p("UPDATE mwp_groups SET next_deadline = $2
+                 WHERE group_id = $1 AND next_deadline IS DISTINCT FROM $2")?,
             groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,
             next_deadline: p("SELECT group_id, next_deadline FROM mwp_groups
                  WHERE next_deadline IS NOT NULL ORDER BY next_deadline, group_id LIMIT 1")?,
