@@ -169,7 +169,16 @@ pub struct PostgresAuthority {
     snapshotting: Arc<Mutex<HashMap<Id, Option<authority::SnapshotDue>>>>,
     /// Threads started for periodic snapshots ([`PostgresAuthority::snapshot_threads`]).
     snapshot_threads: std::sync::atomic::AtomicU64,
+    /// Run after an attempt failed and before the next
+    /// ([`PostgresAuthority::with_between_attempts_for_tests`]).
+    #[cfg(feature = "fault-injection")]
+    between_attempts: Option<BetweenAttempts>,
 }
+
+/// What a test runs between two attempts of one transaction: given the group and the failure
+/// of the attempt that did not commit.
+#[cfg(feature = "fault-injection")]
+type BetweenAttempts = Box<dyn Fn(&Id, &Error) + Send + Sync>;
 
 /// What this process keeps of one group: its cached state, and the commands waiting to be
 /// decided together ([`batch::Queue`]).
@@ -290,6 +299,8 @@ impl PostgresAuthority {
             snapshots: Mutex::new(Vec::new()),
             snapshotting: Arc::default(),
             snapshot_threads: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            between_attempts: None,
         };
         drop(authority.pool.get()?);
         Ok(authority)
@@ -301,6 +312,19 @@ impl PostgresAuthority {
     #[doc(hidden)]
     pub fn with_unshared_locks_for_tests(mut self, namespace: &str) -> Self {
         self.lock_salt = format!("{}\0{namespace}", self.lock_salt);
+        self
+    }
+
+    /// Runs `f` after an attempt of a transaction failed with a failure worth another
+    /// attempt, before that attempt: for tests that make another writer act between the two
+    /// (feature `fault-injection`, never in a build that is run).
+    #[doc(hidden)]
+    #[cfg(feature = "fault-injection")]
+    pub fn with_between_attempts_for_tests(
+        mut self,
+        f: impl Fn(&Id, &Error) + Send + Sync + 'static,
+    ) -> Self {
+        self.between_attempts = Some(Box::new(f));
         self
     }
 
@@ -591,6 +615,10 @@ impl PostgresAuthority {
                     slot.fresh = false;
                     if !fail.retry {
                         return Err(fail.error);
+                    }
+                    #[cfg(feature = "fault-injection")]
+                    if let Some(f) = &self.between_attempts {
+                        f(group, &fail.error);
                     }
                     last = Some(fail.error);
                 }
