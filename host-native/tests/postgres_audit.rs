@@ -76,13 +76,7 @@ fn history(pg: &PostgresAuthority, schema: &Schema) -> Vec<Vec<u8>> {
         let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
         accepted(pg, &cmd, 1001 + i);
     }
-    let redact = command(
-        "g1",
-        "alice",
-        "r1",
-        None,
-        json!({"type": "redact", "seq": 3, "reason": "gdpr"}),
-    );
+    let redact = postgres_common::redact_g1(3);
     accepted(pg, &redact, 2000);
     event_rows(schema)
 }

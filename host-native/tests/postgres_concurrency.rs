@@ -571,13 +571,8 @@ fn checked_log(schema: &Schema, store: &PostgresAuthority, n: u64) -> Vec<mwp_co
         .get(0);
     assert_eq!(rows, n as i64, "one receipt row per event");
     store.wait_for_snapshots();
-    let snapshots: Vec<i64> = schema
-        .client()
-        .query("SELECT seq FROM mwp_snapshots", &[])
-        .expect("snapshots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let snapshots: Vec<i64> =
+        postgres_common::first_column(&mut schema.client(), "SELECT seq FROM mwp_snapshots");
     assert_eq!(
         snapshots,
         Vec::<i64>::new(),
@@ -605,13 +600,7 @@ fn a_tick_tried_again_after_a_conflict_keeps_nothing_of_the_failed_attempt() {
     a.submit(&open_group("g1", 1), 1000).expect("open");
     a.submit(&create_work("g1", "alice", "c0", "w0"), 1000)
         .expect("create");
-    let claim = command(
-        "g1",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0", "lease_ms": 5000, "start_within_ms": 700}),
-    );
+    let claim = postgres_common::claim_w0("g1", 700);
     assert!(matches!(
         a.submit(&claim, 10_000).expect("claim"),
         Decision::Accepted(_)

@@ -15,7 +15,7 @@ use mwp_core::work::WorkItem;
 use mwp_core::{Code, Decision, Event, Id, SecretKey, WorkState};
 use mwp_host::postgres::{KeySource, PostgresAuthority};
 use mwp_host::service::AuthorityService;
-use postgres_common::{command, create_work, open_group, state_hash, Schema};
+use postgres_common::{claim_w0, command, create_work, open_group, state_hash, Schema};
 use serde_json::{json, Value};
 
 fn id(s: &str) -> Id {
@@ -490,16 +490,10 @@ fn rejections_write_nothing() {
 
 /// The seqs of the snapshots stored for group `g1`, in order.
 fn g1_snapshots(schema: &Schema) -> Vec<i64> {
-    schema
-        .client()
-        .query(
-            "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
-            &[],
-        )
-        .expect("snapshots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
+    postgres_common::first_column(
+        &mut schema.client(),
+        "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
+    )
 }
 
 /// However short the cadence, one thread at a time stores a group's periodic snapshots, and
@@ -740,13 +734,7 @@ fn redaction_rewrites_stored_bytes_in_the_same_transaction() {
     let g = id("g1");
     group_with(&pg, "g1", 2); // seq 2 and 3 carry spec {"n": "c0"} / {"n": "c1"}
     let original = pg.events(&g, 1, 1).expect("seq 2").remove(0);
-    let redact = command(
-        "g1",
-        "alice",
-        "r1",
-        None,
-        json!({"type": "redact", "seq": 2, "reason": "gdpr"}),
-    );
+    let redact = postgres_common::redact_g1(2);
     let Decision::Accepted(ev) = pg.submit(&redact, 4000).expect("redact") else {
         panic!("redact not accepted")
     };
@@ -1016,14 +1004,7 @@ fn next_deadline_follows_leases() {
     let pg = schema.open("");
     assert_eq!(pg.next_deadline().expect("none"), None);
     group_with(&pg, "g1", 1);
-    let claim = command(
-        "g1",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 700}),
-    );
+    let claim = claim_w0("g1", 700);
     assert!(matches!(
         pg.submit(&claim, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1034,14 +1015,7 @@ fn next_deadline_follows_leases() {
     );
     // The tick loop skips a backed-off group and sees the next one's deadline.
     group_with(&pg, "g2", 1);
-    let claim2 = command(
-        "g2",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 900}),
-    );
+    let claim2 = claim_w0("g2", 900);
     assert!(matches!(
         pg.submit(&claim2, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1075,14 +1049,7 @@ fn tick_expires_leases_and_is_quiet_otherwise() {
         2,
         "a quiet tick appends nothing"
     );
-    let claim = command(
-        "g1",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 700}),
-    );
+    let claim = claim_w0("g1", 700);
     assert!(matches!(
         pg.submit(&claim, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1289,13 +1256,7 @@ fn a_redaction_never_rewrites_a_row_it_cannot_verify() {
         )
         .expect("row")
         .get(0);
-    let redact = command(
-        "g1",
-        "alice",
-        "r1",
-        None,
-        json!({"type": "redact", "seq": 2, "reason": "gdpr"}),
-    );
+    let redact = postgres_common::redact_g1(2);
     let e = pg.submit(&redact, 4000).expect_err("refused");
     assert_eq!(e.code, Code::LogCorrupt, "{e}");
     assert!(
@@ -1322,14 +1283,7 @@ fn deadline_and_group_rows_of_another_process_do_not_stop_the_ticks() {
     let schema = Schema::new(&server, "deadlinerows");
     let pg = schema.open("snapshot_every=0");
     group_with(&pg, "g1", 1);
-    let claim = command(
-        "g1",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 700}),
-    );
+    let claim = claim_w0("g1", 700);
     assert!(matches!(
         pg.submit(&claim, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1376,11 +1330,7 @@ fn deadline_and_group_rows_of_another_process_do_not_stop_the_ticks() {
 
 /// The versions recorded in `mwp_migrations`, in order.
 fn migrations(c: &mut postgres::Client) -> Vec<String> {
-    c.query("SELECT version::text FROM mwp_migrations ORDER BY 1", &[])
-        .expect("versions")
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
+    postgres_common::first_column(c, "SELECT version::text FROM mwp_migrations ORDER BY 1")
 }
 
 /// A migration table another process wrote is never taken for a schema this program may
