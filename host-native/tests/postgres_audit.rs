@@ -605,3 +605,40 @@ fn a_sealed_groups_final_snapshot_is_checked_before_it_is_referred_to() {
         .expect("after it")
         .is_empty());
 }
+
+/// Only a signed manifest that says so makes a Group's plain history count as removed: an
+/// audit row another process marked `plain_removed` while its manifest keeps the history is
+/// `AUDIT_INVALID` naming the group, never a `CURSOR_TOO_OLD` for a history that is there.
+#[test]
+fn an_audit_row_marked_removed_against_its_manifest_is_audit_invalid() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "audit_marked");
+    let s = sealed(&schema, false);
+    let g = id("g1");
+    let before = history(&s.pg, &schema);
+    archive(&s.pg);
+    assert_eq!(
+        s.pg.events(&g, 0, 100).expect("the history").len(),
+        before.len() + 1
+    );
+    schema
+        .client()
+        .execute(
+            "UPDATE mwp_audit SET remove_plain = true, plain_removed = true WHERE group_id = 'g1'",
+            &[],
+        )
+        .expect("mark the plain history removed");
+    let e = s.pg.events(&g, 0, 100).expect_err("refused");
+    assert_eq!(e.code, Code::AuditInvalid, "{e}");
+    assert_eq!(check_of(&e), "seq", "{e}");
+    assert!(
+        e.message
+            .contains("group g1 in PostgreSQL: its audit row marks the plain history removed"),
+        "{e}"
+    );
+    assert_eq!(
+        event_rows(&schema).len(),
+        before.len() + 1,
+        "nothing removed"
+    );
+}

@@ -13,8 +13,9 @@ pub(crate) struct Statements {
     pub lock: Statement,
     /// `$1` group → (seq, head).
     pub head: Statement,
-    /// `$1` group → (seq, final seq, final state hash): the head and, when the Group's plain
-    /// history was removed once sealed, its final snapshot (NULLs otherwise).
+    /// `$1` group → (seq, final seq, final state hash, manifest): the head and, when the
+    /// Group's plain history was removed once sealed, its final snapshot and the signed
+    /// manifest that says so (NULLs otherwise).
     pub head_sealed: Statement,
     /// `$1` group → (whether the removal of the plain history is unfinished); no row when
     /// the Group was not sealed.
@@ -56,10 +57,12 @@ impl Statements {
         Ok(Statements {
             lock: p("SELECT pg_advisory_xact_lock($1)")?,
             head: p("SELECT seq, head FROM mwp_groups WHERE group_id = $1")?,
-            head_sealed: p("SELECT g.seq, a.seq, s.state_hash FROM mwp_groups g
+            head_sealed: p(
+                "SELECT g.seq, a.seq, s.state_hash, a.manifest FROM mwp_groups g
                  LEFT JOIN mwp_audit a ON a.group_id = g.group_id AND a.plain_removed
                  LEFT JOIN mwp_snapshots s ON s.group_id = a.group_id AND s.seq = a.seq
-                 WHERE g.group_id = $1")?,
+                 WHERE g.group_id = $1",
+            )?,
             audit_pending: p("SELECT remove_plain AND NOT plain_removed FROM mwp_audit
                  WHERE group_id = $1")?,
             events_between: p("SELECT seq, bytes FROM mwp_events
