@@ -1,7 +1,9 @@
 //! Durable accepts per second on PostgreSQL: 1 client, 64 clients on 64 groups, and 64
 //! clients on one group (their commands decided in batches under the group lock), beside a
 //! bare INSERT + COMMIT per transaction on the same server (the fsync-bound ceiling). Each
-//! accept is committed (`synchronous_commit = on`) before it is counted.
+//! accept is committed (`synchronous_commit = on`) before it is counted. Then the read of a
+//! group's stored snapshot (`latest_snapshot`, checked on every read) beside a bare SELECT
+//! of the same row's bytes (what the read cost before it was checked).
 //!
 //! Needs `MWP_TEST_POSTGRES` (source scripts/setup-postgres.sh); docs/bench-postgres.md has
 //! the command and the figures.
@@ -141,7 +143,39 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| run(&store, &shared, CLIENTS, iters));
     });
     group.finish();
+
+    // A group of SNAPSHOT_EVENTS events and its snapshot at the head.
+    let snap = vec!["snap".to_owned()];
+    accepted(&store, &open(&snap[0]));
+    run(&store, &snap, CLIENTS, SNAPSHOT_EVENTS / CLIENTS as u64);
+    let g = mwp_core::Id::new("snap").expect("id");
+    let bytes = store.take_snapshot(&g).expect("a snapshot");
+    let mut group = c.benchmark_group("postgres_snapshot_read");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8))
+        .warm_up_time(Duration::from_secs(2));
+    group.throughput(Throughput::Bytes(bytes.len() as u64));
+    group.bench_function("checked_latest_snapshot", |b| {
+        b.iter(|| store.latest_snapshot(&g).expect("served"));
+    });
+    group.bench_function("baseline_bare_select", |b| {
+        b.iter(|| {
+            let row = raw
+                .query_one(
+                    "SELECT bytes FROM mwp_bench.mwp_snapshots WHERE group_id = 'snap'
+                     ORDER BY seq DESC LIMIT 1",
+                    &[],
+                )
+                .expect("the row");
+            row.get::<_, Vec<u8>>(0)
+        });
+    });
+    group.finish();
 }
+
+/// Events of the group whose stored snapshot is read.
+const SNAPSHOT_EVENTS: u64 = 20_000;
 
 criterion_group!(benches, bench);
 criterion_main!(benches);

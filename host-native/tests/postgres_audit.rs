@@ -76,13 +76,7 @@ fn history(pg: &PostgresAuthority, schema: &Schema) -> Vec<Vec<u8>> {
         let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
         accepted(pg, &cmd, 1001 + i);
     }
-    let redact = command(
-        "g1",
-        "alice",
-        "r1",
-        None,
-        json!({"type": "redact", "seq": 3, "reason": "gdpr"}),
-    );
+    let redact = postgres_common::redact_g1(3);
     accepted(pg, &redact, 2000);
     event_rows(schema)
 }
@@ -573,4 +567,78 @@ fn concurrent_seals_of_one_group_store_one_artifact() {
     let opened = mwp_audit::open(&artifact, &ids, Some(&plain.authority_key())).expect("opens");
     assert_eq!(opened.events, before);
     assert_eq!(opened.manifest, manifests[0]);
+}
+
+/// A sealed Group whose plain history was removed refers an old cursor to its final
+/// snapshot only once that row is checked: a row another process changed is
+/// `SNAPSHOT_INVALID` naming the group and its seq, never a reference to bytes that do not
+/// verify.
+#[test]
+fn a_sealed_groups_final_snapshot_is_checked_before_it_is_referred_to() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "audit_final_row");
+    let s = sealed(&schema, true);
+    let g = id("g1");
+    history(&s.pg, &schema);
+    let archived = archive(&s.pg);
+    let e = s.pg.events(&g, 0, 100).expect_err("the history is gone");
+    assert_eq!(e.code, Code::CursorTooOld, "{e}");
+    schema
+        .client()
+        .execute(
+            "UPDATE mwp_snapshots SET bytes = bytes || '\\x00'::bytea WHERE group_id = 'g1'",
+            &[],
+        )
+        .expect("change the final snapshot row");
+    let e = s.pg.events(&g, 0, 100).expect_err("not referred to");
+    assert_eq!(e.code, Code::SnapshotInvalid, "{e}");
+    assert!(
+        e.message.contains(&format!(
+            "group g1 in PostgreSQL: the snapshot row at seq {} does not verify",
+            archived.seq
+        )),
+        "{e}"
+    );
+    assert!(s
+        .pg
+        .events(&g, archived.seq, 100)
+        .expect("after it")
+        .is_empty());
+}
+
+/// Only a signed manifest that says so makes a Group's plain history count as removed: an
+/// audit row another process marked `plain_removed` while its manifest keeps the history is
+/// `AUDIT_INVALID` naming the group, never a `CURSOR_TOO_OLD` for a history that is there.
+#[test]
+fn an_audit_row_marked_removed_against_its_manifest_is_audit_invalid() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "audit_marked");
+    let s = sealed(&schema, false);
+    let g = id("g1");
+    let before = history(&s.pg, &schema);
+    archive(&s.pg);
+    assert_eq!(
+        s.pg.events(&g, 0, 100).expect("the history").len(),
+        before.len() + 1
+    );
+    schema
+        .client()
+        .execute(
+            "UPDATE mwp_audit SET remove_plain = true, plain_removed = true WHERE group_id = 'g1'",
+            &[],
+        )
+        .expect("mark the plain history removed");
+    let e = s.pg.events(&g, 0, 100).expect_err("refused");
+    assert_eq!(e.code, Code::AuditInvalid, "{e}");
+    assert_eq!(check_of(&e), "seq", "{e}");
+    assert!(
+        e.message
+            .contains("group g1 in PostgreSQL: its audit row marks the plain history removed"),
+        "{e}"
+    );
+    assert_eq!(
+        event_rows(&schema).len(),
+        before.len() + 1,
+        "nothing removed"
+    );
 }

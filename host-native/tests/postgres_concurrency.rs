@@ -491,3 +491,177 @@ fn without_the_shared_lock_the_head_guard_still_prevents_forks() {
         assert_eq!(&log[(r.seq - 1) as usize].receipt(), r);
     }
 }
+
+/// Makes the next commit that writes an event row fail with a serialization failure
+/// (SQLSTATE 40001) raised by the server at `COMMIT`, once: a deferred constraint trigger
+/// counts event rows with a sequence, which a rollback does not undo.
+#[cfg(feature = "fault-injection")]
+fn fail_the_next_commit(schema: &Schema) {
+    schema
+        .client()
+        .batch_execute(
+            "CREATE SEQUENCE fault_count;
+             CREATE FUNCTION fault() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF nextval('fault_count') = 1 THEN
+                     RAISE EXCEPTION 'a conflict injected at commit'
+                         USING ERRCODE = 'serialization_failure';
+                 END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER fault AFTER INSERT ON mwp_events
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fault();",
+        )
+        .expect("the fault trigger");
+}
+
+/// Store `a` (snapshot every 4 events) with `between` run between the attempts of its
+/// transactions, and store `b` (no periodic snapshots) on the same schema: the other writer.
+#[cfg(feature = "fault-injection")]
+fn writers_with(
+    schema: &Schema,
+    between: impl Fn(&PostgresAuthority) + Send + Sync + 'static,
+) -> (
+    PostgresAuthority,
+    std::sync::Arc<PostgresAuthority>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let b = Arc::new(schema.open("snapshot_every=0"));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (other, count) = (Arc::clone(&b), Arc::clone(&calls));
+    let a = PostgresAuthority::open(schema.config("snapshot_every=4"))
+        .expect("open")
+        .with_between_attempts_for_tests(move |_, e| {
+            assert_eq!(e.code, Code::Storage, "{e}");
+            assert!(e.message.contains("40001"), "a serialization failure: {e}");
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                between(&other);
+            }
+        });
+    (a, b, calls)
+}
+
+/// Checks the log of `g1`: seqs 1..=n, one receipt per event and each the event's, no
+/// snapshot stored (no accept that committed was due one), and returns it.
+#[cfg(feature = "fault-injection")]
+fn checked_log(schema: &Schema, store: &PostgresAuthority, n: u64) -> Vec<mwp_core::Event> {
+    let g = id("g1");
+    let log = store.events(&g, 0, 100).expect("log");
+    assert_eq!(
+        log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=n).collect::<Vec<_>>()
+    );
+    for e in &log {
+        assert_eq!(
+            store.receipt(&g, &e.actor, &e.action).expect("read"),
+            Some(e.receipt()),
+            "seq {}",
+            e.seq
+        );
+    }
+    let rows: i64 = schema
+        .client()
+        .query_one(
+            "SELECT count(*) FROM mwp_receipts WHERE group_id = 'g1'",
+            &[],
+        )
+        .expect("count")
+        .get(0);
+    assert_eq!(rows, n as i64, "one receipt row per event");
+    store.wait_for_snapshots();
+    let snapshots: Vec<i64> =
+        postgres_common::first_column(&mut schema.client(), "SELECT seq FROM mwp_snapshots");
+    assert_eq!(
+        snapshots,
+        Vec::<i64>::new(),
+        "a snapshot made due by an attempt that did not commit was stored"
+    );
+    log
+}
+
+/// A tick whose commit fails (a serialization failure) and which another server's tick beats
+/// before its next attempt: the next attempt finds nothing due, so the log holds exactly one
+/// `leases_expired`, the other server's, with its receipt, and the periodic snapshot the
+/// failed attempt made due (its event at seq 4, never committed) is not stored.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_tick_tried_again_after_a_conflict_keeps_nothing_of_the_failed_attempt() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "tick_retry");
+    let g = id("g1");
+    let (a, _b, calls) = writers_with(&schema, |other| {
+        let ticked = other
+            .tick(&id("g1"), 10_800)
+            .expect("the other server ticks");
+        assert!(matches!(ticked, Some(Decision::Accepted(ref e)) if e.seq == 4));
+    });
+    a.submit(&open_group("g1", 1), 1000).expect("open");
+    a.submit(&create_work("g1", "alice", "c0", "w0"), 1000)
+        .expect("create");
+    let claim = postgres_common::claim_w0("g1", 700);
+    assert!(matches!(
+        a.submit(&claim, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    fail_the_next_commit(&schema);
+    // Attempt 1 decides the tick at seq 4 (a snapshot due) and fails at COMMIT; the other
+    // server's tick commits; attempt 2 finds nothing due.
+    assert_eq!(a.tick(&g, 10_700).expect("answered"), None);
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one failed attempt"
+    );
+    let log = checked_log(&schema, &a, 4);
+    let ticks: Vec<_> = log.iter().filter(|e| e.actor == Id::authority()).collect();
+    assert_eq!(ticks.len(), 1, "{ticks:?}");
+    assert_eq!(ticks[0].at, 10_800, "the other server's tick");
+    assert_eq!(a.next_deadline().expect("deadline"), None);
+}
+
+/// The same for a batch of commands: the command's first attempt (seq 4, a snapshot due)
+/// fails at COMMIT, another server's command takes seq 4 meanwhile, and the second attempt
+/// commits the command at seq 5: each command once, each receipt its event's, and no
+/// snapshot of the failed attempt.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_batch_tried_again_after_a_conflict_keeps_nothing_of_the_failed_attempt() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "batch_retry");
+    let (a, _b, calls) = writers_with(&schema, |other| {
+        let other_cmd = create_work("g1", "alice", "theirs", "w9");
+        let decided = other
+            .submit(&other_cmd, 2000)
+            .expect("the other server decides");
+        assert!(matches!(decided, Decision::Accepted(ref e) if e.seq == 4));
+    });
+    a.submit(&open_group("g1", 1), 1000).expect("open");
+    for i in 0..2 {
+        let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
+        assert!(matches!(
+            a.submit(&cmd, 1000).expect("create"),
+            Decision::Accepted(_)
+        ));
+    }
+    fail_the_next_commit(&schema);
+    let mine = create_work("g1", "alice", "mine", "w8");
+    let Decision::Accepted(event) = a.submit(&mine, 2000).expect("decided again") else {
+        panic!("the command is accepted on its second attempt")
+    };
+    assert_eq!(event.seq, 5);
+    assert_eq!(
+        calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one failed attempt"
+    );
+    let log = checked_log(&schema, &a, 5);
+    let actions: Vec<&str> = log.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(actions, ["open", "c0", "c1", "theirs", "mine"]);
+    assert_eq!(log[4], *event);
+    // A retry of the command is a Duplicate with the receipt of its one event.
+    assert!(
+        matches!(a.submit(&mine, 3000).expect("retry"), Decision::Duplicate(ref r) if r.seq == 5)
+    );
+}

@@ -15,7 +15,7 @@ use mwp_core::work::WorkItem;
 use mwp_core::{Code, Decision, Event, Id, SecretKey, WorkState};
 use mwp_host::postgres::{KeySource, PostgresAuthority};
 use mwp_host::service::AuthorityService;
-use postgres_common::{command, create_work, open_group, state_hash, Schema};
+use postgres_common::{claim_w0, command, create_work, open_group, state_hash, Schema};
 use serde_json::{json, Value};
 
 fn id(s: &str) -> Id {
@@ -490,16 +490,10 @@ fn rejections_write_nothing() {
 
 /// The seqs of the snapshots stored for group `g1`, in order.
 fn g1_snapshots(schema: &Schema) -> Vec<i64> {
-    schema
-        .client()
-        .query(
-            "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
-            &[],
-        )
-        .expect("snapshots")
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
+    postgres_common::first_column(
+        &mut schema.client(),
+        "SELECT seq FROM mwp_snapshots WHERE group_id = 'g1' ORDER BY seq",
+    )
 }
 
 /// However short the cadence, one thread at a time stores a group's periodic snapshots, and
@@ -537,29 +531,42 @@ fn a_short_cadence_does_not_pile_up_snapshot_threads() {
 
 /// A snapshot is never stored beside a later one, nor does it remove it: a periodic snapshot
 /// stored after its commit may finish after a later one (docs/postgres.md, "Snapshots").
+/// Here the periodic snapshot due at seq 5 waits for the group's snapshot lock, held by this
+/// test, while the group goes on to seq 9 and this test stores the group's snapshot at 9.
 #[test]
 fn a_snapshot_never_replaces_a_later_one() {
     let server = require_server!();
     let schema = Schema::new(&server, "snapshot_order");
-    let pg = schema.open("snapshot_every=0");
-    group_with(&pg, "g1", 4); // seq 1..=5
+    let pg = schema.open("snapshot_every=5");
+    // The same commands elsewhere give the same log: its snapshot at seq 9 is this group's.
+    let elsewhere = Schema::new(&server, "snapshot_order_later");
+    let other = elsewhere.open("snapshot_every=0");
+    group_with(&other, "g1", 8);
     let g = id("g1");
-    pg.take_snapshot(&g).expect("taken at 5");
+    other.take_snapshot(&g).expect("taken at 9");
+    let (later_hash, later) = snapshot_row(&mut elsewhere.client(), "g1", 9);
+    // The group's snapshot lock, as the store computes it.
+    let digest =
+        mwp_core::canonical::sha256(format!("mwp snapshot lock\0{}\0g1", schema.name).as_bytes());
+    let key = i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
     let mut client = schema.client();
-    // As if a later snapshot were stored while this one was being written.
-    client
-        .execute(
-            "UPDATE mwp_snapshots SET seq = 9 WHERE group_id = 'g1'",
-            &[],
-        )
-        .expect("moved");
-    let bytes = pg.take_snapshot(&g).expect("taken at 5 again");
-    assert_eq!(Snapshot::from_cbor(&bytes).expect("a snapshot").seq, 5);
+    let mut held = client.transaction().expect("begin");
+    held.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
+        .expect("the snapshot lock");
+    group_with(&pg, "g1", 8); // the snapshot due at 5 waits for the lock
+    held.execute(
+        "INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes) VALUES ('g1', 9, $1, $2)",
+        &[&later_hash, &later],
+    )
+    .expect("a later snapshot");
+    held.commit().expect("release the lock");
+    pg.wait_for_snapshots();
     assert_eq!(
         g1_snapshots(&schema),
         [9],
         "the earlier snapshot is not stored, the later one stays"
     );
+    assert_eq!(pg.latest_snapshot(&g).expect("served"), later);
 }
 
 /// A periodic snapshot is stored after the commit of the accept that made it due, without
@@ -727,13 +734,7 @@ fn redaction_rewrites_stored_bytes_in_the_same_transaction() {
     let g = id("g1");
     group_with(&pg, "g1", 2); // seq 2 and 3 carry spec {"n": "c0"} / {"n": "c1"}
     let original = pg.events(&g, 1, 1).expect("seq 2").remove(0);
-    let redact = command(
-        "g1",
-        "alice",
-        "r1",
-        None,
-        json!({"type": "redact", "seq": 2, "reason": "gdpr"}),
-    );
+    let redact = postgres_common::redact_g1(2);
     let Decision::Accepted(ev) = pg.submit(&redact, 4000).expect("redact") else {
         panic!("redact not accepted")
     };
@@ -1003,14 +1004,7 @@ fn next_deadline_follows_leases() {
     let pg = schema.open("");
     assert_eq!(pg.next_deadline().expect("none"), None);
     group_with(&pg, "g1", 1);
-    let claim = command(
-        "g1",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 700}),
-    );
+    let claim = claim_w0("g1", 700);
     assert!(matches!(
         pg.submit(&claim, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1021,14 +1015,7 @@ fn next_deadline_follows_leases() {
     );
     // The tick loop skips a backed-off group and sees the next one's deadline.
     group_with(&pg, "g2", 1);
-    let claim2 = command(
-        "g2",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 900}),
-    );
+    let claim2 = claim_w0("g2", 900);
     assert!(matches!(
         pg.submit(&claim2, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1062,14 +1049,7 @@ fn tick_expires_leases_and_is_quiet_otherwise() {
         2,
         "a quiet tick appends nothing"
     );
-    let claim = command(
-        "g1",
-        "w0",
-        "k",
-        Some(1),
-        json!({"type": "claim_work", "work": "w0",
-        "lease_ms": 5000, "start_within_ms": 700}),
-    );
+    let claim = claim_w0("g1", 700);
     assert!(matches!(
         pg.submit(&claim, 10_000).expect("claim"),
         Decision::Accepted(_)
@@ -1083,4 +1063,308 @@ fn tick_expires_leases_and_is_quiet_otherwise() {
         "{ev:?}"
     );
     assert_eq!(pg.next_deadline().expect("deadline"), None);
+}
+
+/// The stored snapshot row of `g1` at `seq`: (state_hash, bytes).
+fn snapshot_row(c: &mut postgres::Client, group: &str, seq: i64) -> (String, Vec<u8>) {
+    let row = c
+        .query_one(
+            "SELECT state_hash, bytes FROM mwp_snapshots WHERE group_id = $1 AND seq = $2",
+            &[&group, &seq],
+        )
+        .expect("a snapshot row");
+    (row.get(0), row.get(1))
+}
+
+/// Puts a snapshot row of `g1` in place of every other: (seq, state_hash, bytes).
+fn put_snapshot(c: &mut postgres::Client, seq: i64, hash: &str, bytes: &[u8]) {
+    c.execute("DELETE FROM mwp_snapshots WHERE group_id = 'g1'", &[])
+        .expect("remove the snapshot rows");
+    c.execute(
+        "INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes) VALUES ('g1', $1, $2, $3)",
+        &[&seq, &hash, &bytes],
+    )
+    .expect("put a snapshot row");
+}
+
+/// Snapshot rows another process wrote are checked on every read that serves or refers to
+/// one (`latest_snapshot`, `stored_snapshot`, the `CURSOR_TOO_OLD` reference): one that is not
+/// the group's own at its seq is `SNAPSHOT_INVALID` naming the group and the row's seq, never
+/// served; a reload skips it for the log. A row past the head row is not read, and does not
+/// keep a new snapshot out.
+#[test]
+fn snapshot_rows_are_checked_on_every_read() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "snaprows");
+    let pg = schema.open("snapshot_every=0&online_window=2");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // seq 1..=4
+    group_with(&pg, "g2", 3);
+    pg.take_snapshot(&g).expect("a snapshot at seq 4");
+    pg.take_snapshot(&id("g2")).expect("g2's at seq 4");
+    for i in 3..5 {
+        let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
+        assert!(matches!(
+            pg.submit(&cmd, 1000 + i).expect("create"),
+            Decision::Accepted(_)
+        ));
+    } // head 6, the snapshot at 4
+    let truth = state_hash(&pg, &g);
+    let mut c = schema.client();
+    let (hash, good) = snapshot_row(&mut c, "g1", 4);
+    assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+    let too_old = pg.events(&g, 0, 10).expect_err("older than the window");
+    assert_eq!(too_old.code, Code::CursorTooOld, "{too_old}");
+    assert_eq!(too_old.details["snapshot"]["seq"], json!(4));
+
+    // Every read refuses the row, naming group and seq; a reload reads the log instead.
+    let refused = |pg: &PostgresAuthority, seq: u64, needle: &str| {
+        let e = pg.latest_snapshot(&g).expect_err("not served");
+        assert_eq!(e.code, Code::SnapshotInvalid, "{e}");
+        assert!(
+            e.message.contains(&format!(
+                "group g1 in PostgreSQL: the snapshot row at seq {seq} "
+            )),
+            "{e}"
+        );
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        assert_eq!(e.details.get("seq"), Some(&json!(seq)), "{e}");
+        let stored = AuthorityService::stored_snapshot(pg, &g).expect_err("not served");
+        assert_eq!(stored.message, e.message);
+        let referred = pg.events(&g, 0, 10).expect_err("not referred to");
+        assert_eq!(referred.message, e.message);
+        pg.restart();
+        assert_eq!(state_hash(pg, &g), truth, "the log is the truth");
+    };
+    // Bytes flipped.
+    let mut flipped = good.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x01;
+    put_snapshot(&mut c, 4, &hash, &flipped);
+    refused(&pg, 4, "does not verify");
+    // Another group's snapshot, at the same seq.
+    let (g2_hash, g2_bytes) = snapshot_row(&mut c, "g2", 4);
+    put_snapshot(&mut c, 4, &g2_hash, &g2_bytes);
+    refused(&pg, 4, "does not verify");
+    // A seq column that disagrees with the bytes, below and above theirs.
+    put_snapshot(&mut c, 3, &hash, &good);
+    refused(&pg, 3, "holds seq 4");
+    put_snapshot(&mut c, 5, &hash, &good);
+    refused(&pg, 5, "holds seq 4");
+    // A state_hash column that is not the bytes' (what a `CURSOR_TOO_OLD` refers to).
+    put_snapshot(&mut c, 4, &"0".repeat(64), &good);
+    refused(&pg, 4, "says state hash");
+
+    // The group's own snapshot of another history: signed, bound, but not this log's.
+    let other = Schema::new(&server, "snaprows_other");
+    let forked = other.open("snapshot_every=0");
+    assert!(matches!(
+        forked.submit(&open_group("g1", 1), 1000).expect("open"),
+        Decision::Accepted(_)
+    ));
+    for i in 0..3 {
+        let cmd = create_work("g1", "alice", &format!("x{i}"), &format!("x{i}"));
+        assert!(matches!(
+            forked.submit(&cmd, 1000).expect("create"),
+            Decision::Accepted(_)
+        ));
+    }
+    forked.take_snapshot(&g).expect("seq 4 of another history");
+    let (forked_hash, forked_bytes) = snapshot_row(&mut other.client(), "g1", 4);
+    put_snapshot(&mut c, 4, &forked_hash, &forked_bytes);
+    refused(&pg, 4, "the event at its seq is");
+
+    // The group's own snapshot past the head row (of a longer run of the same commands): not
+    // read, and no bar to a new snapshot at the head.
+    let longer = Schema::new(&server, "snaprows_longer");
+    let ahead = longer.open("snapshot_every=0");
+    group_with(&ahead, "g1", 3);
+    for i in 3..7 {
+        let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
+        assert!(matches!(
+            ahead.submit(&cmd, 1000 + i).expect("create"),
+            Decision::Accepted(_)
+        ));
+    }
+    ahead.take_snapshot(&g).expect("a snapshot at seq 8");
+    let (ahead_hash, ahead_bytes) = snapshot_row(&mut longer.client(), "g1", 8);
+    put_snapshot(&mut c, 8, &ahead_hash, &ahead_bytes);
+    assert_eq!(
+        AuthorityService::stored_snapshot(&pg, &g).expect("none read"),
+        None
+    );
+    let taken = Snapshot::from_cbor(&pg.latest_snapshot(&g).expect("one taken")).expect("cbor");
+    assert_eq!(taken.seq, 6);
+    assert_eq!(g1_snapshots(&schema), [6, 8], "the new one is stored");
+    // The same bytes under a seq column at the head row: they hold seq 8.
+    put_snapshot(&mut c, 6, &ahead_hash, &ahead_bytes);
+    refused(&pg, 6, "holds seq 8");
+
+    // Put back, the group's own row is served again.
+    put_snapshot(&mut c, 4, &hash, &good);
+    assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+}
+
+/// A receipt is answered from the group's verified state, as the file store answers it: a
+/// `mwp_receipts` row another process swapped or removed does not change the answer.
+#[test]
+fn receipts_are_answered_from_the_verified_log_not_the_receipt_rows() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "receiptrows");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2); // alice's c0 at seq 2, c1 at seq 3
+    let (alice, c0, c1) = (id("alice"), id("c0"), id("c1"));
+    let first = pg.receipt(&g, &alice, &c0).expect("read").expect("c0");
+    let second = pg.receipt(&g, &alice, &c1).expect("read").expect("c1");
+    assert_eq!((first.seq, second.seq), (2, 3));
+    let mut c = schema.client();
+    c.batch_execute(
+        "UPDATE mwp_receipts SET bytes = (SELECT bytes FROM mwp_receipts
+                                          WHERE group_id = 'g1' AND action = 'c1')
+         WHERE group_id = 'g1' AND action = 'c0';
+         DELETE FROM mwp_receipts WHERE group_id = 'g1' AND action = 'c1';",
+    )
+    .expect("swap and remove receipt rows");
+    pg.restart();
+    assert_eq!(pg.receipt(&g, &alice, &c0).expect("read"), Some(first));
+    assert_eq!(pg.receipt(&g, &alice, &c1).expect("read"), Some(second));
+    assert_eq!(pg.receipt(&g, &alice, &id("c9")).expect("read"), None);
+}
+
+/// The event a redaction erases is checked before its redacted form is written: a row that
+/// holds another event is `LOG_CORRUPT` naming group and seq, and nothing is written.
+#[test]
+fn a_redaction_never_rewrites_a_row_it_cannot_verify() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "redactrow");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2); // seq 1..=3
+    let mut c = schema.client();
+    c.execute(
+        "UPDATE mwp_events SET bytes = (SELECT bytes FROM mwp_events
+                                        WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1' AND seq = 2",
+        &[],
+    )
+    .expect("put seq 3's bytes at seq 2");
+    let before: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 2",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    let redact = postgres_common::redact_g1(2);
+    let e = pg.submit(&redact, 4000).expect_err("refused");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains("group g1") && e.message.contains("seq 2"),
+        "{e}"
+    );
+    assert_eq!(pg.head_seq(&g).expect("head"), 3, "nothing appended");
+    let after: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 2",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    assert_eq!(after, before, "the row is left as it was found");
+}
+
+/// `mwp_groups` rows another process wrote cannot stop the tick loop: a row whose group_id is
+/// no ID is passed over by the group list and the deadline query, and a deadline row earlier
+/// than the group's state says is put back by the tick that finds nothing due.
+#[test]
+fn deadline_and_group_rows_of_another_process_do_not_stop_the_ticks() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "deadlinerows");
+    let pg = schema.open("snapshot_every=0");
+    group_with(&pg, "g1", 1);
+    let claim = claim_w0("g1", 700);
+    assert!(matches!(
+        pg.submit(&claim, 10_000).expect("claim"),
+        Decision::Accepted(_)
+    ));
+    group_with(&pg, "g2", 1); // no lease: no deadline
+    let mut c = schema.client();
+    c.execute(
+        "INSERT INTO mwp_groups (group_id, org, seq, head, next_deadline)
+         VALUES ('', 'acme', 1, $1, 5)",
+        &[&"0".repeat(64)],
+    )
+    .expect("a row that names no group");
+    assert_eq!(
+        pg.groups().expect("listed"),
+        [id("g1"), id("g2")],
+        "the row is passed over"
+    );
+    assert_eq!(
+        pg.next_deadline().expect("looked past"),
+        Some((id("g1"), 10_700))
+    );
+    // g2's deadline row says a lease is due long ago (and one below zero).
+    for early in [1i64, -5] {
+        c.execute(
+            "UPDATE mwp_groups SET next_deadline = $1 WHERE group_id = 'g2'",
+            &[&early],
+        )
+        .expect("an early deadline");
+        let (group, at) = pg.next_deadline().expect("deadline").expect("some");
+        assert_eq!(group, id("g2"));
+        assert_eq!(
+            pg.tick(&group, at.max(1)).expect("quiet"),
+            None,
+            "nothing due"
+        );
+        assert_eq!(pg.head_seq(&group).expect("head"), 2, "nothing appended");
+        assert_eq!(
+            pg.next_deadline().expect("deadline"),
+            Some((id("g1"), 10_700)),
+            "the tick put g2's deadline back"
+        );
+    }
+}
+
+/// The versions recorded in `mwp_migrations`, in order.
+fn migrations(c: &mut postgres::Client) -> Vec<String> {
+    postgres_common::first_column(c, "SELECT version::text FROM mwp_migrations ORDER BY 1")
+}
+
+/// A migration table another process wrote is never taken for a schema this program may
+/// write: a version from the future, one recorded as not applied, or a column of another
+/// type is refused on open with `STORAGE` saying what, and nothing is changed.
+#[test]
+fn a_migration_table_from_the_future_or_garbage_is_refused_and_left_alone() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "migrations");
+    drop(schema.open(""));
+    let mut c = schema.client();
+    let refused = |c: &mut postgres::Client, needle: &str| {
+        let before = migrations(c);
+        let e = PostgresAuthority::open(schema.config("")).expect_err("refused");
+        assert_eq!(e.code, Code::Storage, "{e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        assert_eq!(migrations(c), before, "nothing recorded");
+    };
+    c.execute(
+        "INSERT INTO mwp_migrations (version, name) VALUES (3, 'future')",
+        &[],
+    )
+    .expect("a version from the future");
+    refused(
+        &mut c,
+        "the database schema is at version 3, newer than this program's 2; run a newer mwp",
+    );
+    c.execute("DELETE FROM mwp_migrations WHERE version >= 2", &[])
+        .expect("a version recorded as not applied");
+    refused(&mut c, "applying migration 2 (audit)");
+    c.batch_execute(
+        "ALTER TABLE mwp_migrations ALTER COLUMN version TYPE text;
+         INSERT INTO mwp_migrations (version, name) VALUES ('two', 'garbage');",
+    )
+    .expect("a column of another type");
+    refused(&mut c, "reading the schema version");
 }

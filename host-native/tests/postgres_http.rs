@@ -116,3 +116,38 @@ fn two_http_servers_on_one_database_serve_one_unforked_group() {
     }
     drop(servers); // shuts both down; the stores are dropped on their runtimes
 }
+
+/// `GET …/snapshots/latest` checks the stored row it would send: a row another process
+/// changed is answered `SNAPSHOT_INVALID` naming the group and the row's seq, and its bytes
+/// are not sent.
+#[test]
+fn a_snapshot_row_that_does_not_verify_is_not_served() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "http_snapshot");
+    let store = schema.open("snapshot_every=0");
+    store.submit(&open_group("g1", 1), 1000).expect("open");
+    let g = Id::new("g1").expect("id");
+    let good = store.take_snapshot(&g).expect("a snapshot at seq 1");
+    let running = Running::start(Arc::new(store));
+    let client = Client::new(running.base.clone());
+    assert_eq!(client.snapshot(&g).expect("served"), good);
+    let mut flipped = good.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x40;
+    schema
+        .client()
+        .execute(
+            "UPDATE mwp_snapshots SET bytes = $1 WHERE group_id = 'g1'",
+            &[&flipped],
+        )
+        .expect("change the row");
+    let e = client.snapshot(&g).expect_err("not served");
+    assert_eq!(e.code, mwp_core::Code::SnapshotInvalid, "{e}");
+    assert!(
+        e.message
+            .contains("group g1 in PostgreSQL: the snapshot row at seq 1 does not verify"),
+        "{e}"
+    );
+    assert_eq!(e.details.get("seq"), Some(&serde_json::json!(1)), "{e}");
+    drop(running);
+}

@@ -86,6 +86,15 @@ fn audit_invalid(check: &str, message: impl Into<String>) -> Error {
     Error::new(Code::AuditInvalid, message).with("check", check)
 }
 
+/// The check an `AUDIT_INVALID` error names, `otherwise` for an error that names none.
+fn failed_check(e: &Error, otherwise: &str) -> String {
+    e.details
+        .get("check")
+        .and_then(|c| c.as_str())
+        .unwrap_or(otherwise)
+        .to_owned()
+}
+
 /// The (seq, state hash) of the final snapshot of a Group whose plain history was removed.
 pub(super) type FinalSnapshot = (u64, Hash);
 
@@ -123,6 +132,10 @@ impl PostgresAuthority {
         let sealed = match column::<Option<i64>>(&row, 1, group, "mwp_audit.seq")? {
             None => None,
             Some(seq) => {
+                // Only the signed manifest says the plain history may go: a row that marks it
+                // removed without one is never taken for a seal.
+                let manifest: &[u8] = column(&row, 3, group, "mwp_audit.manifest")?;
+                self.check_removal(group, to_u64(seq, group, "seq")?, manifest)?;
                 let hash: Option<&str> = column(&row, 2, group, "mwp_snapshots.state_hash")?;
                 let hash = hash.ok_or_else(|| {
                     corrupt(
@@ -136,6 +149,35 @@ impl PostgresAuthority {
             }
         };
         Ok(Some((head, sealed)))
+    }
+
+    /// That `manifest` (the bytes of the audit row of `group` marked `plain_removed`, at
+    /// `seq`) verifies under the authority key and says this Group's plain history through
+    /// `seq` is removed: `AUDIT_INVALID` naming the group and the failed check otherwise.
+    fn check_removal(&self, group: &Id, seq: u64, manifest: &[u8]) -> Result<()> {
+        let checked = Manifest::from_cbor(manifest).and_then(|m| {
+            m.verify(Some(&self.public))?;
+            check_group(group, &m.group)?;
+            if m.seq != seq || !m.remove_plain {
+                return Err(audit_invalid(
+                    "seq",
+                    format!(
+                        "it seals seq {} (remove_plain {}), the row seq {seq}",
+                        m.seq, m.remove_plain
+                    ),
+                ));
+            }
+            Ok(())
+        });
+        checked.map_err(|e| {
+            audit_invalid(
+                &failed_check(&e, "manifest"),
+                format!(
+                    "group {group} in PostgreSQL: its audit row marks the plain history removed, but its manifest does not say so: {}",
+                    e.message
+                ),
+            )
+        })
     }
 
     /// What a reload of an archived Group (or an archive just committed) runs: the seal is
@@ -302,14 +344,8 @@ impl PostgresAuthority {
         match checked {
             Ok(m) => Ok(Some(m)),
             Err(e) if row.plain_removed || row.expired => {
-                let check = e
-                    .details
-                    .get("check")
-                    .and_then(|c| c.as_str())
-                    .unwrap_or("artifact")
-                    .to_owned();
                 Err(audit_invalid(
-                    &check,
+                    &failed_check(&e, "artifact"),
                     format!(
                         "the stored audit record of group {group} does not verify ({}), and its plain history is removed or its artifact expired, so it cannot be sealed again; restore table mwp_audit from a backup",
                         e.message

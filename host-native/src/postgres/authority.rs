@@ -7,7 +7,7 @@ use postgres::error::SqlState;
 use postgres::{GenericClient, Transaction};
 
 use mwp_core::authority::{self, Authority, Commit, Step};
-use mwp_core::canonical::{self, Strictness};
+use mwp_core::canonical;
 use mwp_core::chain;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::transcript::Host;
@@ -20,6 +20,7 @@ use super::batch;
 use super::config::{KeySource, PostgresConfig};
 use super::migrate::migrate;
 use super::pool::Pool;
+use super::snapshot;
 use super::sql::Statements;
 use super::storage;
 use crate::service::AuthorityService;
@@ -168,7 +169,16 @@ pub struct PostgresAuthority {
     snapshotting: Arc<Mutex<HashMap<Id, Option<authority::SnapshotDue>>>>,
     /// Threads started for periodic snapshots ([`PostgresAuthority::snapshot_threads`]).
     snapshot_threads: std::sync::atomic::AtomicU64,
+    /// Run after an attempt failed and before the next
+    /// ([`PostgresAuthority::with_between_attempts_for_tests`]).
+    #[cfg(feature = "fault-injection")]
+    between_attempts: Option<BetweenAttempts>,
 }
+
+/// What a test runs between two attempts of one transaction: given the group and the failure
+/// of the attempt that did not commit.
+#[cfg(feature = "fault-injection")]
+type BetweenAttempts = Box<dyn Fn(&Id, &Error) + Send + Sync>;
 
 /// What this process keeps of one group: its cached state, and the commands waiting to be
 /// decided together ([`batch::Queue`]).
@@ -289,6 +299,8 @@ impl PostgresAuthority {
             snapshots: Mutex::new(Vec::new()),
             snapshotting: Arc::default(),
             snapshot_threads: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            between_attempts: None,
         };
         drop(authority.pool.get()?);
         Ok(authority)
@@ -300,6 +312,19 @@ impl PostgresAuthority {
     #[doc(hidden)]
     pub fn with_unshared_locks_for_tests(mut self, namespace: &str) -> Self {
         self.lock_salt = format!("{}\0{namespace}", self.lock_salt);
+        self
+    }
+
+    /// Runs `f` after an attempt of a transaction failed with a failure worth another
+    /// attempt, before that attempt: for tests that make another writer act between the two
+    /// (feature `fault-injection`, never in a build that is run).
+    #[doc(hidden)]
+    #[cfg(feature = "fault-injection")]
+    pub fn with_between_attempts_for_tests(
+        mut self,
+        f: impl Fn(&Id, &Error) + Send + Sync + 'static,
+    ) -> Self {
+        self.between_attempts = Some(Box::new(f));
         self
     }
 
@@ -484,11 +509,11 @@ impl PostgresAuthority {
         Ok(())
     }
 
-    /// The state of the latest valid snapshot at or below `seq`, or `None` (replay from the
-    /// start). A snapshot that does not verify is skipped: the log is the truth. A snapshot
-    /// at the head (`seq`, `head`) is checked against the head row, one below against its
-    /// event row: a sealed Group whose plain history was removed loads from its final
-    /// snapshot alone.
+    /// The state of the latest snapshot at or below `seq`, or `None` (replay from the
+    /// start): a snapshot row that is not shown to be the group's own at its seq
+    /// ([`snapshot::checked`], against the head row `sync` read: `seq`, `head`) is skipped,
+    /// as the file store skips a damaged snapshot file: the log is the truth. A sealed Group
+    /// whose plain history was removed loads from its final snapshot alone.
     fn load_base(
         &self,
         c: &mut impl GenericClient,
@@ -498,32 +523,27 @@ impl PostgresAuthority {
         head: Hash,
     ) -> Result<Option<GroupState>, Failure> {
         let row = c
-            .query_opt(
-                &sql.snapshot_at_most,
-                &[&group.as_str(), &to_i64(seq, "seq")?],
-            )
+            .query_opt(&sql.snapshot, &[&group.as_str()])
             .map_err(db("reading the latest snapshot"))?;
         let Some(row) = row else { return Ok(None) };
-        let Ok(org) = Id::new(column::<&str>(&row, 2, group, "mwp_groups.org")?) else {
-            return Ok(None);
-        };
-        let bytes: &[u8] = column(&row, 1, group, "mwp_snapshots.bytes")?;
-        let Ok(snap) = Snapshot::verify_bytes(bytes, &self.public, &org, group, 0) else {
-            return Ok(None);
-        };
-        if snap.seq == seq {
-            return Ok((snap.chain_head == head).then_some(snap.state));
+        let checked = snapshot::Head::read(&row, group).and_then(|read| {
+            let Some(stored) = snapshot::row_of(&row, group)? else {
+                return Ok(None);
+            };
+            let at = snapshot::Head {
+                seq,
+                hash: head,
+                org: read.org,
+            };
+            snapshot::checked(group, &self.public, &at, &stored).map(Some)
+        });
+        match checked {
+            Ok(snap) => Ok(snap.map(|s| s.state)),
+            Err(e) => {
+                tracing::warn!(group = %group, code = %e.code, error = %e.message, "the stored snapshot is skipped; the group is read from its log");
+                Ok(None)
+            }
         }
-        let id = c
-            .query_opt(&sql.event_id, &[&group.as_str(), &to_i64(snap.seq, "seq")?])
-            .map_err(db("reading the snapshot's event"))?;
-        let id = id
-            .map(|r| column::<String>(&r, 0, group, "mwp_events.id"))
-            .transpose()?;
-        if id != Some(snap.chain_head.to_hex()) {
-            return Ok(None);
-        }
-        Ok(Some(snap.state))
     }
 
     /// Applies the events after `state` up to `seq`, verifying each, then checks the head.
@@ -595,6 +615,10 @@ impl PostgresAuthority {
                     slot.fresh = false;
                     if !fail.retry {
                         return Err(fail.error);
+                    }
+                    #[cfg(feature = "fault-injection")]
+                    if let Some(f) = &self.between_attempts {
+                        f(group, &fail.error);
                     }
                     last = Some(fail.error);
                 }
@@ -799,12 +823,7 @@ impl PostgresAuthority {
         let event = &*commit.event;
         let group = event.group.as_str();
         let seq = to_i64(event.seq, "seq")?;
-        let deadline = match state.archived {
-            true => None,
-            false => state
-                .next_deadline()
-                .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
-        };
+        let deadline = deadline_of(state);
         let kind = event.kind.type_name();
         let receipt = canonical::to_vec(&event.receipt()).map_err(Error::from)?;
         let written: i64 = tx
@@ -846,7 +865,13 @@ impl PostgresAuthority {
                         format!("event seq {target} to redact is not in the log"),
                     )
                 })?;
-            let mut old = Event::from_cbor(column(&row, 0, &event.group, "mwp_events.bytes")?)?;
+            // Checked as every read of a row is: the redacted form of another row's bytes
+            // is never written in the target's place.
+            let mut old = verified_event(
+                &event.group,
+                target,
+                column(&row, 0, &event.group, "mwp_events.bytes")?,
+            )?;
             old.redact()?;
             tx.execute(
                 &sql.rewrite_event,
@@ -910,28 +935,37 @@ impl PostgresAuthority {
         }
     }
 
-    /// The (seq, state hash) of the latest stored snapshot, taking one if there is none.
+    /// The (seq, state hash) of the latest stored snapshot, checked, taking one if there is
+    /// none.
     fn latest_snapshot_ref(&self, group: &Id) -> Result<(u64, Hash)> {
-        let latest = {
-            let mut conn = self.pool.get()?;
-            let (client, sql) = conn.parts();
-            client
-                .query_opt(&sql.latest_snapshot, &[&group.as_str()])
-                .map_err(|e| storage("reading the latest snapshot", &e))?
-        };
-        match latest {
-            Some(row) => {
-                let hash =
-                    Hash::from_hex(column::<&str>(&row, 1, group, "mwp_snapshots.state_hash")?)
-                        .map_err(|e| corrupt(group, format!("snapshot hash: {e}")))?;
-                let seq = column(&row, 0, group, "mwp_snapshots.seq")?;
-                Ok((to_u64(seq, group, "seq")?, hash))
-            }
+        match self.checked_snapshot(group)? {
+            Some((snap, _)) => Ok((snap.seq, snap.state_hash)),
             None => {
                 let (seq, hash, _) = self.snapshot_now(group)?;
                 Ok((seq, hash))
             }
         }
+    }
+
+    /// The latest stored snapshot of `group` at or below its head row and its bytes, checked
+    /// on this read ([`snapshot::checked`]): `SNAPSHOT_INVALID` naming the group and the
+    /// row's seq when it is not the group's own. `None` when there is none; `NOT_FOUND` for
+    /// an unknown group.
+    fn checked_snapshot(&self, group: &Id) -> Result<Option<(Snapshot, Vec<u8>)>> {
+        let row = {
+            let mut conn = self.pool.get()?;
+            let (client, sql) = conn.parts();
+            client
+                .query_opt(&sql.snapshot, &[&group.as_str()])
+                .map_err(|e| storage("reading the latest snapshot", &e))?
+                .ok_or_else(|| not_found(group))?
+        };
+        let head = snapshot::Head::read(&row, group)?;
+        let Some(stored) = snapshot::row_of(&row, group)? else {
+            return Ok(None);
+        };
+        let snap = snapshot::checked(group, &self.public, &head, &stored)?;
+        Ok(Some((snap, stored.bytes.to_vec())))
     }
 
     fn head(&self, group: &Id) -> Result<Option<u64>> {
@@ -942,6 +976,17 @@ impl PostgresAuthority {
             .map_err(|e| storage("reading the group head", &e))?;
         row.map(|r| to_u64(column(&r, 0, group, "mwp_groups.seq")?, group, "seq"))
             .transpose()
+    }
+}
+
+/// The `next_deadline` column of a group in `state`: its earliest lease deadline, none once
+/// archived.
+fn deadline_of(state: &GroupState) -> Option<i64> {
+    match state.archived {
+        true => None,
+        false => state
+            .next_deadline()
+            .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
     }
 }
 
@@ -958,6 +1003,12 @@ fn event_row(row: &postgres::Row, group: &Id) -> Result<Event> {
         )
         .with("seq", seq)
     })?;
+    verified_event(group, seq, bytes)
+}
+
+/// The event the `bytes` of the event row of `group` at `seq` hold, checked as [`event_row`]
+/// checks it.
+pub(super) fn verified_event(group: &Id, seq: u64, bytes: &[u8]) -> Result<Event> {
     let event = Event::from_cbor_verified(bytes).map_err(|e| {
         corrupt(
             group,
@@ -1038,6 +1089,19 @@ fn checked_page(
         .with("seq", at.next_seq()));
     }
     Ok(page)
+}
+
+/// The group a `mwp_groups.group_id` names; `None` (logged) for one that is no ID: no store
+/// wrote it, and, as a name under a file store's `groups/` that is no group directory, it is
+/// no group (docs/decisions.md, "Damage in one group").
+fn group_id(stored: &str) -> Option<Id> {
+    match Id::new(stored) {
+        Ok(group) => Some(group),
+        Err(e) => {
+            tracing::warn!(group_id = ?stored, error = %e, "a row of mwp_groups names no group; it is passed over");
+            None
+        }
+    }
 }
 
 fn not_found(group: &Id) -> Error {
@@ -1140,9 +1204,22 @@ impl AuthorityService for PostgresAuthority {
             // The plain history was removed once sealed: only what follows the final
             // snapshot is served (nothing: the Group is archived).
             Some((seq, hash)) => {
-                match authority::Policy::check_replay_sealed(group, after, seq, hash) {
-                    authority::Replay::TooOld(e) => return Err(e),
-                    authority::Replay::Serve | authority::Replay::NeedSnapshot => {}
+                if let authority::Replay::TooOld(_) =
+                    authority::Policy::check_replay_sealed(group, after, seq, hash)
+                {
+                    // Referred to as checked on this read, not as its state_hash column says.
+                    let (at, hash) = self.latest_snapshot_ref(group)?;
+                    if at != seq {
+                        return Err(corrupt(
+                            group,
+                            format!("its plain history was removed at seq {seq}, but its latest snapshot is at seq {at}"),
+                        ));
+                    }
+                    if let authority::Replay::TooOld(e) =
+                        authority::Policy::check_replay_sealed(group, after, at, hash)
+                    {
+                        return Err(e);
+                    }
                 }
             }
             None => self.check_replay(group, after, head)?,
@@ -1170,23 +1247,13 @@ impl AuthorityService for PostgresAuthority {
         checked_page(group, after, head, limit, &rows)
     }
 
+    /// The receipt as the group's state holds it, brought up to the database's head (as
+    /// [`AuthorityService::member`]): from verified events and snapshots, as the file store
+    /// answers it, never from a `mwp_receipts` row that nothing checks.
     fn receipt(&self, group: &Id, actor: &Id, action: &Id) -> Result<Option<Receipt>> {
-        let mut conn = self.pool.get()?;
-        let (client, sql) = conn.parts();
-        let row = client
-            .query_opt(
-                &sql.receipt,
-                &[&group.as_str(), &actor.as_str(), &action.as_str()],
-            )
-            .map_err(|e| storage("reading a receipt", &e))?;
-        row.map(|r| {
-            canonical::from_slice(
-                column(&r, 0, group, "mwp_receipts.bytes")?,
-                Strictness::Canonical,
-            )
-            .map_err(|e| corrupt(group, format!("stored receipt does not decode: {e}")))
+        self.read_state(group, |s| {
+            s.and_then(|s| s.receipt(actor.as_str(), action.as_str()))
         })
-        .transpose()
     }
 
     fn member(&self, group: &Id, actor: &Id) -> Result<Option<mwp_core::state::Member>> {
@@ -1194,28 +1261,18 @@ impl AuthorityService for PostgresAuthority {
     }
 
     fn latest_snapshot(&self, group: &Id) -> Result<Vec<u8>> {
-        let latest = {
-            let mut conn = self.pool.get()?;
-            let (client, sql) = conn.parts();
-            client
-                .query_opt(&sql.latest_snapshot, &[&group.as_str()])
-                .map_err(|e| storage("reading the latest snapshot", &e))?
-        };
-        match latest {
-            Some(row) => column(&row, 2, group, "mwp_snapshots.bytes"),
+        match self.checked_snapshot(group)? {
+            Some((_, bytes)) => Ok(bytes),
             None => self.take_snapshot(group),
         }
     }
 
     fn stored_snapshot(&self, group: &Id) -> Result<Option<Vec<u8>>> {
-        let mut conn = self.pool.get()?;
-        let (client, sql) = conn.parts();
-        let latest = client
-            .query_opt(&sql.latest_snapshot, &[&group.as_str()])
-            .map_err(|e| storage("reading the latest snapshot", &e))?;
-        latest
-            .map(|row| column(&row, 2, group, "mwp_snapshots.bytes"))
-            .transpose()
+        match self.checked_snapshot(group) {
+            Ok(stored) => Ok(stored.map(|(_, bytes)| bytes)),
+            Err(e) if e.code == Code::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn groups(&self) -> Result<Vec<Id>> {
@@ -1224,12 +1281,14 @@ impl AuthorityService for PostgresAuthority {
         let rows = client
             .query(&sql.groups, &[])
             .map_err(|e| storage("listing groups", &e))?;
-        rows.iter()
-            .map(|r| {
-                let g: &str = column_of(r, 0, "mwp_groups.group_id")?;
-                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))
-            })
-            .collect()
+        let mut groups = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let g: &str = column_of(row, 0, "mwp_groups.group_id")?;
+            if let Some(group) = group_id(g) {
+                groups.push(group);
+            }
+        }
+        Ok(groups)
     }
 
     fn head_seq(&self, group: &Id) -> Result<u64> {
@@ -1243,22 +1302,26 @@ impl AuthorityService for PostgresAuthority {
     fn next_deadline_except(&self, skip: &[Id]) -> Result<Option<(Id, u64)>> {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
-        let row = if skip.is_empty() {
-            client.query_opt(&sql.next_deadline, &[])
-        } else {
-            let skip: Vec<&str> = skip.iter().map(Id::as_str).collect();
-            client.query_opt(&sql.next_deadline_except, &[&skip])
-        }
-        .map_err(|e| storage("reading the next deadline", &e))?;
-        row.map(|r| {
-            let g: &str = column_of(&r, 0, "mwp_groups.group_id")?;
-            let group =
-                Id::new(g).map_err(|e| Error::corrupt(format!("stored group id {g:?}: {e}")))?;
-            let at: i64 = column(&r, 1, &group, "mwp_groups.next_deadline")?;
+        // A row whose group_id is no ID is passed over (and looked past: one more query per
+        // such row), so that it cannot stop the ticks of every other group.
+        let mut skip: Vec<String> = skip.iter().map(|g| g.as_str().to_owned()).collect();
+        loop {
+            let row = if skip.is_empty() {
+                client.query_opt(&sql.next_deadline, &[])
+            } else {
+                client.query_opt(&sql.next_deadline_except, &[&skip])
+            }
+            .map_err(|e| storage("reading the next deadline", &e))?;
+            let Some(row) = row else { return Ok(None) };
+            let g: &str = column_of(&row, 0, "mwp_groups.group_id")?;
+            let Some(group) = group_id(g) else {
+                skip.push(g.to_owned());
+                continue;
+            };
+            let at: i64 = column(&row, 1, &group, "mwp_groups.next_deadline")?;
             let at = u64::try_from(at).unwrap_or(0);
-            Ok((group, at))
-        })
-        .transpose()
+            return Ok(Some((group, at)));
+        }
     }
 
     fn authority_key(&self) -> PublicKey {
@@ -1281,7 +1344,17 @@ impl AuthorityService for PostgresAuthority {
             slot.state = driver.into_state();
             let cmd = match tick {
                 Ok(Some(cmd)) => cmd,
-                Ok(None) => return Ok(Ok(None)),
+                Ok(None) => {
+                    // Nothing is due at the head. A deadline row that says otherwise was not
+                    // written by an accept (each writes the state's): it is put back to the
+                    // state's, or the tick loop would come back for this group before any
+                    // other, for ever.
+                    if let Some(state) = &slot.state {
+                        tx.execute(&sql.put_deadline, &[&group.as_str(), &deadline_of(state)])
+                            .map_err(db("putting the next deadline back"))?;
+                    }
+                    return Ok(Ok(None));
+                }
                 Err(e) => return Ok(Err(e)),
             };
             Ok(this

@@ -25,6 +25,7 @@ pub mod config;
 pub mod migrate;
 mod pool;
 mod router;
+mod snapshot;
 mod sql;
 
 pub use audit::{AuditStatus, ExpiredAudit, MAX_ARTIFACT_BYTES};

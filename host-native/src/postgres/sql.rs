@@ -13,20 +13,19 @@ pub(crate) struct Statements {
     pub lock: Statement,
     /// `$1` group → (seq, head).
     pub head: Statement,
-    /// `$1` group → (seq, final seq, final state hash): the head and, when the Group's plain
-    /// history was removed once sealed, its final snapshot (NULLs otherwise).
+    /// `$1` group → (seq, final seq, final state hash, manifest): the head and, when the
+    /// Group's plain history was removed once sealed, its final snapshot and the signed
+    /// manifest that says so (NULLs otherwise).
     pub head_sealed: Statement,
     /// `$1` group → (whether the removal of the plain history is unfinished); no row when
     /// the Group was not sealed.
     pub audit_pending: Statement,
     /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, bytes).
     pub events_between: Statement,
-    /// `$1` group, `$2` at most seq → (seq, bytes, org) of the latest snapshot.
-    pub snapshot_at_most: Statement,
-    /// `$1` group → (seq, state_hash, bytes) of the latest snapshot.
-    pub latest_snapshot: Statement,
-    /// `$1` group, `$2` seq → (id).
-    pub event_id: Statement,
+    /// `$1` group → the head row (seq, head, org) and, NULLs when there is none, the latest
+    /// snapshot at or below it (seq, state_hash, bytes) with the bytes of the event row at
+    /// its seq: what a snapshot row is checked against ([`super::snapshot::checked`]).
+    pub snapshot: Statement,
     /// Advances the head by one (or creates it at seq 1) and inserts the event and receipt
     /// rows → (1), or writes nothing → (0) when someone else moved the head.
     pub append: Statement,
@@ -37,8 +36,8 @@ pub(crate) struct Statements {
     /// Stores a snapshot unless one at that seq or later exists, and then removes the group's
     /// older ones.
     pub insert_snapshot: Statement,
-    /// `$1` group, `$2` actor, `$3` action → (bytes).
-    pub receipt: Statement,
+    /// `$1` group, `$2` the next deadline of its state: the head row's, when it says another.
+    pub put_deadline: Statement,
     /// All group IDs, sorted.
     pub groups: Statement,
     /// The earliest (group, next_deadline).
@@ -58,20 +57,26 @@ impl Statements {
         Ok(Statements {
             lock: p("SELECT pg_advisory_xact_lock($1)")?,
             head: p("SELECT seq, head FROM mwp_groups WHERE group_id = $1")?,
-            head_sealed: p("SELECT g.seq, a.seq, s.state_hash FROM mwp_groups g
+            head_sealed: p(
+                "SELECT g.seq, a.seq, s.state_hash, a.manifest FROM mwp_groups g
                  LEFT JOIN mwp_audit a ON a.group_id = g.group_id AND a.plain_removed
                  LEFT JOIN mwp_snapshots s ON s.group_id = a.group_id AND s.seq = a.seq
-                 WHERE g.group_id = $1")?,
+                 WHERE g.group_id = $1",
+            )?,
             audit_pending: p("SELECT remove_plain AND NOT plain_removed FROM mwp_audit
                  WHERE group_id = $1")?,
             events_between: p("SELECT seq, bytes FROM mwp_events
                  WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4")?,
-            snapshot_at_most: p("SELECT s.seq, s.bytes, g.org FROM mwp_snapshots s
-                 JOIN mwp_groups g USING (group_id)
-                 WHERE s.group_id = $1 AND s.seq <= $2 ORDER BY s.seq DESC LIMIT 1")?,
-            latest_snapshot: p("SELECT seq, state_hash, bytes FROM mwp_snapshots
-                 WHERE group_id = $1 ORDER BY seq DESC LIMIT 1")?,
-            event_id: p("SELECT id FROM mwp_events WHERE group_id = $1 AND seq = $2")?,
+            // A row past the head row is never read: no event it could cover is committed.
+            snapshot: p(
+                "SELECT g.seq, g.head, g.org, s.seq, s.state_hash, s.bytes, e.bytes
+                 FROM mwp_groups g
+                 LEFT JOIN LATERAL (SELECT seq, state_hash, bytes FROM mwp_snapshots
+                     WHERE group_id = g.group_id AND seq <= g.seq
+                     ORDER BY seq DESC LIMIT 1) s ON true
+                 LEFT JOIN mwp_events e ON e.group_id = g.group_id AND e.seq = s.seq
+                 WHERE g.group_id = $1",
+            )?,
             // One round trip for the three rows of an accept. Each insert feeds the next,
             // so when the head did not advance (another writer moved it) nothing is written
             // and the count is 0. Foreign keys are checked at the end of the statement, when
@@ -98,17 +103,20 @@ impl Statements {
             // The older snapshots of the group go in the same statement: reads use only the
             // latest at or below the head, and keeping every one made the stored bytes grow
             // with the square of the log (docs/postgres.md, "Snapshots"). A snapshot older
-            // than one already stored (a periodic one stored after its commit) is not kept.
+            // than one already stored (a periodic one stored after its commit) is not kept;
+            // a row past the head row, which no read takes, does not keep it out.
             insert_snapshot: p("WITH stored AS (
                    INSERT INTO mwp_snapshots (group_id, seq, state_hash, bytes)
                    SELECT $1::text, $2::bigint, $3::text, $4::bytea
                    WHERE NOT EXISTS (SELECT 1 FROM mwp_snapshots
-                                     WHERE group_id = $1 AND seq >= $2)
+                                     WHERE group_id = $1 AND seq >= $2
+                                       AND seq <= (SELECT seq FROM mwp_groups
+                                                   WHERE group_id = $1))
                    RETURNING 1)
                  DELETE FROM mwp_snapshots
                  WHERE group_id = $1 AND seq < $2 AND EXISTS (SELECT 1 FROM stored)")?,
-            receipt: p("SELECT bytes FROM mwp_receipts
-                 WHERE group_id = $1 AND actor = $2 AND action = $3")?,
+            put_deadline: p("UPDATE mwp_groups SET next_deadline = $2
+                 WHERE group_id = $1 AND next_deadline IS DISTINCT FROM $2")?,
             groups: p("SELECT group_id FROM mwp_groups ORDER BY group_id")?,
             next_deadline: p("SELECT group_id, next_deadline FROM mwp_groups
                  WHERE next_deadline IS NOT NULL ORDER BY next_deadline, group_id LIMIT 1")?,

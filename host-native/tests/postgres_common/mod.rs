@@ -188,3 +188,39 @@ pub fn create_work(group: &str, actor: &str, action: &str, work: &str) -> Comman
                             "cost_budget": 100, "risk": "low"}}),
     )
 }
+
+/// `claim_work` of work item `w0` by worker `w0` (action `k`, at revision 1): a lease of 5 s
+/// that must start within `start_within_ms`.
+pub fn claim_w0(group: &str, start_within_ms: u64) -> Command {
+    command(
+        group,
+        "w0",
+        "k",
+        Some(1),
+        json!({"type": "claim_work", "work": "w0",
+        "lease_ms": 5000, "start_within_ms": start_within_ms}),
+    )
+}
+
+/// The first column of the rows `sql` selects.
+pub fn first_column<T: postgres::types::FromSqlOwned>(
+    c: &mut postgres::Client,
+    sql: &str,
+) -> Vec<T> {
+    c.query(sql, &[])
+        .expect("rows")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+/// alice's `redact` (action `r1`) of the event at `seq` of `g1`.
+pub fn redact_g1(seq: u64) -> Command {
+    command(
+        "g1",
+        "alice",
+        "r1",
+        None,
+        json!({"type": "redact", "seq": seq, "reason": "gdpr"}),
+    )
+}
