@@ -1,6 +1,6 @@
 //! The tick loop: when the service's next lease deadline passes, ask the service to submit a
 //! `tick` signed by the authority key (actor `@authority`, session 1, action
-//! `tick-<seq>-<now>`), which expires the leases that are due.
+//! `tick.<seq it will have>`), which expires the leases that are due.
 //!
 //! A group whose tick fails is backed off (250 ms after the first failure, doubling up to
 //! 30 s) and the loop goes on with the other groups' deadlines meanwhile, so one failing
