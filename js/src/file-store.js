@@ -24,11 +24,11 @@ import { Queue } from "./queue.js";
  * CRC32C of `bytes`, continuing from `crc` (the CRC of the bytes before them; 0 to start):
  * `crc32c(b, crc32c(a))` is the CRC of `a` followed by `b`.
  */
-export const crc32c = (bytes, crc = 0) => w.crc32c(bytes, crc);
+export const crc32c = (bytes, crc = 0) => guardStore(() => w.crc32c(bytes, crc));
 /** Directory name of a group: the ID itself when lowercase `[a-z0-9][a-z0-9._-]*`, else `~` and base32 (`G1` → `~i4yq`). */
-export const groupDirName = (group) => w.groupDirName(group);
+export const groupDirName = (group) => guardStore(() => w.groupDirName(group));
 /** The group ID a directory name stands for, or `null` if `groupDirName` would not make it. */
-export const groupFromDirName = (name) => w.groupFromDirName(name) ?? null;
+export const groupFromDirName = (name) => guardStore(() => w.groupFromDirName(name)) ?? null;
 /** A new Organization key pair for an `orgPolicy`: `{identity, recipient}` (the identity file's text, and the `age1…` recipient). */
 export const generateAuditIdentity = () => guardStore(() => w.generateAuditIdentity());
 /**
@@ -255,6 +255,13 @@ async function scan(file, len, spec, visit) {
     }
   } finally {
     sc.free();
+  }
+}
+
+/** Throws `MALFORMED` naming `what` unless `value` is a count: an integer from 0 to 2^53 − 1. */
+function countArg(value, what) {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new StoreError("MALFORMED", `\`${what}\` must be a non-negative integer up to 2^53 - 1, got ${typeof value === "number" ? value : typeof value}`);
   }
 }
 
@@ -532,6 +539,10 @@ export class FileGroup {
    * from the last seq returned to read on.
    */
   async eventFrames(after = 0, limit = Number.MAX_SAFE_INTEGER) {
+    // A fractional `after` named no record and was read forever; a negative one a record
+    // "not in the log".
+    countArg(after, "after");
+    countArg(limit, "limit");
     if (this.#removed !== null) {
       // The plain history is sealed and removed: the core decides what is still served.
       const { seq, stateHash } = this.#removed;

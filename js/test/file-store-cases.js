@@ -889,6 +889,20 @@ export function cases(mwp) {
       check(!fs.existsSync(join(dir, "missing")), "a read-only open creates nothing");
     }],
 
+    ["an `after` or `limit` that is not a count is MALFORMED at once (a fractional one was read forever)", async () => {
+      const dir = tempDir("counts");
+      const { store } = await populated(mwp, dir);
+      const within = (p, what) =>
+        Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer within 5 s`)), 5000).unref?.())]);
+      for (const [after, limit] of [[1.5, undefined], [-1, undefined], ["1", undefined], [NaN, undefined], [0, 2.5], [0, -1], [0, "5"]]) {
+        const what = `after ${String(after)}, limit ${String(limit)}`;
+        await rejects(within(store.eventFrames("g1", after, limit), what), "MALFORMED");
+        await rejects(within(store.events("g1", after, limit), what), "MALFORMED");
+      }
+      eq((await store.events("g1", 1, 2)).map((e) => e.seq), [2, 3], "counts still read");
+      await store.close();
+    }],
+
     ["a group directory without a segment is LOG_CORRUPT naming it, and kept", async () => {
       for (const keep of ["snapshots", "nothing"]) {
         const dir = tempDir(`noseg-${keep}`);
