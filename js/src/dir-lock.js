@@ -16,6 +16,8 @@ import { StoreError } from "./errors.js";
 
 export const LOCK_NAME = "LOCK";
 export const OWNER_NAME = "LOCK.pid";
+/** The most of an owner record read: far more than `mwp-lock 1`, a pid and a start time. */
+const MAX_OWNER_BYTES = 4096;
 
 /** `/proc/<pid>/stat`'s state letter and start time (field 22), or null where there is none. */
 async function procStat(pid) {
@@ -69,10 +71,17 @@ function inUse(dir, owner) {
 }
 
 async function readText(path) {
+  let h;
   try {
-    return await fsp.readFile(path, "utf8");
+    h = await fsp.open(path, "r");
+    // An owner record is a few dozen bytes; a longer file is not one and is not read whole.
+    const buf = new Uint8Array(MAX_OWNER_BYTES);
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    return new TextDecoder().decode(buf.subarray(0, bytesRead));
   } catch {
     return "";
+  } finally {
+    await h?.close().catch(() => {});
   }
 }
 

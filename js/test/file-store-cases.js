@@ -828,6 +828,24 @@ export function cases(mwp) {
       await after.close();
     }],
 
+    ["an owner record far longer than one is not read whole: not a record, taken over once old", async () => {
+      const dir = tempDir("owner-long");
+      const { store } = await populated(mwp, dir);
+      await store.close();
+      // 256 MiB that take no disk (a sparse file), left by no live writer.
+      const owner = join(dir, "LOCK.pid");
+      fs.writeFileSync(owner, "mwp-lock 1\npid ");
+      fs.truncateSync(owner, 256 << 20);
+      fs.utimesSync(owner, new Date(0), new Date(0));
+      const before = process.memoryUsage().rss;
+      const back = await mwp.openFileStore(dir);
+      const grew = process.memoryUsage().rss - before;
+      check(grew < 64 << 20, `opening grew the process by ${Math.round(grew / 2 ** 20)} MiB`);
+      eq((await back.events("g1", 0, 1)).length, 1, "the store opened");
+      await back.close();
+      check(!fs.existsSync(owner), "the long record was taken over and the new one removed on close");
+    }],
+
     ["an owner record naming a zombie (exited, not yet reaped) does not hold the directory", async () => {
       if (typeof globalThis.Deno !== "undefined") return; // Deno reaps the orphan before it can be seen as a zombie
       const dir = tempDir("lock-zombie");
