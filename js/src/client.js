@@ -321,6 +321,7 @@ export class Client {
    * throws HttpError with the spec's code (409, 400 MALFORMED, 401 BAD_SIGNATURE).
    */
   async submit(command, { signal, timeoutMs } = {}) {
+    if (!isObject(command)) throw new MwpError("MALFORMED", `submit needs a command in its JSON form (an object), got ${command === null ? "null" : typeof command}`);
     return this.#request(`/v1/groups/${Client.#group(command.group)}/commands`, { method: "POST", body: command, signal, timeoutMs }, async (r) => {
       const receipt = await jsonOf(r, "POST …/commands");
       if (!isObject(receipt)) throw malformed("POST …/commands answered no receipt", r.status);

@@ -215,3 +215,12 @@ test("a timeout or delay that is not a positive number of milliseconds is MALFOR
     assert.equal(silent.state.connections - before, 1, `idleMs ${idleMs}: one connection, kept`);
   }
 });
+
+test("a command that is not an object is MALFORMED before any request, not a TypeError", async () => {
+  let requests = 0;
+  const client = new mwp.Client("http://127.0.0.1:9", { fetch: async () => (requests++, new Response("{}")) });
+  for (const command of [undefined, null, "cmd", 5, [c.open()]]) {
+    await assert.rejects(client.submit(command), (e) => e instanceof mwp.MwpError && e.code === "MALFORMED", String(command));
+  }
+  assert.equal(requests, 0);
+});
