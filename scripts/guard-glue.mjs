@@ -18,7 +18,14 @@ const MAX_ARRAY_ITEMS = 1 << 20;
 const helper = `
 /** A wrong argument, refused before it enters the module (scripts/guard-glue.mjs). */
 function mwpBadArgument(expected, arg) {
-    const got = arg === null ? "null" : Array.isArray(arg) ? "an array" : typeof arg === "object" ? (arg.constructor?.name ?? "an object") : typeof arg;
+    let got = typeof arg;
+    try {
+        if (arg === null) got = "null";
+        else if (Array.isArray(arg)) got = "an array";
+        else if (typeof arg === "object") got = arg.constructor?.name ?? "an object";
+    } catch {
+        // A proxy whose traps throw: an object, and nothing more is asked of it.
+    }
     const e = new Error(\`an argument must be \${expected}, got \${got}\`);
     e.name = "MwpError";
     e.code = "MALFORMED";

@@ -15,7 +15,7 @@
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
-import { AcceptError, StoreError, toMwpError } from "./errors.js";
+import { AcceptError, StoreError, guard, toMwpError } from "./errors.js";
 import { frameBatch } from "./frames.js";
 import { acquireDirLock } from "./dir-lock.js";
 import { Queue } from "./queue.js";
@@ -267,11 +267,7 @@ function countArg(value, what) {
 
 /** Runs a wasm call, turning its errors into MwpErrors. */
 function guardStore(fn) {
-  try {
-    return fn();
-  } catch (e) {
-    throw toMwpError(e);
-  }
+  return guard(fn);
 }
 
 /** Reads and checks a file header (`kind`: "segment" or "overlay"): `{firstSeq, prev (hex), group}`. */
@@ -366,11 +362,7 @@ export class FileGroup {
   }
 
   #call(fn) {
-    try {
-      return fn();
-    } catch (e) {
-      throw toMwpError(e);
-    }
+    return guard(fn);
   }
 
   /**

@@ -110,7 +110,18 @@ test("an argument of the wrong type is MALFORMED before it enters the module, wh
     "submitBatch(object)": () => new mwp.Authority().submitBatch({ length: 3 }, 1),
     "planExport(chunkEvents -1)": () => mwp.planExport([], { head: {}, authorityKey: c.pub("@authority"), chunkEvents: -1 }),
   };
+  // A number the glue cannot convert, a proxy where bytes belong.
+  const sparseNumber = [];
+  sparseNumber.length = 2 ** 32 - 1;
+  const authority = new mwp.Authority();
+  Object.assign(calls, {
+    "submit(nowMs BigInt)": () => authority.submit(c.open(), 5n),
+    "frontier(nowMs symbol)": () => authority.frontier(Symbol("t")),
+    "frontier(nowMs of a long array)": () => authority.frontier(sparseNumber),
+    "sha256(proxy)": () => mwp.sha256(new Proxy({}, { get() { throw new Error("trap"); } })),
+  });
   for (const [name, call] of Object.entries(calls)) assert.throws(call, isMalformed, name);
+  assert.equal(authority.submit(c.open(), 1000).outcome, "accepted", "the authority still takes good input");
   // The module took no damage: strings and bytes still cross.
   assert.equal(new mwp.Replica("g1").group, "g1");
   assert.equal(mwp.sha256(new Uint8Array(0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
