@@ -385,6 +385,10 @@ export class Client {
 
   /** The latest signed snapshot's canonical CBOR, or the one at `location` (a URL path). */
   async snapshot(group, location, { signal, timeoutMs } = {}) {
+    // A location a server named (CURSOR_TOO_OLD's `details.snapshot.location`) is input too.
+    if (location !== undefined && location !== null && typeof location !== "string") {
+      throw malformed(`the snapshot's location must be a URL path, got ${JSON.stringify(location) ?? typeof location}`, 0);
+    }
     const path = location ?? `/v1/groups/${Client.#group(group)}/snapshots/latest`;
     return this.#request(path.startsWith("/") ? path : `/${path}`, { accept: "application/cbor", signal, timeoutMs }, async (r) => {
       const { bytes } = await readCapped(r, MAX_ANSWER_BYTES);

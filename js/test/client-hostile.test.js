@@ -224,3 +224,11 @@ test("a command that is not an object is MALFORMED before any request, not a Typ
   }
   assert.equal(requests, 0);
 });
+
+test("a CURSOR_TOO_OLD whose snapshot location is not a path is MALFORMED, not a TypeError", { timeout: 30_000 }, async (t) => {
+  const server = await standIn((socket) =>
+    json(socket, "410 Gone", { code: "CURSOR_TOO_OLD", message: "too old", snapshot: { seq: 5, hash: "00", location: 5 } }));
+  t.after(() => server.close());
+  await assert.rejects(new mwp.Client(server.url).replay(new mwp.Replica("g1")), isMalformed);
+  assert.equal(server.state.connections, 1, "nothing fetched from it");
+});
