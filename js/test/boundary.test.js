@@ -119,6 +119,7 @@ test("an argument of the wrong type is MALFORMED before it enters the module, wh
     "frontier(nowMs symbol)": () => authority.frontier(Symbol("t")),
     "frontier(nowMs of a long array)": () => authority.frontier(sparseNumber),
     "sha256(proxy)": () => mwp.sha256(new Proxy({}, { get() { throw new Error("trap"); } })),
+    "AgentImage.commit(undefined)": () => new mwp.AgentImage().commit(undefined),
   });
   for (const [name, call] of Object.entries(calls)) assert.throws(call, isMalformed, name);
   assert.equal(authority.submit(c.open(), 1000).outcome, "accepted", "the authority still takes good input");
