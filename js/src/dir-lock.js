@@ -153,7 +153,19 @@ export async function acquireDirLock(dir) {
     }
   }
   let released = false;
+  const me = { pid: process.pid, start: await startTime(process.pid) };
   return {
+    /**
+     * Throws `STORAGE` unless the owner record still names this process: a writer whose record
+     * was removed or replaced (another process took the directory over) writes nothing more.
+     */
+    async check() {
+      const o = decodeOwner(await readText(join(dir, OWNER_NAME)));
+      if (o === null || o.pid !== me.pid || o.start !== me.start) {
+        const now = o === null ? "holds no owner record" : `names process ${o.pid}`;
+        throw new StoreError("STORAGE", `${dir} is no longer this writer's: ${OWNER_NAME} ${now}; reopen the store`, o === null ? { dir } : { dir, pid: o.pid });
+      }
+    },
     async release() {
       if (released) return;
       released = true;

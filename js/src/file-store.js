@@ -466,6 +466,8 @@ export class FileGroup {
       this.#failNext = false;
       throw new StoreError("STORAGE", `append to ${this.dir}: injected fault`);
     }
+    // A writer that lost the directory to another must not append under it.
+    await this.#store._checkLock();
     let seg = this.#segments[this.#segments.length - 1];
     const firstSeq = pending[0].seq;
     if (seg.end >= this.#store.options.segmentBytes && seg.end > FILE_HEADER_LEN) seg = await this.#roll(firstSeq);
@@ -894,6 +896,11 @@ export class FileStore {
     }
   }
 
+  /** @internal Throws `STORAGE` unless this writer still holds the directory (before each write). */
+  async _checkLock() {
+    if (this.#lock !== null) await this.#lock.check();
+  }
+
   /** @internal */
   _setSticky(e) {
     if (this.#sticky === null) this.#sticky = e;
@@ -1007,6 +1014,7 @@ export class FileStore {
         return { result: { outcome: "rejected", error: errorBody(e) }, group: undefined };
       }
       try {
+        await this._checkLock();
         const g = await createGroupDir(this, id, sg, d);
         this.#groups.set(id, g);
         return { result: d, group: g };

@@ -576,6 +576,26 @@ export function cases(mwp) {
       await again.close();
     }],
 
+    ["a writer whose owner record was removed or taken over writes nothing more (STORAGE, sticky)", async () => {
+      for (const [what, tamper] of [
+        ["removed", (owner) => fs.unlinkSync(owner)],
+        ["taken over", (owner) => fs.writeFileSync(owner, "mwp-lock 1\npid 1\n")],
+      ]) {
+        const dir = tempDir("lost-lock");
+        const { store, c } = await populated(mwp, dir);
+        const seg = segPath(dir);
+        const size = fs.statSync(seg).size;
+        tamper(join(dir, "LOCK.pid"));
+        const e = await rejects(store.submit(c.create("x1"), 2000), "STORAGE");
+        check(e.message.includes("LOCK.pid"), `${what}: names the owner record: ${e.message}`);
+        await rejects(store.submit(mwp.signCommand({ ...c.open(), group: "g2" }, c.key("alice")), 2000), "STORAGE");
+        await rejects(store.submit(c.create("x2"), 2000), "STORAGE");
+        eq(fs.statSync(seg).size, size, `${what}: nothing appended`);
+        check(!fs.existsSync(join(dir, "groups", "g2")), `${what}: no group created`);
+        await store.close();
+      }
+    }],
+
     ["options that are not counts are refused by name, and nothing is created", async () => {
       const dir = join(tempDir("options"), "data");
       for (const [options, name] of [
