@@ -482,6 +482,15 @@ async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_ba
         .map_err(JsValue::from)
         .expect("decodes");
     assert!(prop(&prop(&prop(&ev, "kind"), "spec"), "$redacted").is_string());
+    // A limit that is not a count is refused, never wrapped to 32 bits (-1 read everything,
+    // 0.5 and NaN nothing).
+    for limit in [-1.0, 0.5, f64::NAN] {
+        let e = a
+            .events(0.0, Some(limit))
+            .await
+            .expect_err("a limit that is not a count");
+        assert_eq!(e.code(), mwp_core::Code::Malformed, "limit {limit}");
+    }
     a.close();
 }
 
