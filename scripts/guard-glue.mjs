@@ -1,19 +1,57 @@
-// Makes wasm-bindgen's JS glue refuse an argument of the wrong type before anything enters the
-// module. The glue copies arguments into wasm memory unchecked in a release build: a number
-// where a string belongs reallocates a dangling pointer (a trap that leaves the module's
-// allocator broken for every later call), a string where bytes belong is copied as zeros, a
-// lone surrogate becomes U+FFFD, and an array-like with a huge `length` is allocated whole.
-// Each is now an Error with `code: "MALFORMED"` (the package turns it into an MwpError) thrown
-// while the module is untouched.
+// Makes wasm-bindgen's JS glue refuse an export's argument of the wrong type before anything
+// enters the module. The glue copies arguments into wasm memory unchecked in a release build:
+// a number where a string belongs reallocates a dangling pointer (a trap that leaves the
+// module's allocator broken for every later call), a string where bytes belong is copied as
+// zeros, a lone surrogate becomes U+FFFD, and an array-like with a huge `length` is allocated
+// whole. Each is now an Error with `code: "MALFORMED"` (the package turns it into an MwpError)
+// thrown while the module is untouched.
+//
+// Only the exports' wrappers (the glue before `__wbg_get_imports`) call the checked
+// converters: the imports, through which the module asks JavaScript for a string, keep the
+// unchecked ones, so that nothing is ever thrown through the module's frames.
 //
 // Usage: node scripts/guard-glue.mjs path/to/mwp_wasm.js   (fails if the glue has changed shape)
 import { readFileSync, writeFileSync } from "node:fs";
 
 const path = process.argv[2];
-let glue = readFileSync(path, "utf8");
+const glue = readFileSync(path, "utf8");
+const fail = (what) => {
+  throw new Error(`${path}: ${what}; has wasm-bindgen's glue changed shape?`);
+};
 
 /** The most items an array argument (commands, stored items) may have. */
 const MAX_ARRAY_ITEMS = 1 << 20;
+
+/** Each converter of the glue, and the check its exports' arguments pass first. */
+const checks = {
+  passStringToWasm0: `if (typeof arg !== "string") throw mwpBadArgument("a string", arg);
+    if (typeof arg.isWellFormed === "function" ? !arg.isWellFormed() : /\\p{Cs}/u.test(arg)) throw mwpBadArgument("Unicode text (a string without lone surrogates)", arg);`,
+  passArray8ToWasm0: `if (!(arg instanceof Uint8Array)) throw mwpBadArgument("a Uint8Array", arg);`,
+  passArrayF64ToWasm0: `if (!(arg instanceof Float64Array) && !(Array.isArray(arg) && arg.length <= ${MAX_ARRAY_ITEMS} && arg.every((x) => typeof x === "number"))) throw mwpBadArgument("an array of numbers", arg);`,
+  passArrayJsValueToWasm0: `if (!Array.isArray(arg) || arg.length > ${MAX_ARRAY_ITEMS}) throw mwpBadArgument("an array of at most ${MAX_ARRAY_ITEMS} items", arg);`,
+};
+
+const split = glue.indexOf("function __wbg_get_imports(");
+if (split < 0) fail("no __wbg_get_imports");
+let exports = glue.slice(0, split);
+const rest = glue.slice(split);
+if (!exports.includes("passStringToWasm0(")) fail("no export takes a string");
+
+let added = "";
+for (const [name, check] of Object.entries(checks)) {
+  // A glue without this converter has no export taking that type: nothing to check.
+  if (!glue.includes(`function ${name}(`)) continue;
+  if (exports.includes(`function ${name}(`)) fail(`${name} is defined among the exports`);
+  const checked = `${name}Checked`;
+  exports = exports.split(`${name}(`).join(`${checked}(`);
+  added += `
+/** ${name}, for an export's argument: refused unless of the right type (scripts/guard-glue.mjs). */
+function ${checked}(arg, ...rest) {
+    ${check}
+    return ${name}(arg, ...rest);
+}
+`;
+}
 
 const helper = `
 /** A wrong argument, refused before it enters the module (scripts/guard-glue.mjs). */
@@ -34,24 +72,4 @@ function mwpBadArgument(expected, arg) {
 }
 `;
 
-const checks = {
-  "function passStringToWasm0(arg, malloc, realloc) {":
-    `if (typeof arg !== "string") throw mwpBadArgument("a string", arg);
-    if (!arg.isWellFormed()) throw mwpBadArgument("Unicode text (a string without lone surrogates)", arg);`,
-  "function passArray8ToWasm0(arg, malloc) {": `if (!(arg instanceof Uint8Array)) throw mwpBadArgument("a Uint8Array", arg);`,
-  "function passArrayF64ToWasm0(arg, malloc) {":
-    `if (!(arg instanceof Float64Array) && !(Array.isArray(arg) && arg.length <= ${MAX_ARRAY_ITEMS} && arg.every((x) => typeof x === "number"))) throw mwpBadArgument("an array of numbers", arg);`,
-  "function passArrayJsValueToWasm0(array, malloc) {":
-    `if (!Array.isArray(array) || array.length > ${MAX_ARRAY_ITEMS}) throw mwpBadArgument("an array of at most ${MAX_ARRAY_ITEMS} items", array);`,
-};
-
-for (const [head, check] of Object.entries(checks)) {
-  const at = glue.indexOf(head);
-  // A glue without this converter has no export taking that type: nothing to check.
-  if (at < 0) continue;
-  if (glue.indexOf(head, at + 1) >= 0) throw new Error(`${path}: ${head} appears twice`);
-  glue = `${glue.slice(0, at + head.length)}\n    ${check}${glue.slice(at + head.length)}`;
-}
-if (!glue.includes("function passStringToWasm0(arg, malloc, realloc) {")) throw new Error(`${path}: no string converter found; has the glue changed shape?`);
-glue += helper;
-writeFileSync(path, glue);
+writeFileSync(path, exports + rest + added + helper);

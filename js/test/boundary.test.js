@@ -142,3 +142,18 @@ test("an integer a JS number cannot hold exactly is MALFORMED on the way out; di
   const text = { s: "12345678901234567890", t: "\"\\\" 99999999999999999999" };
   assert.deepEqual(mwp.canonical.decode(mwp.canonical.encode(text)), text);
 });
+
+test("lone surrogates are refused on an engine without String.prototype.isWellFormed too", (t) => {
+  const isWellFormed = Object.getOwnPropertyDescriptor(String.prototype, "isWellFormed");
+  delete String.prototype.isWellFormed;
+  t.after(() => isWellFormed && Object.defineProperty(String.prototype, "isWellFormed", isWellFormed));
+  const authority = new mwp.Authority();
+  assert.throws(() => mwp.publicKeyOf("\uD800"), isMalformed);
+  assert.throws(() => mwp.canonical.encode({ a: "x\uDC00" }), isMalformed);
+  assert.throws(() => mwp.canonical.encode({ ["k\uD800"]: 1 }), isMalformed);
+  assert.throws(() => authority.submit({ ...c.open(), action: "a\uD800" }, 1), isMalformed);
+  // U+FFFD itself, and a surrogate pair, are text.
+  const text = { ["k\uFFFD"]: "a\u{1F600}\uFFFD" };
+  assert.deepEqual(mwp.canonical.decode(mwp.canonical.encode(text)), text);
+  assert.equal(authority.submit(c.open(), 1000).outcome, "accepted", "the authority still takes good input");
+});

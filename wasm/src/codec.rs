@@ -150,10 +150,7 @@ impl JsonReader {
         }
         if value.is_string() {
             let s: &js_sys::JsString = value.unchecked_ref();
-            if !s.is_well_formed() {
-                return Err("a string with a lone surrogate (not Unicode text)".into());
-            }
-            return Ok(Value::String(String::from(s)));
+            return unicode(s).map(Value::String);
         }
         if value.is_bigint() {
             let b: &js_sys::BigInt = value.unchecked_ref();
@@ -217,14 +214,23 @@ impl JsonReader {
         for entry in entries.iter() {
             let entry: js_sys::Array = entry.unchecked_into();
             let key = entry.get(0);
-            let key: &js_sys::JsString = key.unchecked_ref();
-            if !key.is_well_formed() {
-                return Err("a key with a lone surrogate (not Unicode text)".into());
-            }
-            map.insert(String::from(key), self.read(&entry.get(1), depth + 1)?);
+            let key = unicode(key.unchecked_ref()).map_err(|e| format!("a key: {e}"))?;
+            map.insert(key, self.read(&entry.get(1), depth + 1)?);
         }
         Ok(Value::Object(map))
     }
+}
+
+/// A JS string as Rust text, refused when it holds a lone surrogate (which UTF-8 cannot carry
+/// and the conversion would silently replace with U+FFFD). Only a string that comes out
+/// holding U+FFFD is looked at code unit by code unit (`String.prototype.isWellFormed` is
+/// too recent for every engine the package runs on).
+fn unicode(s: &js_sys::JsString) -> Result<String, String> {
+    let text = String::from(s);
+    if text.contains('\u{FFFD}') && !s.is_valid_utf16() {
+        return Err("a string with a lone surrogate (not Unicode text)".into());
+    }
+    Ok(text)
 }
 
 /// A JS number as JSON data: an integer when it is one a JS number holds exactly.
