@@ -572,26 +572,39 @@ export interface ReadSigner {
   key: Hex;
 }
 
+/**
+ * How long a request may take, per call: `signal` aborts it (rejecting with the signal's
+ * reason); `timeoutMs` overrides the client's (milliseconds; `Infinity`: no bound; anything
+ * but a positive number is MwpError `MALFORMED`).
+ */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
 export class Client {
   /**
    * `token`: an operator token, sent as `Authorization: Bearer …`; `signer`: a member who
    * signs every read (`Authorization: Mwp-Signature …`, docs/http.md). A token wins if both.
+   * `timeoutMs` (60 000; `Infinity`: no bound): every request but the live tail must be done,
+   * answer and body, within it, or fails with HttpError `TIMEOUT` (status 0).
    */
   constructor(
     baseUrl: string | URL,
-    options?: { fetch?: typeof fetch; headers?: Record<string, string>; token?: string; signer?: ReadSigner },
+    options?: { fetch?: typeof fetch; headers?: Record<string, string>; token?: string; signer?: ReadSigner; timeoutMs?: number },
   );
-  authorityKey(): Promise<Hex>;
-  groups(): Promise<{ groups: { group: Id; head: number }[] }>;
-  submit(command: Command): Promise<{ receipt: Receipt; duplicate: boolean }>;
+  authorityKey(options?: RequestOptions): Promise<Hex>;
+  groups(options?: RequestOptions): Promise<{ groups: { group: Id; head: number }[] }>;
+  submit(command: Command, options?: RequestOptions): Promise<{ receipt: Receipt; duplicate: boolean }>;
   /** The events of one page; the page's signed head rides along as the array's `head`. */
-  events(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<Event[] & { head?: SignedHead }>;
+  events(group: Id, options?: { after?: number; limit?: number } & RequestOptions): Promise<Event[] & { head?: SignedHead }>;
   /** One page: its events and the server's signed head (undefined from a server that signs none). */
-  page(group: Id, options?: { after?: number; limit?: number; signal?: AbortSignal }): Promise<{ events: Event[]; head?: SignedHead }>;
+  page(group: Id, options?: { after?: number; limit?: number } & RequestOptions): Promise<{ events: Event[]; head?: SignedHead }>;
   /** The group's latest signed head. */
-  head(group: Id, options?: { signal?: AbortSignal }): Promise<SignedHead>;
-  receipt(group: Id, actor: Id, action: Id): Promise<Receipt | undefined>;
-  snapshot(group: Id, location?: string): Promise<Uint8Array>;
+  head(group: Id, options?: RequestOptions): Promise<SignedHead>;
+  receipt(group: Id, actor: Id, action: Id, options?: RequestOptions): Promise<Receipt | undefined>;
+  snapshot(group: Id, location?: string, options?: RequestOptions): Promise<Uint8Array>;
+  /** Each request (a page, a snapshot) is bounded by `timeoutMs` on its own. */
   replay(
     replica: ReplicaLike,
     options?: {
@@ -599,6 +612,7 @@ export class Client {
       org?: Id;
       limit?: number;
       signal?: AbortSignal;
+      timeoutMs?: number;
       onEvents?: (events: Event[], summary: OfferSummary) => void;
       /** Each page's signed head, after it was offered to the replica (with `trustedKey`). */
       onHead?: (head: SignedHead, result: HeadOfferResult | undefined) => void;
@@ -630,6 +644,8 @@ export class Client {
       trustedKey?: Hex;
       org?: Id;
       signal?: AbortSignal;
+      /** Each request of the replay (the tail is bounded by `idleMs`). */
+      timeoutMs?: number;
       onEvent?: (event: Event, summary: OfferSummary) => void;
       onLive?: () => void;
       onReconnect?: (r: TailReconnect) => void;

@@ -50,6 +50,7 @@ assemble() {
   local out=$1 pkg
   pkg=$(mktemp -d)
   wasm-bindgen --target web --out-dir "$pkg" "$raw"
+  node scripts/guard-glue.mjs "$pkg/mwp_wasm.js"
   mkdir -p "$out"
   scripts/wasm-opt.sh "$pkg/mwp_wasm_bg.wasm" "$out/mwp_wasm_bg.wasm"
   cp "$pkg/mwp_wasm.js" "$out/"

@@ -26,6 +26,7 @@ CARGO_TARGET_DIR=$target_dir cargo build -p mwp-wasm --target wasm32-unknown-unk
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
 rm -rf "$out"
 wasm-bindgen --target web --out-dir "$out" "$raw"
+node scripts/guard-glue.mjs "$out/mwp_wasm.js"
 bindgen_size=$(stat -c %s "$out/mwp_wasm_bg.wasm")
 
 if [ "${MWP_WASM_OPT:-1}" != 0 ]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly module and its JS glue into js/pkg/ (what the npm package ships):
-#   cargo build -p mwp-wasm (profile wasm-release) → wasm-bindgen --target web → wasm-opt -Oz
+#   cargo build -p mwp-wasm (profile wasm-release) → wasm-bindgen --target web → the glue's
+#   argument checks (scripts/guard-glue.mjs) → wasm-opt -Oz
 # and fails if the module imports anything but its wasm-bindgen glue.
 # Usage: scripts/build-wasm.sh            (MWP_WASM_OPT=0 skips wasm-opt)
 set -euo pipefail
@@ -12,6 +13,7 @@ cargo build -p mwp-wasm --target wasm32-unknown-unknown --profile wasm-release
 raw="$target_dir/wasm32-unknown-unknown/wasm-release/mwp_wasm.wasm"
 rm -rf js/pkg
 wasm-bindgen --target web --out-dir js/pkg "$raw"
+node scripts/guard-glue.mjs js/pkg/mwp_wasm.js
 
 if [ "${MWP_WASM_OPT:-1}" != 0 ]; then
   scripts/wasm-opt.sh js/pkg/mwp_wasm_bg.wasm js/pkg/mwp_wasm_bg.wasm

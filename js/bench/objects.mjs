@@ -1,6 +1,7 @@
-// What the module costs a page that hands it objects: `encodeEvent` of events in their JSON
-// form (what a client does with the events a server sends as JSON) and
-// `Replica.fromStateCbor` of the state they build, on the log of `js/bench/replay.mjs`.
+// What the module costs a page that hands it objects or reads them back: `encodeEvent` of
+// events in their JSON form (what a client does with the events a server sends as JSON),
+// `decodeEvent` of their stored bytes and `state()` of the group they build (what a page
+// shows), and `Replica.fromStateCbor` of that state, on the log of `js/bench/replay.mjs`.
 // Medians of nine runs after two warm-ups; the last line is JSON.
 // Run: node js/bench/objects.mjs [items=2500]
 import * as mwp from "../src/node.js";
@@ -25,12 +26,19 @@ const median = (run) => {
 const encodeMs = median(() => {
   for (const event of objects) mwp.encodeEvent(event);
 });
+const frames = mwp.splitBatch(log);
+const decodeMs = median(() => {
+  for (const bytes of frames) mwp.decodeEvent(bytes);
+});
+const stateMs = median(() => replica.state());
 const fromStateMs = median(() => mwp.Replica.fromStateCbor(state));
 console.log(JSON.stringify({
   bench: "objects",
   events: objects.length,
   state_bytes: state.length,
   encode_event_objects_ms: encodeMs,
+  decode_event_objects_ms: decodeMs,
+  state_object_ms: stateMs,
   from_state_cbor_ms: fromStateMs,
   node: process.version,
 }));

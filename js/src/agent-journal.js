@@ -14,7 +14,7 @@ import * as fsp from "node:fs/promises";
 import { dirname } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
 import { AgentImage } from "./agent.js";
-import { StoreError, toMwpError } from "./errors.js";
+import { StoreError, guard } from "./errors.js";
 import { io, syncDir } from "./file-store.js";
 import { Queue } from "./queue.js";
 
@@ -48,12 +48,7 @@ export class FileAgentJournal {
     if (handle === null) return new FileAgentJournal(path, null, { end: 0, nextSeq: 1, group: undefined, image: new AgentImage() });
     try {
       const bytes = new Uint8Array(await io(`read ${path}`, () => handle.readFile()));
-      let read;
-      try {
-        read = w.readAgentJournal(bytes, `agent journal ${path}`);
-      } catch (e) {
-        throw toMwpError(e);
-      }
+      const read = guard(() => w.readAgentJournal(bytes, `agent journal ${path}`));
       if (read.keep < bytes.length) {
         await io(`trim ${path}`, () => handle.truncate(read.keep));
         await io(`sync ${path}`, () => handle.datasync());
@@ -76,13 +71,8 @@ export class FileAgentJournal {
   commit(writeSet) {
     return this.#queue.run(async () => {
       if (this.#failed) throw new StoreError("STORAGE", `${this.#path}: an earlier write failed; reopen the journal`);
-      const bytes = writeSet instanceof Uint8Array ? writeSet : writeSet.cbor;
-      let rec;
-      try {
-        rec = w.encodeAgentJournalAppend(bytes, this.#nextSeq, this.#group);
-      } catch (e) {
-        throw toMwpError(e);
-      }
+      const bytes = writeSet instanceof Uint8Array ? writeSet : writeSet?.cbor;
+      const rec = guard(() => w.encodeAgentJournalAppend(bytes, this.#nextSeq, this.#group));
       try {
         if (this.#handle === null) {
           this.#handle = await this.#create(rec.bytes);

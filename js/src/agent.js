@@ -23,7 +23,7 @@ export class AgentImage {
 
   /** Folds in a committed write set (`{serial, cbor}` from `pollWriteSet`, or its bytes). */
   commit(writeSet) {
-    const bytes = writeSet instanceof Uint8Array ? writeSet : writeSet.cbor;
+    const bytes = writeSet instanceof Uint8Array ? writeSet : writeSet?.cbor;
     guard(() => this.#inner.commit(bytes));
   }
 

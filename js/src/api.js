@@ -321,7 +321,7 @@ export class StaticReader {
 
   /** The most bytes a reader accepts for the export file `file` (a host stops fetching past it). */
   static maxFileBytes(file) {
-    return w.StaticReader.maxFileBytes(file);
+    return guard(() => w.StaticReader.maxFileBytes(file));
   }
 
   /** The next file to fetch, or `undefined` once the export is read whole. */
@@ -417,7 +417,7 @@ export const publicKeyOf = (secretKey) => guard(() => w.publicKeyOf(secretKey));
 export const signRead = (method, target, actor, atMs, secretKey) =>
   guard(() => w.signRead(method, target, actor, atMs, secretKey));
 /** The secret key the transcript runner derives for `actor` (tests and demos only). */
-export const transcriptSecretKey = (actor) => w.transcriptSecretKey(actor);
+export const transcriptSecretKey = (actor) => guard(() => w.transcriptSecretKey(actor));
 /** A fresh random secret key seed (hex), from the platform's CSPRNG. */
 export function generateSecretKey() {
   const seed = new Uint8Array(32);
@@ -425,7 +425,7 @@ export function generateSecretKey() {
   return Array.from(seed, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 /** SHA-256 (hex) of bytes. */
-export const sha256 = (bytes) => w.sha256(bytes);
+export const sha256 = (bytes) => guard(() => w.sha256(bytes));
 
 /** Builds and signs a snapshot of a canonical state (`stateCbor()` bytes). */
 export const buildSnapshot = (stateCbor, secretKey) => guard(() => w.buildSnapshot(stateCbor, secretKey));

@@ -2,7 +2,7 @@
 // from a signed snapshot when the server answers CURSOR_TOO_OLD), and follow the live tail
 // over Server-Sent Events. It uses only `fetch`, so it runs in browsers, Node ≥ 20 and Deno.
 
-import { GapError, HttpError } from "./errors.js";
+import { GapError, HttpError, MwpError } from "./errors.js";
 import { encodeEvent, signRead } from "./api.js";
 import { readCapped } from "./body.js";
 
@@ -19,6 +19,31 @@ const MAX_ERROR_BYTES = 64 * 1024;
 export const MAX_MESSAGE_CHARS = 16 * 1024 * 1024 + 64 * 1024;
 /** How long a live tail may receive nothing before it counts as dropped (the server sends a keep-alive every 15 s). */
 export const TAIL_IDLE_MS = 60_000;
+/**
+ * How long a request other than the live tail may take, answer and body together, before it
+ * fails with `TIMEOUT` (the native `mwp` client's bound).
+ */
+export const REQUEST_TIMEOUT_MS = 60_000;
+/** The longest wait a timer takes (2^31 − 1 ms, about 24.8 days); a longer one never ends. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * `value` checked as a number of milliseconds to wait, named `what`: a positive number (or
+ * 0 for a delay, `zero`), or `Infinity` for no bound (as is anything past the longest timer).
+ * Anything else is `MALFORMED`: a timer given `NaN` or a value past 2^31 − 1 ms fires at once.
+ */
+function waitMs(value, what, zero = false) {
+  if (typeof value !== "number" || Number.isNaN(value) || value < 0 || (value === 0 && !zero)) {
+    const got = typeof value === "number" ? String(value) : typeof value;
+    throw new MwpError("MALFORMED", `\`${what}\` must be a ${zero ? "non-negative" : "positive"} number of milliseconds (Infinity: no bound), got ${got}`, { [what]: got });
+  }
+  return value > LONGEST_TIMER_MS ? Infinity : value;
+}
+
+/** Calls `fn` after `ms` (never past the longest timer); returns what `clearTimeout` takes. */
+function startTimer(ms, fn) {
+  return ms > LONGEST_TIMER_MS ? undefined : setTimeout(fn, ms);
+}
 
 /** A `MALFORMED` HttpError for an answer that is not mwp's (`status` is the HTTP status it came with). */
 function malformed(message, status, details = {}) {
@@ -69,7 +94,7 @@ function sleep(ms, signal) {
       signal?.removeEventListener("abort", stop);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = startTimer(ms, done);
     const stop = () => {
       clearTimeout(timer);
       reject(signal.reason ?? new DOMException("aborted", "AbortError"));
@@ -82,7 +107,7 @@ function sleep(ms, signal) {
 function readWithin(reader, idleMs) {
   let timer;
   const idle = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new HttpError("STORAGE", `the live tail sent nothing for ${idleMs} ms`, { idleMs }, 0)), idleMs);
+    timer = startTimer(idleMs, () => reject(new HttpError("STORAGE", `the live tail sent nothing for ${idleMs} ms`, { idleMs }, 0)));
   });
   return Promise.race([reader.read(), idle]).finally(() => clearTimeout(timer));
 }
@@ -165,17 +190,23 @@ export class Client {
   #headers;
   #token;
   #signer;
+  #timeoutMs;
 
   /**
    * Reads may need a credential (docs/http.md, "Access"): an operator's `token` (sent as
    * `Authorization: Bearer …` on every request), or a member's `signer` (`{actor, key}`, the
    * member's secret key in hex), which signs each read with the core's `signRead`.
    *
+   * Every request but the live tail must be done, answer and body, within `timeoutMs`
+   * (`REQUEST_TIMEOUT_MS`, 60 000; `Infinity`: no bound), or fails with HttpError `TIMEOUT`
+   * (status 0); each call may pass its own `timeoutMs`.
+   *
    * @param {string | URL} baseUrl e.g. "http://127.0.0.1:7878"
    * @param {{fetch?: typeof fetch, headers?: Record<string, string>, token?: string,
-   *   signer?: {actor: string, key: string}}} [options]
+   *   signer?: {actor: string, key: string}, timeoutMs?: number}} [options]
    */
-  constructor(baseUrl, { fetch = globalThis.fetch, headers = {}, token, signer } = {}) {
+  constructor(baseUrl, { fetch = globalThis.fetch, headers = {}, token, signer, timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
+    this.#timeoutMs = waitMs(timeoutMs, "timeoutMs");
     this.#base = String(baseUrl).replace(/\/+$/, "");
     // Called as a plain function: `window.fetch` refuses any other `this`.
     this.#fetch = (input, init) => fetch(input, init);
@@ -203,11 +234,49 @@ export class Client {
     return `${this.#base}${path}${qs ? `?${qs}` : ""}`;
   }
 
-  async #request(path, { method = "GET", body, query, accept = JSON_TYPE, signal, headers = {} } = {}) {
-    let response;
+  /**
+   * Sends a request and hands its answer to `read` (which reads the body), all within
+   * `timeoutMs` (this client's unless given): past it the request is aborted and fails with
+   * HttpError `TIMEOUT`. A failed answer is thrown as its HttpError; `signal`'s abort is
+   * rethrown as it is. The live tail passes `Infinity` and bounds itself.
+   */
+  async #request(path, { method = "GET", body, query, accept = JSON_TYPE, signal, headers = {}, timeoutMs }, read) {
+    const limitMs = timeoutMs === undefined ? this.#timeoutMs : waitMs(timeoutMs, "timeoutMs");
     const url = this.#url(path, query);
+    const answer = async (requestSignal) => {
+      const response = await this.#fetched(url, method, body, accept, requestSignal, headers);
+      if (!response.ok) throw await errorOf(response);
+      return read(response);
+    };
+    if (limitMs === Infinity) return answer(signal);
+    const request = new AbortController();
+    const forward = () => request.abort(signal.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener("abort", forward, { once: true });
+    const work = answer(request.signal);
+    // A `fetch` that does not heed its signal is outwaited, not awaited: its late failure is
+    // nobody's.
+    work.catch(() => {});
+    let timer;
+    const deadline = new Promise((_, reject) => {
+      timer = startTimer(limitMs, () => {
+        const e = new HttpError("TIMEOUT", `${method} ${path} had no whole answer from ${this.#base} within ${limitMs} ms`, { method, path, timeoutMs: limitMs }, 0);
+        request.abort(e);
+        reject(e);
+      });
+    });
     try {
-      response = await this.#fetch(url, {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", forward);
+    }
+  }
+
+  /** The answer's head to one request; no answer is HttpError `STORAGE` (status 0), an abort its reason. */
+  async #fetched(url, method, body, accept, signal, headers) {
+    try {
+      return await this.#fetch(url, {
         method,
         signal,
         headers: {
@@ -220,11 +289,9 @@ export class Client {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (e) {
-      if (e?.name === "AbortError") throw e;
+      if (e?.name === "AbortError" || signal?.aborted) throw e;
       throw new HttpError("STORAGE", `no answer from ${this.#base}: ${e?.message ?? e}`, {}, 0);
     }
-    if (!response.ok) throw await errorOf(response);
-    return response;
   }
 
   static #group(group) {
@@ -232,38 +299,42 @@ export class Client {
   }
 
   /** The server's authority public key (hex): `GET /v1/authority`. */
-  async authorityKey() {
-    const r = await this.#request("/v1/authority");
-    const answer = await jsonOf(r, "/v1/authority");
-    if (!isObject(answer) || typeof answer.key !== "string") throw malformed("/v1/authority answered no key", r.status);
-    return answer.key;
+  async authorityKey({ signal, timeoutMs } = {}) {
+    return this.#request("/v1/authority", { signal, timeoutMs }, async (r) => {
+      const answer = await jsonOf(r, "/v1/authority");
+      if (!isObject(answer) || typeof answer.key !== "string") throw malformed("/v1/authority answered no key", r.status);
+      return answer.key;
+    });
   }
 
   /** The groups the server holds: `{groups: [{group, head}]}` (`GET /v1/groups`). */
-  async groups() {
-    const r = await this.#request("/v1/groups");
-    const answer = await jsonOf(r, "/v1/groups");
-    if (!isObject(answer) || !Array.isArray(answer.groups)) throw malformed("/v1/groups answered no groups", r.status);
-    return answer;
+  async groups({ signal, timeoutMs } = {}) {
+    return this.#request("/v1/groups", { signal, timeoutMs }, async (r) => {
+      const answer = await jsonOf(r, "/v1/groups");
+      if (!isObject(answer) || !Array.isArray(answer.groups)) throw malformed("/v1/groups answered no groups", r.status);
+      return answer;
+    });
   }
 
   /**
    * Submits a signed command to its group. Resolves to `{receipt, duplicate}`; a rejection
    * throws HttpError with the spec's code (409, 400 MALFORMED, 401 BAD_SIGNATURE).
    */
-  async submit(command) {
-    const r = await this.#request(`/v1/groups/${Client.#group(command.group)}/commands`, { method: "POST", body: command });
-    const receipt = await jsonOf(r, "POST …/commands");
-    if (!isObject(receipt)) throw malformed("POST …/commands answered no receipt", r.status);
-    return { receipt, duplicate: r.headers.get("mwp-duplicate") === "true" };
+  async submit(command, { signal, timeoutMs } = {}) {
+    if (!isObject(command)) throw new MwpError("MALFORMED", `submit needs a command in its JSON form (an object), got ${command === null ? "null" : typeof command}`);
+    return this.#request(`/v1/groups/${Client.#group(command.group)}/commands`, { method: "POST", body: command, signal, timeoutMs }, async (r) => {
+      const receipt = await jsonOf(r, "POST …/commands");
+      if (!isObject(receipt)) throw malformed("POST …/commands answered no receipt", r.status);
+      return { receipt, duplicate: r.headers.get("mwp-duplicate") === "true" };
+    });
   }
 
   /**
    * Events after `after`, at most `limit`, in seq order (JSON form). Throws HttpError
    * `CURSOR_TOO_OLD` (status 410) whose `details.snapshot` is `{seq, hash, location}`.
    */
-  async events(group, { after = 0, limit, signal } = {}) {
-    const { events, head } = await this.page(group, { after, limit, signal });
+  async events(group, { after = 0, limit, signal, timeoutMs } = {}) {
+    const { events, head } = await this.page(group, { after, limit, signal, timeoutMs });
     // The page's signed head rides along, out of the way of code that reads the array.
     Object.defineProperty(events, "head", { value: head, enumerable: false });
     return events;
@@ -274,33 +345,38 @@ export class Client {
    * it may be behind the page's last event, and is `undefined` from a server that signs none).
    * Offer it to a replica (`offerHead`) with the authority key you pin.
    */
-  async page(group, { after = 0, limit, signal } = {}) {
-    const r = await this.#request(`/v1/groups/${Client.#group(group)}/events`, { query: { after, limit }, signal });
-    const answer = await jsonOf(r, `/v1/groups/${group}/events`);
-    if (!isObject(answer) || !Array.isArray(answer.events) || !answer.events.every(isObject)) {
-      throw malformed(`/v1/groups/${group}/events answered no page of events`, r.status);
-    }
-    const { events, head } = answer;
-    return { events, head: head ?? undefined };
+  async page(group, { after = 0, limit, signal, timeoutMs } = {}) {
+    return this.#request(`/v1/groups/${Client.#group(group)}/events`, { query: { after, limit }, signal, timeoutMs }, async (r) => {
+      const answer = await jsonOf(r, `/v1/groups/${group}/events`);
+      if (!isObject(answer) || !Array.isArray(answer.events) || !answer.events.every(isObject)) {
+        throw malformed(`/v1/groups/${group}/events answered no page of events`, r.status);
+      }
+      const { events, head } = answer;
+      return { events, head: head ?? undefined };
+    });
   }
 
   /** The group's latest signed head (`GET /v1/groups/{group}/head`), JSON form. */
-  async head(group, { signal } = {}) {
-    const r = await this.#request(`/v1/groups/${Client.#group(group)}/head`, { signal });
-    const head = await jsonOf(r, `/v1/groups/${group}/head`);
-    if (!isObject(head)) throw malformed(`/v1/groups/${group}/head answered no signed head`, r.status);
-    return head;
+  async head(group, { signal, timeoutMs } = {}) {
+    return this.#request(`/v1/groups/${Client.#group(group)}/head`, { signal, timeoutMs }, async (r) => {
+      const head = await jsonOf(r, `/v1/groups/${group}/head`);
+      if (!isObject(head)) throw malformed(`/v1/groups/${group}/head answered no signed head`, r.status);
+      return head;
+    });
   }
 
   /** The original receipt of (actor, action), or `undefined` if there is none. */
-  async receipt(group, actor, action) {
+  async receipt(group, actor, action, { signal, timeoutMs } = {}) {
     try {
-      const r = await this.#request(
+      return await this.#request(
         `/v1/groups/${Client.#group(group)}/receipts/${encodeURIComponent(actor)}/${encodeURIComponent(action)}`,
+        { signal, timeoutMs },
+        async (r) => {
+          const receipt = await jsonOf(r, "GET …/receipts");
+          if (!isObject(receipt)) throw malformed("GET …/receipts answered no receipt", r.status);
+          return receipt;
+        },
       );
-      const receipt = await jsonOf(r, "GET …/receipts");
-      if (!isObject(receipt)) throw malformed("GET …/receipts answered no receipt", r.status);
-      return receipt;
     } catch (e) {
       if (e instanceof HttpError && (e.status === 404 || e.code === "NOT_FOUND")) return undefined;
       throw e;
@@ -308,12 +384,17 @@ export class Client {
   }
 
   /** The latest signed snapshot's canonical CBOR, or the one at `location` (a URL path). */
-  async snapshot(group, location) {
+  async snapshot(group, location, { signal, timeoutMs } = {}) {
+    // A location a server named (CURSOR_TOO_OLD's `details.snapshot.location`) is input too.
+    if (location !== undefined && location !== null && typeof location !== "string") {
+      throw malformed(`the snapshot's location must be a URL path, got ${JSON.stringify(location) ?? typeof location}`, 0);
+    }
     const path = location ?? `/v1/groups/${Client.#group(group)}/snapshots/latest`;
-    const r = await this.#request(path.startsWith("/") ? path : `/${path}`, { accept: "application/cbor" });
-    const { bytes } = await readCapped(r, MAX_ANSWER_BYTES);
-    if (bytes === undefined) throw malformed(`${path} answered more than ${MAX_ANSWER_BYTES} bytes: not an mwp snapshot`, r.status, { limit: MAX_ANSWER_BYTES });
-    return bytes;
+    return this.#request(path.startsWith("/") ? path : `/${path}`, { accept: "application/cbor", signal, timeoutMs }, async (r) => {
+      const { bytes } = await readCapped(r, MAX_ANSWER_BYTES);
+      if (bytes === undefined) throw malformed(`${path} answered more than ${MAX_ANSWER_BYTES} bytes: not an mwp snapshot`, r.status, { limit: MAX_ANSWER_BYTES });
+      return bytes;
+    });
   }
 
   /**
@@ -326,15 +407,15 @@ export class Client {
    * the replica rejects, or one that does not advance its cursor (a repeat, or a gap after
    * it), throws `LOG_CORRUPT`: the replay never asks for the same page forever.
    */
-  async replay(replica, { trustedKey, org, limit = 1000, signal, onEvents, onHead } = {}) {
+  async replay(replica, { trustedKey, org, limit = 1000, signal, timeoutMs, onEvents, onHead } = {}) {
     let restored = false;
     for (;;) {
       let events, head;
       try {
-        ({ events, head } = await this.page(replica.group, { after: replica.cursor, limit, signal }));
+        ({ events, head } = await this.page(replica.group, { after: replica.cursor, limit, signal, timeoutMs }));
       } catch (e) {
         if (!(e instanceof HttpError) || e.code !== "CURSOR_TOO_OLD" || restored) throw e;
-        const bytes = await this.snapshot(replica.group, e.details?.snapshot?.location);
+        const bytes = await this.snapshot(replica.group, e.details?.snapshot?.location, { signal, timeoutMs });
         await replica.restore(bytes, { trustedKey, org, requestedCursor: replica.cursor });
         restored = true;
         continue;
@@ -390,6 +471,9 @@ export class Client {
    */
   async *tail(group, { after = 0, signal, onOpen, onReconnect, onHead, retry = {}, idleMs = TAIL_IDLE_MS } = {}) {
     const { initialMs = 250, maxMs = 10_000, attempts = Infinity } = retry === false ? {} : retry;
+    idleMs = waitMs(idleMs, "idleMs");
+    waitMs(initialMs, "retry.initialMs", true);
+    waitMs(maxMs, "retry.maxMs", true);
     let last = after;
     let failures = 0;
     let opened = false;
@@ -400,17 +484,22 @@ export class Client {
       const forward = () => connection.abort(signal.reason);
       if (signal?.aborted) forward();
       else signal?.addEventListener("abort", forward, { once: true });
-      const unanswered = setTimeout(
-        () => connection.abort(new HttpError("STORAGE", `the live tail of ${group} had no answer within ${idleMs} ms`, { group, idleMs }, 0)),
+      const unanswered = startTimer(
         idleMs,
+        () => connection.abort(new HttpError("STORAGE", `the live tail of ${group} had no answer within ${idleMs} ms`, { group, idleMs }, 0)),
       );
       try {
-        const r = await this.#request(`/v1/groups/${Client.#group(group)}/events/stream`, {
-          query: { after: last },
-          accept: "text/event-stream",
-          signal: connection.signal,
-          headers: opened ? { "last-event-id": String(last) } : {},
-        });
+        const r = await this.#request(
+          `/v1/groups/${Client.#group(group)}/events/stream`,
+          {
+            query: { after: last },
+            accept: "text/event-stream",
+            signal: connection.signal,
+            headers: opened ? { "last-event-id": String(last) } : {},
+            timeoutMs: Infinity,
+          },
+          (response) => response,
+        );
         clearTimeout(unanswered);
         if (!opened) {
           opened = true;
@@ -459,8 +548,8 @@ export class Client {
    * is offered to the replica (`offerHead`): `onHead(head, result)` hears each; a `FORK` or
    * `HEAD_INVALID` is thrown. Events past `replica.verifiedThrough` are provisional.
    */
-  async follow(replica, { trustedKey, org, signal, onEvent, onLive, onReconnect, onHead, retry, idleMs } = {}) {
-    await this.replay(replica, { trustedKey, org, signal, onHead });
+  async follow(replica, { trustedKey, org, signal, timeoutMs, onEvent, onLive, onReconnect, onHead, retry, idleMs } = {}) {
+    await this.replay(replica, { trustedKey, org, signal, timeoutMs, onHead });
     const offerHead = (head) => offerHeadTo(replica, head, trustedKey, onHead);
     try {
       for await (const event of this.tail(replica.group, { after: replica.cursor, signal, onOpen: onLive, onReconnect, onHead: offerHead, retry, idleMs })) {

@@ -16,6 +16,8 @@ import { StoreError } from "./errors.js";
 
 export const LOCK_NAME = "LOCK";
 export const OWNER_NAME = "LOCK.pid";
+/** The most of an owner record read: far more than `mwp-lock 1`, a pid and a start time. */
+const MAX_OWNER_BYTES = 4096;
 
 /** `/proc/<pid>/stat`'s state letter and start time (field 22), or null where there is none. */
 async function procStat(pid) {
@@ -69,10 +71,17 @@ function inUse(dir, owner) {
 }
 
 async function readText(path) {
+  let h;
   try {
-    return await fsp.readFile(path, "utf8");
+    h = await fsp.open(path, "r");
+    // An owner record is a few dozen bytes; a longer file is not one and is not read whole.
+    const buf = new Uint8Array(MAX_OWNER_BYTES);
+    const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+    return new TextDecoder().decode(buf.subarray(0, bytesRead));
   } catch {
     return "";
+  } finally {
+    await h?.close().catch(() => {});
   }
 }
 
@@ -144,7 +153,19 @@ export async function acquireDirLock(dir) {
     }
   }
   let released = false;
+  const me = { pid: process.pid, start: await startTime(process.pid) };
   return {
+    /**
+     * Throws `STORAGE` unless the owner record still names this process: a writer whose record
+     * was removed or replaced (another process took the directory over) writes nothing more.
+     */
+    async check() {
+      const o = decodeOwner(await readText(join(dir, OWNER_NAME)));
+      if (o === null || o.pid !== me.pid || o.start !== me.start) {
+        const now = o === null ? "holds no owner record" : `names process ${o.pid}`;
+        throw new StoreError("STORAGE", `${dir} is no longer this writer's: ${OWNER_NAME} ${now}; reopen the store`, o === null ? { dir } : { dir, pid: o.pid });
+      }
+    },
     async release() {
       if (released) return;
       released = true;

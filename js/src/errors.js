@@ -68,20 +68,32 @@ export function toMwpError(e) {
   return e;
 }
 
-/** Runs `fn`, turning wasm errors into MwpErrors. */
+/**
+ * An error of the glue around a wasm call, an argument it could not convert (a `BigInt` or a
+ * symbol where a number belongs, an array too long to turn into one, an object of another
+ * class), as `MALFORMED`; anything else as `toMwpError` gives it.
+ */
+function fromWasmCall(e) {
+  if (e instanceof TypeError || e instanceof RangeError || (e instanceof Error && e.message.startsWith("expected instance of "))) {
+    return new MwpError("MALFORMED", `an argument could not be read: ${e.message}`);
+  }
+  return toMwpError(e);
+}
+
+/** Runs `fn`, a wasm call, turning its errors into MwpErrors (`fromWasmCall`). */
 export function guard(fn) {
   try {
     return fn();
   } catch (e) {
-    throw toMwpError(e);
+    throw fromWasmCall(e);
   }
 }
 
-/** Awaits `fn()`, turning wasm errors into MwpErrors. */
+/** Awaits `fn()`, a wasm call, turning its errors into MwpErrors (`fromWasmCall`). */
 export async function guardAsync(fn) {
   try {
     return await fn();
   } catch (e) {
-    throw toMwpError(e);
+    throw fromWasmCall(e);
   }
 }

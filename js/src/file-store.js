@@ -15,7 +15,7 @@
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
-import { AcceptError, StoreError, toMwpError } from "./errors.js";
+import { AcceptError, StoreError, guard, toMwpError } from "./errors.js";
 import { frameBatch } from "./frames.js";
 import { acquireDirLock } from "./dir-lock.js";
 import { Queue } from "./queue.js";
@@ -24,11 +24,11 @@ import { Queue } from "./queue.js";
  * CRC32C of `bytes`, continuing from `crc` (the CRC of the bytes before them; 0 to start):
  * `crc32c(b, crc32c(a))` is the CRC of `a` followed by `b`.
  */
-export const crc32c = (bytes, crc = 0) => w.crc32c(bytes, crc);
+export const crc32c = (bytes, crc = 0) => guardStore(() => w.crc32c(bytes, crc));
 /** Directory name of a group: the ID itself when lowercase `[a-z0-9][a-z0-9._-]*`, else `~` and base32 (`G1` → `~i4yq`). */
-export const groupDirName = (group) => w.groupDirName(group);
+export const groupDirName = (group) => guardStore(() => w.groupDirName(group));
 /** The group ID a directory name stands for, or `null` if `groupDirName` would not make it. */
-export const groupFromDirName = (name) => w.groupFromDirName(name) ?? null;
+export const groupFromDirName = (name) => guardStore(() => w.groupFromDirName(name)) ?? null;
 /** A new Organization key pair for an `orgPolicy`: `{identity, recipient}` (the identity file's text, and the `age1…` recipient). */
 export const generateAuditIdentity = () => guardStore(() => w.generateAuditIdentity());
 /**
@@ -258,13 +258,16 @@ async function scan(file, len, spec, visit) {
   }
 }
 
+/** Throws `MALFORMED` naming `what` unless `value` is a count: an integer from 0 to 2^53 − 1. */
+function countArg(value, what) {
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw new StoreError("MALFORMED", `\`${what}\` must be a non-negative integer up to 2^53 - 1, got ${typeof value === "number" ? value : typeof value}`);
+  }
+}
+
 /** Runs a wasm call, turning its errors into MwpErrors. */
 function guardStore(fn) {
-  try {
-    return fn();
-  } catch (e) {
-    throw toMwpError(e);
-  }
+  return guard(fn);
 }
 
 /** Reads and checks a file header (`kind`: "segment" or "overlay"): `{firstSeq, prev (hex), group}`. */
@@ -359,11 +362,7 @@ export class FileGroup {
   }
 
   #call(fn) {
-    try {
-      return fn();
-    } catch (e) {
-      throw toMwpError(e);
-    }
+    return guard(fn);
   }
 
   /**
@@ -467,6 +466,8 @@ export class FileGroup {
       this.#failNext = false;
       throw new StoreError("STORAGE", `append to ${this.dir}: injected fault`);
     }
+    // A writer that lost the directory to another must not append under it.
+    await this.#store._checkLock();
     let seg = this.#segments[this.#segments.length - 1];
     const firstSeq = pending[0].seq;
     if (seg.end >= this.#store.options.segmentBytes && seg.end > FILE_HEADER_LEN) seg = await this.#roll(firstSeq);
@@ -532,6 +533,10 @@ export class FileGroup {
    * from the last seq returned to read on.
    */
   async eventFrames(after = 0, limit = Number.MAX_SAFE_INTEGER) {
+    // A fractional `after` named no record and was read forever; a negative one a record
+    // "not in the log".
+    countArg(after, "after");
+    countArg(limit, "limit");
     if (this.#removed !== null) {
       // The plain history is sealed and removed: the core decides what is still served.
       const { seq, stateHash } = this.#removed;
@@ -891,6 +896,11 @@ export class FileStore {
     }
   }
 
+  /** @internal Throws `STORAGE` unless this writer still holds the directory (before each write). */
+  async _checkLock() {
+    if (this.#lock !== null) await this.#lock.check();
+  }
+
   /** @internal */
   _setSticky(e) {
     if (this.#sticky === null) this.#sticky = e;
@@ -1004,6 +1014,7 @@ export class FileStore {
         return { result: { outcome: "rejected", error: errorBody(e) }, group: undefined };
       }
       try {
+        await this._checkLock();
         const g = await createGroupDir(this, id, sg, d);
         this.#groups.set(id, g);
         return { result: d, group: g };

@@ -144,3 +144,91 @@ test("replay stops at a page that repeats or skips instead of asking for it fore
     await server.close();
   }
 });
+
+const isTimeout = (e) => e instanceof mwp.HttpError && e.code === "TIMEOUT" && e.status === 0;
+
+test("a request a server never answers, or never finishes, fails with TIMEOUT", { timeout: 30_000 }, async (t) => {
+  const mute = await standIn(() => {}); // accepts, reads the request, answers nothing
+  // Answers the head, then never sends the rest of the body.
+  const stalled = await standIn((socket) => socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"));
+  t.after(() => Promise.all([mute.close(), stalled.close()]));
+  for (const server of [mute, stalled]) {
+    const client = new mwp.Client(server.url, { timeoutMs: 150 });
+    const calls = {
+      authorityKey: () => client.authorityKey(),
+      groups: () => client.groups(),
+      submit: () => client.submit(c.open()),
+      page: () => client.page("g1"),
+      events: () => client.events("g1"),
+      head: () => client.head("g1"),
+      receipt: () => client.receipt("g1", "alice", "a1"),
+      snapshot: () => client.snapshot("g1"),
+      replay: () => client.replay(new mwp.Replica("g1")),
+      follow: () => client.follow(new mwp.Replica("g1")),
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      const started = Date.now();
+      await assert.rejects(call(), isTimeout, name);
+      assert.ok(Date.now() - started < 5_000, `${name}: ended after its timeout`);
+    }
+    // Per call: a client without a bound, a call with one.
+    await assert.rejects(new mwp.Client(server.url, { timeoutMs: Infinity }).page("g1", { timeoutMs: 100 }), isTimeout);
+  }
+  // The caller's own abort is still its own, not a timeout.
+  await assert.rejects(new mwp.Client(mute.url).page("g1", { signal: AbortSignal.timeout(100) }), (e) => e.name === "TimeoutError" && !(e instanceof mwp.HttpError));
+});
+
+test("a request's default timeout is 60 s, also over a fetch that ignores its signal", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const never = () => new Promise(() => {}); // a fetch that never settles, whatever its signal
+  const client = new mwp.Client("http://127.0.0.1:9", { fetch: never });
+  let outcome;
+  client.groups().then(
+    () => (outcome = "answered"),
+    (e) => (outcome = e),
+  );
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  t.mock.timers.tick(60_000 - 1);
+  await settle();
+  assert.equal(outcome, undefined, "still waiting just before 60 s");
+  t.mock.timers.tick(1);
+  await settle();
+  assert.ok(isTimeout(outcome), `TIMEOUT after 60 s: ${outcome}`);
+  assert.equal(outcome.details.timeoutMs, 60_000);
+});
+
+test("a timeout or delay that is not a positive number of milliseconds is MALFORMED, never a timer that fires at once", { timeout: 30_000 }, async (t) => {
+  const isBad = (e) => e instanceof mwp.MwpError && e.code === "MALFORMED";
+  for (const bad of [0, -1, NaN, "100", null, {}]) {
+    assert.throws(() => new mwp.Client("http://127.0.0.1:9", { timeoutMs: bad }), isBad, String(bad));
+    await assert.rejects(new mwp.Client("http://127.0.0.1:9").groups({ timeoutMs: bad }), isBad, String(bad));
+    await assert.rejects(drain(new mwp.Client("http://127.0.0.1:9"), { idleMs: bad }), isBad, String(bad));
+  }
+  await assert.rejects(drain(new mwp.Client("http://127.0.0.1:9"), { retry: { initialMs: -1 } }), isBad);
+  // No bound, and a bound past the longest timer, wait: a timer given Infinity or 2^31 ms
+  // would fire after 1 ms, dropping a quiet tail at once and reconnecting without end.
+  const silent = await standIn((socket) => socket.write(SSE_HEAD));
+  t.after(() => silent.close());
+  for (const idleMs of [Infinity, 2 ** 31]) {
+    const before = silent.state.connections;
+    await assert.rejects(drain(new mwp.Client(silent.url), { idleMs, signal: AbortSignal.timeout(300), retry: { initialMs: 1 } }), (e) => e.name === "TimeoutError");
+    assert.equal(silent.state.connections - before, 1, `idleMs ${idleMs}: one connection, kept`);
+  }
+});
+
+test("a command that is not an object is MALFORMED before any request, not a TypeError", async () => {
+  let requests = 0;
+  const client = new mwp.Client("http://127.0.0.1:9", { fetch: async () => (requests++, new Response("{}")) });
+  for (const command of [undefined, null, "cmd", 5, [c.open()]]) {
+    await assert.rejects(client.submit(command), (e) => e instanceof mwp.MwpError && e.code === "MALFORMED", String(command));
+  }
+  assert.equal(requests, 0);
+});
+
+test("a CURSOR_TOO_OLD whose snapshot location is not a path is MALFORMED, not a TypeError", { timeout: 30_000 }, async (t) => {
+  const server = await standIn((socket) =>
+    json(socket, "410 Gone", { code: "CURSOR_TOO_OLD", message: "too old", snapshot: { seq: 5, hash: "00", location: 5 } }));
+  t.after(() => server.close());
+  await assert.rejects(new mwp.Client(server.url).replay(new mwp.Replica("g1")), isMalformed);
+  assert.equal(server.state.connections, 1, "nothing fetched from it");
+});

@@ -576,6 +576,26 @@ export function cases(mwp) {
       await again.close();
     }],
 
+    ["a writer whose owner record was removed or taken over writes nothing more (STORAGE, sticky)", async () => {
+      for (const [what, tamper] of [
+        ["removed", (owner) => fs.unlinkSync(owner)],
+        ["taken over", (owner) => fs.writeFileSync(owner, "mwp-lock 1\npid 1\n")],
+      ]) {
+        const dir = tempDir("lost-lock");
+        const { store, c } = await populated(mwp, dir);
+        const seg = segPath(dir);
+        const size = fs.statSync(seg).size;
+        tamper(join(dir, "LOCK.pid"));
+        const e = await rejects(store.submit(c.create("x1"), 2000), "STORAGE");
+        check(e.message.includes("LOCK.pid"), `${what}: names the owner record: ${e.message}`);
+        await rejects(store.submit(mwp.signCommand({ ...c.open(), group: "g2" }, c.key("alice")), 2000), "STORAGE");
+        await rejects(store.submit(c.create("x2"), 2000), "STORAGE");
+        eq(fs.statSync(seg).size, size, `${what}: nothing appended`);
+        check(!fs.existsSync(join(dir, "groups", "g2")), `${what}: no group created`);
+        await store.close();
+      }
+    }],
+
     ["options that are not counts are refused by name, and nothing is created", async () => {
       const dir = join(tempDir("options"), "data");
       for (const [options, name] of [
@@ -828,6 +848,24 @@ export function cases(mwp) {
       await after.close();
     }],
 
+    ["an owner record far longer than one is not read whole: not a record, taken over once old", async () => {
+      const dir = tempDir("owner-long");
+      const { store } = await populated(mwp, dir);
+      await store.close();
+      // 256 MiB that take no disk (a sparse file), left by no live writer.
+      const owner = join(dir, "LOCK.pid");
+      fs.writeFileSync(owner, "mwp-lock 1\npid ");
+      fs.truncateSync(owner, 256 << 20);
+      fs.utimesSync(owner, new Date(0), new Date(0));
+      const before = process.memoryUsage().rss;
+      const back = await mwp.openFileStore(dir);
+      const grew = process.memoryUsage().rss - before;
+      check(grew < 64 << 20, `opening grew the process by ${Math.round(grew / 2 ** 20)} MiB`);
+      eq((await back.events("g1", 0, 1)).length, 1, "the store opened");
+      await back.close();
+      check(!fs.existsSync(owner), "the long record was taken over and the new one removed on close");
+    }],
+
     ["an owner record naming a zombie (exited, not yet reaped) does not hold the directory", async () => {
       if (typeof globalThis.Deno !== "undefined") return; // Deno reaps the orphan before it can be seen as a zombie
       const dir = tempDir("lock-zombie");
@@ -887,6 +925,20 @@ export function cases(mwp) {
       eq(JSON.stringify(fs.readdirSync(dir, { recursive: true }).sort()), before, "no file created or removed");
       await rejects(mwp.openFileStore(join(dir, "missing"), { readOnly: true }), "STORAGE");
       check(!fs.existsSync(join(dir, "missing")), "a read-only open creates nothing");
+    }],
+
+    ["an `after` or `limit` that is not a count is MALFORMED at once (a fractional one was read forever)", async () => {
+      const dir = tempDir("counts");
+      const { store } = await populated(mwp, dir);
+      const within = (p, what) =>
+        Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer within 5 s`)), 5000).unref?.())]);
+      for (const [after, limit] of [[1.5, undefined], [-1, undefined], ["1", undefined], [NaN, undefined], [0, 2.5], [0, -1], [0, "5"]]) {
+        const what = `after ${String(after)}, limit ${String(limit)}`;
+        await rejects(within(store.eventFrames("g1", after, limit), what), "MALFORMED");
+        await rejects(within(store.events("g1", after, limit), what), "MALFORMED");
+      }
+      eq((await store.events("g1", 1, 2)).map((e) => e.seq), [2, 3], "counts still read");
+      await store.close();
     }],
 
     ["a group directory without a segment is LOG_CORRUPT naming it, and kept", async () => {

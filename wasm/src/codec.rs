@@ -16,18 +16,240 @@ use crate::error::CodecError;
 /// JSON form would read. The state's maps keyed by seq (`terminal`, `expansions`) write their
 /// keys as text for any human-readable serializer, as JSON does. Integers beyond 2^53 cannot be
 /// numbers and are `MALFORMED`.
+///
+/// The value crosses as JSON text read by `JSON.parse`, which makes every key an own property:
+/// a key `__proto__` (a member may put one in a payload) stays a key and never becomes the
+/// object's prototype.
 pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, Error> {
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    value
-        .serialize(&serializer)
-        .map_err(|e| Error::malformed(format!("value does not convert to JavaScript: {e}")))
+    let unconvertible = |e: &dyn std::fmt::Display| {
+        Error::malformed(format!("value does not convert to JavaScript: {e}"))
+    };
+    let text = serde_json::to_string(value).map_err(|e| unconvertible(&e))?;
+    if let Some(n) = first_inexact_integer(&text) {
+        return Err(unconvertible(&format_args!(
+            "{n} is not exact as a JavaScript number"
+        )));
+    }
+    js_sys::JSON::parse(&text).map_err(|_| unconvertible(&"JSON.parse refused it"))
 }
 
-/// Reads a JS value as JSON data (`serde_json::Value`): integers stay integers, other numbers
-/// become floats (which canonical CBOR then refuses).
+/// The first integer in JSON text `text` (outside its strings) that a JS number cannot hold
+/// exactly: one past ±(2^53 − 1). Only a run of 16 or more digits can be one.
+fn first_inexact_integer(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            at += 1;
+        } else if b == b'"' {
+            in_string = true;
+            at += 1;
+        } else if b == b'-' || b.is_ascii_digit() {
+            let end = bytes[at..]
+                .iter()
+                .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                .map_or(bytes.len(), |n| at + n);
+            let number = &text[at..end];
+            let integer = number.bytes().all(|c| c == b'-' || c.is_ascii_digit());
+            if integer && number.len() >= 16 {
+                let exact = number
+                    .parse::<i128>()
+                    .is_ok_and(|n| n.unsigned_abs() <= u128::from(MAX_SAFE_INTEGER));
+                if !exact {
+                    return Some(number);
+                }
+            }
+            at = end;
+        } else {
+            at += 1;
+        }
+    }
+    None
+}
+
+/// 2^53 − 1, the largest integer a JS number holds exactly.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// The most values (every item, entry and scalar counts one) a JS value may hold to be read
+/// as JSON data: the largest command is 1 MiB of JSON, far fewer.
+const MAX_JS_VALUES: usize = 1 << 20;
+
+/// The deepest nesting of arrays and objects read from a JS value: the canonical encoder's
+/// limit, past which nothing could be encoded anyway.
+const MAX_JS_DEPTH: usize = canonical::MAX_DEPTH;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Array.isArray`, which throws for a revoked proxy.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn js_is_array(value: &JsValue) -> Result<bool, JsValue>;
+    /// `Array.from`: the items of an array as a plain array, each getter run here.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = from)]
+    fn js_array_from(value: &JsValue) -> Result<js_sys::Array, JsValue>;
+    /// `Object.entries`: own enumerable string keys and their values, each getter run here.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = entries)]
+    fn js_object_entries(value: &JsValue) -> Result<js_sys::Array, JsValue>;
+}
+
+/// What JavaScript threw while a value was read (a getter, a proxy's trap), as words.
+fn thrown(e: &JsValue) -> String {
+    let what = e
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| "a value that is not an Error".into());
+    format!("reading it threw: {what}")
+}
+
+/// Reads a JS value as JSON data (`serde_json::Value`): integers stay integers, other finite
+/// numbers become floats (which canonical CBOR then refuses), `undefined` is `null`.
+///
+/// Whatever the value is, this answers `MALFORMED` naming what was wrong, never a trap or a
+/// JS exception thrown through the module: a getter or a proxy trap that throws, nesting
+/// deeper than [`MAX_JS_DEPTH`], more than [`MAX_JS_VALUES`] values (an array's length is
+/// checked before its items are read), `NaN` or an infinity, a string with a lone surrogate
+/// (which UTF-8 cannot carry; JSON text read by the server refuses it too), a `BigInt` past
+/// 64 bits, and anything JSON has no form for (a function, a symbol, a `Map`, bytes).
 pub fn json_from_js(value: JsValue) -> Result<serde_json::Value, Error> {
-    serde_wasm_bindgen::from_value(value)
-        .map_err(|e| Error::malformed(format!("not JSON data: {e}")))
+    JsonReader {
+        budget: MAX_JS_VALUES,
+    }
+    .read(&value, 0)
+    .map_err(|e| Error::malformed(format!("not JSON data: {e}")))
+}
+
+/// [`json_from_js`]'s walk: how many more values it may read.
+struct JsonReader {
+    budget: usize,
+}
+
+impl JsonReader {
+    fn read(&mut self, value: &JsValue, depth: usize) -> Result<serde_json::Value, String> {
+        use serde_json::Value;
+        self.budget = self
+            .budget
+            .checked_sub(1)
+            .ok_or_else(|| format!("more than {MAX_JS_VALUES} values"))?;
+        if value.is_null() || value.is_undefined() {
+            return Ok(Value::Null);
+        }
+        if let Some(b) = value.as_bool() {
+            return Ok(Value::Bool(b));
+        }
+        if let Some(x) = value.as_f64() {
+            return number(x);
+        }
+        if value.is_string() {
+            let s: &js_sys::JsString = value.unchecked_ref();
+            return unicode(s).map(Value::String);
+        }
+        if value.is_bigint() {
+            let b: &js_sys::BigInt = value.unchecked_ref();
+            let text = b.to_string(10).map_err(|e| thrown(&e))?;
+            let text = String::from(text);
+            if let Ok(u) = text.parse::<u64>() {
+                return Ok(Value::from(u));
+            }
+            return text
+                .parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| format!("the BigInt {text} is past 64 bits"));
+        }
+        if !value.is_object() {
+            let kind = if value.is_function() {
+                "a function"
+            } else {
+                "a symbol"
+            };
+            return Err(format!("{kind} has no JSON form"));
+        }
+        if value.is_instance_of::<js_sys::Map>()
+            || value.is_instance_of::<js_sys::Set>()
+            || value.is_instance_of::<js_sys::ArrayBuffer>()
+            || js_sys::ArrayBuffer::is_view(value)
+        {
+            return Err(
+                "a Map, Set or binary data has no JSON form (give an object or an array)".into(),
+            );
+        }
+        if depth >= MAX_JS_DEPTH {
+            return Err(format!("nested deeper than {MAX_JS_DEPTH} levels"));
+        }
+        if js_is_array(value).map_err(|e| thrown(&e))? {
+            let len = js_sys::Reflect::get(value, &"length".into())
+                .map_err(|e| thrown(&e))?
+                .as_f64()
+                .unwrap_or(0.0);
+            // `NaN` (a proxy's length) fits nowhere.
+            let fits = len <= self.budget as f64;
+            if !fits {
+                return Err(format!(
+                    "an array of {len} items: more than {MAX_JS_VALUES} values"
+                ));
+            }
+            let items = js_array_from(value).map_err(|e| thrown(&e))?;
+            return items
+                .iter()
+                .map(|item| self.read(&item, depth + 1))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array);
+        }
+        let entries = js_object_entries(value).map_err(|e| thrown(&e))?;
+        let len = entries.length() as usize;
+        if len > self.budget {
+            return Err(format!(
+                "an object of {len} keys: more than {MAX_JS_VALUES} values"
+            ));
+        }
+        let mut map = serde_json::Map::new();
+        for entry in entries.iter() {
+            let entry: js_sys::Array = entry.unchecked_into();
+            let key = entry.get(0);
+            let key = unicode(key.unchecked_ref()).map_err(|e| format!("a key: {e}"))?;
+            map.insert(key, self.read(&entry.get(1), depth + 1)?);
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+/// A JS string as Rust text, refused when it holds a lone surrogate (which UTF-8 cannot carry
+/// and the conversion would silently replace with U+FFFD). Only a string that comes out
+/// holding U+FFFD is looked at code unit by code unit (`String.prototype.isWellFormed` is
+/// too recent for every engine the package runs on).
+fn unicode(s: &js_sys::JsString) -> Result<String, String> {
+    let text = String::from(s);
+    if text.contains('\u{FFFD}') && !s.is_valid_utf16() {
+        return Err("a string with a lone surrogate (not Unicode text)".into());
+    }
+    Ok(text)
+}
+
+/// A JS number as JSON data: an integer when it is one a JS number holds exactly.
+fn number(x: f64) -> Result<serde_json::Value, String> {
+    if !x.is_finite() {
+        return Err(format!("{x} is not a finite number"));
+    }
+    let limit = MAX_SAFE_INTEGER as f64;
+    if x.fract() == 0.0 && x.abs() <= limit {
+        // Integral and within ±(2^53 − 1): the casts are exact.
+        return Ok(if x < 0.0 {
+            serde_json::Value::from(x as i64)
+        } else {
+            serde_json::Value::from(x as u64)
+        });
+    }
+    serde_json::Number::from_f64(x)
+        .map(serde_json::Value::Number)
+        .ok_or_else(|| format!("{x} is not a finite number"))
 }
 
 /// Reads a JS value (an object in the JSON form) as a typed core value.
@@ -57,7 +279,7 @@ pub fn event_from_js(value: JsValue) -> Result<Event, Error> {
     if let Some(bytes) = bytes_of(&value) {
         return Event::from_cbor(&bytes);
     }
-    Event::from_serde(serde_wasm_bindgen::Deserializer::from(value))
+    Event::from_serde(json_from_js(value)?)
 }
 
 /// [`event_from_js`], with its payload hash and id checked (`LOG_CORRUPT` names the first
@@ -261,6 +483,14 @@ pub fn uint(value: f64, what: &str) -> Result<u64, Error> {
             "`{what}` must be a non-negative integer up to 2^53 - 1, got {value}"
         )))
     }
+}
+
+/// An optional count from JS (a page's `limit`): [`uint`]'s rules, then at most `u32::MAX`
+/// (a larger one asks for everything, as `u32::MAX` does). Never wrapped: -1 is not 2^32 − 1.
+pub fn count(value: Option<f64>, what: &str) -> Result<Option<u32>, Error> {
+    value
+        .map(|n| uint(n, what).map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
+        .transpose()
 }
 
 /// A u64 as a JS number (exact up to 2^53, which seqs and times stay below).

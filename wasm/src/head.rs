@@ -99,7 +99,7 @@ pub fn plan_export(
     snapshot: Option<Vec<u8>>,
     head: JsValue,
     trusted_key: &str,
-    chunk_events: Option<u32>,
+    chunk_events: Option<f64>,
 ) -> Result<JsValue, ExportError> {
     use crate::frames;
     use mwp_core::export::ExportIndex;
@@ -109,6 +109,11 @@ pub fn plan_export(
                 .map_err(|e| Error::malformed(format!("previous index: {e}")))
         })
         .transpose()?;
+    // A count from JavaScript: checked, never wrapped (-1 is not 2^32 − 1, 0.5 not 0).
+    let chunk_events = match chunk_events {
+        Some(n) => usize::try_from(uint(n, "chunkEvents")?).unwrap_or(usize::MAX),
+        None => export::CHUNK_EVENTS,
+    };
     let events = frames::split(events)?;
     let x = export::plan(
         previous.as_ref(),
@@ -116,7 +121,7 @@ pub fn plan_export(
         snapshot.as_deref(),
         &head_from_js(head)?,
         &parse_public_key(trusted_key)?,
-        chunk_events.map_or(export::CHUNK_EVENTS, |n| n as usize),
+        chunk_events,
     )?;
     let files = js_sys::Array::new();
     for f in &x.files {

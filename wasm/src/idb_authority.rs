@@ -8,7 +8,7 @@ use serde_json::json;
 use wasm_bindgen::prelude::*;
 
 use crate::authority::decision_to_js;
-use crate::codec::{command_from_js, num, parse_secret_key, to_js, uint};
+use crate::codec::{command_from_js, count, num, parse_secret_key, to_js, uint};
 use crate::error::StoreError;
 use crate::idb_store::{group_id, unpoisoned, Checkpoint, Store, DEFAULT_CHECKPOINT_EVERY};
 use crate::replica::{frontier_of, state_hash_of};
@@ -176,9 +176,12 @@ impl IdbAuthority {
     }
 
     /// Stored events after `after`, at most `limit`, as a frame batch.
-    pub async fn events(&self, after: f64, limit: Option<u32>) -> Result<Vec<u8>, StoreError> {
+    pub async fn events(&self, after: f64, limit: Option<f64>) -> Result<Vec<u8>, StoreError> {
         self.check()?;
-        Ok(self.store.events(uint(after, "after")?, limit).await?)
+        Ok(self
+            .store
+            .events(uint(after, "after")?, count(limit, "limit")?)
+            .await?)
     }
 
     /// Seq of the last event (0 before genesis).

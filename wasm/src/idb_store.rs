@@ -36,7 +36,7 @@ use mwp_core::{Code, Error, Event, EventKind, GroupState, Hash, Id};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::codec::{num, to_js, uint};
+use crate::codec::{count, num, to_js, uint};
 use crate::error::{storage, StoreError};
 use crate::frames;
 use crate::replica::{
@@ -807,9 +807,12 @@ impl IdbReplica {
     }
 
     /// Locally stored events after `after`, at most `limit`, as a frame batch.
-    pub async fn events(&self, after: f64, limit: Option<u32>) -> Result<Vec<u8>, StoreError> {
+    pub async fn events(&self, after: f64, limit: Option<f64>) -> Result<Vec<u8>, StoreError> {
         self.check()?;
-        Ok(self.store.events(uint(after, "after")?, limit).await?)
+        Ok(self
+            .store
+            .events(uint(after, "after")?, count(limit, "limit")?)
+            .await?)
     }
 
     /// The group.

@@ -12,7 +12,9 @@
 //! * protocol data that volume matters for — events, snapshots, logs — crosses as canonical
 //!   CBOR in `Uint8Array`s; many events at once cross as one **frame batch** (see [`frames`]);
 //! * data a caller reads or writes by hand — commands, receipts, decoded events, the state —
-//!   crosses as plain JS objects in the spec's JSON form (`serde-wasm-bindgen`).
+//!   crosses as plain JS objects in the spec's JSON form, read by a bounded walk that answers
+//!   `MALFORMED` for anything JSON has no form for, and written as JSON text that `JSON.parse`
+//!   reads (`codec`).
 //!
 //! Like the core, nothing here reads a clock: `nowMs` is an argument of every call that needs
 //! the time. The only randomness is the audit encryption's ([`audit`], age's file and

@@ -338,7 +338,7 @@ async fn redaction_erases_the_stored_values_in_the_same_transaction() {
         .expect("reopen");
     assert_eq!(b.state_hash().map_err(JsValue::from).expect("hash"), hash);
     let batch = b
-        .events(1.0, Some(1))
+        .events(1.0, Some(1.0))
         .await
         .map_err(JsValue::from)
         .expect("event 2");
@@ -460,7 +460,7 @@ async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_ba
         .expect("reopen");
     assert_eq!(a.state_hash().ok(), mem.state_hash().ok());
     let log = log_of(&mem);
-    let read = |after: f64, limit: Option<u32>| a.events(after, limit);
+    let read = |after: f64, limit: Option<u32>| a.events(after, limit.map(f64::from));
     // Every window, across the four records: the same bytes as the in-memory log (whose
     // seq 7 is redacted too).
     for after in 0..=8usize {
@@ -482,6 +482,15 @@ async fn events_read_back_across_batch_records_and_a_redaction_inside_its_own_ba
         .map_err(JsValue::from)
         .expect("decodes");
     assert!(prop(&prop(&prop(&ev, "kind"), "spec"), "$redacted").is_string());
+    // A limit that is not a count is refused, never wrapped to 32 bits (-1 read everything,
+    // 0.5 and NaN nothing).
+    for limit in [-1.0, 0.5, f64::NAN] {
+        let e = a
+            .events(0.0, Some(limit))
+            .await
+            .expect_err("a limit that is not a count");
+        assert_eq!(e.code(), mwp_core::Code::Malformed, "limit {limit}");
+    }
     a.close();
 }
 

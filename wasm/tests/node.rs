@@ -394,7 +394,7 @@ fn a_planned_export_reads_back_verified_and_heads_mark_provisional_events() {
     for e in &log {
         frames::push(&mut batch, e).expect("framed");
     }
-    let x = plan_export(None, &batch, None, head.clone(), &pinned, Some(2))
+    let x = plan_export(None, &batch, None, head.clone(), &pinned, Some(2.0))
         .map_err(JsValue::from)
         .expect("planned");
     let mut files = std::collections::BTreeMap::new();
