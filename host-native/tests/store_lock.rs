@@ -8,6 +8,7 @@
 mod e2e_support;
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -389,4 +390,49 @@ fn replay_and_fsck_beside_a_server_taking_64_clients_lose_nothing() {
     assert_eq!(replay_seqs(dir.path()).len(), 1 + clients * 25);
     let (code, report) = fsck_code(dir.path());
     assert_eq!(code, Some(0), "{report}");
+}
+
+/// An owner record is exactly what a writer writes, read no further than 4 KiB, as the
+/// Node/Deno store reads it: a live process's record with anything after it, or a file past
+/// 4 KiB, is not a record, so it is refused as half-written while young and taken over once
+/// old, never honoured as a holder nor read whole.
+#[test]
+fn an_owner_record_with_more_after_it_or_past_4_kib_is_not_a_record() {
+    let mut holder = Command::new("sleep").arg("600").spawn().expect("sleep");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", holder.id())).expect("stat");
+    let start = stat[stat.rfind(')').expect("comm ends") + 1..]
+        .split_whitespace()
+        .nth(19)
+        .and_then(|t| t.parse().ok());
+    let record = Owner {
+        pid: holder.id(),
+        start,
+    }
+    .encode();
+    assert_eq!(
+        Owner::decode(&record).map(|o| o.pid),
+        Some(holder.id()),
+        "the record alone is one"
+    );
+    let long = format!("{record}{}", " ".repeat(8 << 20));
+    for text in [format!("{record}more\n"), long] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(OWNER_NAME);
+        std::fs::write(&path, &text).expect("writes");
+        let e = FileStore::open(dir.path(), StoreOptions::default()).expect_err("young: refused");
+        assert_eq!(e.code, Code::Storage, "{e}");
+        assert!(!e.details.contains_key("pid"), "no holder named: {e}");
+        let old = SystemTime::now() - Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(old))
+            .expect("ages the record");
+        let store = open_writer(dir.path()).expect("old and not a record: taken over");
+        let now = std::fs::read_to_string(&path).expect("record");
+        assert_eq!(Owner::decode(&now), Some(Owner::me()));
+        drop(store);
+    }
+    holder.kill().expect("kills");
+    holder.wait().expect("reaped");
 }

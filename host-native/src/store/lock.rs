@@ -53,7 +53,9 @@ impl Owner {
         }
     }
 
-    /// Reads a record; `None` if it is not one (an empty or half-written file).
+    /// Reads a record; `None` if it is not one (an empty or half-written file, or anything
+    /// but exactly what [`Owner::encode`] writes: nothing before, between or after its lines,
+    /// numbers in their shortest form), as the Node/Deno store reads it.
     pub fn decode(text: &str) -> Option<Owner> {
         let mut lines = text.lines();
         if lines.next()? != "mwp-lock 1" {
@@ -64,7 +66,8 @@ impl Owner {
             Some(l) => Some(l.strip_prefix("start ")?.parse().ok()?),
             None => None,
         };
-        Some(Owner { pid, start })
+        let owner = Owner { pid, start };
+        (owner.encode() == text).then_some(owner)
     }
 
     /// Whether the process the record names still runs.
@@ -127,10 +130,27 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> Error {
     move |e| super::format::storage(what, e)
 }
 
+/// The most of an owner record read: far more than its three lines. A longer file is not a
+/// record (another process may leave one of any size in the directory) and is never held
+/// whole.
+const MAX_OWNER_BYTES: u64 = 4096;
+
+/// The text of the owner record at `path`, read no further than [`MAX_OWNER_BYTES`]: empty
+/// (not a record) when it is longer or not UTF-8; `None` when it cannot be opened.
+fn read_record(path: &Path) -> Option<String> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|f| f.take(MAX_OWNER_BYTES + 1).read_to_end(&mut bytes))
+        .ok()?;
+    if bytes.len() as u64 > MAX_OWNER_BYTES {
+        return Some(String::new());
+    }
+    Some(String::from_utf8(bytes).unwrap_or_default())
+}
+
 /// Reads an owner record; `None` when missing or not a record.
 pub fn read_owner(dir: &Path) -> Option<Owner> {
-    let text = std::fs::read_to_string(dir.join(OWNER_NAME)).ok()?;
-    Owner::decode(&text)
+    Owner::decode(&read_record(&dir.join(OWNER_NAME))?)
 }
 
 impl DirLock {
@@ -191,10 +211,7 @@ fn claim_owner(dir: &Path) -> Result<()> {
                 return Ok(());
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let mut text = String::new();
-                if let Ok(mut f) = File::open(&path) {
-                    let _ = f.read_to_string(&mut text);
-                }
+                let text = read_record(&path).unwrap_or_default();
                 match Owner::decode(&text) {
                     Some(o) if o.pid == me.pid && o.start == me.start => {
                         // This process's own record (a reopen in the same process).
@@ -231,7 +248,7 @@ fn take_over(path: &Path, stale: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(format!("rename {}", path.display()))(e)),
     }
-    let moved = std::fs::read_to_string(&aside).unwrap_or_default();
+    let moved = read_record(&aside).unwrap_or_default();
     if moved != stale {
         // Put the newer record back (unless yet another one appeared) and refuse.
         let _ = std::fs::hard_link(&aside, path);
