@@ -566,10 +566,10 @@ impl<'de, R: Read> de::Deserializer<'de> for &mut StreamDecoder<R> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CanonError> {
-        if self.src.peek()? >> 5 != 5 {
-            return self.deserialize_any(visitor);
-        }
         let start = self.src.pos;
+        if self.src.peek()? >> 5 != 5 {
+            return Err(CanonError::new("expected a map", start));
+        }
         let (_, arg) = self.src.head()?;
         self.visit_map(arg, start, fields, visitor)
     }
@@ -1032,5 +1032,30 @@ mod tests {
         assert_eq!(entries.left(), 0);
         entries.finish();
         de.finish().expect("whole");
+    }
+
+    /// A struct is a map here as in the slice decoder: the same fields as an array are
+    /// refused (`expected a map`), although serde's derive would take them.
+    #[test]
+    fn a_struct_is_a_map() {
+        #[derive(Debug, Deserialize, PartialEq)]
+        struct S {
+            a: u8,
+            b: u8,
+        }
+        let read = |bytes: &[u8]| {
+            let mut de = StreamDecoder::new(bytes, bytes.len());
+            let s = S::deserialize(&mut de)?;
+            de.finish().map(|()| s)
+        };
+        let map = [0xa2, 0x61, b'a', 1, 0x61, b'b', 2];
+        assert_eq!(read(&map), Ok(S { a: 1, b: 2 }));
+        let array = [0x82, 1, 2];
+        let e = read(&array).expect_err("an array is not a struct");
+        assert_eq!(e, CanonError::new("expected a map", 0));
+        assert_eq!(
+            Err(e),
+            super::super::from_slice::<S>(&array, super::super::Strictness::Canonical)
+        );
     }
 }
