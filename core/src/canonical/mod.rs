@@ -863,57 +863,33 @@ impl<'a> ser::Serializer for &'a mut Encoder {
     }
 }
 
-impl ser::SerializeSeq for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
+/// The serde traits of an array being written: each element is written in turn, and the
+/// head fixed at the end.
+macro_rules! seq_encoder {
+    ($($serialize:ident :: $element:ident),*) => {
+        $(
+            impl ser::$serialize for SeqEncoder<'_> {
+                type Ok = ();
+                type Error = CanonError;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
+                fn $element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+                    self.element(value)
+                }
 
-    fn end(self) -> Res {
-        self.finish()
-    }
+                fn end(self) -> Res {
+                    self.finish()
+                }
+            }
+        )*
+    };
 }
 
-impl ser::SerializeTuple for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
+seq_encoder!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for MapEncoder<'_> {
     type Ok = ();
@@ -946,31 +922,31 @@ impl ser::SerializeMap for MapEncoder<'_> {
     }
 }
 
-impl ser::SerializeStruct for MapEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
+/// The serde traits of a struct being written: a map of its fields, put in order at the end.
+macro_rules! struct_encoder {
+    ($($serialize:ident),*) => {
+        $(
+            impl ser::$serialize for MapEncoder<'_> {
+                type Ok = ();
+                type Error = CanonError;
 
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Res {
-        self.field(key, value)
-    }
+                fn serialize_field<T: Serialize + ?Sized>(
+                    &mut self,
+                    key: &'static str,
+                    value: &T,
+                ) -> Res {
+                    self.field(key, value)
+                }
 
-    fn end(self) -> Res {
-        self.finish()
-    }
+                fn end(self) -> Res {
+                    self.finish()
+                }
+            }
+        )*
+    };
 }
 
-impl ser::SerializeStructVariant for MapEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Res {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
+struct_encoder!(SerializeStruct, SerializeStructVariant);
 
 // ---------------------------------------------------------------------------------------------
 // Decoding to a ciborium Value (the rules are grammar.rs's)
