@@ -612,30 +612,30 @@ fn read_streamed<R: std::io::Read>(
     de.map_of(10)?;
     if taps {
         // The signed map has one entry fewer: its one-byte head says nine.
-        de.src.tap_extra(SIGNED_TAP, &[0xa0 | 9]);
-        de.src.tap(SIGNED_TAP, true);
+        de.input.tap_extra(SIGNED_TAP, &[0xa0 | 9]);
+        de.input.tap(SIGNED_TAP, true);
     }
     let p = &mut Vec::new();
     let org = de.field("org", p)?;
     let seq = de.field("seq", p)?;
-    let sig_start = de.src.pos();
+    let sig_start = de.pos();
     if taps {
-        de.src.tap(SIGNED_TAP, false);
+        de.input.tap(SIGNED_TAP, false);
     }
     let sig = de.field("sig", p)?;
-    let sig_end = de.src.pos();
+    let sig_end = de.pos();
     if taps {
-        de.src.tap(SIGNED_TAP, true);
+        de.input.tap(SIGNED_TAP, true);
     }
     let group = de.field("group", p)?;
     de.key("state", p)?;
-    let at = de.src.pos();
+    let at = de.pos();
     mark(Mark::Prefix {
         sig: sig_start..sig_end,
         state: at,
     });
     if taps {
-        de.src.tap(STATE_TAP, true);
+        de.input.tap(STATE_TAP, true);
     }
     let state = GroupState::read_streamed(de).map_err(|mut e| {
         if e.offset == 0 {
@@ -643,9 +643,9 @@ fn read_streamed<R: std::io::Read>(
         }
         e
     })?;
-    mark(Mark::StateEnd(de.src.pos()));
+    mark(Mark::StateEnd(de.pos()));
     if taps {
-        de.src.tap(STATE_TAP, false);
+        de.input.tap(STATE_TAP, false);
     }
     let schema = de.field("schema", p)?;
     let signer = de.field("signer", p)?;
@@ -654,8 +654,8 @@ fn read_streamed<R: std::io::Read>(
     let state_hash = de.field("state_hash", p)?;
     de.finish()?;
     let digests = taps.then(|| Digests {
-        state_hash: Hash(de.src.digest(STATE_TAP)),
-        signed: de.src.digest(SIGNED_TAP),
+        state_hash: Hash(de.input.digest(STATE_TAP)),
+        signed: de.input.digest(SIGNED_TAP),
     });
     let snap = Snapshot {
         schema,

@@ -1,19 +1,22 @@
-//! A serde deserializer that reads canonical CBOR straight into typed values.
+//! The serde deserializer that reads canonical CBOR straight into typed values, over bytes
+//! held whole (the slice decoder, [`Decoder`]) or over a window of a reader (the streaming
+//! decoder, [`super::StreamDecoder`]): one deserializer, [`CanonDecoder`], over either
+//! [`Input`]. The grammar it checks is [`super::grammar`]'s.
 //!
 //! Stored events and snapshots are read far more often than anything else is decoded, so they
 //! do not go through a [`ciborium::Value`] tree: this deserializer walks the bytes once,
 //! checks every canonical rule as it goes (shortest heads, sorted and unique map keys,
-//! definite lengths, no floats or tags, bounded depth) and hands serde borrowed strings. It
-//! accepts exactly the inputs that `decode(bytes, Strictness::Canonical)` accepts, and gives
-//! the value that deserializing that decoded tree gives (a test in `tests/canonical.rs` holds
-//! the two paths equal); enums use ciborium's representation (a unit variant is its name, any
-//! other variant a one-entry map from its name to its content).
-
-use std::cmp::Ordering;
+//! definite lengths, no floats or tags, bounded depth) and hands serde borrowed strings where
+//! the input is held whole (transient ones from a window). It accepts exactly the inputs that
+//! `decode(bytes, Strictness::Canonical)` accepts, and gives the value that deserializing that
+//! decoded tree gives (a test in `tests/canonical.rs` holds the two paths equal); enums use
+//! ciborium's representation (a unit variant is its name, any other variant a one-entry map
+//! from its name to its content).
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
-use super::{CanonError, Reader, Strictness, MAX_DEPTH};
+use super::grammar::{simple, utf8, Input, Reader, Refusal, Taken};
+use super::{CanonError, Strictness, MAX_DEPTH};
 use crate::opaque::Opaque;
 
 impl de::Error for CanonError {
@@ -27,89 +30,94 @@ impl de::Error for CanonError {
 pub(super) fn from_canonical<'de, T: de::Deserialize<'de>>(
     bytes: &'de [u8],
 ) -> Result<T, CanonError> {
-    let mut de = Decoder {
-        reader: Reader {
-            bytes,
-            pos: 0,
-            strictness: Strictness::Canonical,
-        },
-        depth: 0,
-    };
-    let value = T::deserialize(&mut de).map_err(|mut e| {
-        if e.offset == 0 {
-            e.offset = de.reader.pos;
-        }
-        e
-    })?;
-    if de.reader.pos != bytes.len() {
-        return Err(CanonError::new(
-            "trailing bytes after the data item",
-            de.reader.pos,
-        ));
-    }
+    let mut de = Decoder::nested(bytes, 0);
+    let value = T::deserialize(&mut de).map_err(|e| locate(e, de.input.pos))?;
+    de.input.end()?;
     Ok(value)
 }
 
-/// The deserializer: a canonical [`Reader`] and the current nesting depth.
-pub(crate) struct Decoder<'de> {
-    reader: Reader<'de>,
-    depth: usize,
+/// The canonical deserializer: an [`Input`] and the current nesting depth.
+pub(crate) struct CanonDecoder<I> {
+    pub(crate) input: I,
+    pub(super) depth: usize,
 }
 
-impl<'de> Decoder<'de> {
-    /// The bytes of the next data item, found by walking heads (as the decoder hands them to
-    /// a visitor under [`ITEM_BYTES`]), read past; `None`, with nothing read, if they are not a
-    /// whole item.
-    pub(crate) fn item_bytes(&mut self) -> Option<&'de [u8]> {
-        let start = self.reader.pos;
-        let end = super::item_end(self.reader.bytes, start)?;
-        self.reader.pos = end;
-        self.reader.bytes.get(start..end)
-    }
+/// The slice decoder: a [`CanonDecoder`] over bytes held whole, which hands serde borrowed
+/// strings and bytes; the hand-written readers ([`Decode`]) read from it too.
+pub(crate) type Decoder<'de> = CanonDecoder<Reader<'de>>;
 
+impl<'de> Decoder<'de> {
     /// A canonical decoder of `bytes` that starts `depth` arrays and maps deep: what it
     /// accepts and refuses is what it would inside that many.
     pub(crate) fn nested(bytes: &'de [u8], depth: usize) -> Self {
-        Decoder {
-            reader: Reader {
-                bytes,
-                pos: 0,
-                strictness: Strictness::Canonical,
-            },
+        CanonDecoder {
+            input: Reader::new(bytes, Strictness::Canonical),
             depth,
         }
     }
 
-    /// Offset of the next byte to read.
-    pub(crate) fn pos(&self) -> usize {
-        self.reader.pos
+    /// The bytes of the next data item, found by walking heads (as the decoder hands them to
+    /// a visitor under [`ITEM_BYTES`]), read past; `None`, with nothing read, if they are not a
+    /// whole item.
+    pub(crate) fn item_bytes(&mut self) -> Option<&'de [u8]> {
+        self.input.whole_item()
+    }
+
+    fn text(&mut self, arg: u64, start: usize) -> Result<&'de str, CanonError> {
+        let n = self.input.length(arg, start)?;
+        utf8(self.input.take(n)?, start)
     }
 }
 
-/// The first byte of a data item, without consuming it.
-fn peek(reader: &Reader<'_>) -> Result<u8, CanonError> {
-    reader
-        .bytes
-        .get(reader.pos)
-        .copied()
-        .ok_or_else(|| CanonError::new("unexpected end of input", reader.pos))
-}
+impl<'de, I: Input<'de>> CanonDecoder<I> {
+    /// Offset of the next byte to read.
+    pub(crate) fn pos(&self) -> usize {
+        self.input.pos()
+    }
 
-impl<'de> Decoder<'de> {
     /// Enters an array or map; its elements sit one level deeper.
-    fn enter(&mut self, at: usize) -> Result<(), CanonError> {
+    pub(crate) fn enter(&mut self, at: usize) -> Result<(), CanonError> {
         if self.depth >= MAX_DEPTH {
-            return Err(CanonError::new("nested too deeply", at));
+            return Err(Refusal::TooDeep.at(at));
         }
         self.depth += 1;
         Ok(())
     }
 
-    fn text(&mut self, arg: u64, start: usize) -> Result<&'de str, CanonError> {
-        let n = self.reader.len(arg, start)?;
-        let raw = self.reader.take(n)?;
-        std::str::from_utf8(raw)
-            .map_err(|_| CanonError::new("text string is not valid UTF-8", start))
+    /// Reads a map head of exactly `len` entries and enters it (a map whose keys the caller
+    /// names, [`Fields`]); an error names offset 0, for the caller to place.
+    pub(crate) fn map_of(&mut self, len: u64) -> Result<(), CanonError> {
+        let (major, arg) = self.input.head()?;
+        if major != 5 || arg != len {
+            return Err(CanonError::new(
+                format!("expected a map of {len} entries"),
+                0,
+            ));
+        }
+        self.enter(0)
+    }
+
+    /// Reads past the key `name` (shorter than 24 bytes: one head byte, then its letters), or
+    /// refuses whatever else is there; answers where the key starts. Inlined where it is
+    /// called, so that the key is compared with a constant name.
+    #[inline(always)]
+    pub(crate) fn named_key(&mut self, name: &str) -> Result<usize, CanonError> {
+        let start = self.input.pos();
+        let n = name.len();
+        let rest = self.input.ahead(n + 1)?;
+        if n >= 24
+            || rest.first() != Some(&(0x60 | n as u8))
+            || rest.get(1..=n) != Some(name.as_bytes())
+        {
+            return Err(expected_key(name, start));
+        }
+        self.input.advance(1 + n);
+        Ok(start)
+    }
+
+    /// Checks that the whole input was read.
+    pub(crate) fn finish(&self) -> Result<(), CanonError> {
+        self.input.end()
     }
 
     /// Hands the `n` entries of the map whose head started at `start` to `visitor`, leaving
@@ -123,12 +131,12 @@ impl<'de> Decoder<'de> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CanonError> {
-        let n = self.reader.len(n, start)?;
+        let n = self.input.length(n, start)?;
         self.enter(start)?;
         let mut access = Map {
             de: self,
             left: n,
-            previous: None,
+            previous: I::PreviousKey::default(),
             skip,
             fields,
         };
@@ -143,19 +151,29 @@ impl<'de> Decoder<'de> {
         Ok(value)
     }
 
-    /// Skips one data item, checking it exactly as decoding it would.
-    fn skip(&mut self) -> Result<(), CanonError> {
-        let start = self.reader.pos;
-        let (major, arg) = self.reader.head()?;
+    /// Skips one data item, checking it exactly as decoding it would (the input's
+    /// [`Input::skip`], which calls [`CanonDecoder::skip_item`]).
+    #[inline]
+    pub(crate) fn skip(&mut self) -> Result<(), CanonError> {
+        I::skip(self)
+    }
+
+    /// [`CanonDecoder::skip`]'s walk over the item.
+    pub(crate) fn skip_item(&mut self) -> Result<(), CanonError> {
+        let start = self.input.pos();
+        let (major, arg) = self.input.head()?;
         match major {
             0 | 1 => Ok(()),
             2 => {
-                let n = self.reader.len(arg, start)?;
-                self.reader.take(n).map(drop)
+                let n = self.input.length(arg, start)?;
+                self.input.discard(n)
             }
-            3 => self.text(arg, start).map(drop),
+            3 => {
+                let n = self.input.length(arg, start)?;
+                utf8(self.input.read(n)?.bytes(), start).map(drop)
+            }
             4 => {
-                let n = self.reader.len(arg, start)?;
+                let n = self.input.length(arg, start)?;
                 self.enter(start)?;
                 for _ in 0..n {
                     self.skip()?;
@@ -164,73 +182,59 @@ impl<'de> Decoder<'de> {
                 Ok(())
             }
             5 => {
-                let n = self.reader.len(arg, start)?;
+                let n = self.input.length(arg, start)?;
                 self.enter(start)?;
-                let mut previous: Option<(usize, usize)> = None;
+                let mut previous = I::PreviousKey::default();
                 for _ in 0..n {
-                    let key_start = self.reader.pos;
-                    self.skip()?;
-                    previous = Some(self.check_key_order(previous, key_start)?);
+                    let key_start = self.input.pos();
+                    let held = self.input.hold(key_start);
+                    let r = self
+                        .skip()
+                        .and_then(|()| self.input.next_key(&mut previous, key_start));
+                    self.input.release(held);
+                    r?;
                     self.skip()?;
                 }
                 self.depth -= 1;
                 Ok(())
             }
-            6 => Err(CanonError::new("tags are not allowed", start)),
+            6 => Err(Refusal::Tag.at(start)),
             _ => simple(arg, start).map(drop),
         }
     }
+}
 
-    /// Checks that the key just read (from `key_start` to the current position) sorts after
-    /// the previous key of the same map; returns its span.
-    fn check_key_order(
-        &self,
-        previous: Option<(usize, usize)>,
-        key_start: usize,
-    ) -> Result<(usize, usize), CanonError> {
-        let bytes = self.reader.bytes;
-        let key = &bytes[key_start..self.reader.pos];
-        if let Some((s, e)) = previous {
-            // The first bytes (type and, for short keys, length) decide most comparisons.
-            let order = match bytes[s].cmp(&key[0]) {
-                Ordering::Equal => bytes[s..e].cmp(key),
-                first => first,
-            };
-            match order {
-                Ordering::Less => {}
-                Ordering::Equal => return Err(CanonError::new("duplicate map key", key_start)),
-                Ordering::Greater => {
-                    return Err(CanonError::new(
-                        "map keys not in canonical order",
-                        key_start,
-                    ))
-                }
-            }
-        }
-        Ok((key_start, self.reader.pos))
+/// A text string's bytes to `visitor`, checked to be UTF-8: borrowed where they are.
+#[inline]
+fn visit_text<'de, V: Visitor<'de>>(
+    taken: Taken<'de, '_>,
+    start: usize,
+    visitor: V,
+) -> Result<V::Value, CanonError> {
+    match taken {
+        Taken::Borrowed(raw) => visitor.visit_borrowed_str(utf8(raw, start)?),
+        Taken::Transient(raw) => visitor.visit_str(utf8(raw, start)?),
     }
 }
 
-/// The simple values: only `false`, `true` and `null` are allowed.
-fn simple(arg: u64, start: usize) -> Result<Option<bool>, CanonError> {
-    match arg {
-        20 => Ok(Some(false)),
-        21 => Ok(Some(true)),
-        22 => Ok(None),
-        25..=27 => Err(CanonError::new("floats are not allowed", start)),
-        _ => Err(CanonError::new(
-            "only false, true and null simple values are allowed",
-            start,
-        )),
+/// Bytes to `visitor`: borrowed where they are.
+#[inline]
+fn visit_bytes<'de, V: Visitor<'de>>(
+    taken: Taken<'de, '_>,
+    visitor: V,
+) -> Result<V::Value, CanonError> {
+    match taken {
+        Taken::Borrowed(raw) => visitor.visit_borrowed_bytes(raw),
+        Taken::Transient(raw) => visitor.visit_bytes(raw),
     }
 }
 
-impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
+impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut CanonDecoder<I> {
     type Error = CanonError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
-        let start = self.reader.pos;
-        let (major, arg) = self.reader.head()?;
+        let start = self.input.pos();
+        let (major, arg) = self.input.head()?;
         match major {
             0 => visitor.visit_u64(arg),
             1 => match i64::try_from(arg) {
@@ -239,12 +243,15 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
                 Err(_) => visitor.visit_i128(-1 - i128::from(arg)),
             },
             2 => {
-                let n = self.reader.len(arg, start)?;
-                visitor.visit_borrowed_bytes(self.reader.take(n)?)
+                let n = self.input.length(arg, start)?;
+                visit_bytes(self.input.read(n)?, visitor)
             }
-            3 => visitor.visit_borrowed_str(self.text(arg, start)?),
+            3 => {
+                let n = self.input.length(arg, start)?;
+                visit_text(self.input.read(n)?, start, visitor)
+            }
             4 => {
-                let n = self.reader.len(arg, start)?;
+                let n = self.input.length(arg, start)?;
                 self.enter(start)?;
                 let mut access = Seq { de: self, left: n };
                 let value = visitor.visit_seq(&mut access)?;
@@ -258,7 +265,7 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
                 Ok(value)
             }
             5 => self.visit_map(arg, start, None, &[], visitor),
-            6 => Err(CanonError::new("tags are not allowed", start)),
+            6 => Err(Refusal::Tag.at(start)),
             _ => match simple(arg, start)? {
                 Some(b) => visitor.visit_bool(b),
                 None => visitor.visit_unit(),
@@ -275,17 +282,17 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CanonError> {
-        let start = self.reader.pos;
-        if peek(&self.reader)? >> 5 != 5 {
-            return Err(CanonError::new("expected a map", start));
+        let start = self.input.pos();
+        if self.input.peek()? >> 5 != 5 {
+            return Err(Refusal::ExpectedMap.at(start));
         }
-        let (_, arg) = self.reader.head()?;
+        let (_, arg) = self.input.head()?;
         self.visit_map(arg, start, None, fields, visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
-        if peek(&self.reader)? == 0xf6 {
-            self.reader.pos += 1;
+        if self.input.peek()? == 0xf6 {
+            self.input.advance(1);
             visitor.visit_none()
         } else {
             visitor.visit_some(self)
@@ -293,8 +300,10 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
     }
 
     /// Two newtype names are read differently; every other newtype is its content.
-    /// * [`ITEM_BYTES`]: the visitor is handed the bytes of the next data item, found by
-    ///   walking heads, and reads them itself (an error it raises names where the item starts).
+    /// * [`ITEM_BYTES`]: where the input is held whole, the visitor is handed the bytes of the
+    ///   next data item, found by walking heads, and reads them itself (an error it raises
+    ///   names where the item starts); elsewhere, or where they are not a whole item, it is
+    ///   read as its content (the ordinary path, which words what is wrong).
     /// * [`crate::crypto::HEX_TEXT`]: a hex type is handed its text's bytes unchecked; it
     ///   accepts lowercase hex digits only, which are valid UTF-8.
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -303,31 +312,24 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         visitor: V,
     ) -> Result<V::Value, CanonError> {
         if name == ITEM_BYTES {
-            let start = self.reader.pos;
-            let Some(end) = super::item_end(self.reader.bytes, start) else {
-                // Not a whole item: the ordinary path words what is wrong.
+            let start = self.input.pos();
+            let Some(item) = self.input.whole_item() else {
                 return visitor.visit_newtype_struct(self);
             };
-            self.reader.pos = end;
             return visitor
-                .visit_borrowed_bytes(&self.reader.bytes[start..end])
-                .map_err(|mut e: CanonError| {
-                    if e.offset == 0 {
-                        e.offset = start;
-                    }
-                    e
-                });
+                .visit_borrowed_bytes(item)
+                .map_err(|e: CanonError| locate(e, start));
         }
         if name != crate::crypto::HEX_TEXT {
             return visitor.visit_newtype_struct(self);
         }
-        let start = self.reader.pos;
-        let (major, arg) = self.reader.head()?;
+        let start = self.input.pos();
+        let (major, arg) = self.input.head()?;
         if major != 3 {
-            return Err(CanonError::new("expected a text string", start));
+            return Err(Refusal::ExpectedText.at(start));
         }
-        let n = self.reader.len(arg, start)?;
-        visitor.visit_borrowed_bytes(self.reader.take(n)?)
+        let n = self.input.length(arg, start)?;
+        visit_bytes(self.input.read(n)?, visitor)
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -336,11 +338,13 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
         _variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, CanonError> {
-        let start = self.reader.pos;
-        let (major, arg) = self.reader.head()?;
+        let start = self.input.pos();
+        let (major, arg) = self.input.head()?;
         match major {
             3 => {
-                let name = self.text(arg, start)?;
+                let n = self.input.length(arg, start)?;
+                let taken = self.input.read(n)?;
+                let name = utf8(taken.bytes(), start)?;
                 visitor.visit_enum(name.into_deserializer())
             }
             5 if arg == 1 => {
@@ -349,10 +353,7 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
                 self.depth -= 1;
                 Ok(value)
             }
-            _ => Err(CanonError::new(
-                "an enum is a variant name or a map of one entry",
-                start,
-            )),
+            _ => Err(Refusal::NotAnEnum.at(start)),
         }
     }
 
@@ -363,12 +364,13 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
 
     /// Text only: a byte string spelling the same characters is a different encoding.
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
-        let start = self.reader.pos;
-        let (major, arg) = self.reader.head()?;
+        let start = self.input.pos();
+        let (major, arg) = self.input.head()?;
         if major != 3 {
-            return Err(CanonError::new("expected a text string", start));
+            return Err(Refusal::ExpectedText.at(start));
         }
-        visitor.visit_borrowed_str(self.text(arg, start)?)
+        let n = self.input.length(arg, start)?;
+        visit_text(self.input.read(n)?, start, visitor)
     }
 
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
@@ -387,12 +389,12 @@ impl<'de> de::Deserializer<'de> for &mut Decoder<'de> {
 }
 
 /// The elements of an array.
-struct Seq<'a, 'de> {
-    de: &'a mut Decoder<'de>,
+struct Seq<'a, I> {
+    de: &'a mut CanonDecoder<I>,
     left: usize,
 }
 
-impl<'de> de::SeqAccess<'de> for Seq<'_, 'de> {
+impl<'de, I: Input<'de>> de::SeqAccess<'de> for Seq<'_, I> {
     type Error = CanonError;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
@@ -412,38 +414,47 @@ impl<'de> de::SeqAccess<'de> for Seq<'_, 'de> {
 }
 
 /// The entries of a map; each key must sort after the one before it.
-struct Map<'a, 'de> {
-    de: &'a mut Decoder<'de>,
-    left: usize,
-    previous: Option<(usize, usize)>,
+pub(super) struct Map<'a, 'de, I: Input<'de>> {
+    pub(super) de: &'a mut CanonDecoder<I>,
+    pub(super) left: usize,
+    pub(super) previous: I::PreviousKey,
     /// The encoded key of an entry to check but not show (an enum's tag, already read).
-    skip: Option<&'a [u8]>,
+    pub(super) skip: Option<&'a [u8]>,
     /// The field names, when the map is a struct.
-    fields: &'static [&'static str],
+    pub(super) fields: &'static [&'static str],
 }
 
-impl Map<'_, '_> {
+impl<'de, I: Input<'de>> Map<'_, 'de, I> {
     /// The field name the key at the reader spells, read past it; `None` (nothing read) if
     /// the key is not one of the struct's field names in a one-byte text head.
-    fn field_name(&mut self) -> Option<&'static str> {
-        let reader = &mut self.de.reader;
-        let head = *reader.bytes.get(reader.pos)?;
-        if head >> 5 != 3 || head & 0x1f >= 24 {
-            return None;
+    fn field_name(&mut self) -> Result<Option<&'static str>, CanonError> {
+        if self.fields.is_empty() {
+            return Ok(None);
         }
-        let start = reader.pos + 1;
-        let raw = reader.bytes.get(start..start + usize::from(head & 0x1f))?;
+        let rest = self.de.input.ahead(24)?;
+        let Some(&head) = rest.first() else {
+            return Ok(None);
+        };
+        if head >> 5 != 3 || head & 0x1f >= 24 {
+            return Ok(None);
+        }
+        let Some(raw) = rest.get(1..1 + usize::from(head & 0x1f)) else {
+            return Ok(None);
+        };
         // Field names are short: a byte loop, not a call per name.
-        let name = self
+        let Some(name) = self
             .fields
             .iter()
-            .find(|f| f.len() == raw.len() && f.bytes().zip(raw).all(|(a, b)| a == *b))?;
-        reader.pos = start + raw.len();
-        Some(name)
+            .find(|f| f.len() == raw.len() && f.bytes().zip(raw).all(|(a, b)| a == *b))
+        else {
+            return Ok(None);
+        };
+        self.de.input.advance(1 + name.len());
+        Ok(Some(name))
     }
 }
 
-impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
+impl<'de, I: Input<'de>> de::MapAccess<'de> for Map<'_, 'de, I> {
     type Error = CanonError;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -454,25 +465,38 @@ impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
-        let mut key_start = self.de.reader.pos;
         if let Some(skip) = self.skip {
-            if self.de.reader.bytes[key_start..].starts_with(skip) {
-                self.de.skip()?;
-                self.previous = Some(self.de.check_key_order(self.previous, key_start)?);
+            if self.de.input.ahead(skip.len())?.starts_with(skip) {
+                let key_start = self.de.input.pos();
+                let held = self.de.input.hold(key_start);
+                let r = self
+                    .de
+                    .skip()
+                    .and_then(|()| self.de.input.next_key(&mut self.previous, key_start));
+                self.de.input.release(held);
+                r?;
                 self.de.skip()?;
                 if self.left == 0 {
                     return Ok(None);
                 }
                 self.left -= 1;
-                key_start = self.de.reader.pos;
             }
         }
+        let key_start = self.de.input.pos();
+        let held = self.de.input.hold(key_start);
         let key = match self.field_name() {
-            Some(name) => seed.deserialize(de::value::BorrowedStrDeserializer::new(name))?,
-            None => seed.deserialize(&mut *self.de)?,
+            Ok(Some(name)) => seed.deserialize(de::value::BorrowedStrDeserializer::new(name)),
+            Ok(None) => seed.deserialize(&mut *self.de),
+            Err(e) => Err(e),
         };
-        self.previous = Some(self.de.check_key_order(self.previous, key_start)?);
-        Ok(Some(key))
+        let r = key.and_then(|key| {
+            self.de
+                .input
+                .next_key(&mut self.previous, key_start)
+                .map(|()| key)
+        });
+        self.de.input.release(held);
+        r.map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(
@@ -488,11 +512,11 @@ impl<'de> de::MapAccess<'de> for Map<'_, 'de> {
 }
 
 /// An enum variant written as `{name: content}`.
-struct Variant<'a, 'de> {
-    de: &'a mut Decoder<'de>,
+struct Variant<'a, I> {
+    de: &'a mut CanonDecoder<I>,
 }
 
-impl<'a, 'de> de::EnumAccess<'de> for Variant<'a, 'de> {
+impl<'de, I: Input<'de>> de::EnumAccess<'de> for Variant<'_, I> {
     type Error = CanonError;
     type Variant = Self;
 
@@ -505,7 +529,7 @@ impl<'a, 'de> de::EnumAccess<'de> for Variant<'a, 'de> {
     }
 }
 
-impl<'de> de::VariantAccess<'de> for Variant<'_, 'de> {
+impl<'de, I: Input<'de>> de::VariantAccess<'de> for Variant<'_, I> {
     type Error = CanonError;
 
     fn unit_variant(self) -> Result<(), CanonError> {
@@ -545,48 +569,44 @@ pub(crate) const ITEM_BYTES: &str = "$mwp::item_bytes";
 /// decoder checks (shortest heads, lengths within the input) and answers `None` on anything
 /// unexpected, so the caller can fall back to the decoder, which words the error.
 pub(crate) struct Items<'de> {
-    reader: Reader<'de>,
+    input: Reader<'de>,
 }
 
 impl<'de> Items<'de> {
     /// Starts at the beginning of `bytes`.
     pub(crate) fn new(bytes: &'de [u8]) -> Self {
         Items {
-            reader: Reader {
-                bytes,
-                pos: 0,
-                strictness: Strictness::Canonical,
-            },
+            input: Reader::new(bytes, Strictness::Canonical),
         }
     }
 
     /// Whether every byte has been read.
     pub(crate) fn done(&self) -> bool {
-        self.reader.pos == self.reader.bytes.len()
+        self.input.pos == self.input.bytes.len()
     }
 
     /// Offset of the next byte to read.
     pub(crate) fn pos(&self) -> usize {
-        self.reader.pos
+        self.input.pos
     }
 
     /// Bytes not yet read.
     pub(crate) fn remaining(&self) -> usize {
-        self.reader.bytes.len() - self.reader.pos
+        self.input.bytes.len() - self.input.pos
     }
 
     /// The entry count of a map head.
     pub(crate) fn map(&mut self) -> Option<usize> {
-        let start = self.reader.pos;
-        match self.reader.head().ok()? {
-            (5, n) => self.reader.len(n, start).ok(),
+        let start = self.input.pos;
+        match self.input.head().ok()? {
+            (5, n) => self.input.length(n, start).ok(),
             _ => None,
         }
     }
 
     /// An unsigned integer.
     pub(crate) fn uint(&mut self) -> Option<u64> {
-        match self.reader.head().ok()? {
+        match self.input.head().ok()? {
             (0, n) => Some(n),
             _ => None,
         }
@@ -594,23 +614,23 @@ impl<'de> Items<'de> {
 
     /// A text string's bytes, not checked to be UTF-8; with the encoded item (head included).
     pub(crate) fn text_bytes(&mut self) -> Option<(&'de [u8], &'de [u8])> {
-        let start = self.reader.pos;
-        let (major, arg) = self.reader.head().ok()?;
+        let start = self.input.pos;
+        let (major, arg) = self.input.head().ok()?;
         if major != 3 {
             return None;
         }
-        let n = self.reader.len(arg, start).ok()?;
-        let text = self.reader.take(n).ok()?;
-        Some((text, &self.reader.bytes[start..self.reader.pos]))
+        let n = self.input.length(arg, start).ok()?;
+        let text = self.input.take(n).ok()?;
+        Some((text, &self.input.bytes[start..self.input.pos]))
     }
 
     /// The bytes of the next data item, found by walking heads only (see [`super::item_end`]):
     /// the caller reads them in full.
     pub(crate) fn item(&mut self) -> Option<&'de [u8]> {
-        let start = self.reader.pos;
-        let end = super::item_end(self.reader.bytes, start)?;
-        self.reader.pos = end;
-        Some(&self.reader.bytes[start..end])
+        let start = self.input.pos;
+        let end = super::item_end(self.input.bytes, start)?;
+        self.input.pos = end;
+        Some(&self.input.bytes[start..end])
     }
 
     /// A text string.
@@ -621,9 +641,9 @@ impl<'de> Items<'de> {
     /// Reads `encoded` if the input continues with exactly these bytes (a fixed-size array, so
     /// the comparison is a few instructions, not a call).
     pub(crate) fn eat<const N: usize>(&mut self, encoded: &[u8; N]) -> bool {
-        let rest = &self.reader.bytes[self.reader.pos..];
+        let rest = &self.input.bytes[self.input.pos..];
         if rest.first_chunk::<N>() == Some(encoded) {
-            self.reader.pos += N;
+            self.input.pos += N;
             true
         } else {
             false
@@ -650,14 +670,7 @@ impl<'de> Fields<'de> {
     /// what it accepts and refuses is what it would inside that many.
     pub(crate) fn nested(bytes: &'de [u8], len: u64, depth: usize) -> Result<Self, CanonError> {
         let mut de = Decoder::nested(bytes, depth);
-        let (major, arg) = de.reader.head()?;
-        if major != 5 || arg != len {
-            return Err(CanonError::new(
-                format!("expected a map of {len} entries"),
-                0,
-            ));
-        }
-        de.enter(0)?;
+        de.map_of(len)?;
         Ok(Fields {
             de,
             #[cfg(debug_assertions)]
@@ -667,33 +680,22 @@ impl<'de> Fields<'de> {
 
     /// Offset of the next byte to read.
     pub(crate) fn pos(&self) -> usize {
-        self.de.reader.pos
+        self.de.input.pos
     }
 
     /// Reads the next key, which must be `name` (keys come in canonical order).
     #[inline(always)]
     fn key(&mut self, name: &str) -> Result<(), CanonError> {
-        let start = self.de.reader.pos;
-        // Names here are shorter than 24 bytes: one head byte, then the letters.
-        let n = name.len();
-        let rest = &self.de.reader.bytes[start..];
-        if n >= 24
-            || rest.first() != Some(&(0x60 | n as u8))
-            || rest.get(1..=n) != Some(name.as_bytes())
-        {
-            return Err(expected_key(name, start));
-        }
-        self.de.reader.pos += 1 + n;
+        let _start = self.de.named_key(name)?;
         // Callers name the keys in canonical order, so keys equal to those names are in
         // canonical order and unique: the comparison with the previous key is only a check
         // of the callers.
         #[cfg(debug_assertions)]
         {
-            self.previous = Some(
-                self.de
-                    .check_key_order(self.previous, start)
-                    .expect("keys named in canonical order"),
-            );
+            self.de
+                .input
+                .next_key(&mut self.previous, _start)
+                .expect("keys named in canonical order");
         }
         Ok(())
     }
@@ -703,7 +705,7 @@ impl<'de> Fields<'de> {
     #[inline(always)]
     pub(crate) fn field<T: de::Deserialize<'de>>(&mut self, name: &str) -> Result<T, CanonError> {
         self.key(name)?;
-        let at = self.de.reader.pos;
+        let at = self.de.input.pos;
         T::deserialize(&mut self.de).map_err(|e| locate(e, at))
     }
 
@@ -725,23 +727,23 @@ impl<'de> Fields<'de> {
         mut item: impl FnMut(&'de [u8], usize) -> Result<T, CanonError>,
     ) -> Result<Vec<T>, CanonError> {
         self.key(name)?;
-        let start = self.de.reader.pos;
-        let (major, arg) = self.de.reader.head()?;
+        let start = self.de.input.pos;
+        let (major, arg) = self.de.input.head()?;
         if major != 4 {
             return Err(CanonError::new(format!("`{name}` must be an array"), start));
         }
-        let n = self.de.reader.len(arg, start)?;
+        let n = self.de.input.length(arg, start)?;
         self.de.enter(start)?;
-        let bytes = self.de.reader.bytes;
+        let bytes = self.de.input.bytes;
         let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
         for i in 0..n {
-            let at = self.de.reader.pos;
+            let at = self.de.input.pos;
             let end = super::item_end(bytes, at).unwrap_or(bytes.len());
             let value = item(&bytes[at..end], self.de.depth).map_err(|e| {
                 CanonError::new(format!("{name}[{i}]: {}", e.reason), at + e.offset)
             })?;
             items.push(value);
-            self.de.reader.pos = end;
+            self.de.input.pos = end;
         }
         self.de.depth -= 1;
         Ok(items)
@@ -765,13 +767,7 @@ impl<'de> Fields<'de> {
 
     /// Checks that nothing follows the map.
     pub(crate) fn finish(self) -> Result<(), CanonError> {
-        if self.de.reader.pos != self.de.reader.bytes.len() {
-            return Err(CanonError::new(
-                "trailing bytes after the data item",
-                self.de.reader.pos,
-            ));
-        }
-        Ok(())
+        self.de.finish()
     }
 }
 
@@ -786,8 +782,8 @@ impl<'de> Decoder<'de> {
         spans: Option<&mut KeySpans>,
         variant: impl FnOnce(&'de str, Tagged<'_, 'de>) -> Result<T, CanonError>,
     ) -> Result<T, CanonError> {
-        let start = self.reader.pos;
-        let (major, n) = self.reader.head()?;
+        let start = self.input.pos;
+        let (major, n) = self.input.head()?;
         if major != 5 {
             return Err(CanonError::new(format!("{what} must be a map"), start));
         }
@@ -805,17 +801,17 @@ impl<'de> Decoder<'de> {
         let encoded = &key[..=tag_len];
         let mut found = None;
         for _ in 0..n {
-            let key_start = self.reader.pos;
+            let key_start = self.input.pos;
             // The tag's key is found by its bytes, which are a whole, valid text item: what
             // stepping over it and comparing would conclude, without the steps.
-            if self.reader.bytes[key_start..].starts_with(encoded) {
-                self.reader.pos += encoded.len();
+            if self.input.bytes[key_start..].starts_with(encoded) {
+                self.input.pos += encoded.len();
             } else {
                 self.skip()?;
             }
-            if self.reader.bytes[key_start..self.reader.pos] == *encoded {
-                let at = self.reader.pos;
-                let (major, arg) = self.reader.head()?;
+            if self.input.bytes[key_start..self.input.pos] == *encoded {
+                let at = self.input.pos;
+                let (major, arg) = self.input.head()?;
                 if major != 3 {
                     return Err(CanonError::new(format!("`{tag}` must be text"), at));
                 }
@@ -829,7 +825,7 @@ impl<'de> Decoder<'de> {
         let Some(tag_value) = found else {
             return Err(CanonError::new(format!("{what} has no `{tag}`"), start));
         };
-        self.reader.pos = start;
+        self.input.pos = start;
         let value = variant(
             tag_value,
             Tagged {
@@ -850,7 +846,7 @@ fn expected_key(name: &str, at: usize) -> CanonError {
 }
 
 /// Gives an error raised by a type's own checks the offset of the item it was reading.
-fn locate(mut e: CanonError, at: usize) -> CanonError {
+pub(super) fn locate(mut e: CanonError, at: usize) -> CanonError {
     if e.offset == 0 {
         e.offset = at;
     }
@@ -917,8 +913,8 @@ impl<'de> de::Deserializer<'de> for Tagged<'_, 'de> {
     type Error = CanonError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, CanonError> {
-        let start = self.de.reader.pos;
-        let (major, n) = self.de.reader.head()?;
+        let start = self.de.input.pos;
+        let (major, n) = self.de.input.head()?;
         if major != 5 {
             return Err(CanonError::new("a tagged variant must be a map", start));
         }
@@ -956,8 +952,8 @@ pub(crate) trait Decode<'de>: Sized {
     /// option, unless the type holds `null` itself (an opaque value does: SPEC §1, an opaque
     /// payload is arbitrary JSON), when a field present is always `Some`.
     fn decode_present(de: &mut Decoder<'de>) -> Result<Option<Self>, CanonError> {
-        if peek(&de.reader)? == 0xf6 {
-            de.reader.pos += 1;
+        if de.input.peek()? == 0xf6 {
+            de.input.pos += 1;
             Ok(None)
         } else {
             Self::decode(de).map(Some)
@@ -992,10 +988,10 @@ pub(crate) trait DecodeFields<'de>: Sized {
 /// Text, as serde reads a `String` from this decoder: a text string, valid UTF-8.
 impl<'de> Decode<'de> for String {
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
+        let start = de.input.pos;
+        let (major, arg) = de.input.head()?;
         if major != 3 {
-            return Err(CanonError::new("expected a text string", start));
+            return Err(Refusal::ExpectedText.at(start));
         }
         de.text(arg, start).map(str::to_owned)
     }
@@ -1010,45 +1006,39 @@ pub(crate) fn unit_variant(
     de: &mut Decoder<'_>,
     names: &'static [&'static str],
 ) -> Result<usize, CanonError> {
-    let start = de.reader.pos;
-    let (major, arg) = de.reader.head()?;
+    let start = de.input.pos;
+    let (major, arg) = de.input.head()?;
     let in_map = match major {
         3 => false,
         5 if arg == 1 => {
             de.enter(start)?;
             true
         }
-        _ => {
-            return Err(CanonError::new(
-                "an enum is a variant name or a map of one entry",
-                start,
-            ))
-        }
+        _ => return Err(Refusal::NotAnEnum.at(start)),
     };
     let (name_start, arg) = if in_map {
-        let name_start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
+        let name_start = de.input.pos;
+        let (major, arg) = de.input.head()?;
         if major != 3 {
-            return Err(CanonError::new("expected a text string", name_start));
+            return Err(Refusal::ExpectedText.at(name_start));
         }
         (name_start, arg)
     } else {
         (start, arg)
     };
-    let n = de.reader.len(arg, name_start)?;
-    let raw = de.reader.take(n)?;
+    let n = de.input.length(arg, name_start)?;
+    let raw = de.input.take(n)?;
     // A name is ASCII: text equal to one is valid UTF-8 without checking.
     let Some(index) = names.iter().position(|n| n.as_bytes() == raw) else {
-        let name = std::str::from_utf8(raw)
-            .map_err(|_| CanonError::new("text string is not valid UTF-8", name_start))?;
-        return Err(locate(unknown_variant(name, names), de.reader.pos));
+        let name = utf8(raw, name_start)?;
+        return Err(locate(unknown_variant(name, names), de.input.pos));
     };
     if in_map {
-        let at = de.reader.pos;
-        if peek(&de.reader)? != 0xf6 {
+        let at = de.input.pos;
+        if de.input.peek()? != 0xf6 {
             return Err(CanonError::new("a unit variant's content is null", at));
         }
-        de.reader.pos += 1;
+        de.input.pos += 1;
         de.depth -= 1;
     }
     Ok(index)
@@ -1074,7 +1064,7 @@ macro_rules! decode_unit_enum {
                     }
                     const NAMES: &[&str] = &[$($name),*];
                     const VARIANTS: &[$ty] = &[$(<$ty>::$variant),*];
-                    let start = de.reader.pos;
+                    let start = de.input.pos;
                     let index = unit_variant(de, NAMES)?;
                     VARIANTS
                         .get(index)
@@ -1144,11 +1134,9 @@ decode_unit_enum! {
 impl<'de> Decode<'de> for Opaque {
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         or_derive(de, |de| {
-            let start = de.reader.pos;
+            let start = de.input.pos;
             skip_json(de)?;
-            Ok(Opaque::from_canonical(
-                &de.reader.bytes[start..de.reader.pos],
-            ))
+            Ok(Opaque::from_canonical(&de.input.bytes[start..de.input.pos]))
         })
     }
 
@@ -1160,8 +1148,8 @@ impl<'de> Decode<'de> for Opaque {
 
 /// Steps over one item of JSON's types, checking it as reading it would.
 fn skip_json(de: &mut Decoder<'_>) -> Result<(), CanonError> {
-    let start = de.reader.pos;
-    let (major, arg) = de.reader.head()?;
+    let start = de.input.pos;
+    let (major, arg) = de.input.head()?;
     match major {
         0 => {}
         1 if i64::try_from(arg).is_ok() => {}
@@ -1169,7 +1157,7 @@ fn skip_json(de: &mut Decoder<'_>) -> Result<(), CanonError> {
             de.text(arg, start)?;
         }
         4 => {
-            let n = de.reader.len(arg, start)?;
+            let n = de.input.length(arg, start)?;
             de.enter(start)?;
             for _ in 0..n {
                 skip_json(de)?;
@@ -1177,17 +1165,17 @@ fn skip_json(de: &mut Decoder<'_>) -> Result<(), CanonError> {
             de.depth -= 1;
         }
         5 => {
-            let n = de.reader.len(arg, start)?;
+            let n = de.input.length(arg, start)?;
             de.enter(start)?;
             let mut previous = None;
             for _ in 0..n {
-                let key_start = de.reader.pos;
-                let (major, arg) = de.reader.head()?;
+                let key_start = de.input.pos;
+                let (major, arg) = de.input.head()?;
                 if major != 3 {
                     return Err(refused("", key_start));
                 }
                 de.text(arg, key_start)?;
-                previous = Some(de.check_key_order(previous, key_start)?);
+                de.input.next_key(&mut previous, key_start)?;
                 skip_json(de)?;
             }
             de.depth -= 1;
@@ -1208,11 +1196,11 @@ fn or_derive<'de, T: de::Deserialize<'de>>(
     de: &mut Decoder<'de>,
     read: impl FnOnce(&mut Decoder<'de>) -> Result<T, CanonError>,
 ) -> Result<T, CanonError> {
-    let (pos, depth) = (de.reader.pos, de.depth);
+    let (pos, depth) = (de.input.pos, de.depth);
     match read(de) {
         Ok(value) => Ok(value),
         Err(_) => {
-            de.reader.pos = pos;
+            de.input.pos = pos;
             de.depth = depth;
             by_derive(de)
         }
@@ -1223,7 +1211,7 @@ fn or_derive<'de, T: de::Deserialize<'de>>(
 #[cold]
 #[inline(never)]
 fn by_derive<'de, T: de::Deserialize<'de>>(de: &mut Decoder<'de>) -> Result<T, CanonError> {
-    let at = de.reader.pos;
+    let at = de.input.pos;
     T::deserialize(de).map_err(|e| locate(e, at))
 }
 
@@ -1231,8 +1219,8 @@ impl<'de> Decode<'de> for u64 {
     #[inline]
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         or_derive(de, |de| {
-            let start = de.reader.pos;
-            match de.reader.head()? {
+            let start = de.input.pos;
+            match de.input.head()? {
                 (0, n) => Ok(n),
                 _ => Err(refused("", start)),
             }
@@ -1244,8 +1232,8 @@ impl<'de> Decode<'de> for u32 {
     #[inline]
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         or_derive(de, |de| {
-            let start = de.reader.pos;
-            match de.reader.head()? {
+            let start = de.input.pos;
+            match de.input.head()? {
                 (0, n) => u32::try_from(n).map_err(|_| refused("", start)),
                 _ => Err(refused("", start)),
             }
@@ -1257,12 +1245,12 @@ impl<'de> Decode<'de> for bool {
     #[inline]
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
         or_derive(de, |de| {
-            let b = match peek(&de.reader)? {
+            let b = match de.input.peek()? {
                 0xf4 => false,
                 0xf5 => true,
-                _ => return Err(refused("", de.reader.pos)),
+                _ => return Err(refused("", de.input.pos)),
             };
-            de.reader.pos += 1;
+            de.input.pos += 1;
             Ok(b)
         })
     }
@@ -1271,13 +1259,13 @@ impl<'de> Decode<'de> for bool {
 /// A text string's bytes where they lie, unchecked, with the offset of its head (for the
 /// readers that check the bytes themselves).
 fn text_bytes<'de>(de: &mut Decoder<'de>) -> Result<(usize, &'de [u8]), CanonError> {
-    let start = de.reader.pos;
-    let (major, arg) = de.reader.head()?;
+    let start = de.input.pos;
+    let (major, arg) = de.input.head()?;
     if major != 3 {
-        return Err(refused("expected a text string", start));
+        return Err(Refusal::ExpectedText.at(start));
     }
-    let n = de.reader.len(arg, start)?;
-    Ok((start, de.reader.take(n)?))
+    let n = de.input.length(arg, start)?;
+    Ok((start, de.input.take(n)?))
 }
 
 /// 32 bytes as 64 lowercase hex digits, decoded where they lie, the text's head read as two
@@ -1290,14 +1278,14 @@ macro_rules! decode_hex32 {
                 #[inline]
                 fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
                     or_derive(de, |de| {
-                        let start = de.reader.pos;
-                        let item = de.reader.bytes[start..]
+                        let start = de.input.pos;
+                        let item = de.input.bytes[start..]
                             .first_chunk::<66>()
                             .filter(|item| item[..2] == [0x78, 64])
                             .ok_or_else(|| refused("", start))?;
                         let bytes = crate::crypto::hex_digits::<32>(&item[2..])
                             .ok_or_else(|| refused("", start))?;
-                        de.reader.pos += 66;
+                        de.input.pos += 66;
                         Ok(Self(bytes))
                     })
                 }
@@ -1358,8 +1346,8 @@ impl<'de> Decode<'de> for crate::crypto::Signature {
 /// An array of exactly two, as serde reads `[T; 2]` from this decoder.
 impl<'de, T: Decode<'de>> Decode<'de> for [T; 2] {
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
+        let start = de.input.pos;
+        let (major, arg) = de.input.head()?;
         if major != 4 {
             return Err(refused("expected an array", start));
         }
@@ -1400,8 +1388,8 @@ impl<'de, A: Decode<'de>, B: Decode<'de>, C: Decode<'de>, D: Decode<'de>> Decode
 {
     /// An array of four, for tests.
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        if de.reader.head()? != (4, 4) {
+        let start = de.input.pos;
+        if de.input.head()? != (4, 4) {
             return Err(refused("expected an array of four", start));
         }
         de.enter(start)?;
@@ -1419,8 +1407,8 @@ impl<'de, A: Decode<'de>, B: Decode<'de>, C: Decode<'de>, D: Decode<'de>> Decode
 impl<'de, T: Decode<'de>> Decode<'de> for Vec<T> {
     /// An array, as serde reads a sequence from this decoder.
     fn decode(de: &mut Decoder<'de>) -> Result<Self, CanonError> {
-        let start = de.reader.pos;
-        let (major, arg) = de.reader.head()?;
+        let start = de.input.pos;
+        let (major, arg) = de.input.head()?;
         if major != 4 {
             return Err(refused("expected an array", start));
         }
@@ -1470,9 +1458,9 @@ pub(crate) fn map_entries<'de, K: Decode<'de>, V: Decode<'de>>(
     let n = map_head(de)?;
     let mut previous = None;
     for _ in 0..n {
-        let key_start = de.reader.pos;
+        let key_start = de.input.pos;
         let key = K::decode(de)?;
-        previous = Some(de.check_key_order(previous, key_start)?);
+        de.input.next_key(&mut previous, key_start)?;
         // Keys in canonical order are distinct encodings; a type with two encodings of one
         // key is left to the derive.
         if insert(key, V::decode(de)?) {
@@ -1487,12 +1475,12 @@ pub(crate) fn map_entries<'de, K: Decode<'de>, V: Decode<'de>>(
 /// level deeper.
 #[inline]
 fn map_head(de: &mut Decoder<'_>) -> Result<usize, CanonError> {
-    let start = de.reader.pos;
-    let (major, arg) = de.reader.head()?;
+    let start = de.input.pos;
+    let (major, arg) = de.input.head()?;
     if major != 5 {
-        return Err(refused("expected a map", start));
+        return Err(Refusal::ExpectedMap.at(start));
     }
-    let n = de.reader.len(arg, start)?;
+    let n = de.input.length(arg, start)?;
     de.enter(start)?;
     Ok(n)
 }
@@ -1504,7 +1492,7 @@ fn array_items<'de, T: Decode<'de>>(
     arg: u64,
     start: usize,
 ) -> Result<Vec<T>, CanonError> {
-    let n = de.reader.len(arg, start)?;
+    let n = de.input.length(arg, start)?;
     de.enter(start)?;
     let mut items = Vec::with_capacity(n.min(super::PREALLOC_LIMIT));
     for _ in 0..n {
@@ -1547,13 +1535,8 @@ pub(crate) fn missing_field(name: &str, end: usize) -> CanonError {
 /// by a type's own checks carries the offset where reading stopped.
 pub(crate) fn read_whole<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Result<T, CanonError> {
     let mut de = Decoder::nested(bytes, 0);
-    let value = T::decode(&mut de).map_err(|e| locate(e, de.reader.pos))?;
-    if de.reader.pos != bytes.len() {
-        return Err(CanonError::new(
-            "trailing bytes after the data item",
-            de.reader.pos,
-        ));
-    }
+    let value = T::decode(&mut de).map_err(|e| locate(e, de.input.pos))?;
+    de.finish()?;
     Ok(value)
 }
 
@@ -1657,16 +1640,16 @@ impl<'a, 'de> Entries<'a, 'de> {
                 return Ok(None);
             }
             self.left -= 1;
-            let reader = &mut self.de.reader;
+            let reader = &mut self.de.input;
             let start = reader.pos;
             let (major, arg) = reader.head()?;
             if major != 3 {
-                return Err(refused("expected a text string", start));
+                return Err(Refusal::ExpectedText.at(start));
             }
-            let n = reader.len(arg, start)?;
+            let n = reader.length(arg, start)?;
             let text = reader.take(n)?;
-            self.previous = Some(self.de.check_key_order(self.previous, start)?);
-            if self.skip == Some(&self.de.reader.bytes[start..self.de.reader.pos]) {
+            self.de.input.next_key(&mut self.previous, start)?;
+            if self.skip == Some(&self.de.input.bytes[start..self.de.input.pos]) {
                 // The tag's value, which [`Fields::tagged`] read as text and checked before
                 // the variant's entries were opened (keys are unique, so this is that entry):
                 // stepped over without checking its UTF-8 again.
@@ -1678,7 +1661,7 @@ impl<'a, 'de> Entries<'a, 'de> {
                     if spans.len == KeySpans::MAX {
                         return Err(refused("too many opaque values", start));
                     }
-                    self.noting = Some(self.de.reader.pos);
+                    self.noting = Some(self.de.input.pos);
                 }
             }
             return Ok(Some(text));
@@ -1699,7 +1682,7 @@ impl<'a, 'de> Entries<'a, 'de> {
     ) -> Result<T, CanonError> {
         let value = read(self.de)?;
         if let (Some(start), Some(spans)) = (self.noting.take(), self.spans.as_deref_mut()) {
-            spans.found[spans.len] = (start, self.de.reader.pos);
+            spans.found[spans.len] = (start, self.de.input.pos);
             spans.len += 1;
         }
         Ok(value)
@@ -1714,7 +1697,7 @@ impl<'a, 'de> Entries<'a, 'de> {
 
     /// Offset of the next byte to read.
     pub(crate) fn pos(&self) -> usize {
-        self.de.reader.pos
+        self.de.input.pos
     }
 
     /// Steps over the value of the entry whose key, `key`, was just read and is none of the
@@ -1724,7 +1707,7 @@ impl<'a, 'de> Entries<'a, 'de> {
         if std::str::from_utf8(key).is_err() {
             return Err(refused(
                 "text string is not valid UTF-8",
-                self.de.reader.pos - key.len(),
+                self.de.input.pos - key.len(),
             ));
         }
         self.noting = None;
@@ -2004,16 +1987,9 @@ mod tests {
 
     /// Reads `bytes` with a hand-written reader, which must take them all.
     fn by_reader<'de, T: Decode<'de>>(bytes: &'de [u8]) -> Option<T> {
-        let mut de = Decoder {
-            reader: Reader {
-                bytes,
-                pos: 0,
-                strictness: Strictness::Canonical,
-            },
-            depth: 0,
-        };
+        let mut de = Decoder::nested(bytes, 0);
         let value = T::decode(&mut de).ok()?;
-        (de.reader.pos == bytes.len()).then_some(value)
+        (de.input.pos == bytes.len()).then_some(value)
     }
 
     fn arb_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
@@ -2179,11 +2155,8 @@ mod tests {
     /// The walk as the reader's heads would take it: what [`super::super::item_end`] must
     /// agree with on every input.
     fn item_end_by_reader(bytes: &[u8], start: usize) -> Option<usize> {
-        let mut r = Reader {
-            bytes,
-            pos: start,
-            strictness: Strictness::Lenient,
-        };
+        let mut r = Reader::new(bytes, Strictness::Lenient);
+        r.pos = start;
         let mut pending: u64 = 1;
         while pending > 0 {
             pending -= 1;
@@ -2191,7 +2164,7 @@ mod tests {
             match major {
                 0 | 1 => {}
                 2 | 3 => {
-                    let n = r.len(arg, r.pos).ok()?;
+                    let n = r.length(arg, r.pos).ok()?;
                     r.take(n).ok()?;
                 }
                 4 => pending = pending.checked_add(arg)?,

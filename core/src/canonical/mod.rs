@@ -19,11 +19,19 @@
 //! * [`Strictness::Lenient`] — Commands arriving from outside: map order and integer widths may
 //!   differ (the content is re-encoded canonically before it is hashed), but floats, tags,
 //!   indefinite lengths and duplicate keys are still refused.
+//!
+//! Every decoder here (the slice decoder and hand-written readers of `de.rs`, the streaming
+//! decoder of `stream.rs`, and [`decode`] to a [`Value`]) reads the one grammar of `grammar.rs`:
+//! the head and its shortest form, lengths, UTF-8, simple values, key order, and the words of
+//! every refusal are decided there.
 
 use std::cmp::Ordering;
 use std::fmt::Display;
 
 mod de;
+mod grammar;
+
+use grammar::{Input, Reader};
 mod json;
 mod order;
 mod stream;
@@ -171,18 +179,9 @@ pub fn from_slice<T: DeserializeOwned>(
 
 /// Decodes one CBOR data item that must span the whole input.
 pub fn decode(bytes: &[u8], strictness: Strictness) -> Result<Value, CanonError> {
-    let mut reader = Reader {
-        bytes,
-        pos: 0,
-        strictness,
-    };
+    let mut reader = Reader::new(bytes, strictness);
     let value = reader.item(0)?;
-    if reader.pos != bytes.len() {
-        return Err(CanonError::new(
-            "trailing bytes after the data item",
-            reader.pos,
-        ));
-    }
+    reader.end()?;
     Ok(value)
 }
 
@@ -320,11 +319,7 @@ fn write_i128(out: &mut Vec<u8>, n: i128) -> Result<(), CanonError> {
 /// when it is text (what every map the core writes is keyed by), since the encoder has no
 /// offset in anything the caller sent.
 fn duplicate_key(key: &[u8]) -> CanonError {
-    let mut r = Reader {
-        bytes: key,
-        pos: 0,
-        strictness: Strictness::Canonical,
-    };
+    let mut r = Reader::new(key, Strictness::Canonical);
     let text = match r.head() {
         Ok((3, len)) => usize::try_from(len)
             .ok()
@@ -868,57 +863,33 @@ impl<'a> ser::Serializer for &'a mut Encoder {
     }
 }
 
-impl ser::SerializeSeq for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
+/// The serde traits of an array being written: each element is written in turn, and the
+/// head fixed at the end.
+macro_rules! seq_encoder {
+    ($($serialize:ident :: $element:ident),*) => {
+        $(
+            impl ser::$serialize for SeqEncoder<'_> {
+                type Ok = ();
+                type Error = CanonError;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
+                fn $element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
+                    self.element(value)
+                }
 
-    fn end(self) -> Res {
-        self.finish()
-    }
+                fn end(self) -> Res {
+                    self.finish()
+                }
+            }
+        )*
+    };
 }
 
-impl ser::SerializeTuple for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for SeqEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Res {
-        self.element(value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
+seq_encoder!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for MapEncoder<'_> {
     type Ok = ();
@@ -951,124 +922,41 @@ impl ser::SerializeMap for MapEncoder<'_> {
     }
 }
 
-impl ser::SerializeStruct for MapEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
+/// The serde traits of a struct being written: a map of its fields, put in order at the end.
+macro_rules! struct_encoder {
+    ($($serialize:ident),*) => {
+        $(
+            impl ser::$serialize for MapEncoder<'_> {
+                type Ok = ();
+                type Error = CanonError;
 
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Res {
-        self.field(key, value)
-    }
+                fn serialize_field<T: Serialize + ?Sized>(
+                    &mut self,
+                    key: &'static str,
+                    value: &T,
+                ) -> Res {
+                    self.field(key, value)
+                }
 
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
-
-impl ser::SerializeStructVariant for MapEncoder<'_> {
-    type Ok = ();
-    type Error = CanonError;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Res {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Res {
-        self.finish()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Decoder
-// ---------------------------------------------------------------------------------------------
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    strictness: Strictness,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], CanonError> {
-        let bytes = self.bytes;
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|end| *end <= bytes.len())
-            .ok_or_else(|| CanonError::new("unexpected end of input", self.pos))?;
-        let slice = &bytes[self.pos..end];
-        self.pos = end;
-        Ok(slice)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], CanonError> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.take(N)?);
-        Ok(a)
-    }
-
-    /// Reads an initial byte and its argument; returns (major, argument). For major type 7 the
-    /// "argument" is the additional information itself (20 false, 21 true, 22 null, …).
-    ///
-    /// Most heads are one byte (an argument below 24: short texts, keys, small integers,
-    /// `false`, `true`, `null`), read here inline; the rest by [`Reader::head_long`].
-    #[inline]
-    fn head(&mut self) -> Result<(u8, u64), CanonError> {
-        match self.bytes.get(self.pos) {
-            Some(&initial) if initial & 0x1f < 24 => {
-                self.pos += 1;
-                Ok((initial >> 5, u64::from(initial & 0x1f)))
+                fn end(self) -> Res {
+                    self.finish()
+                }
             }
-            _ => self.head_long(),
-        }
-    }
+        )*
+    };
+}
 
-    /// [`Reader::head`] for a head with a following argument, or none at all.
-    #[inline(never)]
-    fn head_long(&mut self) -> Result<(u8, u64), CanonError> {
-        let start = self.pos;
-        let [initial] = self.array::<1>()?;
-        let major = initial >> 5;
-        let info = initial & 0x1f;
-        let arg = match info {
-            0..=23 => u64::from(info),
-            24 => u64::from(self.array::<1>()?[0]),
-            25 => u64::from(u16::from_be_bytes(self.array()?)),
-            26 => u64::from(u32::from_be_bytes(self.array()?)),
-            27 => u64::from_be_bytes(self.array()?),
-            31 => return Err(CanonError::new("indefinite lengths are not allowed", start)),
-            _ => return Err(CanonError::new("reserved additional information", start)),
-        };
-        if major == 7 {
-            return Ok((major, u64::from(info)));
-        }
-        let shortest = match info {
-            24 => arg >= 24,
-            25 => arg > u64::from(u8::MAX),
-            26 => arg > u64::from(u16::MAX),
-            27 => arg > u64::from(u32::MAX),
-            _ => true,
-        };
-        if !shortest && self.strictness == Strictness::Canonical {
-            return Err(CanonError::new(
-                "integer or length not in shortest form",
-                start,
-            ));
-        }
-        Ok((major, arg))
-    }
+struct_encoder!(SerializeStruct, SerializeStructVariant);
 
-    /// Checks a length against the rest of the input: every element takes at least one byte.
-    fn len(&mut self, arg: u64, start: usize) -> Result<usize, CanonError> {
-        let n = usize::try_from(arg).map_err(|_| CanonError::new("length too large", start))?;
-        if n > self.bytes.len() - self.pos {
-            return Err(CanonError::new("length runs past the end of input", start));
-        }
-        Ok(n)
-    }
+// ---------------------------------------------------------------------------------------------
+// Decoding to a ciborium Value (the rules are grammar.rs's)
+// ---------------------------------------------------------------------------------------------
 
+impl Reader<'_> {
+    /// Reads one data item into a [`Value`], `depth` arrays and maps deep.
     fn item(&mut self, depth: usize) -> Result<Value, CanonError> {
         if depth > MAX_DEPTH {
-            return Err(CanonError::new("nested too deeply", self.pos));
+            return Err(grammar::Refusal::TooDeep.at(self.pos));
         }
         let start = self.pos;
         let (major, arg) = self.head()?;
@@ -1079,19 +967,17 @@ impl<'a> Reader<'a> {
                     .map_err(|_| CanonError::new("negative integer out of range", start))?,
             )),
             2 => {
-                let n = self.len(arg, start)?;
+                let n = self.length(arg, start)?;
                 Ok(Value::Bytes(self.take(n)?.to_vec()))
             }
             3 => {
-                let n = self.len(arg, start)?;
-                let raw = self.take(n)?;
-                let text = std::str::from_utf8(raw)
-                    .map_err(|_| CanonError::new("text string is not valid UTF-8", start))?;
+                let n = self.length(arg, start)?;
+                let text = grammar::utf8(self.take(n)?, start)?;
                 Ok(Value::Text(text.to_owned()))
             }
-            4 | 5 if depth >= MAX_DEPTH => Err(CanonError::new("nested too deeply", start)),
+            4 | 5 if depth >= MAX_DEPTH => Err(grammar::Refusal::TooDeep.at(start)),
             4 => {
-                let n = self.len(arg, start)?;
+                let n = self.length(arg, start)?;
                 let mut items = Vec::with_capacity(n.min(PREALLOC_LIMIT));
                 for _ in 0..n {
                     items.push(self.item(depth + 1)?);
@@ -1099,23 +985,17 @@ impl<'a> Reader<'a> {
                 Ok(Value::Array(items))
             }
             5 => {
-                let n = self.len(arg, start)?;
+                let n = self.length(arg, start)?;
                 match self.strictness {
                     Strictness::Canonical => self.map_canonical(n, depth),
                     Strictness::Lenient => self.map_lenient(n, depth),
                 }
             }
-            6 => Err(CanonError::new("tags are not allowed", start)),
-            _ => match arg {
-                20 => Ok(Value::Bool(false)),
-                21 => Ok(Value::Bool(true)),
-                22 => Ok(Value::Null),
-                25..=27 => Err(CanonError::new("floats are not allowed", start)),
-                _ => Err(CanonError::new(
-                    "only false, true and null simple values are allowed",
-                    start,
-                )),
-            },
+            6 => Err(grammar::Refusal::Tag.at(start)),
+            _ => Ok(match grammar::simple(arg, start)? {
+                Some(b) => Value::Bool(b),
+                None => Value::Null,
+            }),
         }
     }
 
@@ -1130,16 +1010,7 @@ impl<'a> Reader<'a> {
             let key = self.item(depth + 1)?;
             let raw = &bytes[key_start..self.pos];
             if let Some(prev) = previous {
-                match prev.cmp(raw) {
-                    Ordering::Less => {}
-                    Ordering::Equal => return Err(CanonError::new("duplicate map key", key_start)),
-                    Ordering::Greater => {
-                        return Err(CanonError::new(
-                            "map keys not in canonical order",
-                            key_start,
-                        ))
-                    }
-                }
+                grammar::key_order(prev, raw, key_start)?;
             }
             previous = Some(raw);
             let value = self.item(depth + 1)?;
