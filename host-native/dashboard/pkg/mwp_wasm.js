@@ -43,7 +43,7 @@ export class IdbReplica {
      * @returns {Promise<Uint8Array>}
      */
     events(after, limit) {
-        const ret = wasm.idbreplica_events(this.__wbg_ptr, after, isLikeNone(limit) ? Number.MAX_SAFE_INTEGER : (limit) >>> 0);
+        const ret = wasm.idbreplica_events(this.__wbg_ptr, after, !isLikeNone(limit), isLikeNone(limit) ? 0 : limit);
         return ret;
     }
     /**
@@ -110,7 +110,7 @@ export class IdbReplica {
      * @returns {Promise<any>}
      */
     offerBatchThenAbort(batch) {
-        const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
+        const ptr0 = passArray8ToWasm0Checked(batch, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.idbreplica_offerBatchThenAbort(this.__wbg_ptr, ptr0, len0);
         return ret;
@@ -123,7 +123,7 @@ export class IdbReplica {
      * @returns {Promise<any>}
      */
     offerBatch(batch) {
-        const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
+        const ptr0 = passArray8ToWasm0Checked(batch, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.idbreplica_offerBatch(this.__wbg_ptr, ptr0, len0);
         return ret;
@@ -137,7 +137,7 @@ export class IdbReplica {
      * @returns {any}
      */
     offerHead(head, authority_key) {
-        const ptr0 = passStringToWasm0(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const ptr0 = passStringToWasm0Checked(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.idbreplica_offerHead(this.__wbg_ptr, head, ptr0, len0);
         if (ret[2]) {
@@ -157,9 +157,9 @@ export class IdbReplica {
         const val3 = +(isLikeNone(checkpoint_every) ? 0 : checkpoint_every);
         let ptr0, len0, ptr1, len1;
         try {
-            ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr0 = passStringToWasm0Checked(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr1 = passStringToWasm0Checked(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
@@ -183,11 +183,11 @@ export class IdbReplica {
         const val4 = +requested_cursor;
         let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
-            ptr0 = passArray8ToWasm0(snapshot, wasm.__wbindgen_malloc);
+            ptr0 = passArray8ToWasm0Checked(snapshot, wasm.__wbindgen_malloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passStringToWasm0(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr1 = passStringToWasm0Checked(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
-            ptr2 = passStringToWasm0(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr2 = passStringToWasm0Checked(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
@@ -293,7 +293,7 @@ export class Replica {
      * @returns {Replica}
      */
     static fromStateCbor(bytes) {
-        const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        const ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.replica_fromStateCbor(ptr0, len0);
         if (ret[2]) {
@@ -364,7 +364,7 @@ export class Replica {
      * @param {string} group
      */
     constructor(group) {
-        const ptr0 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const ptr0 = passStringToWasm0Checked(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.replica_new(ptr0, len0);
         if (ret[2]) {
@@ -389,7 +389,7 @@ export class Replica {
      * @returns {any}
      */
     offerBatch(batch) {
-        const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
+        const ptr0 = passArray8ToWasm0Checked(batch, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.replica_offerBatch(this.__wbg_ptr, ptr0, len0);
         if (ret[2]) {
@@ -408,7 +408,7 @@ export class Replica {
      * @returns {any}
      */
     offerHead(head, authority_key) {
-        const ptr0 = passStringToWasm0(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const ptr0 = passStringToWasm0Checked(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.replica_offerHead(this.__wbg_ptr, head, ptr0, len0);
         if (ret[2]) {
@@ -443,11 +443,11 @@ export class Replica {
         const val4 = +requested_cursor;
         let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
-            ptr0 = passArray8ToWasm0(snapshot, wasm.__wbindgen_malloc);
+            ptr0 = passArray8ToWasm0Checked(snapshot, wasm.__wbindgen_malloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passStringToWasm0(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr1 = passStringToWasm0Checked(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
-            ptr2 = passStringToWasm0(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr2 = passStringToWasm0Checked(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
@@ -563,9 +563,9 @@ export class StaticReader {
     handleFetched(path, bytes, with_events) {
         let ptr0, len0, ptr1, len1;
         try {
-            ptr0 = passStringToWasm0(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr0 = passStringToWasm0Checked(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+            ptr1 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
             len1 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
@@ -609,7 +609,7 @@ export class StaticReader {
      * @returns {number}
      */
     static maxFileBytes(path) {
-        const ptr0 = passStringToWasm0(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const ptr0 = passStringToWasm0Checked(path, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.staticreader_maxFileBytes(ptr0, len0);
         return ret;
@@ -625,11 +625,11 @@ export class StaticReader {
     constructor(group, authority_key, start) {
         let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
-            ptr0 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr0 = passStringToWasm0Checked(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passStringToWasm0(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr1 = passStringToWasm0Checked(authority_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
-            ptr2 = isLikeNone(start) ? 0 : passStringToWasm0(start, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr2 = isLikeNone(start) ? 0 : passStringToWasm0Checked(start, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
@@ -682,9 +682,9 @@ if (Symbol.dispose) StaticReader.prototype[Symbol.dispose] = StaticReader.protot
 export function buildSnapshot(state_cbor, secret_key_hex) {
     let ptr0, len0, ptr1, len1;
     try {
-        ptr0 = passArray8ToWasm0(state_cbor, wasm.__wbindgen_malloc);
+        ptr0 = passArray8ToWasm0Checked(state_cbor, wasm.__wbindgen_malloc);
         len0 = WASM_VECTOR_LEN;
-        ptr1 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr1 = passStringToWasm0Checked(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len1 = WASM_VECTOR_LEN;
     } catch (e) {
         if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
@@ -708,7 +708,7 @@ export function buildSnapshot(state_cbor, secret_key_hex) {
  * @returns {any}
  */
 export function canonicalDecode(bytes, strict) {
-    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.canonicalDecode(ptr0, len0, isLikeNone(strict) ? 0xFFFFFF : strict ? 1 : 0);
     if (ret[2]) {
@@ -762,7 +762,7 @@ export function canonicalHash(value) {
  * @returns {any}
  */
 export function decodeEvent(bytes) {
-    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.decodeEvent(ptr0, len0);
     if (ret[2]) {
@@ -777,7 +777,7 @@ export function decodeEvent(bytes) {
  * @returns {Promise<void>}
  */
 export function deleteIdbStore(name) {
-    const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+    const ptr0 = passStringToWasm0Checked(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.deleteIdbStore(ptr0, len0);
     return ret;
@@ -804,7 +804,7 @@ export function encodeEvent(event) {
  * @returns {Uint8Array}
  */
 export function frameBatch(items) {
-    const ptr0 = passArrayJsValueToWasm0(items, wasm.__wbindgen_malloc);
+    const ptr0 = passArrayJsValueToWasm0Checked(items, wasm.__wbindgen_malloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.frameBatch(ptr0, len0);
     if (ret[3]) {
@@ -824,7 +824,7 @@ export function publicKeyOf(secret_key_hex) {
     let deferred3_0;
     let deferred3_1;
     try {
-        const ptr0 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const ptr0 = passStringToWasm0Checked(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.publicKeyOf(ptr0, len0);
         var ptr2 = ret[0];
@@ -862,7 +862,7 @@ export function receiptOf(event) {
  * @returns {Uint8Array}
  */
 export function redactEvent(bytes) {
-    const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+    const ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.redactEvent(ptr0, len0);
     if (ret[3]) {
@@ -882,7 +882,7 @@ export function sha256(bytes) {
     let deferred2_0;
     let deferred2_1;
     try {
-        const ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        const ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.sha256(ptr0, len0);
         deferred2_0 = ret[0];
@@ -909,13 +909,13 @@ export function signHead(org, group, seq, id, at_ms, secret_key_hex) {
     const val6 = +at_ms;
     let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
     try {
-        ptr0 = passStringToWasm0(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr0 = passStringToWasm0Checked(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len0 = WASM_VECTOR_LEN;
-        ptr1 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr1 = passStringToWasm0Checked(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len1 = WASM_VECTOR_LEN;
-        ptr2 = passStringToWasm0(id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr2 = passStringToWasm0Checked(id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len2 = WASM_VECTOR_LEN;
-        ptr3 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr3 = passStringToWasm0Checked(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len3 = WASM_VECTOR_LEN;
     } catch (e) {
         if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
@@ -949,13 +949,13 @@ export function signRead(method, target, actor, at_ms, secret_key_hex) {
         const val5 = +at_ms;
         let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
         try {
-            ptr0 = passStringToWasm0(method, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr0 = passStringToWasm0Checked(method, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
-            ptr1 = passStringToWasm0(target, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr1 = passStringToWasm0Checked(target, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
-            ptr2 = passStringToWasm0(actor, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr2 = passStringToWasm0Checked(actor, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
-            ptr3 = passStringToWasm0(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr3 = passStringToWasm0Checked(secret_key_hex, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len3 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
@@ -985,7 +985,7 @@ export function signRead(method, target, actor, at_ms, secret_key_hex) {
  * @returns {Uint8Array[]}
  */
 export function splitBatch(batch) {
-    const ptr0 = passArray8ToWasm0(batch, wasm.__wbindgen_malloc);
+    const ptr0 = passArray8ToWasm0Checked(batch, wasm.__wbindgen_malloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.splitBatch(ptr0, len0);
     if (ret[3]) {
@@ -1006,7 +1006,7 @@ export function transcriptSecretKey(actor) {
     let deferred2_0;
     let deferred2_1;
     try {
-        const ptr0 = passStringToWasm0(actor, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const ptr0 = passStringToWasm0Checked(actor, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.transcriptSecretKey(ptr0, len0);
         deferred2_0 = ret[0];
@@ -1039,9 +1039,9 @@ export function verifyEvent(event) {
 export function verifyForkProof(bytes, pinned_key) {
     let ptr0, len0, ptr1, len1;
     try {
-        ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
         len0 = WASM_VECTOR_LEN;
-        ptr1 = isLikeNone(pinned_key) ? 0 : passStringToWasm0(pinned_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr1 = isLikeNone(pinned_key) ? 0 : passStringToWasm0Checked(pinned_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len1 = WASM_VECTOR_LEN;
     } catch (e) {
         if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
@@ -1071,13 +1071,13 @@ export function verifySnapshot(bytes, trusted_key, org, group, min_seq) {
     const val5 = +min_seq;
     let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
     try {
-        ptr0 = passArray8ToWasm0(bytes, wasm.__wbindgen_malloc);
+        ptr0 = passArray8ToWasm0Checked(bytes, wasm.__wbindgen_malloc);
         len0 = WASM_VECTOR_LEN;
-        ptr1 = passStringToWasm0(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr1 = passStringToWasm0Checked(trusted_key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len1 = WASM_VECTOR_LEN;
-        ptr2 = passStringToWasm0(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr2 = passStringToWasm0Checked(org, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len2 = WASM_VECTOR_LEN;
-        ptr3 = passStringToWasm0(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr3 = passStringToWasm0Checked(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len3 = WASM_VECTOR_LEN;
     } catch (e) {
         if (ptr3) { wasm.__wbindgen_free(ptr3, len3 * 1, 1); }
@@ -1099,19 +1099,6 @@ function __wbg_get_imports() {
             const ret = Error(getStringFromWasm0(arg0, arg1));
             return ret;
         },
-        __wbg_String_8564e559799eccda: function(arg0, arg1) {
-            const ret = String(arg1);
-            const ptr1 = passStringToWasm0(ret, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-            const len1 = WASM_VECTOR_LEN;
-            getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 1, len1, true);
-            getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 0, ptr1, true);
-        },
-        __wbg___wbindgen_bigint_get_as_i64_11da4b52cd0aedef: function(arg0, arg1) {
-            const v = arg1;
-            const ret = typeof(v) === 'bigint' ? v : undefined;
-            getDataViewMemory0().setBigInt64((arg0 >>> 0) + 8 * 1, isLikeNone(ret) ? BigInt(0) : ret, true);
-            getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 0, !isLikeNone(ret), true);
-        },
         __wbg___wbindgen_boolean_get_4f1baf9a00be3c74: function(arg0) {
             const v = arg0;
             const ret = typeof(v) === 'boolean' ? v : undefined;
@@ -1123,10 +1110,6 @@ function __wbg_get_imports() {
             const len1 = WASM_VECTOR_LEN;
             getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 1, len1, true);
             getDataViewMemory0().setInt32((arg0 >>> 0) + 4 * 0, ptr1, true);
-        },
-        __wbg___wbindgen_in_3f58a9d3b3a7eed2: function(arg0, arg1) {
-            const ret = arg0 in arg1;
-            return ret;
         },
         __wbg___wbindgen_is_bigint_5fa10641e039d3ef: function(arg0) {
             const ret = typeof(arg0) === 'bigint';
@@ -1151,14 +1134,6 @@ function __wbg_get_imports() {
         },
         __wbg___wbindgen_is_undefined_be5b34249ff1fc15: function(arg0) {
             const ret = arg0 === undefined;
-            return ret;
-        },
-        __wbg___wbindgen_jsval_eq_38d7bfbe4cc84039: function(arg0, arg1) {
-            const ret = arg0 === arg1;
-            return ret;
-        },
-        __wbg___wbindgen_jsval_loose_eq_b2f214e2e4b30e36: function(arg0, arg1) {
-            const ret = arg0 == arg1;
             return ret;
         },
         __wbg___wbindgen_number_get_934b640d0889af78: function(arg0, arg1) {
@@ -1192,14 +1167,14 @@ function __wbg_get_imports() {
             const ret = arg0.add(arg1);
             return ret;
         }, arguments); },
-        __wbg_call_40b008ba32f73991: function() { return handleError(function (arg0, arg1) {
-            const ret = arg0.call(arg1);
-            return ret;
-        }, arguments); },
         __wbg_call_a410eb4b59ed5965: function() { return handleError(function (arg0, arg1, arg2) {
             const ret = arg0.call(arg1, arg2);
             return ret;
         }, arguments); },
+        __wbg_charCodeAt_851946d8f1279e11: function(arg0, arg1) {
+            const ret = arg0.charCodeAt(arg1 >>> 0);
+            return ret;
+        },
         __wbg_clear_507b74bbfa06114d: function() { return handleError(function (arg0) {
             const ret = arg0.clear();
             return ret;
@@ -1237,17 +1212,17 @@ function __wbg_get_imports() {
         __wbg_deleteObjectStore_e6e047655c2a2021: function() { return handleError(function (arg0, arg1, arg2) {
             arg0.deleteObjectStore(getStringFromWasm0(arg1, arg2));
         }, arguments); },
-        __wbg_done_57e08d0be6e30c02: function(arg0) {
-            const ret = arg0.done;
-            return ret;
-        },
-        __wbg_entries_7bb1459bd9b5c2b9: function(arg0) {
+        __wbg_entries_78230b4c7535c915: function() { return handleError(function (arg0) {
             const ret = Object.entries(arg0);
             return ret;
-        },
+        }, arguments); },
         __wbg_error_029b9735617abe23: function() { return handleError(function (arg0) {
             const ret = arg0.error;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
+        }, arguments); },
+        __wbg_from_ea4ec5c0a46afcf5: function() { return handleError(function (arg0) {
+            const ret = Array.from(arg0);
+            return ret;
         }, arguments); },
         __wbg_getAllKeys_08212b8e3f30bcdf: function() { return handleError(function (arg0, arg1) {
             const ret = arg0.getAllKeys(arg1);
@@ -1281,10 +1256,6 @@ function __wbg_get_imports() {
             const ret = arg0.get(arg1);
             return ret;
         }, arguments); },
-        __wbg_get_635eea311fa1a291: function() { return handleError(function (arg0, arg1) {
-            const ret = Reflect.get(arg0, arg1);
-            return ret;
-        }, arguments); },
         __wbg_get_785a6515723e5145: function(arg0, arg1, arg2) {
             const ret = arg1[arg2 >>> 0];
             var ptr1 = isLikeNone(ret) ? 0 : passStringToWasm0(ret, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -1316,6 +1287,16 @@ function __wbg_get_imports() {
             let result;
             try {
                 result = arg0 instanceof ArrayBuffer;
+            } catch (_) {
+                result = false;
+            }
+            const ret = result;
+            return ret;
+        },
+        __wbg_instanceof_Error_74e3cca0c4a69161: function(arg0) {
+            let result;
+            try {
+                result = arg0 instanceof Error;
             } catch (_) {
                 result = false;
             }
@@ -1382,6 +1363,16 @@ function __wbg_get_imports() {
             const ret = result;
             return ret;
         },
+        __wbg_instanceof_Set_7768a118d44ac511: function(arg0) {
+            let result;
+            try {
+                result = arg0 instanceof Set;
+            } catch (_) {
+                result = false;
+            }
+            const ret = result;
+            return ret;
+        },
         __wbg_instanceof_Uint8Array_d7aeb0dcb3108fea: function(arg0) {
             let result;
             try {
@@ -1392,16 +1383,16 @@ function __wbg_get_imports() {
             const ret = result;
             return ret;
         },
+        __wbg_isArray_9ba94a64b9338d07: function() { return handleError(function (arg0) {
+            const ret = Array.isArray(arg0);
+            return ret;
+        }, arguments); },
         __wbg_isArray_bcf1376d0d732d08: function(arg0) {
             const ret = Array.isArray(arg0);
             return ret;
         },
-        __wbg_isSafeInteger_1a35ba4d31e71d38: function(arg0) {
-            const ret = Number.isSafeInteger(arg0);
-            return ret;
-        },
-        __wbg_iterator_e4c5e8f68ada7b58: function() {
-            const ret = Symbol.iterator;
+        __wbg_isView_7c4f5a7c257b3a84: function(arg0) {
+            const ret = ArrayBuffer.isView(arg0);
             return ret;
         },
         __wbg_keyPath_01b7f7605862dac7: function() { return handleError(function (arg0) {
@@ -1424,24 +1415,24 @@ function __wbg_get_imports() {
             const ret = arg0.length;
             return ret;
         },
+        __wbg_length_e83e819f48c774e4: function(arg0) {
+            const ret = arg0.length;
+            return ret;
+        },
         __wbg_lowerBound_1d3efa163ac6dcce: function() { return handleError(function (arg0, arg1) {
             const ret = IDBKeyRange.lowerBound(arg0, arg1 !== 0);
             return ret;
         }, arguments); },
+        __wbg_message_43d8c8f1d543a349: function(arg0) {
+            const ret = arg0.message;
+            return ret;
+        },
         __wbg_multiEntry_4ad8511e0c6886e0: function(arg0) {
             const ret = arg0.multiEntry;
             return ret;
         },
-        __wbg_new_13de428334042d26: function(arg0) {
-            const ret = new Uint8Array(arg0);
-            return ret;
-        },
         __wbg_new_37eb45aaf5eeb820: function() {
             const ret = new Array();
-            return ret;
-        },
-        __wbg_new_7075786089b89c5e: function() {
-            const ret = new Map();
             return ret;
         },
         __wbg_new_787b9fb330d55d78: function(arg0, arg1) {
@@ -1492,14 +1483,6 @@ function __wbg_get_imports() {
                 state0.a = 0;
             }
         },
-        __wbg_next_178c1651c11432b3: function(arg0) {
-            const ret = arg0.next;
-            return ret;
-        },
-        __wbg_next_af5ac6a08bb0a717: function() { return handleError(function (arg0) {
-            const ret = arg0.next();
-            return ret;
-        }, arguments); },
         __wbg_objectStoreNames_2b913d9b7111553d: function(arg0) {
             const ret = arg0.objectStoreNames;
             return ret;
@@ -1530,6 +1513,10 @@ function __wbg_get_imports() {
         }, arguments); },
         __wbg_open_76c6f562f13bdcfd: function() { return handleError(function (arg0, arg1, arg2) {
             const ret = arg0.open(getStringFromWasm0(arg1, arg2));
+            return ret;
+        }, arguments); },
+        __wbg_parse_c3f72b5a24f83c01: function() { return handleError(function (arg0, arg1) {
+            const ret = JSON.parse(getStringFromWasm0(arg0, arg1));
             return ret;
         }, arguments); },
         __wbg_prototypesetcall_13162965d1fe7aa3: function(arg0, arg1, arg2) {
@@ -1566,18 +1553,8 @@ function __wbg_get_imports() {
             const ret = Reflect.set(arg0, arg1, arg2);
             return ret;
         }, arguments); },
-        __wbg_set_8282f7e0d2d01336: function(arg0, arg1, arg2) {
-            const ret = arg0.set(arg1, arg2);
-            return ret;
-        },
         __wbg_set_auto_increment_f2339f2dac851902: function(arg0, arg1) {
             arg0.autoIncrement = arg1 !== 0;
-        },
-        __wbg_set_d2d33b52458e984a: function(arg0, arg1, arg2) {
-            arg0[arg1 >>> 0] = arg2;
-        },
-        __wbg_set_e4b9a833d288759a: function(arg0, arg1, arg2) {
-            arg0[arg1] = arg2;
         },
         __wbg_set_key_path_f98b7058a579d8c7: function(arg0, arg1) {
             arg0.keyPath = arg1;
@@ -1644,6 +1621,10 @@ function __wbg_get_imports() {
             const ret = arg0.toString();
             return ret;
         },
+        __wbg_toString_ac62c4a5cb3e62c7: function() { return handleError(function (arg0, arg1) {
+            const ret = arg0.toString(arg1);
+            return ret;
+        }, arguments); },
         __wbg_transaction_a26f26d9d5badcda: function(arg0) {
             const ret = arg0.transaction;
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
@@ -1664,23 +1645,19 @@ function __wbg_get_imports() {
             const ret = IDBKeyRange.upperBound(arg0, arg1 !== 0);
             return ret;
         }, arguments); },
-        __wbg_value_e0f328965e184931: function(arg0) {
-            const ret = arg0.value;
-            return ret;
-        },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 131, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 130, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h60702a48838d1764);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 92, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("Event")], shim_idx: 91, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 1, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h29db3feac21bb366);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("IDBVersionChangeEvent")], shim_idx: 6, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__hd543b1dacafd2ffb);
             return ret;
         },
         __wbindgen_generic_0000000000000004: function(arg0) {
@@ -1689,26 +1666,11 @@ function __wbg_get_imports() {
             return ret;
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
-            // Cast intrinsic for `I128 -> Externref`.
-            const ret = (BigInt.asUintN(64, arg0) | (arg1 << BigInt(64)));
-            return ret;
-        },
-        __wbindgen_generic_0000000000000006: function(arg0) {
-            // Cast intrinsic for `I64 -> Externref`.
-            const ret = arg0;
-            return ret;
-        },
-        __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Ref(String) -> Externref`.
             const ret = getStringFromWasm0(arg0, arg1);
             return ret;
         },
-        __wbindgen_generic_0000000000000008: function(arg0) {
-            // Cast intrinsic for `U64 -> Externref`.
-            const ret = BigInt.asUintN(64, arg0);
-            return ret;
-        },
-        __wbindgen_generic_0000000000000009: function(arg0, arg1) {
+        __wbindgen_generic_0000000000000006: function(arg0, arg1) {
             var v0 = getArrayU8FromWasm0(arg0, arg1).slice();
             wasm.__wbindgen_free(arg0, arg1 * 1, 1);
             // Cast intrinsic for `Vector(U8) -> Externref`.
@@ -1734,8 +1696,8 @@ function wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg
     wasm.wasm_bindgen__convert__closures_____invoke__h0646f7141cb91c20(arg0, arg1, arg2);
 }
 
-function wasm_bindgen__convert__closures_____invoke__h29db3feac21bb366(arg0, arg1, arg2) {
-    wasm.wasm_bindgen__convert__closures_____invoke__h29db3feac21bb366(arg0, arg1, arg2);
+function wasm_bindgen__convert__closures_____invoke__hd543b1dacafd2ffb(arg0, arg1, arg2) {
+    wasm.wasm_bindgen__convert__closures_____invoke__hd543b1dacafd2ffb(arg0, arg1, arg2);
 }
 
 function wasm_bindgen__convert__closures_____invoke__h60702a48838d1764(arg0, arg1, arg2) {
@@ -2104,3 +2066,39 @@ async function __wbg_init_once(module_or_path) {
 }
 
 export { initSync, __wbg_init as default };
+
+/** passStringToWasm0, for an export's argument: refused unless of the right type (scripts/guard-glue.mjs). */
+function passStringToWasm0Checked(arg, ...rest) {
+    if (typeof arg !== "string") throw mwpBadArgument("a string", arg);
+    if (typeof arg.isWellFormed === "function" ? !arg.isWellFormed() : /\p{Cs}/u.test(arg)) throw mwpBadArgument("Unicode text (a string without lone surrogates)", arg);
+    return passStringToWasm0(arg, ...rest);
+}
+
+/** passArray8ToWasm0, for an export's argument: refused unless of the right type (scripts/guard-glue.mjs). */
+function passArray8ToWasm0Checked(arg, ...rest) {
+    if (!(arg instanceof Uint8Array)) throw mwpBadArgument("a Uint8Array", arg);
+    return passArray8ToWasm0(arg, ...rest);
+}
+
+/** passArrayJsValueToWasm0, for an export's argument: refused unless of the right type (scripts/guard-glue.mjs). */
+function passArrayJsValueToWasm0Checked(arg, ...rest) {
+    if (!Array.isArray(arg) || arg.length > 1048576) throw mwpBadArgument("an array of at most 1048576 items", arg);
+    return passArrayJsValueToWasm0(arg, ...rest);
+}
+
+/** A wrong argument, refused before it enters the module (scripts/guard-glue.mjs). */
+function mwpBadArgument(expected, arg) {
+    let got = typeof arg;
+    try {
+        if (arg === null) got = "null";
+        else if (Array.isArray(arg)) got = "an array";
+        else if (typeof arg === "object") got = arg.constructor?.name ?? "an object";
+    } catch {
+        // A proxy whose traps throw: an object, and nothing more is asked of it.
+    }
+    const e = new Error(`an argument must be ${expected}, got ${got}`);
+    e.name = "MwpError";
+    e.code = "MALFORMED";
+    e.details = { expected, got };
+    return e;
+}
