@@ -81,11 +81,11 @@ const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// The most values (every item, entry and scalar counts one) a JS value may hold to be read
 /// as JSON data: the largest command is 1 MiB of JSON, far fewer.
-const MAX_JS_VALUES: usize = 1 << 20;
+pub const MAX_JS_VALUES: usize = 1 << 20;
 
 /// The deepest nesting of arrays and objects read from a JS value: the canonical encoder's
 /// limit, past which nothing could be encoded anyway.
-const MAX_JS_DEPTH: usize = canonical::MAX_DEPTH;
+pub const MAX_JS_DEPTH: usize = canonical::MAX_DEPTH;
 
 #[wasm_bindgen]
 extern "C" {
