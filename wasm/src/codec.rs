@@ -24,56 +24,61 @@ pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, Error> {
     let unconvertible = |e: &dyn std::fmt::Display| {
         Error::malformed(format!("value does not convert to JavaScript: {e}"))
     };
-    let text = serde_json::to_string(value).map_err(|e| unconvertible(&e))?;
-    if let Some(n) = first_inexact_integer(&text) {
-        return Err(unconvertible(&format_args!(
-            "{n} is not exact as a JavaScript number"
-        )));
-    }
+    let mut text = Vec::with_capacity(128);
+    value
+        .serialize(&mut serde_json::Serializer::with_formatter(
+            &mut text,
+            ExactIntegers,
+        ))
+        .map_err(|e| unconvertible(&e))?;
+    let text = String::from_utf8(text).map_err(|e| unconvertible(&e))?;
     js_sys::JSON::parse(&text).map_err(|_| unconvertible(&"JSON.parse refused it"))
 }
 
-/// The first integer in JSON text `text` (outside its strings) that a JS number cannot hold
-/// exactly: one past ±(2^53 − 1). Only a run of 16 or more digits can be one.
-fn first_inexact_integer(text: &str) -> Option<&str> {
-    let bytes = text.as_bytes();
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut at = 0;
-    while at < bytes.len() {
-        let b = bytes[at];
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            at += 1;
-        } else if b == b'"' {
-            in_string = true;
-            at += 1;
-        } else if b == b'-' || b.is_ascii_digit() {
-            let end = bytes[at..]
-                .iter()
-                .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
-                .map_or(bytes.len(), |n| at + n);
-            let number = &text[at..end];
-            let integer = number.bytes().all(|c| c == b'-' || c.is_ascii_digit());
-            if integer && number.len() >= 16 {
-                let exact = number
-                    .parse::<i128>()
-                    .is_ok_and(|n| n.unsigned_abs() <= u128::from(MAX_SAFE_INTEGER));
-                if !exact {
-                    return Some(number);
-                }
-            }
-            at = end;
+/// JSON's compact form, refusing an integer that a JS number cannot hold exactly (one past
+/// ±(2^53 − 1)) as it is written: `JSON.parse` would round it.
+struct ExactIntegers;
+
+impl ExactIntegers {
+    fn exact(n: i128) -> std::io::Result<()> {
+        if n.unsigned_abs() <= u128::from(MAX_SAFE_INTEGER) {
+            Ok(())
         } else {
-            at += 1;
+            Err(std::io::Error::other(format!(
+                "{n} is not exact as a JavaScript number"
+            )))
         }
     }
-    None
+}
+
+impl serde_json::ser::Formatter for ExactIntegers {
+    fn write_i64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, n: i64) -> std::io::Result<()> {
+        Self::exact(n.into())?;
+        serde_json::ser::CompactFormatter.write_i64(w, n)
+    }
+
+    fn write_u64<W: ?Sized + std::io::Write>(&mut self, w: &mut W, n: u64) -> std::io::Result<()> {
+        Self::exact(n.into())?;
+        serde_json::ser::CompactFormatter.write_u64(w, n)
+    }
+
+    fn write_i128<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        n: i128,
+    ) -> std::io::Result<()> {
+        Self::exact(n)?;
+        serde_json::ser::CompactFormatter.write_i128(w, n)
+    }
+
+    fn write_u128<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        n: u128,
+    ) -> std::io::Result<()> {
+        Self::exact(i128::try_from(n).unwrap_or(i128::MAX))?;
+        serde_json::ser::CompactFormatter.write_u128(w, n)
+    }
 }
 
 /// 2^53 − 1, the largest integer a JS number holds exactly.
