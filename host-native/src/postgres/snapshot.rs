@@ -5,7 +5,7 @@
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Code, Error, Hash, Id, PublicKey, Result};
 
-use super::authority::{column, corrupt, to_u64, verified_event};
+use super::authority::{column, corrupt, event_bytes, to_u64, verified_event};
 
 /// The head row of a group, as a snapshot row is checked against it.
 pub(super) struct Head {
@@ -29,9 +29,10 @@ impl Head {
     }
 }
 
-/// A snapshot row of `group` as statement `snapshot` reads it: columns 3–6 (seq,
-/// state_hash, bytes, and the bytes of the event row at that seq), `None` when the group has
-/// no snapshot at or below its head row.
+/// A snapshot row of `group` as statement `snapshot` reads it: columns 3–7 (seq,
+/// state_hash, bytes, and the length and bytes of the event row at that seq), `None` when
+/// the group has no snapshot at or below its head row. An event row longer than any event is
+/// `LOG_CORRUPT` ([`super::authority::event_bytes`]).
 pub(super) fn row_of<'a>(row: &'a postgres::Row, group: &Id) -> Result<Option<Row<'a>>> {
     let Some(seq) = column::<Option<i64>>(row, 3, group, "mwp_snapshots.seq")? else {
         return Ok(None);
@@ -45,7 +46,7 @@ pub(super) fn row_of<'a>(row: &'a postgres::Row, group: &Id) -> Result<Option<Ro
             .try_get(4)
             .map_err(|e| at("mwp_snapshots.state_hash", &e))?,
         bytes: row.try_get(5).map_err(|e| at("mwp_snapshots.bytes", &e))?,
-        event: row.try_get(6).map_err(|e| at("mwp_events.bytes", &e))?,
+        event: event_bytes(row, 6, group, seq)?,
     }))
 }
 
