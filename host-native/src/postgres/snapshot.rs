@@ -2,6 +2,7 @@
 //! process may have written must be (docs/decisions.md, "Commands decided together on
 //! PostgreSQL"): a snapshot is served, referred to or restored only once it holds.
 
+use mwp_core::chain::Position;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Code, Error, Hash, Id, PublicKey, Result};
 
@@ -103,29 +104,31 @@ pub(super) fn checked(group: &Id, key: &PublicKey, head: &Head, row: &Row<'_>) -
             ),
         ));
     }
-    if seq == head.seq && snap.chain_head != head.hash {
-        return Err(invalid(
-            group,
-            seq,
-            format!(
-                "has chain head {}, the head row {}",
-                snap.chain_head, head.hash
-            ),
-        ));
+    // The chain head is the id of the event at its seq, as the head row and the event row
+    // there say it (the core's rule; the wording is this store's).
+    let at = Position::from_snapshot(&snap);
+    if seq == head.seq {
+        at.check_last(&head.hash).map_err(|e| {
+            invalid(
+                group,
+                seq,
+                format!("has chain head {}, the head row {}", e.expected, e.received),
+            )
+        })?;
     }
     match &row.event {
         Some(bytes) => {
             let event = verified_event(group, seq, bytes)?;
-            if event.id != snap.chain_head {
-                return Err(invalid(
+            at.check_last(&event.id).map_err(|e| {
+                invalid(
                     group,
                     seq,
                     format!(
                         "has chain head {}, the event at its seq is {}",
-                        snap.chain_head, event.id
+                        e.expected, e.received
                     ),
-                ));
-            }
+                )
+            })?;
         }
         None if seq < head.seq => {
             return Err(invalid(
