@@ -1409,6 +1409,112 @@ fn snapshot_rows_are_checked_on_every_read() {
     assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
 }
 
+/// The verdict on a snapshot row's bytes is kept for that version of the row: served again,
+/// or referred to by `CURSOR_TOO_OLD`, it is not verified again; rewritten by another process
+/// (any `UPDATE`, or a `DELETE` and `INSERT`, even of the same bytes), it is verified again,
+/// and refused when it does not hold. The rest (columns, chain head against the event and head
+/// rows) is checked on every read.
+#[test]
+fn a_snapshot_verdict_holds_for_its_version_of_the_row_only() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "verdicts");
+    let pg = schema.open("snapshot_every=0&online_window=2");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // seq 1..=4
+    pg.take_snapshot(&g).expect("a snapshot at seq 4");
+    for i in 3..5 {
+        let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
+        assert!(matches!(
+            pg.submit(&cmd, 1000 + i).expect("create"),
+            Decision::Accepted(_)
+        ));
+    } // head 6, the snapshot at 4
+    let mut c = schema.client();
+    let (hash, good) = snapshot_row(&mut c, "g1", 4);
+    let before = pg.snapshot_verifications();
+    assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+    assert_eq!(pg.snapshot_verifications(), before + 1, "verified once");
+    for _ in 0..3 {
+        assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+        let too_old = pg.events(&g, 0, 10).expect_err("older than the window");
+        assert_eq!(too_old.code, Code::CursorTooOld, "{too_old}");
+        assert_eq!(too_old.details["snapshot"]["seq"], json!(4));
+    }
+    assert_eq!(
+        pg.snapshot_verifications(),
+        before + 1,
+        "not verified again"
+    );
+
+    let refused = |needle: &str| {
+        let e = pg.latest_snapshot(&g).expect_err("not served");
+        assert_eq!(e.code, Code::SnapshotInvalid, "{e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        let referred = pg.events(&g, 0, 10).expect_err("not referred to");
+        assert_eq!(referred.message, e.message);
+    };
+    // Rewritten in place after the verdict: verified again, refused.
+    let mut flipped = good.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x01;
+    c.execute(
+        "UPDATE mwp_snapshots SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&flipped],
+    )
+    .expect("rewrite the row");
+    refused("does not verify");
+    // Its columns and the rows around it are checked on every read.
+    c.execute(
+        "UPDATE mwp_snapshots SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&good],
+    )
+    .expect("put the bytes back");
+    assert_eq!(pg.latest_snapshot(&g).expect("served again"), good);
+    let verified = pg.snapshot_verifications();
+    let row4: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 4",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    c.execute(
+        "UPDATE mwp_events SET bytes = (SELECT bytes FROM mwp_events
+           WHERE group_id = 'g1' AND seq = 3) WHERE group_id = 'g1' AND seq = 4",
+        &[],
+    )
+    .expect("swap the event row at its seq");
+    let e = pg.latest_snapshot(&g).expect_err("not served");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains("the event row at seq 4 holds seq 3"),
+        "{e}"
+    );
+    c.execute(
+        "UPDATE mwp_events SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&row4],
+    )
+    .expect("put the event row back");
+    assert_eq!(pg.latest_snapshot(&g).expect("served again"), good);
+    // The same bytes under another state hash column, from another transaction.
+    c.execute(
+        "UPDATE mwp_snapshots SET state_hash = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&"0".repeat(64)],
+    )
+    .expect("rewrite the column");
+    refused("says state hash");
+    c.execute(
+        "UPDATE mwp_snapshots SET state_hash = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&hash],
+    )
+    .expect("put the column back");
+    assert_eq!(pg.latest_snapshot(&g).expect("served again"), good);
+    assert!(
+        pg.snapshot_verifications() > verified,
+        "new versions verified"
+    );
+}
+
 /// A receipt is answered from the group's verified state, as the file store answers it: a
 /// `mwp_receipts` row another process swapped or removed does not change the answer.
 #[test]

@@ -170,6 +170,8 @@ pub struct PostgresAuthority {
     snapshotting: Arc<Mutex<HashMap<Id, Option<authority::SnapshotDue>>>>,
     /// Threads started for periodic snapshots ([`PostgresAuthority::snapshot_threads`]).
     snapshot_threads: std::sync::atomic::AtomicU64,
+    /// The verdicts on the snapshot rows verified, per version of the row.
+    verdicts: snapshot::Verdicts,
     /// Run after an attempt failed and before the next
     /// ([`PostgresAuthority::with_between_attempts_for_tests`]).
     #[cfg(feature = "fault-injection")]
@@ -300,6 +302,7 @@ impl PostgresAuthority {
             snapshots: Mutex::new(Vec::new()),
             snapshotting: Arc::default(),
             snapshot_threads: std::sync::atomic::AtomicU64::new(0),
+            verdicts: snapshot::Verdicts::default(),
             #[cfg(feature = "fault-injection")]
             between_attempts: None,
         };
@@ -366,6 +369,16 @@ impl PostgresAuthority {
     /// most one per group at a time, so a short cadence cannot pile up threads and states.
     pub fn snapshot_threads(&self) -> u64 {
         self.snapshot_threads
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many times this store verified a snapshot row's bytes (decoded them, hashed the
+    /// state, checked the signature) since it opened. A version of a row verified once is not
+    /// verified again to be served or referred to while its verdict is kept (at most 4,096
+    /// groups'); a row another process rewrote is a new version, verified again.
+    pub fn snapshot_verifications(&self) -> u64 {
+        self.verdicts
+            .verified
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
@@ -539,7 +552,7 @@ impl PostgresAuthority {
                 hash: head,
                 org: read.org,
             };
-            snapshot::checked(group, &self.public, &at, &stored).map(Some)
+            snapshot::checked(group, &self.public, &at, &stored, &self.verdicts).map(Some)
         });
         match checked {
             Ok(snap) => Ok(snap.map(|s| s.state)),
@@ -957,7 +970,7 @@ impl PostgresAuthority {
     /// none.
     fn latest_snapshot_ref(&self, group: &Id) -> Result<(u64, Hash)> {
         match self.checked_snapshot(group)? {
-            Some((snap, _)) => Ok((snap.seq, snap.state_hash)),
+            Some((verdict, _)) => Ok((verdict.seq, verdict.state_hash)),
             None => {
                 let (seq, hash, _) = self.snapshot_now(group)?;
                 Ok((seq, hash))
@@ -965,11 +978,12 @@ impl PostgresAuthority {
         }
     }
 
-    /// The latest stored snapshot of `group` at or below its head row and its bytes, checked
-    /// on this read ([`snapshot::checked`]): `SNAPSHOT_INVALID` naming the group and the
-    /// row's seq when it is not the group's own. `None` when there is none; `NOT_FOUND` for
-    /// an unknown group.
-    fn checked_snapshot(&self, group: &Id) -> Result<Option<(Snapshot, Vec<u8>)>> {
+    /// The latest stored snapshot of `group` at or below its head row (what its verified bytes
+    /// hold) and its bytes, checked on this read ([`snapshot::checked_ref`]: the verdict on
+    /// that version of the row kept, the rest checked again): `SNAPSHOT_INVALID` naming the
+    /// group and the row's seq when it is not the group's own. `None` when there is none;
+    /// `NOT_FOUND` for an unknown group.
+    fn checked_snapshot(&self, group: &Id) -> Result<Option<(snapshot::Verdict, Vec<u8>)>> {
         let row = {
             let mut conn = self.pool.get()?;
             let (client, sql) = conn.parts();
@@ -982,8 +996,8 @@ impl PostgresAuthority {
         let Some(stored) = snapshot::row_of(&row, group)? else {
             return Ok(None);
         };
-        let snap = snapshot::checked(group, &self.public, &head, &stored)?;
-        Ok(Some((snap, stored.bytes.to_vec())))
+        let verdict = snapshot::checked_ref(group, &self.public, &head, &stored, &self.verdicts)?;
+        Ok(Some((verdict, stored.bytes.to_vec())))
     }
 
     /// The head seq of `group` (`None` when it does not exist), checked before it is

@@ -42,9 +42,9 @@ pub(crate) struct Statements {
     pub events_between: Statement,
     /// `$1` group → the head row (seq, head, org) and, NULLs when there is none, the latest
     /// snapshot at or below it (seq, state_hash, bytes) with the bytes of the event row at
-    /// its seq (length, bytes), and the versions of both rows (`xmin`, `ctid`): what a
-    /// snapshot row is checked against ([`super::snapshot::checked`]) and what a verdict
-    /// kept for it is keyed by ([`super::snapshot::Verdicts`]).
+    /// its seq (length, bytes), and the version of the snapshot row (`xmin`, `ctid`): what a
+    /// snapshot row is checked against ([`super::snapshot::checked`]) and what the verdict
+    /// kept on its bytes is keyed by ([`super::snapshot::Verdicts`]).
     pub snapshot: Statement,
     /// Advances the head by one (or creates it at seq 1) and inserts the event and receipt
     /// rows → (1), or writes nothing → (0) when someone else moved the head.
@@ -105,7 +105,7 @@ impl Statements {
             // A row past the head row is never read: no event it could cover is committed.
             snapshot: p(&format!(
                 "SELECT g.seq, g.head, g.org, s.seq, s.state_hash, s.bytes, {},
-                   s.xmin::text, s.ctid::text, e.xmin::text, e.ctid::text
+                   s.xmin::text, s.ctid::text
                  FROM mwp_groups g
                  LEFT JOIN LATERAL (SELECT seq, state_hash, bytes, xmin, ctid FROM mwp_snapshots
                      WHERE group_id = g.group_id AND seq <= g.seq
