@@ -1000,6 +1000,24 @@ impl PostgresAuthority {
         Ok(Some((verdict, stored.bytes.to_vec())))
     }
 
+    /// Whether `group` has a head row here: what the router asks before every command of a
+    /// group, to find which server holds it. Its head is not answered, so it is not checked
+    /// against the log (the command's own reload does that); event rows without a head row, or
+    /// past it, are `LOG_CORRUPT` as for every head read.
+    pub(super) fn holds(&self, group: &Id) -> Result<bool> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let row = client
+            .query_one(&sql.head, &[&group.as_str()])
+            .map_err(|e| storage("reading the group head", &e))?;
+        let last = column::<Option<i64>>(&row, 2, group, "the highest event seq")?;
+        let seq = column::<Option<i64>>(&row, 0, group, "mwp_groups.seq")?
+            .map(|seq| to_u64(seq, group, "seq"))
+            .transpose()?;
+        no_rows_past(group, seq, last)?;
+        Ok(seq.is_some())
+    }
+
     /// The head seq of `group` (`None` when it does not exist), checked before it is
     /// answered as the rows it stands for are on every other read: the head row's id is
     /// that of the event row at its seq (decoded and verified), or, once the Group's plain
