@@ -490,15 +490,11 @@ impl PostgresAuthority {
         let row = c
             .query_one(&sql.head, &[&group.as_str()])
             .map_err(db("reading the group head"))?;
-        let last = column::<Option<i64>>(&row, 2, group, "the highest event seq")?;
-        let Some(seq) = column::<Option<i64>>(&row, 0, group, "mwp_groups.seq")? else {
-            no_rows_past(group, None, last)?;
+        let Some(seq) = head_row_seq(&row, group, 2)? else {
             slot.state = None;
             slot.fresh = true;
             return Ok(());
         };
-        let seq = to_u64(seq, group, "seq")?;
-        no_rows_past(group, Some(seq), last)?;
         let head = Hash::from_hex(column::<&str>(&row, 1, group, "mwp_groups.head")?)
             .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
         let cached = slot.fresh && slot.state.as_ref().is_some_and(|s| s.seq <= seq);
@@ -1010,12 +1006,7 @@ impl PostgresAuthority {
         let row = client
             .query_one(&sql.head, &[&group.as_str()])
             .map_err(|e| storage("reading the group head", &e))?;
-        let last = column::<Option<i64>>(&row, 2, group, "the highest event seq")?;
-        let seq = column::<Option<i64>>(&row, 0, group, "mwp_groups.seq")?
-            .map(|seq| to_u64(seq, group, "seq"))
-            .transpose()?;
-        no_rows_past(group, seq, last)?;
-        Ok(seq.is_some())
+        Ok(head_row_seq(&row, group, 2)?.is_some())
     }
 
     /// The head seq of `group` (`None` when it does not exist), checked before it is
@@ -1030,13 +1021,9 @@ impl PostgresAuthority {
         let row = client
             .query_one(&sql.head_checked, &[&group.as_str()])
             .map_err(|e| storage("reading the group head", &e))?;
-        let last = column::<Option<i64>>(&row, 6, group, "the highest event seq")?;
-        let Some(seq) = column::<Option<i64>>(&row, 0, group, "mwp_groups.seq")? else {
-            no_rows_past(group, None, last)?;
+        let Some(seq) = head_row_seq(&row, group, 6)? else {
             return Ok(None);
         };
-        let seq = to_u64(seq, group, "seq")?;
-        no_rows_past(group, Some(seq), last)?;
         let head = Hash::from_hex(column::<&str>(&row, 1, group, "mwp_groups.head")?)
             .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
         let (at, id) = match event_bytes(&row, 2, group, seq)? {
@@ -1128,6 +1115,18 @@ pub(super) fn event_bytes<'a>(
         .with("seq", seq));
     }
     row.try_get(i + 1).map_err(|e| at(&e))
+}
+
+/// The seq of `group`'s head row as a head statement reads it (column 0, NULL when there is
+/// no head row), once [`no_rows_past`] holds for the highest seq of its event rows (column
+/// `last`).
+fn head_row_seq(row: &postgres::Row, group: &Id, last: usize) -> Result<Option<u64>> {
+    let last = column::<Option<i64>>(row, last, group, "the highest event seq")?;
+    let seq = column::<Option<i64>>(row, 0, group, "mwp_groups.seq")?
+        .map(|seq| to_u64(seq, group, "seq"))
+        .transpose()?;
+    no_rows_past(group, seq, last)?;
+    Ok(seq)
 }
 
 /// That no event row of `group` lies past its head row (at `head`, `None` when there is no
