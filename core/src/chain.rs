@@ -16,6 +16,13 @@
 //!    position knows that id: a reader that starts after seq N without event N learns its id
 //!    from the first event it takes).
 //!
+//! A reader that starts from a snapshot stands at [`Position::from_snapshot`]: after its seq,
+//! whose event's id is its chain head. [`Position::check_last`] says whether the id a log
+//! holds for the event at a position's seq is the one the position names: the rule that ties
+//! a snapshot to its log (SPEC §8, "`chain_head` = id of event `seq`"), which every host that
+//! restores a snapshot or serves one against its log asks, and words its own way
+//! ([`ChainHead`]'s `Display` is the file store's wording).
+//!
 //! [`Position::advance`] then moves the position past the event. Whether the event hashes to
 //! its id is the decoding's check (`Event::from_cbor_verified`, [`Event::verify`]), made by
 //! the caller before or after, as its wording orders them. Nothing here allocates: a
@@ -24,6 +31,7 @@
 use crate::crypto::Hash;
 use crate::event::Event;
 use crate::id::Id;
+use crate::snapshot::Snapshot;
 
 /// Where a reader is in a Group's log: the last seq taken and, when known, its event's id.
 ///
@@ -64,6 +72,26 @@ pub enum Break {
     },
 }
 
+/// The id a log holds for the event at a position's seq is not the one the position names
+/// ([`Position::check_last`]): for a snapshot, its chain head is not the id of the event at
+/// its seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainHead {
+    /// The position's seq: the snapshot's.
+    pub seq: u64,
+    /// The id the position names: the snapshot's chain head.
+    pub expected: Hash,
+    /// The id the log holds for the event at that seq.
+    pub received: Hash,
+}
+
+/// "event N is not the snapshot's chain head".
+impl std::fmt::Display for ChainHead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "event {} is not the snapshot's chain head", self.seq)
+    }
+}
+
 impl Break {
     /// Whether this is a [`Break::Seq`] past the next seq: events were missed.
     pub fn is_gap(&self) -> bool {
@@ -90,6 +118,28 @@ impl Position {
     /// A reader that has taken event `seq` with id `id`.
     pub fn at(seq: u64, id: Hash) -> Position {
         Position { seq, id: Some(id) }
+    }
+
+    /// A reader that restored `snapshot`: after its seq, whose event's id is its chain head.
+    pub fn from_snapshot(snapshot: &Snapshot) -> Position {
+        Position::at(snapshot.seq, snapshot.chain_head)
+    }
+
+    /// Whether `id`, the id a log holds for the event at this position's seq (the id of the
+    /// event row or record there, decoded and verified by the caller, or what a head row says
+    /// it is), is the one this position names: `Ok` when it is, or when the position does not
+    /// know its id ([`Position::after`]); the [`ChainHead`] naming both otherwise. From
+    /// [`Position::from_snapshot`], this is the check that a snapshot's chain head is the id
+    /// of the event at its seq.
+    pub fn check_last(&self, id: &Hash) -> Result<(), ChainHead> {
+        match self.id {
+            Some(expected) if expected != *id => Err(ChainHead {
+                seq: self.seq,
+                expected,
+                received: *id,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The seq the next event must have. (At `u64::MAX`, which no log reaches, it stays
@@ -169,6 +219,37 @@ mod tests {
         pos.take(&g, &event("g1", 2, 2, Hash([1; 32])))
             .expect("seq 2 chained to seq 1");
         assert_eq!(pos, Position::at(2, Hash([2; 32])));
+    }
+
+    #[test]
+    fn a_snapshot_stands_at_its_seq_with_its_chain_head() {
+        let state = crate::test_common::transcript_states(usize::MAX)
+            .pop()
+            .expect("a state");
+        let snap = Snapshot::build(
+            &state,
+            &crate::crypto::SecretKey::for_transcript("@authority"),
+        )
+        .expect("builds");
+        let at = Position::from_snapshot(&snap);
+        assert_eq!(at, Position::at(snap.seq, snap.chain_head));
+        assert_eq!(at.check_last(&snap.chain_head), Ok(()));
+        let other = Hash([7; 32]);
+        let e = at.check_last(&other).expect_err("another id");
+        assert_eq!(
+            e,
+            ChainHead {
+                seq: snap.seq,
+                expected: snap.chain_head,
+                received: other
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("event {} is not the snapshot's chain head", snap.seq)
+        );
+        // A reader that never read the event at its seq takes any id.
+        assert_eq!(Position::after(snap.seq).check_last(&other), Ok(()));
     }
 
     #[test]

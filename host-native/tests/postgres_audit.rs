@@ -268,6 +268,25 @@ fn removing_the_plain_history_keeps_the_final_snapshot_and_old_cursors_get_curso
         fresh.take_snapshot(&g).expect("snapshot"),
         opened.snapshot_bytes
     );
+    // With no event row left at the head, the head is checked against the signed manifest:
+    // a head row another process rewrote is not answered.
+    schema
+        .client()
+        .execute(
+            "UPDATE mwp_groups SET head = $1 WHERE group_id = 'g1'",
+            &[&"ab".repeat(32)],
+        )
+        .expect("rewrite the head row");
+    let e = fresh.head_seq(&g).expect_err("not answered");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains(&format!(
+            "group g1 in PostgreSQL: its head row says event {} at seq {}",
+            "ab".repeat(32),
+            archived.seq
+        )),
+        "{e}"
+    );
 }
 
 #[test]

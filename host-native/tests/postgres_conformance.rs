@@ -921,6 +921,210 @@ fn events_read_from_changed_rows_are_log_corrupt_naming_group_and_seq() {
     assert_eq!(pg.events(&g, 0, 100).expect("up to the head"), good[..3]);
 }
 
+/// The head a group is listed with (`head_seq`: `GET /v1/groups`, the signed head's cadence,
+/// whether a group exists) is checked as every other read of a row is: a head row another
+/// process rewrote is `LOG_CORRUPT` naming the group, never answered as the group's head.
+#[test]
+fn a_head_row_another_process_rewrote_is_not_answered() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "headrow");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // seq 1..=4
+    assert_eq!(pg.head_seq(&g).expect("head"), 4);
+    let mut c = schema.client();
+    let refused = |needle: &str| {
+        let e = pg.head_seq(&g).expect_err("not answered");
+        assert_eq!(e.code, Code::LogCorrupt, "{e}");
+        assert!(e.message.contains("group g1 in PostgreSQL"), "{e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        let listed = pg
+            .groups()
+            .expect("listed")
+            .iter()
+            .map(|g| pg.head_seq(g))
+            .collect::<Result<Vec<_>, _>>()
+            .expect_err("the listing names the damage");
+        assert_eq!(listed.message, e.message);
+    };
+    // Another id at the head row's seq.
+    c.execute(
+        "UPDATE mwp_groups SET head = (SELECT id FROM mwp_events WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1'",
+        &[],
+    )
+    .expect("rewrite the head id");
+    refused("its head row says event");
+    // A seq past the log, with the id of its last event.
+    c.execute(
+        "UPDATE mwp_groups SET seq = 9, head = (SELECT id FROM mwp_events WHERE group_id = 'g1' AND seq = 4)
+         WHERE group_id = 'g1'",
+        &[],
+    )
+    .expect("move the head row on");
+    refused("its head row is at seq 9, but there is no event row at that seq");
+    // The event row at the head row's seq holds another event.
+    let row4: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 4",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    c.batch_execute(
+        "UPDATE mwp_groups SET seq = 4 WHERE group_id = 'g1';
+         UPDATE mwp_events SET bytes = (SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1' AND seq = 4;",
+    )
+    .expect("swap the event row at the head");
+    refused("the event row at seq 4 holds seq 3");
+    // Put back, the head is answered again.
+    c.execute(
+        "UPDATE mwp_events SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&row4],
+    )
+    .expect("put the event back");
+    assert_eq!(pg.head_seq(&g).expect("head"), 4);
+}
+
+/// A head row moved behind its events is damage, not a race: `LOG_CORRUPT` naming the group
+/// and both seqs, answered at once (no attempt again, which could only collide with the event
+/// row already at the next seq), to decisions and reads alike.
+#[test]
+fn a_head_row_behind_its_events_is_log_corrupt_at_once() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "headbehind");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // seq 1..=4
+    let mut c = schema.client();
+    c.execute(
+        "UPDATE mwp_groups SET seq = 3, head = (SELECT id FROM mwp_events WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1'",
+        &[],
+    )
+    .expect("move the head row back");
+    let behind = |e: mwp_core::Error| {
+        assert_eq!(e.code, Code::LogCorrupt, "{e}");
+        assert_eq!(
+            e.message,
+            "group g1 in PostgreSQL: its head row is at seq 3, but its event rows go on to seq 4"
+        );
+        assert_eq!(e.details.get("seq"), Some(&json!(4)), "{e}");
+    };
+    behind(
+        pg.submit(&create_work("g1", "alice", "later", "wz"), 9000)
+            .expect_err("not decided"),
+    );
+    pg.restart();
+    behind(
+        pg.submit(&create_work("g1", "alice", "later", "wz"), 9000)
+            .expect_err("not decided"),
+    );
+    behind(
+        pg.receipt(&g, &id("alice"), &id("c0"))
+            .expect_err("not read"),
+    );
+    behind(pg.head_seq(&g).expect_err("not listed"));
+    // No head row at all, with event rows left (the foreign key dropped): an open_group is
+    // not decided over them.
+    c.batch_execute(
+        "ALTER TABLE mwp_events DROP CONSTRAINT mwp_events_group_id_fkey;
+         DELETE FROM mwp_receipts WHERE group_id = 'g1';
+         DELETE FROM mwp_groups WHERE group_id = 'g1';",
+    )
+    .expect("remove the head row");
+    let e = pg
+        .submit(&open_group("g1", 1), 9000)
+        .expect_err("not decided");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert_eq!(
+        e.message,
+        "group g1 in PostgreSQL: it has no head row, but its event rows go on to seq 4"
+    );
+    assert_eq!(pg.head_seq(&g).expect_err("not listed").message, e.message);
+}
+
+/// An event row longer than the largest event any store holds
+/// (`log_format::MAX_RECORD_LEN`, the record limit the file store writes and reads with) is
+/// `LOG_CORRUPT` naming the group and the seq, its bytes neither fetched nor decoded; and the
+/// store never writes an event that long.
+#[test]
+fn an_event_row_longer_than_any_event_is_log_corrupt() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "longrow");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 2); // seq 1..=3
+    let mut c = schema.client();
+    let limit = mwp_core::log_format::MAX_RECORD_LEN;
+    let grow = |c: &mut postgres::Client, seq: i64| {
+        c.execute(
+            "UPDATE mwp_events SET bytes = bytes || convert_to(repeat('x', $2), 'UTF8')
+             WHERE group_id = 'g1' AND seq = $1",
+            &[&seq, &i32::try_from(limit).expect("fits")],
+        )
+        .expect("grow a row");
+    };
+    let long = |e: mwp_core::Error, seq: u64| {
+        assert_eq!(e.code, Code::LogCorrupt, "{e}");
+        assert!(
+            e.message.contains(&format!(
+                "group g1 in PostgreSQL: the event row at seq {seq} is "
+            )),
+            "{e}"
+        );
+        assert!(
+            e.message
+                .contains(&format!("longer than the largest event ({limit} bytes)")),
+            "{e}"
+        );
+        assert_eq!(e.details.get("seq"), Some(&json!(seq)), "{e}");
+    };
+    grow(&mut c, 2);
+    long(pg.events(&g, 0, 10).expect_err("not served"), 2);
+    pg.restart();
+    long(
+        pg.submit(&create_work("g1", "alice", "later", "wz"), 9000)
+            .expect_err("not decided"),
+        2,
+    );
+    assert_eq!(pg.head_seq(&g).expect("the head's row is whole"), 3);
+    grow(&mut c, 3);
+    long(pg.head_seq(&g).expect_err("not listed"), 3);
+
+    // A command the limits let through whose event would be longer is not written.
+    let big = Schema::new(&server, "longrow_write");
+    let mut config = big.config("snapshot_every=0");
+    config.limits.max_command_bytes = 2 * limit as usize;
+    config.limits.max_payload_bytes = 2 * limit as usize;
+    let limits = config.limits.clone();
+    let pg = PostgresAuthority::open(config).expect("open");
+    assert!(matches!(
+        pg.submit(&open_group("g1", 1), 1000).expect("open"),
+        Decision::Accepted(_)
+    ));
+    let envelope = json!({
+        "org": "acme", "group": "g1", "actor": "alice", "action": "big", "session": 1,
+        "body": {"type": "create_work", "work": "big", "after": [],
+                 "spec": {"text": "x".repeat(limit as usize)},
+                 "contract": {"max_attempts": 3, "backoff_base_ms": 10, "backoff_max_ms": 100,
+                              "cost_budget": 100, "risk": "low"}},
+        "sig": "00".repeat(64),
+    });
+    let mut cmd =
+        mwp_core::Command::from_json(&serde_json::to_vec(&envelope).expect("json"), &limits)
+            .expect("within the limits");
+    cmd.sign(&SecretKey::for_transcript("alice")).expect("sign");
+    // (Matched, not `expect_err`: an accepted event of 16 MiB is not printed.)
+    let Err(e) = pg.submit(&cmd, 2000) else {
+        panic!("an event longer than the record limit was written")
+    };
+    assert_eq!(e.code, Code::Storage, "{e}");
+    assert!(e.message.contains("the store's record limit"), "{e}");
+    assert_eq!(pg.head_seq(&g).expect("head"), 1, "nothing written");
+}
+
 /// A column another process altered (another type, NULLs let in) is an error naming the
 /// group and the column, never a panic of the reading thread.
 #[test]
@@ -1203,6 +1407,112 @@ fn snapshot_rows_are_checked_on_every_read() {
     // Put back, the group's own row is served again.
     put_snapshot(&mut c, 4, &hash, &good);
     assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+}
+
+/// The verdict on a snapshot row's bytes is kept for that version of the row: served again,
+/// or referred to by `CURSOR_TOO_OLD`, it is not verified again; rewritten by another process
+/// (any `UPDATE`, or a `DELETE` and `INSERT`, even of the same bytes), it is verified again,
+/// and refused when it does not hold. The rest (columns, chain head against the event and head
+/// rows) is checked on every read.
+#[test]
+fn a_snapshot_verdict_holds_for_its_version_of_the_row_only() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "verdicts");
+    let pg = schema.open("snapshot_every=0&online_window=2");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // seq 1..=4
+    pg.take_snapshot(&g).expect("a snapshot at seq 4");
+    for i in 3..5 {
+        let cmd = create_work("g1", "alice", &format!("c{i}"), &format!("w{i}"));
+        assert!(matches!(
+            pg.submit(&cmd, 1000 + i).expect("create"),
+            Decision::Accepted(_)
+        ));
+    } // head 6, the snapshot at 4
+    let mut c = schema.client();
+    let (hash, good) = snapshot_row(&mut c, "g1", 4);
+    let before = pg.snapshot_verifications();
+    assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+    assert_eq!(pg.snapshot_verifications(), before + 1, "verified once");
+    for _ in 0..3 {
+        assert_eq!(pg.latest_snapshot(&g).expect("served"), good);
+        let too_old = pg.events(&g, 0, 10).expect_err("older than the window");
+        assert_eq!(too_old.code, Code::CursorTooOld, "{too_old}");
+        assert_eq!(too_old.details["snapshot"]["seq"], json!(4));
+    }
+    assert_eq!(
+        pg.snapshot_verifications(),
+        before + 1,
+        "not verified again"
+    );
+
+    let refused = |needle: &str| {
+        let e = pg.latest_snapshot(&g).expect_err("not served");
+        assert_eq!(e.code, Code::SnapshotInvalid, "{e}");
+        assert!(e.message.contains(needle), "{needle}: {e}");
+        let referred = pg.events(&g, 0, 10).expect_err("not referred to");
+        assert_eq!(referred.message, e.message);
+    };
+    // Rewritten in place after the verdict: verified again, refused.
+    let mut flipped = good.clone();
+    let at = flipped.len() / 2;
+    flipped[at] ^= 0x01;
+    c.execute(
+        "UPDATE mwp_snapshots SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&flipped],
+    )
+    .expect("rewrite the row");
+    refused("does not verify");
+    // Its columns and the rows around it are checked on every read.
+    c.execute(
+        "UPDATE mwp_snapshots SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&good],
+    )
+    .expect("put the bytes back");
+    assert_eq!(pg.latest_snapshot(&g).expect("served again"), good);
+    let verified = pg.snapshot_verifications();
+    let row4: Vec<u8> = c
+        .query_one(
+            "SELECT bytes FROM mwp_events WHERE group_id = 'g1' AND seq = 4",
+            &[],
+        )
+        .expect("row")
+        .get(0);
+    c.execute(
+        "UPDATE mwp_events SET bytes = (SELECT bytes FROM mwp_events
+           WHERE group_id = 'g1' AND seq = 3) WHERE group_id = 'g1' AND seq = 4",
+        &[],
+    )
+    .expect("swap the event row at its seq");
+    let e = pg.latest_snapshot(&g).expect_err("not served");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains("the event row at seq 4 holds seq 3"),
+        "{e}"
+    );
+    c.execute(
+        "UPDATE mwp_events SET bytes = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&row4],
+    )
+    .expect("put the event row back");
+    assert_eq!(pg.latest_snapshot(&g).expect("served again"), good);
+    // The same bytes under another state hash column, from another transaction.
+    c.execute(
+        "UPDATE mwp_snapshots SET state_hash = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&"0".repeat(64)],
+    )
+    .expect("rewrite the column");
+    refused("says state hash");
+    c.execute(
+        "UPDATE mwp_snapshots SET state_hash = $1 WHERE group_id = 'g1' AND seq = 4",
+        &[&hash],
+    )
+    .expect("put the column back");
+    assert_eq!(pg.latest_snapshot(&g).expect("served again"), good);
+    assert!(
+        pg.snapshot_verifications() > verified,
+        "new versions verified"
+    );
 }
 
 /// A receipt is answered from the group's verified state, as the file store answers it: a

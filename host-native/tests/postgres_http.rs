@@ -151,3 +151,32 @@ fn a_snapshot_row_that_does_not_verify_is_not_served() {
     assert_eq!(e.details.get("seq"), Some(&serde_json::json!(1)), "{e}");
     drop(running);
 }
+
+/// `GET /v1/groups` lists each group with its head checked against its log: a head row
+/// another process rewrote is answered `LOG_CORRUPT` naming the group, never listed as true.
+#[test]
+fn the_group_list_answers_no_head_row_it_cannot_check() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "http_heads");
+    let store = schema.open("snapshot_every=0");
+    store.submit(&open_group("g1", 1), 1000).expect("open");
+    store
+        .submit(&create_work("g1", "alice", "c1", "w1"), 1001)
+        .expect("create");
+    let running = Running::start(Arc::new(store));
+    let client = Client::new(running.base.clone());
+    let listed = client.groups().expect("listed");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].head, 2);
+    schema
+        .client()
+        .execute("UPDATE mwp_groups SET seq = 1 WHERE group_id = 'g1'", &[])
+        .expect("move the head row back");
+    let e = client.groups().expect_err("not listed");
+    assert_eq!(e.code, mwp_core::Code::LogCorrupt, "{e}");
+    assert!(
+        e.message.contains("group g1 in PostgreSQL: its head row"),
+        "{e}"
+    );
+    drop(running);
+}

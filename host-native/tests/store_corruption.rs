@@ -1160,3 +1160,30 @@ fn names_under_groups_that_are_no_group_directory_are_ignored() {
         );
     }
 }
+
+/// A snapshot signed by the store's key whose chain head is not the id of the event the log
+/// holds at its seq (the core's rule, `chain::Position::check_last`) is never taken for the
+/// log's state: the open names it, "event N is not the snapshot's chain head".
+#[test]
+fn a_snapshot_whose_chain_head_is_not_the_logs_is_refused() {
+    use mwp_core::snapshot::Snapshot;
+    use mwp_host::store::format::{decode_snapshot_file, encode_snapshot_file};
+
+    let (be, _) = written();
+    let path = newest_snapshot(&be);
+    let clean = be.read_file(&path).expect("the snapshot file");
+    let (seq, payload) = decode_snapshot_file(&clean).expect("decodes");
+    let key = opts().authority_key.expect("the store's key");
+    let snap = Snapshot::verify_stored(payload, &key.public(), &id("g1")).expect("verifies");
+    let mut state = snap.state.clone();
+    state.head = mwp_core::Hash([7; 32]);
+    let forged = Snapshot::build_cbor(&state, &key).expect("builds");
+    be.write_file(&path, &encode_snapshot_file(seq, &forged))
+        .expect("write");
+    let wording = format!("event {seq} is not the snapshot's chain head");
+    let Err(e) = open(&be) else {
+        panic!("opened from a snapshot that is not the log's")
+    };
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(e.message.contains(&wording), "{e}");
+}

@@ -16,7 +16,9 @@ use mwp_core::audit::{split_artifact, Manifest, OrgPolicy, Tombstone};
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Code, Error, Event, GroupState, Hash, Id, Result};
 
-use super::authority::{column, column_of, corrupt, to_i64, to_u64, PostgresAuthority};
+use super::authority::{
+    column, column_of, corrupt, event_bytes, to_i64, to_u64, PostgresAuthority,
+};
 use super::storage;
 
 /// The largest artifact stored: a PostgreSQL `bytea` value holds at most 1 GiB, and a little
@@ -154,7 +156,8 @@ impl PostgresAuthority {
     /// That `manifest` (the bytes of the audit row of `group` marked `plain_removed`, at
     /// `seq`) verifies under the authority key and says this Group's plain history through
     /// `seq` is removed: `AUDIT_INVALID` naming the group and the failed check otherwise.
-    fn check_removal(&self, group: &Id, seq: u64, manifest: &[u8]) -> Result<()> {
+    /// The manifest, once it holds.
+    pub(super) fn check_removal(&self, group: &Id, seq: u64, manifest: &[u8]) -> Result<Manifest> {
         let checked = Manifest::from_cbor(manifest).and_then(|m| {
             m.verify(Some(&self.public))?;
             check_group(group, &m.group)?;
@@ -167,7 +170,7 @@ impl PostgresAuthority {
                     ),
                 ));
             }
-            Ok(())
+            Ok(m)
         });
         checked.map_err(|e| {
             audit_invalid(
@@ -398,8 +401,11 @@ impl PostgresAuthority {
         while from < final_seq {
             let rows = tx
                 .query(
-                    "SELECT seq, bytes FROM mwp_events
-                     WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
+                    &format!(
+                        "SELECT seq, {} FROM mwp_events
+                         WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
+                        super::sql::event_bytes("bytes")
+                    ),
                     &[&group.as_str(), &from, &final_seq, &SEAL_BATCH],
                 )
                 .map_err(sql_error("reading events to seal"))?;
@@ -411,7 +417,13 @@ impl PostgresAuthority {
             }
             for row in rows {
                 let seq: i64 = column(&row, 0, group, "mwp_events.seq")?;
-                let bytes: &[u8] = column(&row, 1, group, "mwp_events.bytes")?;
+                let bytes =
+                    event_bytes(&row, 1, group, to_u64(seq, group, "seq")?)?.ok_or_else(|| {
+                        corrupt(
+                            group,
+                            format!("the event row at seq {seq}, column mwp_events.bytes: is NULL"),
+                        )
+                    })?;
                 let event = Event::from_cbor_verified(bytes)?;
                 if seq != from + 1
                     || event.group != *group

@@ -9,6 +9,7 @@ use postgres::{GenericClient, Transaction};
 use mwp_core::authority::{self, Authority, Commit, Step};
 use mwp_core::canonical;
 use mwp_core::chain;
+use mwp_core::log_format::MAX_RECORD_LEN;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::transcript::Host;
 use mwp_core::{
@@ -169,6 +170,8 @@ pub struct PostgresAuthority {
     snapshotting: Arc<Mutex<HashMap<Id, Option<authority::SnapshotDue>>>>,
     /// Threads started for periodic snapshots ([`PostgresAuthority::snapshot_threads`]).
     snapshot_threads: std::sync::atomic::AtomicU64,
+    /// The verdicts on the snapshot rows verified, per version of the row.
+    verdicts: snapshot::Verdicts,
     /// Run after an attempt failed and before the next
     /// ([`PostgresAuthority::with_between_attempts_for_tests`]).
     #[cfg(feature = "fault-injection")]
@@ -299,6 +302,7 @@ impl PostgresAuthority {
             snapshots: Mutex::new(Vec::new()),
             snapshotting: Arc::default(),
             snapshot_threads: std::sync::atomic::AtomicU64::new(0),
+            verdicts: snapshot::Verdicts::default(),
             #[cfg(feature = "fault-injection")]
             between_attempts: None,
         };
@@ -365,6 +369,16 @@ impl PostgresAuthority {
     /// most one per group at a time, so a short cadence cannot pile up threads and states.
     pub fn snapshot_threads(&self) -> u64 {
         self.snapshot_threads
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many times this store verified a snapshot row's bytes (decoded them, hashed the
+    /// state, checked the signature) since it opened. A version of a row verified once is not
+    /// verified again to be served or referred to while its verdict is kept (at most 4,096
+    /// groups'); a row another process rewrote is a new version, verified again.
+    pub fn snapshot_verifications(&self) -> u64 {
+        self.verdicts
+            .verified
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
@@ -474,14 +488,13 @@ impl PostgresAuthority {
         group: &Id,
     ) -> Result<(), Failure> {
         let row = c
-            .query_opt(&sql.head, &[&group.as_str()])
+            .query_one(&sql.head, &[&group.as_str()])
             .map_err(db("reading the group head"))?;
-        let Some(row) = row else {
+        let Some(seq) = head_row_seq(&row, group, 2)? else {
             slot.state = None;
             slot.fresh = true;
             return Ok(());
         };
-        let seq = to_u64(column(&row, 0, group, "mwp_groups.seq")?, group, "seq")?;
         let head = Hash::from_hex(column::<&str>(&row, 1, group, "mwp_groups.head")?)
             .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
         let cached = slot.fresh && slot.state.as_ref().is_some_and(|s| s.seq <= seq);
@@ -535,7 +548,7 @@ impl PostgresAuthority {
                 hash: head,
                 org: read.org,
             };
-            snapshot::checked(group, &self.public, &at, &stored).map(Some)
+            snapshot::checked(group, &self.public, &at, &stored, &self.verdicts).map(Some)
         });
         match checked {
             Ok(snap) => Ok(snap.map(|s| s.state)),
@@ -821,6 +834,17 @@ impl PostgresAuthority {
         state: &GroupState,
     ) -> Result<(), Failure> {
         let event = &*commit.event;
+        // As the file store's record limit: no event row is written that a read would refuse
+        // as longer than any event.
+        if commit.bytes.len() > MAX_RECORD_LEN as usize {
+            return Err(Failure::fatal(Error::new(
+                Code::Storage,
+                format!(
+                    "event is {} bytes; the store's record limit is {MAX_RECORD_LEN}",
+                    commit.bytes.len()
+                ),
+            )));
+        }
         let group = event.group.as_str();
         let seq = to_i64(event.seq, "seq")?;
         let deadline = deadline_of(state);
@@ -867,11 +891,14 @@ impl PostgresAuthority {
                 })?;
             // Checked as every read of a row is: the redacted form of another row's bytes
             // is never written in the target's place.
-            let mut old = verified_event(
-                &event.group,
-                target,
-                column(&row, 0, &event.group, "mwp_events.bytes")?,
-            )?;
+            let bytes = event_bytes(&row, 0, &event.group, target)?.ok_or_else(|| {
+                corrupt(
+                    &event.group,
+                    format!("the event row at seq {target}, column mwp_events.bytes: is NULL"),
+                )
+                .with("seq", target)
+            })?;
+            let mut old = verified_event(&event.group, target, bytes)?;
             old.redact()?;
             tx.execute(
                 &sql.rewrite_event,
@@ -939,7 +966,7 @@ impl PostgresAuthority {
     /// none.
     fn latest_snapshot_ref(&self, group: &Id) -> Result<(u64, Hash)> {
         match self.checked_snapshot(group)? {
-            Some((snap, _)) => Ok((snap.seq, snap.state_hash)),
+            Some((verdict, _)) => Ok((verdict.seq, verdict.state_hash)),
             None => {
                 let (seq, hash, _) = self.snapshot_now(group)?;
                 Ok((seq, hash))
@@ -947,11 +974,12 @@ impl PostgresAuthority {
         }
     }
 
-    /// The latest stored snapshot of `group` at or below its head row and its bytes, checked
-    /// on this read ([`snapshot::checked`]): `SNAPSHOT_INVALID` naming the group and the
-    /// row's seq when it is not the group's own. `None` when there is none; `NOT_FOUND` for
-    /// an unknown group.
-    fn checked_snapshot(&self, group: &Id) -> Result<Option<(Snapshot, Vec<u8>)>> {
+    /// The latest stored snapshot of `group` at or below its head row (what its verified bytes
+    /// hold) and its bytes, checked on this read ([`snapshot::checked_ref`]: the verdict on
+    /// that version of the row kept, the rest checked again): `SNAPSHOT_INVALID` naming the
+    /// group and the row's seq when it is not the group's own. `None` when there is none;
+    /// `NOT_FOUND` for an unknown group.
+    fn checked_snapshot(&self, group: &Id) -> Result<Option<(snapshot::Verdict, Vec<u8>)>> {
         let row = {
             let mut conn = self.pool.get()?;
             let (client, sql) = conn.parts();
@@ -964,18 +992,70 @@ impl PostgresAuthority {
         let Some(stored) = snapshot::row_of(&row, group)? else {
             return Ok(None);
         };
-        let snap = snapshot::checked(group, &self.public, &head, &stored)?;
-        Ok(Some((snap, stored.bytes.to_vec())))
+        let verdict = snapshot::checked_ref(group, &self.public, &head, &stored, &self.verdicts)?;
+        Ok(Some((verdict, stored.bytes.to_vec())))
     }
 
-    fn head(&self, group: &Id) -> Result<Option<u64>> {
+    /// Whether `group` has a head row here: what the router asks before every command of a
+    /// group, to find which server holds it. Its head is not answered, so it is not checked
+    /// against the log (the command's own reload does that); event rows without a head row, or
+    /// past it, are `LOG_CORRUPT` as for every head read.
+    pub(super) fn holds(&self, group: &Id) -> Result<bool> {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
         let row = client
-            .query_opt(&sql.head, &[&group.as_str()])
+            .query_one(&sql.head, &[&group.as_str()])
             .map_err(|e| storage("reading the group head", &e))?;
-        row.map(|r| to_u64(column(&r, 0, group, "mwp_groups.seq")?, group, "seq"))
-            .transpose()
+        Ok(head_row_seq(&row, group, 2)?.is_some())
+    }
+
+    /// The head seq of `group` (`None` when it does not exist), checked before it is
+    /// answered as the rows it stands for are on every other read: the head row's id is
+    /// that of the event row at its seq (decoded and verified), or, once the Group's plain
+    /// history was removed, the head its signed manifest names; and no event row lies past
+    /// it. Anything else is `LOG_CORRUPT` naming the group, never a head no verified row
+    /// holds.
+    fn checked_head(&self, group: &Id) -> Result<Option<u64>> {
+        let mut conn = self.pool.get()?;
+        let (client, sql) = conn.parts();
+        let row = client
+            .query_one(&sql.head_checked, &[&group.as_str()])
+            .map_err(|e| storage("reading the group head", &e))?;
+        let Some(seq) = head_row_seq(&row, group, 6)? else {
+            return Ok(None);
+        };
+        let head = Hash::from_hex(column::<&str>(&row, 1, group, "mwp_groups.head")?)
+            .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
+        let (at, id) = match event_bytes(&row, 2, group, seq)? {
+            Some(bytes) => (seq, verified_event(group, seq, bytes)?.id),
+            None => match column::<Option<i64>>(&row, 4, group, "mwp_audit.seq")? {
+                Some(removed) => {
+                    let removed = to_u64(removed, group, "seq")?;
+                    let manifest = column(&row, 5, group, "mwp_audit.manifest")?;
+                    let manifest = self.check_removal(group, removed, manifest)?;
+                    (manifest.seq, manifest.id)
+                }
+                None => {
+                    return Err(corrupt(
+                        group,
+                        format!(
+                            "its head row is at seq {seq}, but there is no event row at that seq"
+                        ),
+                    )
+                    .with("seq", seq))
+                }
+            },
+        };
+        if (at, id) != (seq, head) {
+            return Err(corrupt(
+                group,
+                format!(
+                    "its head row says event {head} at seq {seq}, its log event {id} at seq {at}"
+                ),
+            )
+            .with("seq", seq));
+        }
+        Ok(Some(seq))
     }
 }
 
@@ -996,14 +1076,79 @@ fn deadline_of(state: &GroupState) -> Option<i64> {
 /// naming the group and the seq.
 fn event_row(row: &postgres::Row, group: &Id) -> Result<Event> {
     let seq = to_u64(column(row, 0, group, "mwp_events.seq")?, group, "seq")?;
-    let bytes: &[u8] = row.try_get(1).map_err(|e| {
+    let bytes = event_bytes(row, 1, group, seq)?.ok_or_else(|| {
+        corrupt(
+            group,
+            format!("the event row at seq {seq}, column mwp_events.bytes: is NULL"),
+        )
+        .with("seq", seq)
+    })?;
+    verified_event(group, seq, bytes)
+}
+
+/// The bytes of the event row of `group` at `seq`, as columns `i` (their length) and `i + 1`
+/// (the bytes, NULL when longer than [`MAX_RECORD_LEN`]) read them (`sql::event_bytes`):
+/// `None` when there is no such row (both NULL). A row longer than the largest event any
+/// store holds is `LOG_CORRUPT` naming the group and the seq, its bytes never fetched nor
+/// decoded; a column of another type is `LOG_CORRUPT` naming it.
+pub(super) fn event_bytes<'a>(
+    row: &'a postgres::Row,
+    i: usize,
+    group: &Id,
+    seq: u64,
+) -> Result<Option<&'a [u8]>> {
+    let at = |e: &dyn std::fmt::Display| {
         corrupt(
             group,
             format!("the event row at seq {seq}, column mwp_events.bytes: {e}"),
         )
         .with("seq", seq)
-    })?;
-    verified_event(group, seq, bytes)
+    };
+    let len: Option<i32> = row.try_get(i).map_err(|e| at(&e))?;
+    if let Some(len) = len.filter(|n| i64::from(*n) > i64::from(MAX_RECORD_LEN)) {
+        return Err(corrupt(
+            group,
+            format!(
+                "the event row at seq {seq} is {len} bytes, longer than the largest event ({MAX_RECORD_LEN} bytes)"
+            ),
+        )
+        .with("seq", seq));
+    }
+    row.try_get(i + 1).map_err(|e| at(&e))
+}
+
+/// The seq of `group`'s head row as a head statement reads it (column 0, NULL when there is
+/// no head row), once [`no_rows_past`] holds for the highest seq of its event rows (column
+/// `last`).
+fn head_row_seq(row: &postgres::Row, group: &Id, last: usize) -> Result<Option<u64>> {
+    let last = column::<Option<i64>>(row, last, group, "the highest event seq")?;
+    let seq = column::<Option<i64>>(row, 0, group, "mwp_groups.seq")?
+        .map(|seq| to_u64(seq, group, "seq"))
+        .transpose()?;
+    no_rows_past(group, seq, last)?;
+    Ok(seq)
+}
+
+/// That no event row of `group` lies past its head row (at `head`, `None` when there is no
+/// head row) as `last`, the highest seq of its event rows, says: a head row moved behind its
+/// events is damage, `LOG_CORRUPT` naming the group and both seqs, not a race worth another
+/// attempt (appending at the next seq could only collide with the row already there).
+fn no_rows_past(group: &Id, head: Option<u64>, last: Option<i64>) -> Result<()> {
+    let Some(last) = last else { return Ok(()) };
+    let last = to_u64(last, group, "seq")?;
+    match head {
+        Some(head) if last <= head => Ok(()),
+        Some(head) => Err(corrupt(
+            group,
+            format!("its head row is at seq {head}, but its event rows go on to seq {last}"),
+        )
+        .with("seq", head.saturating_add(1))),
+        None => Err(corrupt(
+            group,
+            format!("it has no head row, but its event rows go on to seq {last}"),
+        )
+        .with("seq", 1)),
+    }
 }
 
 /// The event the `bytes` of the event row of `group` at `seq` hold, checked as [`event_row`]
@@ -1291,8 +1436,12 @@ impl AuthorityService for PostgresAuthority {
         Ok(groups)
     }
 
+    /// Checked as every read of a row is (`checked_head`: against the event row at its seq
+    /// or the signed manifest, and no event row past it): the group list (`GET /v1/groups`),
+    /// the signed head's cadence and the checks that ask whether a group exists answer no
+    /// head that is not its log's.
     fn head_seq(&self, group: &Id) -> Result<u64> {
-        Ok(self.head(group)?.unwrap_or(0))
+        Ok(self.checked_head(group)?.unwrap_or(0))
     }
 
     fn next_deadline(&self) -> Result<Option<(Id, u64)>> {

@@ -141,11 +141,11 @@ impl PostgresRouter {
     /// changed without the group being moved, and deciding here would fork it.
     fn check_home(&self, group: &Id) -> Result<&PostgresAuthority> {
         let home = self.shard_for(group);
-        if self.shards.len() == 1 || home.head_seq(group)? > 0 {
+        if self.shards.len() == 1 || home.holds(group)? {
             return Ok(home);
         }
         for other in self.shards.iter().filter(|s| s.label() != home.label()) {
-            if other.head_seq(group)? > 0 {
+            if other.holds(group)? {
                 return Err(Error::new(
                     Code::Storage,
                     format!(

@@ -2,17 +2,35 @@
 
 use postgres::{Client, Statement};
 
+use mwp_core::log_format::MAX_RECORD_LEN;
 use mwp_core::Result;
 
 use super::storage;
+
+/// The columns an event row's `bytes` are read as: its length, then the bytes themselves
+/// only when they are at most [`MAX_RECORD_LEN`] long (NULL otherwise), so that a row
+/// another process made longer than any event is refused without being fetched
+/// (`authority::event_bytes`).
+pub(super) fn event_bytes(column: &str) -> String {
+    format!(
+        "octet_length({column}), \
+         CASE WHEN octet_length({column}) <= {MAX_RECORD_LEN} THEN {column} END"
+    )
+}
 
 /// The prepared statements of one connection.
 #[derive(Clone)]
 pub(crate) struct Statements {
     /// `$1` lock key: serialises accepts of one group until the transaction ends.
     pub lock: Statement,
-    /// `$1` group → (seq, head).
+    /// `$1` group → (seq, head, the highest seq of its event rows): the head row (NULLs when
+    /// there is none) and, read with it, whether any event row lies past it.
     pub head: Statement,
+    /// `$1` group → the head row (seq, head), the event row at its seq (length, bytes: see
+    /// `event_bytes`), the seq and manifest of its audit row when the plain history was
+    /// removed, and the highest seq of its event rows: what a head is checked against
+    /// before it is answered (`PostgresAuthority::checked_head`).
+    pub head_checked: Statement,
     /// `$1` group → (seq, final seq, final state hash, manifest): the head and, when the
     /// Group's plain history was removed once sealed, its final snapshot and the signed
     /// manifest that says so (NULLs otherwise).
@@ -20,16 +38,18 @@ pub(crate) struct Statements {
     /// `$1` group → (whether the removal of the plain history is unfinished); no row when
     /// the Group was not sealed.
     pub audit_pending: Statement,
-    /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, bytes).
+    /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, length, bytes).
     pub events_between: Statement,
     /// `$1` group → the head row (seq, head, org) and, NULLs when there is none, the latest
     /// snapshot at or below it (seq, state_hash, bytes) with the bytes of the event row at
-    /// its seq: what a snapshot row is checked against ([`super::snapshot::checked`]).
+    /// its seq (length, bytes), and the version of the snapshot row (`xmin`, `ctid`): what a
+    /// snapshot row is checked against ([`super::snapshot::checked`]) and what the verdict
+    /// kept on its bytes is keyed by ([`super::snapshot::Verdicts`]).
     pub snapshot: Statement,
     /// Advances the head by one (or creates it at seq 1) and inserts the event and receipt
     /// rows → (1), or writes nothing → (0) when someone else moved the head.
     pub append: Statement,
-    /// `$1` group, `$2` seq → (bytes), row-locked.
+    /// `$1` group, `$2` seq → (length, bytes), row-locked.
     pub event_for_update: Statement,
     /// `$1` group, `$2` seq, `$3` new bytes: the redacted form.
     pub rewrite_event: Statement,
@@ -56,7 +76,19 @@ impl Statements {
         };
         Ok(Statements {
             lock: p("SELECT pg_advisory_xact_lock($1)")?,
-            head: p("SELECT seq, head FROM mwp_groups WHERE group_id = $1")?,
+            // One row always, the head row's columns NULL when there is none: event rows
+            // without a head row are damage too. One statement, so one snapshot of both.
+            head: p("SELECT g.seq, g.head, m.last
+                 FROM (SELECT max(seq) AS last FROM mwp_events WHERE group_id = $1) m
+                 LEFT JOIN mwp_groups g ON g.group_id = $1")?,
+            head_checked: p(&format!(
+                "SELECT g.seq, g.head, {}, a.seq, a.manifest, m.last
+                 FROM (SELECT max(seq) AS last FROM mwp_events WHERE group_id = $1) m
+                 LEFT JOIN mwp_groups g ON g.group_id = $1
+                 LEFT JOIN mwp_events e ON e.group_id = g.group_id AND e.seq = g.seq
+                 LEFT JOIN mwp_audit a ON a.group_id = g.group_id AND a.plain_removed",
+                event_bytes("e.bytes")
+            ))?,
             head_sealed: p(
                 "SELECT g.seq, a.seq, s.state_hash, a.manifest FROM mwp_groups g
                  LEFT JOIN mwp_audit a ON a.group_id = g.group_id AND a.plain_removed
@@ -65,18 +97,23 @@ impl Statements {
             )?,
             audit_pending: p("SELECT remove_plain AND NOT plain_removed FROM mwp_audit
                  WHERE group_id = $1")?,
-            events_between: p("SELECT seq, bytes FROM mwp_events
-                 WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4")?,
+            events_between: p(&format!(
+                "SELECT seq, {} FROM mwp_events
+                 WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
+                event_bytes("bytes")
+            ))?,
             // A row past the head row is never read: no event it could cover is committed.
-            snapshot: p(
-                "SELECT g.seq, g.head, g.org, s.seq, s.state_hash, s.bytes, e.bytes
+            snapshot: p(&format!(
+                "SELECT g.seq, g.head, g.org, s.seq, s.state_hash, s.bytes, {},
+                   s.xmin::text, s.ctid::text
                  FROM mwp_groups g
-                 LEFT JOIN LATERAL (SELECT seq, state_hash, bytes FROM mwp_snapshots
+                 LEFT JOIN LATERAL (SELECT seq, state_hash, bytes, xmin, ctid FROM mwp_snapshots
                      WHERE group_id = g.group_id AND seq <= g.seq
                      ORDER BY seq DESC LIMIT 1) s ON true
                  LEFT JOIN mwp_events e ON e.group_id = g.group_id AND e.seq = s.seq
                  WHERE g.group_id = $1",
-            )?,
+                event_bytes("e.bytes")
+            ))?,
             // One round trip for the three rows of an accept. Each insert feeds the next,
             // so when the head did not advance (another writer moved it) nothing is written
             // and the count is 0. Foreign keys are checked at the end of the statement, when
@@ -96,8 +133,10 @@ impl Statements {
                    INSERT INTO mwp_receipts (group_id, actor, action, seq, bytes)
                    SELECT $1, $9::text, $10::text, $3, $11::bytea FROM event RETURNING 1)
                  SELECT count(*) FROM receipt")?,
-            event_for_update: p("SELECT bytes FROM mwp_events
-                 WHERE group_id = $1 AND seq = $2 FOR UPDATE")?,
+            event_for_update: p(&format!(
+                "SELECT {} FROM mwp_events WHERE group_id = $1 AND seq = $2 FOR UPDATE",
+                event_bytes("bytes")
+            ))?,
             rewrite_event: p("UPDATE mwp_events SET bytes = $3, redacted = true
                  WHERE group_id = $1 AND seq = $2")?,
             // The older snapshots of the group go in the same statement: reads use only the

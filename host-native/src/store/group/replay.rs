@@ -315,7 +315,12 @@ fn replay_from(
             });
             return Ok(Replayed::Again { base, first });
         }
-        let chain_head = base.as_ref().map(|s| s.chain_head);
+        // Where the log is read from: the snapshot's seq and chain head (the start, before
+        // seq 1, without one).
+        let at = base.as_ref().map_or(
+            mwp_core::chain::Position::START,
+            mwp_core::chain::Position::from_snapshot,
+        );
         let mut state: Option<GroupState> = base.map(|s| s.state);
         let mut applied: Result<()> = Ok(());
         for batch in rx.iter() {
@@ -350,15 +355,8 @@ fn replay_from(
                     }
                 };
                 let r = if event.seq == base_seq {
-                    if Some(event.id) == chain_head {
-                        Ok(())
-                    } else {
-                        Err(corrupt_at(
-                            name,
-                            offset,
-                            format!("event {} is not the snapshot's chain head", event.seq),
-                        ))
-                    }
+                    at.check_last(&event.id)
+                        .map_err(|e| corrupt_at(name, offset, e.to_string()))
                 } else {
                     GroupState::apply_stored_to(&mut state, id, event)
                         .map_err(|e| corrupt_at(name, offset, e.message))
