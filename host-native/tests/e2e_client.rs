@@ -385,6 +385,41 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
             .is_some_and(|e| e.contains("seq 3")),
         "{report}"
     );
+
+    // A mirror serving a snapshot signed with the authority's own key (read here from the
+    // data directory) whose chain head is not the id the history has at its seq: the core's
+    // rule (`chain::Position::check_last`) refuses it, naming the seq and both ids.
+    let seed = std::fs::read_to_string(data.join("authority.key")).expect("the key file");
+    let seed = mwp_core::Hash::from_hex(seed.trim()).expect("64 hex digits");
+    let key = mwp_core::SecretKey::from_bytes(&seed.0);
+    let upstream = base.clone();
+    let forged_head = mwp_core::Hash([7; 32]);
+    let proxy = stand_in(move |_, head| {
+        let path = target(head);
+        let accept = if path.contains("/snapshots/") {
+            "application/cbor"
+        } else {
+            "application/json"
+        };
+        let (status, _, mut body) = request(&format!("{upstream}{path}"), accept);
+        if path.contains("/snapshots/") && status == 200 {
+            let snap = mwp_core::snapshot::Snapshot::from_cbor(&body).expect("a snapshot");
+            let mut state = snap.state;
+            state.head = forged_head;
+            body = mwp_core::snapshot::Snapshot::build_cbor(&state, &key).expect("signs");
+        }
+        http(&format!("{status} X"), accept, &body)
+    });
+    let forged = verify(&["--server", &proxy], &[]);
+    assert_eq!(forged.status.code(), Some(1), "{}", stderr(&forged));
+    let report = &lines(&forged.stdout)[0];
+    assert_eq!(report["ok"], false, "{report}");
+    let error = report["error"].as_str().expect("an error");
+    assert!(
+        error.contains("the snapshot's chain head at seq")
+            && error.contains(&format!("is {forged_head}, but the history's is")),
+        "{report}"
+    );
     drop(serve);
 }
 

@@ -314,12 +314,12 @@ fn check_snapshot(
             format!("the snapshot at seq {} does not verify: {e}", snap.seq),
         ));
     }
-    if snap.chain_head != chain_head {
+    if let Err(e) = mwp_core::chain::Position::from_snapshot(snap).check_last(&chain_head) {
         return Err(mismatch(
-            snap.seq,
+            e.seq,
             format!(
-                "the snapshot's chain head at seq {} is {}, but the history's is {chain_head}",
-                snap.seq, snap.chain_head
+                "the snapshot's chain head at seq {} is {}, but the history's is {}",
+                e.seq, e.expected, e.received
             ),
         ));
     }
