@@ -1307,16 +1307,13 @@ async function openGroupDir(store, id, dir, report) {
             where = { name: join(dir, OVERLAY_NAME), offset: e.offset };
           }
           if (seq === baseSeq) {
-            let ev;
+            // Verified (payload hash, id) as every other stored event, and its id checked
+            // against the snapshot's chain head by the core, not applied.
             try {
-              ev = w.decodeEvent(bytes);
-              // Verified (payload hash, id) as every other stored event.
-              w.verifyEvent(ev);
+              lastId = sg.applyStored(bytes, seq);
             } catch (e) {
               throw corruptAt(where.name, where.offset, toMwpError(e).message);
             }
-            if (ev.id !== chainHead) throw corruptAt(path, r.offset, `event ${seq} is not the snapshot's chain head`);
-            lastId = ev.id;
             return;
           }
           if (batch.length === 0) batchFirst = seq;

@@ -539,6 +539,28 @@ export function cases(mwp) {
       await s.close();
     }],
 
+    ["snapshots: one signed by the store's key whose chain head is not the id of the log's event at its seq is LOG_CORRUPT, as natively", async () => {
+      const w = await import("../pkg/mwp_wasm.js");
+      const dir = tempDir("snaphead");
+      const { store } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      eq(await g.snapshotNow(), 7, "snapshot seq");
+      const id = Buffer.from(g.head); // a state holds ids as hex text
+      const state = Buffer.from(g.stateCbor());
+      await store.close();
+      // The state's head (and any receipt naming that event) becomes another id; the
+      // snapshot of it is signed with the store's own key, so only the chain rule can tell.
+      let at = state.indexOf(id);
+      check(at >= 0, "the head is in the state");
+      for (; at >= 0; at = state.indexOf(id, at + 64)) state.fill("7", at, at + 64);
+      const forged = mwp.buildSnapshot(state, mwp.transcriptSecretKey("@authority"));
+      fs.writeFileSync(join(dir, "groups", "g1", "00000000000000000007.snap"), w.encodeSnapshotFile(7, forged));
+      const s = await mwp.openFileStore(dir);
+      const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
+      check(e.message.includes("event 7 is not the snapshot's chain head"), e.message);
+      await s.close();
+    }],
+
     ["tick: the authority's signed tick expires a due lease, as natively", async () => {
       const dir = tempDir("tick");
       const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use mwp_core::authority::{self, Authority, Config, Policy, Step};
+use mwp_core::chain::Position;
 use mwp_core::snapshot::Snapshot;
 use mwp_core::{Error, Event, GroupState, Id, Limits};
 use serde_json::json;
@@ -25,6 +26,10 @@ pub struct StoreGroup {
     driver: Authority,
     /// The group whose stored log this replays, when the host named it.
     group: Option<Id>,
+    /// Where the snapshot this was resumed from stands (its seq and chain head), while no
+    /// event has been applied past it: the stored event at that seq is checked against it
+    /// ([`StoreGroup::apply_stored`]), not applied.
+    snapshot: Option<Position>,
 }
 
 /// The driver's key and policy: signing with `secret_key` (hex seed), a signed snapshot after
@@ -85,6 +90,7 @@ impl StoreGroup {
         Ok(StoreGroup {
             driver: Authority::new(config(secret_key, snapshot_every, org_policy)?),
             group,
+            snapshot: None,
         })
     }
 
@@ -103,6 +109,7 @@ impl StoreGroup {
         let group = Id::new(group).map_err(|e| StoreError::malformed(format!("group: {e}")))?;
         let snap = Snapshot::verify_stored(bytes, &config.public_key(), &group)?;
         Ok(StoreGroup {
+            snapshot: Some(Position::from_snapshot(&snap)),
             driver: Authority::restore(config, Some(snap.state)),
             group: Some(group),
         })
@@ -110,8 +117,11 @@ impl StoreGroup {
 
     /// Applies one stored event (canonical CBOR), which must carry seq `expectSeq`: decodes
     /// it (non-canonical bytes are `LOG_CORRUPT`), verifies its payload hash and id, and
-    /// applies it (chain, group and seq checked). Returns the event's id (hex). On error the
-    /// state is unchanged.
+    /// applies it (chain, group and seq checked). The event at the seq of the snapshot this
+    /// was resumed from (`fromSnapshot`), before any later one, is not applied but checked:
+    /// its id must be the snapshot's chain head (the core's `chain::Position::check_last`),
+    /// else `LOG_CORRUPT` "event N is not the snapshot's chain head". Returns the event's id
+    /// (hex). On error the state is unchanged.
     #[wasm_bindgen(js_name = applyStored)]
     pub fn apply_stored(&mut self, bytes: &[u8], expect_seq: f64) -> Result<String, StoreError> {
         let expect = uint(expect_seq, "expectSeq")?;
@@ -123,10 +133,16 @@ impl StoreGroup {
             ))
             .into());
         }
+        if let Some(at) = self.snapshot.filter(|at| at.seq == event.seq) {
+            at.check_last(&event.id)
+                .map_err(|e| Error::corrupt(e.to_string()))?;
+            return Ok(event.id.to_hex());
+        }
         match &self.group {
             Some(group) => self.driver.handle_stored(group, &event)?,
             None => self.driver.handle_logged(&event)?,
         }
+        self.snapshot = None;
         Ok(event.id.to_hex())
     }
 
