@@ -229,21 +229,14 @@ pub(crate) fn item_end(bytes: &[u8], start: usize) -> Option<usize> {
 /// The head at `pos` as [`item_end`] reads it, leniently: its major type, its argument (for
 /// major type 7, the additional information) and where it ends; `None` where the reader's
 /// head would be an error (input ending early, reserved or indefinite additional
-/// information). It builds no error, so walking millions of heads costs only the reading.
+/// information). It builds no error, so walking millions of heads costs only the reading;
+/// the argument is decoded where the decoders' heads decode theirs ([`grammar::argument`]).
 #[inline]
 fn walk_head(bytes: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
     let initial = *bytes.get(pos)?;
     let major = initial >> 5;
     let info = initial & 0x1f;
-    let rest = bytes.get(pos + 1..)?;
-    let (arg, size) = match info {
-        0..=23 => (u64::from(info), 0),
-        24 => (u64::from(*rest.first()?), 1),
-        25 => (u64::from(u16::from_be_bytes(*rest.first_chunk()?)), 2),
-        26 => (u64::from(u32::from_be_bytes(*rest.first_chunk()?)), 4),
-        27 => (u64::from_be_bytes(*rest.first_chunk()?), 8),
-        _ => return None,
-    };
+    let (arg, size) = grammar::argument(info, bytes.get(pos + 1..)?)?;
     let arg = if major == 7 { u64::from(info) } else { arg };
     Some((major, arg, pos + 1 + size))
 }
