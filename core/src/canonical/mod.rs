@@ -734,7 +734,7 @@ impl<'a> ser::Serializer for &'a mut Encoder {
         Ok(())
     }
 
-    /// A newtype named [`CANONICAL_ITEM`] holds the bytes of an item already canonical.
+    /// A newtype named `CANONICAL_ITEM` holds the bytes of an item already canonical.
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> Res {
         self.raw = name == CANONICAL_ITEM;
         value.serialize(&mut *self)?;
