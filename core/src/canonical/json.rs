@@ -302,24 +302,7 @@ impl Scan<'_> {
         }
         match self.peek().ok_or(Stop::NotJson)? {
             b'{' => self.object(depth),
-            b'[' => {
-                self.pos += 1;
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.value(depth + 1)?;
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b']') => {
-                            self.pos += 1;
-                            return Ok(());
-                        }
-                        _ => return Err(Stop::NotJson),
-                    }
-                }
-            }
+            b'[' => self.list(b']', |scan| scan.value(depth + 1)),
             b'"' => self.string().map(drop),
             b'-' | b'0'..=b'9' => self.number(),
             _ => {
@@ -335,26 +318,38 @@ impl Scan<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<(), Stop> {
+        let mut keys = std::collections::HashSet::new();
+        self.list(b'}', |scan| {
+            if scan.peek() != Some(b'"') {
+                return Err(Stop::NotJson);
+            }
+            let at = scan.pos;
+            let key = scan.string()?;
+            if !keys.insert(key.clone()) {
+                scan.found(TextFault::DuplicateKey(key), at)?;
+            }
+            scan.eat(b':')?;
+            scan.value(depth + 1)
+        })
+    }
+
+    /// An array or object from its opening bracket to `close`: its elements (or members), each
+    /// read by `element`, separated by commas.
+    fn list(
+        &mut self,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
         self.pos += 1;
-        if self.peek() == Some(b'}') {
+        if self.peek() == Some(close) {
             self.pos += 1;
             return Ok(());
         }
-        let mut keys = std::collections::HashSet::new();
         loop {
-            if self.peek() != Some(b'"') {
-                return Err(Stop::NotJson);
-            }
-            let at = self.pos;
-            let key = self.string()?;
-            if !keys.insert(key.clone()) {
-                self.found(TextFault::DuplicateKey(key), at)?;
-            }
-            self.eat(b':')?;
-            self.value(depth + 1)?;
+            element(self)?;
             match self.peek() {
                 Some(b',') => self.pos += 1,
-                Some(b'}') => {
+                Some(b) if b == close => {
                     self.pos += 1;
                     return Ok(());
                 }
