@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonical::{self, Strictness};
+use crate::canonical::{self, Strictness, TextFault};
 use crate::crypto::{Hash, PreparedKey, PublicKey, SecretKey, Signature};
 use crate::error::{Error, Result};
 use crate::id::Id;
@@ -83,7 +83,12 @@ impl Command {
 
     /// Canonical CBOR of every field but `sig`: the bytes that are signed.
     pub fn content_bytes(&self) -> Result<Vec<u8>> {
-        Ok(canonical::to_vec(&Content {
+        Ok(canonical::to_vec(&self.content())?)
+    }
+
+    /// The signed part, as the encoder takes it.
+    fn content(&self) -> Content<'_> {
+        Content {
             org: &self.org,
             group: &self.group,
             actor: &self.actor,
@@ -91,7 +96,7 @@ impl Command {
             session: self.session,
             expect: self.expect,
             body: &self.body,
-        })?)
+        }
     }
 
     /// Content hash: SHA-256 of [`Command::content_bytes`].
@@ -123,13 +128,34 @@ impl Command {
         }))
     }
 
-    /// Parses the JSON form. Unknown fields, floats and bad IDs are `MALFORMED`.
+    /// Parses the JSON form. Unknown fields, floats, bad IDs, a key given twice in one
+    /// object and an integer beyond -2^63 ..= 2^64 − 1 are `MALFORMED`; the last two are
+    /// placed in the text (`at line L column C`).
     pub fn from_json(bytes: &[u8], limits: &Limits) -> Result<Command> {
         if bytes.len() > limits.max_command_bytes * 4 {
             return Err(too_large(bytes.len(), limits));
         }
-        let cmd: Command = serde_json::from_slice(bytes)
-            .map_err(|e| Error::malformed(format!("command JSON: {e}")))?;
+        let refused = |found: canonical::Found| Error::malformed(format!("command JSON: {found}"));
+        let cmd: Command = serde_json::from_slice(bytes).map_err(|e| {
+            // An opaque object's repeated key is refused once the object is read whole, and
+            // a body is read whole before its fields: the text says where.
+            let duplicate = |f: &TextFault| matches!(f, TextFault::DuplicateKey(_));
+            let found = e.to_string().starts_with(canonical::DUPLICATE_KEY);
+            match found.then(|| canonical::text_fault(bytes, duplicate)) {
+                Some(Some(found)) => refused(found),
+                _ => Error::malformed(format!("command JSON: {e}")),
+            }
+        })?;
+        // The parse hands an integer beyond u64 or i64 over as a float: one in the text is
+        // named before any float is.
+        let has_float = cmd.body.opaque_fields().iter().any(|(_, v)| v.has_float());
+        let out_of_range = |f: &TextFault| matches!(f, TextFault::IntegerOutOfRange(_));
+        if let Some(found) = has_float
+            .then(|| canonical::text_fault(bytes, out_of_range))
+            .flatten()
+        {
+            return Err(refused(found));
+        }
         cmd.check(limits)?;
         Ok(cmd)
     }
@@ -929,5 +955,97 @@ mod tests {
                 assert_eq!(back.verify(&key.public()), Ok(true), "{data:?}");
             }
         }
+    }
+
+    /// A command's JSON text with `value` written where its `result` goes.
+    fn submit_with_result(value: &str) -> Vec<u8> {
+        let key = SecretKey::from_bytes(&[7; 32]);
+        let id = |s: &str| Id::new(s).expect("an identifier");
+        let body = Body::Submit(Submit {
+            work: id("w1"),
+            lease: LeaseId::derive(&id("g1"), &id("w1"), 1),
+            result: Opaque::text("@@"),
+        });
+        let (o, g, a, x) = (id("acme"), id("g1"), id("bob"), id("b1"));
+        let cmd = Command::signed(o, g, a, x, 1, None, body, &key).expect("signs");
+        let json = serde_json::to_string_pretty(&cmd).expect("JSON");
+        json.replacen("\"@@\"", value, 1).into_bytes()
+    }
+
+    /// An opaque object whose key repeats is refused as the command is read, naming the key
+    /// and where its second occurrence starts in the text, however the entries differ (a
+    /// float, a value the last one would have replaced) and however deep the object sits.
+    #[test]
+    fn a_repeated_key_in_an_opaque_value_is_refused_where_it_is() {
+        let limits = Limits::default();
+        let text = String::from_utf8(submit_with_result("\"@@\"")).expect("UTF-8");
+        let (line, written) = text
+            .lines()
+            .enumerate()
+            .find_map(|(i, l)| Some((i + 1, l.find("\"@@\"")? + 1)))
+            .expect("the result's line");
+        // Each value with its repeated key and where that key's second occurrence starts in it.
+        for (value, key, at) in [
+            (r#"{"a": 1, "a": 2}"#, "a", 9),
+            (r#"{"a": 1.5, "b": [{"c": 1, "\u0063": 1}]}"#, "c", 26),
+            (r#"[1, {"b": {}, "a": null, "b": {}}]"#, "b", 25),
+        ] {
+            assert_eq!(&value[at..at + 1], "\"", "{value}");
+            let refused = Command::from_json(&submit_with_result(value), &limits)
+                .expect_err("a repeated key");
+            assert_eq!(refused.code, crate::error::Code::Malformed, "{value}");
+            assert_eq!(
+                refused.message,
+                format!(
+                    "command JSON: duplicate map key `{key}` at line {line} column {}",
+                    written + at
+                ),
+                "{value}"
+            );
+        }
+        let read = Command::from_json(&submit_with_result(r#"{"a": {"a": 1}}"#), &limits);
+        assert!(read.is_ok(), "{read:?}");
+    }
+
+    /// An integer beyond u64 or i64 in an opaque value is refused as an integer out of range,
+    /// where it starts, not as the float the parse makes of it; the limits themselves read,
+    /// and a float is still refused as a float.
+    #[test]
+    fn an_integer_out_of_range_in_an_opaque_value_is_named_so() {
+        let limits = Limits::default();
+        for n in [
+            "18446744073709551616",
+            "-9223372036854775809",
+            "1000000000000000000000000000000000000000000",
+        ] {
+            let value = format!("{{\"x\": [1.5, {n}]}}");
+            let text = submit_with_result(&value);
+            let at = String::from_utf8_lossy(&text).find(n).expect("written");
+            let line_start = text[..at]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let line = text[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            let refused = Command::from_json(&text, &limits).expect_err("out of range");
+            assert_eq!(
+                refused.message,
+                format!(
+                    "command JSON: integer out of range: {n} is not from -2^63 to 2^64 − 1 at line {line} column {}",
+                    at - line_start + 1
+                )
+            );
+        }
+        for n in ["18446744073709551615", "-9223372036854775808"] {
+            let read = Command::from_json(&submit_with_result(n), &limits);
+            assert!(read.is_ok(), "{n}: {read:?}");
+        }
+        let float =
+            Command::from_json(&submit_with_result("[1.5, 1e20]"), &limits).expect_err("a float");
+        assert!(
+            float
+                .message
+                .contains("holds the number 1.5; floats are not allowed"),
+            "{float:?}"
+        );
     }
 }

@@ -566,9 +566,9 @@ const STATE_TAP: usize = 1;
 /// [`decode_snapshot`] and [`Spans::digests`] in one pass over `len` bytes from `reader`.
 ///
 /// With the `parallel` feature (never on WebAssembly), a snapshot of a MiB or more is hashed
-/// on a second thread while this one decodes it ([`aside::decode_hashing_aside`]): the two
+/// on a second thread while this one decodes it (`aside::decode_hashing_aside`, built with that feature): the two
 /// SHA-256 passes cost about a third of decoding. `None` for the digests only where a snapshot
-/// cannot be whole: its schema is not [`SCHEMA`] (see [`aside::HOLD`]).
+/// cannot be whole: its schema is not [`SCHEMA`] (see `aside::HOLD`).
 fn decode_streamed(reader: impl std::io::Read, len: u64) -> Result<(Snapshot, Option<Digests>)> {
     let len = usize::try_from(len).map_err(|_| invalid("decode", "too large to read"))?;
     #[cfg(all(feature = "parallel", not(target_family = "wasm")))]

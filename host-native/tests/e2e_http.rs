@@ -350,6 +350,53 @@ fn errors_have_codes_and_statuses() {
     assert_eq!(client.events(&id("g1"), 0, 100).expect("events").len(), 2);
 }
 
+/// An opaque value in a command's JSON is read exactly over HTTP: an object whose key
+/// repeats and an integer beyond u64 are `MALFORMED`, named for what they are and placed in
+/// the text, and the log is unchanged.
+#[test]
+fn an_opaque_value_is_read_exactly_over_http() {
+    let server = TestServer::start();
+    let _client = opened(&server, "g1", 1);
+    let url = format!("{}/v1/groups/g1/commands", server.base);
+    let text =
+        serde_json::to_string(&cmd("g1", "w0", "x1", None, create_work("x1", &[]))).expect("json");
+    let at = text.find(r#"{"do":"x1"}"#).expect("the spec") + 1;
+    for (spec, said) in [
+        (
+            r#"{"do": 1, "do": "x1"}"#,
+            format!("duplicate map key `do` at line 1 column {}", at + 10),
+        ),
+        (
+            r#"{"do": 18446744073709551616}"#,
+            format!(
+                "integer out of range: 18446744073709551616 is not from -2^63 to 2^64 − 1 \
+                 at line 1 column {}",
+                at + 7
+            ),
+        ),
+    ] {
+        let body = text.replacen(r#"{"do":"x1"}"#, spec, 1);
+        let (status, _, answer) = request(
+            "POST",
+            &url,
+            &[("content-type", "application/json")],
+            body.as_bytes(),
+        );
+        let answer = json(&answer);
+        assert_eq!(
+            (status, answer["code"].as_str()),
+            (400, Some("MALFORMED")),
+            "{answer}"
+        );
+        assert_eq!(
+            answer["message"].as_str(),
+            Some(format!("command JSON: {said}").as_str()),
+            "{answer}"
+        );
+    }
+    assert_eq!(replay(&server, "g1").cursor(), 1, "nothing was accepted");
+}
+
 #[test]
 fn cbor_in_and_out() {
     let server = TestServer::start();

@@ -300,11 +300,11 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut CanonDecoder<I> {
     }
 
     /// Two newtype names are read differently; every other newtype is its content.
-    /// * [`ITEM_BYTES`]: where the input is held whole, the visitor is handed the bytes of the
+    /// * `ITEM_BYTES`: where the input is held whole, the visitor is handed the bytes of the
     ///   next data item, found by walking heads, and reads them itself (an error it raises
     ///   names where the item starts); elsewhere, or where they are not a whole item, it is
     ///   read as its content (the ordinary path, which words what is wrong).
-    /// * [`crate::crypto::HEX_TEXT`]: a hex type is handed its text's bytes unchecked; it
+    /// * `crypto::HEX_TEXT`: a hex type is handed its text's bytes unchecked; it
     ///   accepts lowercase hex digits only, which are valid UTF-8.
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,

@@ -174,15 +174,14 @@ pub(crate) fn head_long<'de, I: Input<'de> + ?Sized>(
     let [initial] = input.array::<1>()?;
     let major = initial >> 5;
     let info = initial & 0x1f;
-    let arg = match info {
-        0..=23 => u64::from(info),
-        24 => u64::from(input.array::<1>()?[0]),
-        25 => u64::from(u16::from_be_bytes(input.array()?)),
-        26 => u64::from(u32::from_be_bytes(input.array()?)),
-        27 => u64::from_be_bytes(input.array()?),
+    match info {
         31 => return Err(Refusal::Indefinite.at(start)),
-        _ => return Err(Refusal::Reserved.at(start)),
-    };
+        28.. => return Err(Refusal::Reserved.at(start)),
+        _ => {}
+    }
+    let at = input.pos();
+    let (arg, size) = argument(info, input.ahead(8)?).ok_or_else(|| Refusal::EndOfInput.at(at))?;
+    input.advance(size);
     if major == 7 {
         return Ok((major, u64::from(info)));
     }
@@ -197,6 +196,23 @@ pub(crate) fn head_long<'de, I: Input<'de> + ?Sized>(
         return Err(Refusal::NotShortest.at(start));
     }
     Ok((major, arg))
+}
+
+/// The argument of a head whose additional information is `info`, from `after`, the bytes
+/// that follow its initial byte: the argument and how many of those bytes it takes; `None`
+/// where `after` holds too few, or `info` is 28 to 31 (reserved, indefinite). Every walk over
+/// heads decodes an argument here, once: the decoders' heads ([`head_long`]) and the
+/// error-free walk of [`super::item_end`].
+#[inline(always)]
+pub(crate) fn argument(info: u8, after: &[u8]) -> Option<(u64, usize)> {
+    Some(match info {
+        0..=23 => (u64::from(info), 0),
+        24 => (u64::from(*after.first()?), 1),
+        25 => (u64::from(u16::from_be_bytes(*after.first_chunk()?)), 2),
+        26 => (u64::from(u32::from_be_bytes(*after.first_chunk()?)), 4),
+        27 => (u64::from_be_bytes(*after.first_chunk()?), 8),
+        _ => return None,
+    })
 }
 
 /// Checks that `key`, read at `at`, sorts strictly after `previous` (both encoded, neither

@@ -18,8 +18,8 @@ use crate::opaque::Opaque;
 pub(crate) const CANONICAL_ITEM: &str = "$mwp::canonical_item";
 
 /// Reads an opaque value from any self-describing serde data into its canonical CBOR. A float
-/// is written as a CBOR double and flagged (see [`Opaque`]); an object whose key repeats keeps
-/// the last value, as `serde_json::Value` does.
+/// is written as a CBOR double and flagged (see [`Opaque`]); an object whose key repeats is
+/// refused (``duplicate map key `b` ``), as every other reader of canonical CBOR refuses it.
 pub(crate) fn opaque_from<'de, D: Deserializer<'de>>(d: D) -> Result<Opaque, D::Error> {
     let mut encoder = Encoder::for_json();
     Transcode(&mut encoder, 0).deserialize(d)?;
@@ -192,6 +192,220 @@ impl<'de> Visitor<'de> for Key<'_> {
         self.0.text(v);
         let value = self.0.out.len();
         self.0.entries.push(Entry { key, value });
+        Ok(())
+    }
+}
+
+/// The words of the encoder's refusal of a key given twice in one map, before the key.
+pub(crate) const DUPLICATE_KEY: &str = "duplicate map key";
+
+/// What reading JSON text refuses where serde_json's parse cannot say where: a key given twice
+/// in one object (the parse hands the object over whole before it is refused, and a command's
+/// body is buffered first), and an integer beyond `u64` or `i64`, which the parse hands over
+/// as a float.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TextFault {
+    /// A key given twice in one object, decoded; found at its second occurrence.
+    DuplicateKey(String),
+    /// A number written without fraction or exponent outside -2^63 ..= 2^64 − 1, as written.
+    IntegerOutOfRange(String),
+}
+
+/// A [`TextFault`] and where it starts in the text: line and column (of bytes) from 1, as
+/// serde_json places its own errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    fault: TextFault,
+    line: usize,
+    column: usize,
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.fault {
+            TextFault::DuplicateKey(key) => write!(f, "{DUPLICATE_KEY} `{key}`")?,
+            TextFault::IntegerOutOfRange(n) => {
+                write!(f, "integer out of range: {n} is not from -2^63 to 2^64 − 1")?
+            }
+        }
+        write!(f, " at line {} column {}", self.line, self.column)
+    }
+}
+
+/// The first fault of the kind `wanted` accepts in JSON text, in text order, if the text up to
+/// it is JSON. Called only once a reader has refused the text or flagged a float: it parses
+/// the text again, without building anything but the keys of the objects still open.
+pub(crate) fn text_fault(text: &[u8], wanted: fn(&TextFault) -> bool) -> Option<Found> {
+    let mut scan = Scan {
+        text,
+        pos: 0,
+        wanted,
+    };
+    match scan.value(0) {
+        Err(Stop::Found(fault, at)) => {
+            let before = &text[..at];
+            let line_start = before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            Some(Found {
+                fault,
+                line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+                column: at - line_start + 1,
+            })
+        }
+        Ok(()) | Err(Stop::NotJson) => None,
+    }
+}
+
+/// Why [`Scan`] stopped early.
+enum Stop {
+    /// A fault wanted, and the offset of its first byte.
+    Found(TextFault, usize),
+    /// The text is not JSON here (or nests deeper than any reader takes).
+    NotJson,
+}
+
+/// A second parse of JSON text that looks only for [`TextFault`]s.
+struct Scan<'a> {
+    text: &'a [u8],
+    pos: usize,
+    wanted: fn(&TextFault) -> bool,
+}
+
+impl Scan<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.pos) {
+            self.pos += 1;
+        }
+        self.text.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Result<(), Stop> {
+        if self.peek() != Some(byte) {
+            return Err(Stop::NotJson);
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn found(&self, fault: TextFault, at: usize) -> Result<(), Stop> {
+        if (self.wanted)(&fault) {
+            return Err(Stop::Found(fault, at));
+        }
+        Ok(())
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), Stop> {
+        if depth > MAX_DEPTH {
+            return Err(Stop::NotJson);
+        }
+        match self.peek().ok_or(Stop::NotJson)? {
+            b'{' => self.object(depth),
+            b'[' => self.list(b']', |scan| scan.value(depth + 1)),
+            b'"' => self.string().map(drop),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => {
+                let rest = &self.text[self.pos..];
+                let word = [&b"true"[..], b"false", b"null"]
+                    .into_iter()
+                    .find(|w| rest.starts_with(w))
+                    .ok_or(Stop::NotJson)?;
+                self.pos += word.len();
+                Ok(())
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), Stop> {
+        let mut keys = std::collections::HashSet::new();
+        self.list(b'}', |scan| {
+            if scan.peek() != Some(b'"') {
+                return Err(Stop::NotJson);
+            }
+            let at = scan.pos;
+            let key = scan.string()?;
+            if !keys.insert(key.clone()) {
+                scan.found(TextFault::DuplicateKey(key), at)?;
+            }
+            scan.eat(b':')?;
+            scan.value(depth + 1)
+        })
+    }
+
+    /// An array or object from its opening bracket to `close`: its elements (or members), each
+    /// read by `element`, separated by commas.
+    fn list(
+        &mut self,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        self.pos += 1;
+        if self.peek() == Some(close) {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            element(self)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b) if b == close => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::NotJson),
+            }
+        }
+    }
+
+    /// Reads a string at the position, decoding its escapes when it has any.
+    fn string(&mut self) -> Result<String, Stop> {
+        let start = self.pos;
+        self.pos += 1;
+        let mut escaped = false;
+        loop {
+            match self.text.get(self.pos).ok_or(Stop::NotJson)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.pos += 2;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        self.pos += 1;
+        let raw = self.text.get(start..self.pos).ok_or(Stop::NotJson)?;
+        if escaped {
+            serde_json::from_slice(raw).map_err(|_| Stop::NotJson)
+        } else {
+            std::str::from_utf8(&raw[1..raw.len() - 1])
+                .map(str::to_owned)
+                .map_err(|_| Stop::NotJson)
+        }
+    }
+
+    fn number(&mut self) -> Result<(), Stop> {
+        let start = self.pos;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.text.get(self.pos) {
+            self.pos += 1;
+        }
+        let literal = &self.text[start..self.pos];
+        if literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+            return Ok(());
+        }
+        let literal = std::str::from_utf8(literal).map_err(|_| Stop::NotJson)?;
+        let digits = literal.strip_prefix('-').unwrap_or(literal);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Stop::NotJson);
+        }
+        // JSON writes no leading zeros: 39 digits are beyond any i128.
+        let in_range = digits.len() < 39
+            && literal
+                .parse::<i128>()
+                .is_ok_and(|n| (i128::from(i64::MIN)..=i128::from(u64::MAX)).contains(&n));
+        if !in_range {
+            self.found(TextFault::IntegerOutOfRange(literal.to_owned()), start)?;
+        }
         Ok(())
     }
 }

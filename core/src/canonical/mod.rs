@@ -44,7 +44,8 @@ pub(crate) use de::{
 #[cfg(test)]
 pub(crate) use de::{every_byte_reads_as_the_derive, with_unknown_key};
 pub(crate) use json::{
-    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, read_json, CANONICAL_ITEM,
+    canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, read_json, text_fault, Found,
+    TextFault, CANONICAL_ITEM, DUPLICATE_KEY,
 };
 pub(crate) use order::{
     codec_struct, declared_order, encode_struct, in_key_order, key_order, tag_first_order, ById,
@@ -228,21 +229,14 @@ pub(crate) fn item_end(bytes: &[u8], start: usize) -> Option<usize> {
 /// The head at `pos` as [`item_end`] reads it, leniently: its major type, its argument (for
 /// major type 7, the additional information) and where it ends; `None` where the reader's
 /// head would be an error (input ending early, reserved or indefinite additional
-/// information). It builds no error, so walking millions of heads costs only the reading.
+/// information). It builds no error, so walking millions of heads costs only the reading;
+/// the argument is decoded where the decoders' heads decode theirs ([`grammar::argument`]).
 #[inline]
 fn walk_head(bytes: &[u8], pos: usize) -> Option<(u8, u64, usize)> {
     let initial = *bytes.get(pos)?;
     let major = initial >> 5;
     let info = initial & 0x1f;
-    let rest = bytes.get(pos + 1..)?;
-    let (arg, size) = match info {
-        0..=23 => (u64::from(info), 0),
-        24 => (u64::from(*rest.first()?), 1),
-        25 => (u64::from(u16::from_be_bytes(*rest.first_chunk()?)), 2),
-        26 => (u64::from(u32::from_be_bytes(*rest.first_chunk()?)), 4),
-        27 => (u64::from_be_bytes(*rest.first_chunk()?), 8),
-        _ => return None,
-    };
+    let (arg, size) = grammar::argument(info, bytes.get(pos + 1..)?)?;
     let arg = if major == 7 { u64::from(info) } else { arg };
     Some((major, arg, pos + 1 + size))
 }
@@ -328,8 +322,8 @@ fn duplicate_key(key: &[u8]) -> CanonError {
         _ => None,
     };
     match text {
-        Some(text) => CanonError::new(format!("duplicate map key `{text}`"), 0),
-        None => CanonError::new("duplicate map key", 0),
+        Some(text) => CanonError::new(format!("{DUPLICATE_KEY} `{text}`"), 0),
+        None => CanonError::new(DUPLICATE_KEY, 0),
     }
 }
 
@@ -379,7 +373,7 @@ struct Encoder {
     /// as it is.
     raw: bool,
     /// An opaque value read from JSON (see [`opaque_from`]): a float is written as a CBOR
-    /// double and noted in `float`, and a repeated map key keeps its last value.
+    /// double and noted in `float`.
     json: bool,
     float: bool,
 }
@@ -473,17 +467,15 @@ impl Encoder {
         for w in entries.windows(2) {
             match key_of(&w[0]).cmp(key_of(&w[1])) {
                 Ordering::Less => {}
-                Ordering::Equal if !self.json => return Err(duplicate_key(key_of(&w[0]))),
-                Ordering::Equal | Ordering::Greater => {
+                Ordering::Equal => return Err(duplicate_key(key_of(&w[0]))),
+                Ordering::Greater => {
                     sorted = false;
                     break;
                 }
             }
         }
-        let mut count = entries.len() as u64;
-        if !sorted && self.json {
-            count = self.sort_keeping_last(body, base);
-        } else if !sorted {
+        let count = entries.len() as u64;
+        if !sorted {
             self.reordered += 1;
             let mut spans = std::mem::take(&mut self.spans);
             spans.clear();
@@ -514,38 +506,6 @@ impl Encoder {
         self.entries.truncate(base);
         self.fix_head(open, count);
         Ok(())
-    }
-
-    /// Puts the entries from `base` on the stack in key order, a repeated key keeping the
-    /// entry written last, as `serde_json`'s map does; returns how many are left.
-    fn sort_keeping_last(&mut self, body: usize, base: usize) -> u64 {
-        self.reordered += 1;
-        let end = self.out.len();
-        let entries = &self.entries[base..];
-        let out = &self.out;
-        let mut spans: Vec<Span> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let next = entries.get(i + 1).map_or(end, |n| n.key);
-                Span::new(out, e.key, e.value, next)
-            })
-            .collect();
-        let key = |s: &Span| &out[s.key..s.value];
-        // Stable: of equal keys, the one written last stays last.
-        spans.sort_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b))));
-        let mut scratch = Vec::with_capacity(end - body);
-        let mut count = 0;
-        for (i, span) in spans.iter().enumerate() {
-            if spans.get(i + 1).is_some_and(|n| key(n) == key(span)) {
-                continue;
-            }
-            scratch.extend_from_slice(&out[span.key..span.end]);
-            count += 1;
-        }
-        self.out.truncate(body);
-        self.out.extend_from_slice(&scratch);
-        count
     }
 
     fn map(&mut self, announced: Option<usize>) -> MapEncoder<'_> {
@@ -774,7 +734,7 @@ impl<'a> ser::Serializer for &'a mut Encoder {
         Ok(())
     }
 
-    /// A newtype named [`CANONICAL_ITEM`] holds the bytes of an item already canonical.
+    /// A newtype named `CANONICAL_ITEM` holds the bytes of an item already canonical.
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, name: &'static str, value: &T) -> Res {
         self.raw = name == CANONICAL_ITEM;
         value.serialize(&mut *self)?;
