@@ -540,6 +540,28 @@ export function cases(mwp) {
       await s.close();
     }],
 
+    ["a snapshot file past the largest snapshot is refused by its size, unread, naming the file", async () => {
+      const dir = tempDir("snap-huge");
+      const { store } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      const hash = g.stateHash();
+      eq(await g.snapshotNow(), 7, "snapshot seq");
+      await store.close();
+      const snap = join(dir, "groups", "g1", "00000000000000000007.snap");
+      // One byte past the core's limit (export::MAX_SNAPSHOT_FILE), taking no disk (sparse).
+      const limit = mwp.StaticReader.maxFileBytes("snapshots/any");
+      fs.truncateSync(snap, limit + 1);
+      const before = process.memoryUsage().rss;
+      const s = await mwp.openFileStore(dir);
+      eq(await s.stateHash("g1"), hash, "state from the log");
+      const grew = process.memoryUsage().rss - before;
+      check(grew < 64 << 20, `opening grew the process by ${Math.round(grew / 2 ** 20)} MiB`);
+      eq(s.report.skippedSnapshots.map((x) => x.file), [snap], "the snapshot is skipped and reported");
+      const reason = s.report.skippedSnapshots[0].reason;
+      check(reason.includes(snap) && reason.includes(`more than the largest snapshot file (${limit} bytes)`), reason);
+      await s.close();
+    }],
+
     ["tick: the authority's signed tick expires a due lease, as natively", async () => {
       const dir = tempDir("tick");
       const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });
