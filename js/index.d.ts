@@ -621,7 +621,8 @@ export class Client {
   /**
    * The live tail. `onOpen` is called once the first stream is open: every later event arrives
    * through it. A dropped stream is resumed after a backoff with `Last-Event-ID`; a skipped
-   * seq throws GapError.
+   * seq throws GapError; an event whose `prev` is not the last event's id (or of another
+   * group) throws HttpError `LOG_CORRUPT`.
    */
   tail(
     group: Id,
@@ -743,7 +744,12 @@ export class FileAgentJournal implements AgentJournalLike {
   commit(writeSet: AgentWriteSet | Uint8Array): Promise<void>;
   close(): Promise<void>;
 }
-/** Node and Deno only: opens an agent journal file (the native journal's format); the file is created by the first write set. */
+/**
+ * Node and Deno only: opens an agent journal file (the native journal's format); the file is
+ * created by the first write set. One process writes a journal at a time: its writer lock
+ * (`NAME.LOCK.pid` beside it) is held until `close`, and a journal another writer holds is
+ * refused with StoreError `STORAGE` naming the file and the holder's pid.
+ */
 export function openAgentJournal(path: string): Promise<FileAgentJournal>;
 
 /** Browsers only: an authority whose log lives in IndexedDB. */

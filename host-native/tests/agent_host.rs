@@ -73,7 +73,10 @@ fn an_agent_restarted_after_a_committed_write_set_has_its_cursor_and_outbox_and_
     pump_until(&mut agent, |a, _| {
         work_state(a, "a") == Some(WorkState::Succeeded) && a.agent().outbox().is_empty()
     });
+    let cursor = agent.agent().replica().cursor();
+    // The journal has one writer: the agent's is released when it is dropped.
+    drop(agent);
     let (_, image) = mwp_host::agent_host::Journal::open(&path).expect("reopens");
     assert!(image.outbox.is_empty());
-    assert_eq!(image.replica.cursor, agent.agent().replica().cursor());
+    assert_eq!(image.replica.cursor, cursor);
 }

@@ -179,6 +179,138 @@ fn an_owner_record_of_a_live_process_is_honoured_and_a_dead_one_taken_over() {
     drop(store);
 }
 
+/// A writer whose owner record was removed, or replaced by another writer's (one that judged
+/// it stale), writes nothing more: the next batch fails with `STORAGE` naming `LOCK.pid`,
+/// nothing is appended, no group is created, and every later command is refused (sticky), as
+/// the Node/Deno writer does.
+#[test]
+fn a_writer_whose_owner_record_was_removed_or_taken_over_writes_nothing_more() {
+    use mwp_host::service::AuthorityService;
+    let authority = key("@authority");
+    // `None`: the record is removed; else it is replaced by this text (another writer's).
+    for (what, replaced) in [
+        ("removed", None),
+        ("taken over", Some("mwp-lock 1\npid 1\n")),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = StoreOptions {
+            authority_key: Some(authority.clone()),
+            ..StoreOptions::default()
+        };
+        let store = FileStore::open(dir.path(), opts).expect("opens");
+        let w: Vec<String> = vec!["w0".into()];
+        store
+            .submit(&open_group("g1", authority.public(), &w), 1)
+            .expect("opens g1");
+        let seg = dir.path().join("groups/g1/00000000000000000001.seg");
+        let before = std::fs::read(&seg).expect("segment");
+        let owner = dir.path().join(OWNER_NAME);
+        match replaced {
+            None => std::fs::remove_file(&owner).expect("removes"),
+            Some(text) => std::fs::write(&owner, text).expect("writes"),
+        }
+        let create = |n: &str| cmd("g1", "alice", n, None, create_work(n, &[]));
+        let e = store.submit(&create("x1"), 2).expect_err(what);
+        assert_eq!(e.code, Code::Storage, "{what}: {e}");
+        assert!(
+            e.message.contains("is no longer this writer's: LOCK.pid"),
+            "{what}: {e}"
+        );
+        let e = store.submit(&create("x2"), 3).expect_err("sticky");
+        assert_eq!(e.code, Code::Storage, "{what}: {e}");
+        let e = store
+            .submit(&open_group("g2", authority.public(), &w), 4)
+            .expect_err("no group created");
+        assert_eq!(e.code, Code::Storage, "{what}: {e}");
+        assert_eq!(
+            std::fs::read(&seg).expect("segment"),
+            before,
+            "{what}: nothing appended"
+        );
+        assert!(
+            !dir.path().join("groups/g2").exists(),
+            "{what}: no group created"
+        );
+        drop(store);
+    }
+}
+
+/// Field `n` (1-based, as proc(5) counts) of `/proc/PID/stat`, where it reads.
+fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n - 3).map(str::to_owned)
+}
+
+/// The records of `tests/lock/owner-records.json`, each judged as the Node/Deno store judges
+/// it (js/test/file-store-cases.js reads the same file): the same verdict on both hosts.
+#[test]
+fn every_host_reaches_the_same_verdict_on_the_same_owner_records() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/lock/owner-records.json");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("the table")).expect("JSON");
+    let mut live = Command::new("sleep").arg("600").spawn().expect("sleep");
+    // `sleep 0.05` is left a zombie: its parent becomes `sleep 5`, which never reaps it.
+    let mut parent = Command::new("sh")
+        .args(["-c", "sleep 0.05 & echo $!; exec sleep 5"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(parent.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("the zombie's pid");
+    let zombie: u32 = line.trim().parse().expect("a pid");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stat_field(zombie, 3).as_deref() != Some("Z") {
+        assert!(Instant::now() < deadline, "the child never became a zombie");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut gone = Command::new("true").spawn().expect("true");
+    let dead = gone.id();
+    gone.wait().expect("reaped");
+    let init_start = stat_field(1, 22).and_then(|t| t.parse::<u64>().ok());
+    let mut fill: Vec<(&str, Option<String>)> = vec![
+        ("{live}", Some(live.id().to_string())),
+        ("{live_start}", stat_field(live.id(), 22)),
+        ("{zombie}", Some(zombie.to_string())),
+        ("{dead}", Some(dead.to_string())),
+        ("{init_start+1}", init_start.map(|t| (t + 1).to_string())),
+    ];
+    fill.push(("{init_start}", init_start.map(|t| t.to_string())));
+    let mut judged = 0;
+    for case in table["cases"].as_array().expect("cases") {
+        let [text, want, why] = [0, 1, 2].map(|i| case[i].as_str().expect("a string"));
+        let mut record = text.to_owned();
+        let mut filled = true;
+        for (name, value) in &fill {
+            if record.contains(name) {
+                match value {
+                    Some(v) => record = record.replace(name, v),
+                    None => filled = false,
+                }
+            }
+        }
+        if !filled {
+            continue;
+        }
+        let got = match Owner::decode(&record) {
+            None => "not a record",
+            Some(o) if o.is_alive() => "held",
+            Some(_) => "stale",
+        };
+        assert_eq!(got, want, "{record:?}: {why}");
+        judged += 1;
+    }
+    assert!(judged >= 12, "{judged} records judged");
+    let _ = live.kill();
+    let _ = live.wait();
+    let _ = parent.kill();
+    let _ = parent.wait();
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).expect("stat").permissions().mode() & 0o777
 }

@@ -8,12 +8,14 @@
 // and syncs the bytes. As natively, the file does not exist until the first write set: that
 // one is written with the header to `NAME.tmp`, synced, renamed and the directory synced; each
 // later one is appended at the end and synced. A torn last write set was never committed and is
-// cut off on open; damage before it is `LOG_CORRUPT` naming the file and offset.
+// cut off on open; damage before it is `LOG_CORRUPT` naming the file and offset. One process
+// writes a journal at a time: its writer lock is taken on open and released on close.
 
 import * as fsp from "node:fs/promises";
 import { dirname } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
 import { AgentImage } from "./agent.js";
+import { acquireFileLock } from "./dir-lock.js";
 import { StoreError, guard } from "./errors.js";
 import { io, syncDir } from "./file-store.js";
 import { Queue } from "./queue.js";
@@ -30,9 +32,12 @@ export class FileAgentJournal {
   #image;
   #queue = new Queue();
   #failed = false;
+  /** The journal's writer lock (`acquireFileLock`), held until `close`. */
+  #lock;
 
-  constructor(path, handle, { end, nextSeq, group, image }) {
+  constructor(path, lock, handle, { end, nextSeq, group, image }) {
     this.#path = path;
+    this.#lock = lock;
     this.#handle = handle;
     this.#end = end;
     this.#nextSeq = nextSeq;
@@ -40,12 +45,27 @@ export class FileAgentJournal {
     this.#image = image;
   }
 
-  /** Opens the journal at `path` and reads it back (an empty journal if there is no file yet). */
+  /**
+   * Opens the journal at `path` and reads it back (an empty journal if there is no file yet),
+   * first taking its writer lock (`NAME.LOCK.pid` beside it, as a data directory's): a journal
+   * another process (native, Node or Deno) holds is refused with `STORAGE` naming the file and
+   * the holder's pid.
+   */
   static async open(path) {
+    const lock = await acquireFileLock(path);
+    try {
+      return await FileAgentJournal.#read(path, lock);
+    } catch (e) {
+      await lock.release().catch(() => {});
+      throw e;
+    }
+  }
+
+  static async #read(path, lock) {
     // A `.tmp` left by a creation that never completed holds nothing committed.
     await io(`remove ${path}.tmp`, () => fsp.rm(`${path}.tmp`, { force: true }));
     const handle = await io(`open ${path}`, () => fsp.open(path, "r+").catch((e) => (e?.code === "ENOENT" ? null : Promise.reject(e))));
-    if (handle === null) return new FileAgentJournal(path, null, { end: 0, nextSeq: 1, group: undefined, image: new AgentImage() });
+    if (handle === null) return new FileAgentJournal(path, lock, null, { end: 0, nextSeq: 1, group: undefined, image: new AgentImage() });
     try {
       const bytes = new Uint8Array(await io(`read ${path}`, () => handle.readFile()));
       const read = guard(() => w.readAgentJournal(bytes, `agent journal ${path}`));
@@ -55,7 +75,7 @@ export class FileAgentJournal {
       }
       const image = new AgentImage(read.image.toCbor());
       read.image.free();
-      return new FileAgentJournal(path, handle, { end: read.keep, nextSeq: read.nextSeq, group: read.group, image });
+      return new FileAgentJournal(path, lock, handle, { end: read.keep, nextSeq: read.nextSeq, group: read.group, image });
     } catch (e) {
       await handle.close().catch(() => {});
       throw e;
@@ -106,10 +126,11 @@ export class FileAgentJournal {
     return io(`open ${this.#path}`, () => fsp.open(this.#path, "r+"));
   }
 
-  /** Closes the file. */
+  /** Closes the file and releases its writer lock. */
   close() {
     return this.#queue.run(async () => {
       if (this.#handle !== null) await this.#handle.close().catch(() => {});
+      await this.#lock.release();
     });
   }
 }

@@ -2,7 +2,8 @@
 // from a signed snapshot when the server answers CURSOR_TOO_OLD), and follow the live tail
 // over Server-Sent Events. It uses only `fetch`, so it runs in browsers, Node ≥ 20 and Deno.
 
-import { GapError, HttpError, MwpError } from "./errors.js";
+import * as w from "../pkg/mwp_wasm.js";
+import { GapError, HttpError, MwpError, guard } from "./errors.js";
 import { encodeEvent, signRead } from "./api.js";
 import { readCapped } from "./body.js";
 
@@ -84,6 +85,19 @@ function retryable(e) {
   if (e instanceof HttpError) return e.status === 0 || e.status === 502 || e.status === 503 || e.status === 504;
   // A body that breaks off mid-stream surfaces as the platform's own TypeError.
   return e instanceof TypeError;
+}
+
+/**
+ * How `event` fails to continue a tail in `group` after seq `seq` (whose event id is `id` when
+ * known), as the core's chain check answers: `null` when it continues; a malformed event is
+ * `MALFORMED` (status 200), as any message that is not an event is.
+ */
+function chainBreak(group, seq, id, event) {
+  try {
+    return guard(() => w.chainCheck(group, seq, id, event));
+  } catch (e) {
+    throw malformed(`the live tail of ${group} sent an event that is not one: ${e?.message ?? e}`, 200);
+  }
 }
 
 /** Resolves after `ms`, or rejects with the signal's AbortError when it aborts first. */
@@ -248,25 +262,30 @@ export class Client {
       if (!response.ok) throw await errorOf(response);
       return read(response);
     };
-    if (limitMs === Infinity) return answer(signal);
-    const request = new AbortController();
-    const forward = () => request.abort(signal.reason);
+    // Without a bound the request runs on the caller's signal (the live tail's body is read on
+    // it after this returns); with one, on its own, which the deadline aborts too.
+    const request = limitMs === Infinity ? null : new AbortController();
+    // Settles the call at once, whether or not `fetch` heeds its signal: the caller's abort
+    // (its reason) or the deadline (`TIMEOUT`). A `fetch` that does not heed its signal is
+    // outwaited, not awaited: its late failure is nobody's.
+    let stop;
+    const stopped = new Promise((_, reject) => {
+      stop = (e) => {
+        request?.abort(e);
+        reject(e);
+      };
+    });
+    stopped.catch(() => {});
+    const forward = () => stop(signal.reason ?? new DOMException("This operation was aborted", "AbortError"));
     if (signal?.aborted) forward();
     else signal?.addEventListener("abort", forward, { once: true });
-    const work = answer(request.signal);
-    // A `fetch` that does not heed its signal is outwaited, not awaited: its late failure is
-    // nobody's.
+    const timer = startTimer(limitMs, () =>
+      stop(new HttpError("TIMEOUT", `${method} ${path} had no whole answer from ${this.#base} within ${limitMs} ms`, { method, path, timeoutMs: limitMs }, 0)),
+    );
+    const work = answer(request?.signal ?? signal);
     work.catch(() => {});
-    let timer;
-    const deadline = new Promise((_, reject) => {
-      timer = startTimer(limitMs, () => {
-        const e = new HttpError("TIMEOUT", `${method} ${path} had no whole answer from ${this.#base} within ${limitMs} ms`, { method, path, timeoutMs: limitMs }, 0);
-        request.abort(e);
-        reject(e);
-      });
-    });
     try {
-      return await Promise.race([work, deadline]);
+      return await Promise.race([work, stopped]);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", forward);
@@ -454,7 +473,10 @@ export class Client {
    * the backoff over) and resumes with
    * `Last-Event-ID: <last seq>`. An event older than the last one (a replay overlap) is
    * skipped; an event past the next one throws a `GapError` (`TAIL_GAP`, with `expected` and
-   * `received` seqs): the tail never silently skips events. After `retry.attempts` failed
+   * `received` seqs): the tail never silently skips events. An event at the next seq whose
+   * `prev` is not the id of the last event delivered, or an event of another group, throws
+   * `HttpError` `LOG_CORRUPT` (status 200) naming the seq and both ids (the core's chain check;
+   * the first event after `after` is taken as it chains, its predecessor unread). After `retry.attempts` failed
    * attempts in a row (default: no limit) the last error is thrown; `retry: false` ends the
    * tail when the server closes it instead. An HTTP answer other than 502/503/504, and an
    * `event: error` message, are thrown at once.
@@ -475,6 +497,8 @@ export class Client {
     waitMs(initialMs, "retry.initialMs", true);
     waitMs(maxMs, "retry.maxMs", true);
     let last = after;
+    // The id of event `last` once this tail delivered it (unknown for `after`'s own event).
+    let lastId;
     let failures = 0;
     let opened = false;
     for (;;) {
@@ -508,15 +532,29 @@ export class Client {
         for await (const event of readSse(r.body, onHead, idleMs)) {
           // A stream that delivers is a good connection: the next drop starts the backoff over.
           failures = 0;
-          if (event.seq <= last) continue;
-          if (event.seq !== last + 1) {
-            throw new GapError("TAIL_GAP", `the live tail of ${group} skipped events: expected seq ${last + 1}, received ${event.seq}`, {
+          // Whether the event continues the tail is the core's rule (chain::Position::check).
+          const broken = chainBreak(group, last, lastId, event);
+          if (broken?.kind === "seq" && broken.received < broken.expected) continue; // a replay overlap
+          if (broken?.kind === "seq") {
+            throw new GapError("TAIL_GAP", `the live tail of ${group} skipped events: expected seq ${broken.expected}, received ${broken.received}`, {
               group,
-              expected: last + 1,
-              received: event.seq,
+              expected: broken.expected,
+              received: broken.received,
             });
           }
+          if (broken?.kind === "group") {
+            throw new HttpError("LOG_CORRUPT", `the live tail of ${group} sent an event of group ${event.group} (seq ${event.seq})`, { group, seq: event.seq, received: event.group }, 200);
+          }
+          if (broken?.kind === "prev") {
+            throw new HttpError(
+              "LOG_CORRUPT",
+              `the live tail of ${group} sent seq ${broken.seq} that does not chain: its prev is ${broken.received}, but seq ${last} was ${broken.expected}`,
+              { group, seq: broken.seq, expected: broken.expected, received: broken.received },
+              200,
+            );
+          }
           last = event.seq;
+          lastId = event.id;
           yield event;
         }
       } catch (e) {

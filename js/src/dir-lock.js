@@ -8,10 +8,13 @@
 // * `LOCK` is what an OS lock (`flock`) is taken on: by the native store and, after the owner
 //   record, by Deno (`FsFile.lock`). Node has no `flock`: it sees a live native writer through
 //   that writer's owner record.
+//
+// An agent journal (agent-journal.js) is locked the same way, on `NAME.LOCK.pid` and
+// `NAME.LOCK` beside its file `NAME` (docs/format.md, "Agent journal").
 
 import * as fsp from "node:fs/promises";
 import process from "node:process";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { StoreError } from "./errors.js";
 
 export const LOCK_NAME = "LOCK";
@@ -40,14 +43,31 @@ function encodeOwner(o) {
   return o.start === null ? `mwp-lock 1\npid ${o.pid}\n` : `mwp-lock 1\npid ${o.pid}\nstart ${o.start}\n`;
 }
 
-/** Reads an owner record; `null` if the text is not one. */
+/** The largest pid a record holds (a u32, as natively) and the largest start time (a u64). */
+const MAX_PID = 2n ** 32n - 1n;
+const MAX_START = 2n ** 64n - 1n;
+/** The largest pid a process may have (`kill` takes a positive i32). */
+const MAX_LIVE_PID = 2 ** 31 - 1;
+
+/**
+ * Reads an owner record; `null` if the text is not one: exactly what `encodeOwner` writes,
+ * numbers in their shortest form, a pid that fits 32 bits and a start time 64 bits, as the
+ * native store reads it (lock.rs `Owner::decode`).
+ */
 export function decodeOwner(text) {
-  const m = /^mwp-lock 1\npid (\d+)\n(?:start (\d+)\n)?$/.exec(text);
-  return m === null ? null : { pid: Number(m[1]), start: m[2] ?? null };
+  const m = /^mwp-lock 1\npid (0|[1-9]\d*)\n(?:start (0|[1-9]\d*)\n)?$/.exec(text);
+  if (m === null || BigInt(m[1]) > MAX_PID || (m[2] !== undefined && BigInt(m[2]) > MAX_START)) return null;
+  return { pid: Number(m[1]), start: m[2] ?? null };
 }
 
-/** Whether the process an owner record names still runs. */
+/**
+ * Whether the process an owner record names still runs, decided as the native store decides
+ * it (lock.rs `Owner::is_alive`): no process has pid 0 or one past 2^31 − 1; a pid that
+ * answers signal 0, or refuses it (`EPERM`: another user's), runs unless it is a zombie; it
+ * is the record's owner unless both start times are known and differ.
+ */
 export async function isAlive(o) {
+  if (!(o.pid > 0 && o.pid <= MAX_LIVE_PID)) return false;
   try {
     process.kill(o.pid, 0);
   } catch (e) {
@@ -61,12 +81,22 @@ export async function isAlive(o) {
   return now?.start == null || now.start === o.start;
 }
 
-function inUse(dir, owner) {
+/**
+ * What a writer lock guards: `name` (a data directory, or a journal file) for messages, the
+ * owner record's and the OS lock's paths, the `details` key naming it, what a refusal
+ * suggests besides stopping the holder ("" for nothing), and what a writer that lost it reopens.
+ */
+function dirTarget(dir) {
+  return { name: dir, owner: join(dir, OWNER_NAME), osLock: join(dir, LOCK_NAME), key: "dir", hint: ", or open it with { readOnly: true }", reopen: "the store" };
+}
+
+function inUse(target, owner) {
   const who = owner ? `process ${owner.pid}` : "another process";
+  const { name, key, hint } = target;
   return new StoreError(
     "STORAGE",
-    `${dir} is in use by another writer (${who}); stop it first, or open it with { readOnly: true }`,
-    owner ? { dir, pid: owner.pid } : { dir },
+    `${name} is in use by another writer (${who}); stop it first${hint}`,
+    owner ? { [key]: name, pid: owner.pid } : { [key]: name },
   );
 }
 
@@ -86,7 +116,7 @@ async function readText(path) {
 }
 
 /** Moves a stale record aside; puts it back and refuses if another writer took over first. */
-async function takeOver(dir, path, stale) {
+async function takeOver(target, path, stale) {
   const aside = `${path}.stale-${process.pid}`;
   try {
     await fsp.rename(path, aside);
@@ -98,13 +128,13 @@ async function takeOver(dir, path, stale) {
   if (moved !== stale) {
     await fsp.link(aside, path).catch(() => {});
     await fsp.unlink(aside).catch(() => {});
-    throw inUse(dir, decodeOwner(moved));
+    throw inUse(target, decodeOwner(moved));
   }
   await fsp.unlink(aside);
 }
 
-async function claimOwner(dir) {
-  const path = join(dir, OWNER_NAME);
+async function claimOwner(target) {
+  const path = target.owner;
   const me = { pid: process.pid, start: await startTime(process.pid) };
   for (let round = 0; round < 2; round++) {
     let h;
@@ -114,13 +144,13 @@ async function claimOwner(dir) {
       if (e?.code !== "EEXIST") throw new StoreError("STORAGE", `create ${path}: ${e.message}`);
       const text = await readText(path);
       const o = decodeOwner(text);
-      if (o !== null && (await isAlive(o))) throw inUse(dir, o);
+      if (o !== null && (await isAlive(o))) throw inUse(target, o);
       if (o === null) {
         // Half-written: a writer between creating and filling it, unless it is old (a crash).
         const st = await fsp.stat(path).catch(() => null);
-        if (st !== null && Date.now() - st.mtimeMs < 10_000) throw inUse(dir, null);
+        if (st !== null && Date.now() - st.mtimeMs < 10_000) throw inUse(target, null);
       }
-      await takeOver(dir, path, text);
+      await takeOver(target, path, text);
       continue;
     }
     try {
@@ -131,25 +161,40 @@ async function claimOwner(dir) {
     }
     return;
   }
-  throw inUse(dir, decodeOwner(await readText(path)));
+  throw inUse(target, decodeOwner(await readText(path)));
 }
 
 /**
  * Takes the writer lock of `dir` (which must exist), or throws `STORAGE` at once naming the
- * directory and, where known, the holder's pid. Resolves to `{release}`.
+ * directory and, where known, the holder's pid. Resolves to `{check, release}`.
  */
-export async function acquireDirLock(dir) {
-  await claimOwner(dir);
+export function acquireDirLock(dir) {
+  return acquireLock(dirTarget(dir));
+}
+
+/**
+ * Takes the writer lock of the file at `path` (an agent journal), as a data directory's is
+ * taken, on `NAME.LOCK.pid` (the owner record) and `NAME.LOCK` (the OS lock) beside it; its
+ * directory must exist. A holder is refused with the same `STORAGE` error, naming the file
+ * (`details.file`). Resolves to `{check, release}`.
+ */
+export function acquireFileLock(path) {
+  return acquireLock({ name: path, owner: `${path}.${OWNER_NAME}`, osLock: `${path}.${LOCK_NAME}`, key: "file", hint: "", reopen: "the journal" });
+}
+
+async function acquireLock(target) {
+  const { name, owner: ownerPath, osLock: osLockPath, key } = target;
+  await claimOwner(target);
   let osLock = null;
   if (typeof globalThis.Deno?.open === "function") {
     // Deno: also the OS lock native writers take.
     try {
-      osLock = await globalThis.Deno.open(join(dir, LOCK_NAME), { read: true, write: true, create: true, mode: 0o600 });
+      osLock = await globalThis.Deno.open(osLockPath, { read: true, write: true, create: true, mode: 0o600 });
       await osLock.lock(true);
     } catch (e) {
       osLock?.close();
-      await fsp.unlink(join(dir, OWNER_NAME)).catch(() => {});
-      throw new StoreError("STORAGE", `lock ${join(dir, LOCK_NAME)}: ${e.message}`);
+      await fsp.unlink(ownerPath).catch(() => {});
+      throw new StoreError("STORAGE", `lock ${osLockPath}: ${e.message}`);
     }
   }
   let released = false;
@@ -160,17 +205,17 @@ export async function acquireDirLock(dir) {
      * was removed or replaced (another process took the directory over) writes nothing more.
      */
     async check() {
-      const o = decodeOwner(await readText(join(dir, OWNER_NAME)));
+      const o = decodeOwner(await readText(ownerPath));
       if (o === null || o.pid !== me.pid || o.start !== me.start) {
         const now = o === null ? "holds no owner record" : `names process ${o.pid}`;
-        throw new StoreError("STORAGE", `${dir} is no longer this writer's: ${OWNER_NAME} ${now}; reopen the store`, o === null ? { dir } : { dir, pid: o.pid });
+        throw new StoreError("STORAGE", `${name} is no longer this writer's: ${basename(ownerPath)} ${now}; reopen ${target.reopen}`, o === null ? { [key]: name } : { [key]: name, pid: o.pid });
       }
     },
     async release() {
       if (released) return;
       released = true;
-      const o = decodeOwner(await readText(join(dir, OWNER_NAME)));
-      if (o !== null && o.pid === process.pid) await fsp.unlink(join(dir, OWNER_NAME)).catch(() => {});
+      const o = decodeOwner(await readText(ownerPath));
+      if (o !== null && o.pid === process.pid) await fsp.unlink(ownerPath).catch(() => {});
       if (osLock !== null) osLock.close();
     },
   };

@@ -181,6 +181,25 @@ async function readTailIfExists(path, n) {
   }
 }
 
+/**
+ * A snapshot file's bytes, read whole only once its size (fstat) is within the largest snapshot
+ * file (`maxSnapshotFileBytes`, the core's `export::MAX_SNAPSHOT_FILE`): a larger one is
+ * `LOG_CORRUPT` naming it, and nothing of it is read.
+ */
+async function readSnapshotFile(path) {
+  const fh = await io(`open ${path}`, () => fsp.open(path, "r"));
+  try {
+    const { size } = await io(`stat ${path}`, () => fh.stat());
+    const max = w.maxSnapshotFileBytes();
+    if (size > max) {
+      throw new StoreError("LOG_CORRUPT", `${path} is ${size} bytes, more than the largest snapshot file (${max} bytes); it was not read`, { file: path, size, limit: max });
+    }
+    return new Uint8Array(await io(`read ${path}`, () => fh.readFile()));
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
+
 /** A whole file's bytes, or `null` if it does not exist. */
 async function readIfExists(path) {
   try {
@@ -734,7 +753,7 @@ export class FileGroup {
   /** Streams the artifact into `audit.mwpa.tmp`, syncs it and renames it into place; resolves to its manifest. */
   async #writeArtifact(policy, finalSeq, sealedAt) {
     const snapPath = join(this.dir, w.snapshotName(finalSeq));
-    const stored = new Uint8Array(await io(`read ${snapPath}`, () => fsp.readFile(snapPath)));
+    const stored = await readSnapshotFile(snapPath);
     const { payload } = guardStore(() => w.decodeSnapshotFile(stored));
     const tmp = join(this.dir, `${ARTIFACT_NAME}.tmp`);
     const sealer = guardStore(() => new w.AuditSealer(policy));
@@ -1221,7 +1240,7 @@ async function openGroupDir(store, id, dir, report) {
     for (const seq of [...snapSeqs].reverse()) {
       const path = join(dir, w.snapshotName(seq));
       try {
-        const bytes = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
+        const bytes = await readSnapshotFile(path);
         const { seq: frameSeq, payload } = w.decodeSnapshotFile(bytes);
         if (sealed?.snapshot !== undefined && w.sha256(payload) !== sealed.snapshot) {
           throw new Error(`is not the final snapshot the manifest of ${ARTIFACT_NAME} names`);

@@ -197,6 +197,27 @@ test("a request's default timeout is 60 s, also over a fetch that ignores its si
   assert.equal(outcome.details.timeoutMs, 60_000);
 });
 
+test("a caller's abort settles a request at once, also over a fetch that ignores its signal", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const never = () => new Promise(() => {}); // a fetch that never settles, whatever its signal
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  for (const timeoutMs of [60_000, Infinity]) {
+    const client = new mwp.Client("http://127.0.0.1:9", { fetch: never, timeoutMs });
+    const controller = new AbortController();
+    let outcome;
+    client.groups({ signal: controller.signal }).then(
+      () => (outcome = "answered"),
+      (e) => (outcome = e),
+    );
+    await settle();
+    assert.equal(outcome, undefined, "waiting for the answer");
+    const reason = new DOMException("stopped by the caller", "AbortError");
+    controller.abort(reason);
+    await settle();
+    assert.equal(outcome, reason, `timeoutMs ${timeoutMs}: the abort's own reason, with no time passed`);
+  }
+});
+
 test("a timeout or delay that is not a positive number of milliseconds is MALFORMED, never a timer that fires at once", { timeout: 30_000 }, async (t) => {
   const isBad = (e) => e instanceof mwp.MwpError && e.code === "MALFORMED";
   for (const bad of [0, -1, NaN, "100", null, {}]) {

@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { decodeOwner, isAlive } from "../src/dir-lock.js";
 import { makeCommands } from "./helpers.js";
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
@@ -561,6 +562,28 @@ export function cases(mwp) {
       await s.close();
     }],
 
+    ["a snapshot file past the largest snapshot is refused by its size, unread, naming the file", async () => {
+      const dir = tempDir("snap-huge");
+      const { store } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      const hash = g.stateHash();
+      eq(await g.snapshotNow(), 7, "snapshot seq");
+      await store.close();
+      const snap = join(dir, "groups", "g1", "00000000000000000007.snap");
+      // One byte past the core's limit (export::MAX_SNAPSHOT_FILE), taking no disk (sparse).
+      const limit = mwp.StaticReader.maxFileBytes("snapshots/any");
+      fs.truncateSync(snap, limit + 1);
+      const before = process.memoryUsage().rss;
+      const s = await mwp.openFileStore(dir);
+      eq(await s.stateHash("g1"), hash, "state from the log");
+      const grew = process.memoryUsage().rss - before;
+      check(grew < 64 << 20, `opening grew the process by ${Math.round(grew / 2 ** 20)} MiB`);
+      eq(s.report.skippedSnapshots.map((x) => x.file), [snap], "the snapshot is skipped and reported");
+      const reason = s.report.skippedSnapshots[0].reason;
+      check(reason.includes(snap) && reason.includes(`more than the largest snapshot file (${limit} bytes)`), reason);
+      await s.close();
+    }],
+
     ["tick: the authority's signed tick expires a due lease, as natively", async () => {
       const dir = tempDir("tick");
       const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority") });
@@ -907,6 +930,57 @@ export function cases(mwp) {
       }
     }],
 
+    ["every host reaches the same verdict on the same owner records (tests/lock/owner-records.json)", async () => {
+      const table = JSON.parse(fs.readFileSync(join(repo, "tests/lock/owner-records.json"), "utf8"));
+      const { spawn } = await import("node:child_process");
+      const field = (pid, n) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop().trim().split(/\s+/)[n - 3] ?? null;
+        } catch {
+          return null;
+        }
+      };
+      const live = spawn("sleep", ["600"], { stdio: "ignore" });
+      // `sleep 0.05` is left a zombie: its parent becomes `sleep 5`, which never reaps it.
+      // Deno reaps the orphan before it can be seen as a zombie: that record is left out there.
+      const parent = spawn("sh", ["-c", "sleep 0.05 & echo $!; exec sleep 5"], { stdio: ["ignore", "pipe", "ignore"] });
+      const gone = spawn("true", [], { stdio: "ignore" });
+      try {
+        const zombie = Number(await new Promise((resolve) => parent.stdout.once("data", (d) => resolve(String(d).trim()))));
+        let isZombie = false;
+        for (let i = 0; i < 200 && !(isZombie = field(zombie, 3) === "Z"); i++) await new Promise((r) => setTimeout(r, 10));
+        await new Promise((resolve) => (gone.exitCode !== null ? resolve() : gone.on("exit", resolve)));
+        const initStart = field(1, 22);
+        const fill = [
+          ["{live}", String(live.pid)],
+          ["{live_start}", field(live.pid, 22)],
+          ["{zombie}", typeof globalThis.Deno === "undefined" && isZombie ? String(zombie) : null],
+          ["{dead}", String(gone.pid)],
+          ["{init_start+1}", initStart === null ? null : String(BigInt(initStart) + 1n)],
+          ["{init_start}", initStart],
+        ];
+        let judged = 0;
+        for (const [text, want, why] of table.cases) {
+          let record = text;
+          let filled = true;
+          for (const [name, value] of fill) {
+            if (!record.includes(name)) continue;
+            if (value === null) filled = false;
+            else record = record.replaceAll(name, value);
+          }
+          if (!filled) continue;
+          const o = decodeOwner(record);
+          const got = o === null ? "not a record" : (await isAlive(o)) ? "held" : "stale";
+          eq(got, want, `${JSON.stringify(record)}: ${why}`);
+          judged += 1;
+        }
+        check(judged >= 12, `${judged} records judged`);
+      } finally {
+        live.kill("SIGKILL");
+        parent.kill("SIGKILL");
+      }
+    }],
+
     ["kill -9 of a Node holder leaves the directory openable", async () => {
       if (typeof globalThis.Deno !== "undefined") return; // spawns a Node process
       const dir = tempDir("lock-kill");
@@ -923,6 +997,56 @@ export function cases(mwp) {
       await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve)));
       check(fs.existsSync(join(dir, "LOCK.pid")), "the dead holder's record stays");
       const after = await mwp.openFileStore(dir);
+      await after.close();
+    }],
+
+    ["an agent journal has one writer: a second open is refused naming the file and the holder, until the first closes", async () => {
+      const dir = tempDir("journal-lock");
+      const path = join(dir, "bob.journal");
+      const first = await mwp.openAgentJournal(path);
+      const e = await rejects(mwp.openAgentJournal(path), "STORAGE");
+      check(e.message.includes(`${path} is in use by another writer (process ${process.pid}); stop it first`), e.message);
+      eq([e.details?.file, e.details?.pid], [path, process.pid], "details");
+      // The owner record is a data directory's, beside the journal.
+      check(/^mwp-lock 1\npid \d+\n(start \d+\n)?$/.test(fs.readFileSync(`${path}.LOCK.pid`, "utf8")), "the owner record");
+      // Another journal in the same directory has its own lock.
+      const other = await mwp.openAgentJournal(join(dir, "ada.journal"));
+      await other.close();
+      await first.close();
+      check(!fs.existsSync(`${path}.LOCK.pid`), "close removes the owner record");
+      const again = await mwp.openAgentJournal(path);
+      await again.close();
+    }],
+
+    ["an agent journal another process holds is refused; kill -9 of the holder leaves it openable", async () => {
+      const dir = tempDir("journal-holder");
+      const path = join(dir, "bob.journal");
+      const { spawn } = await import("node:child_process");
+      // A Node holder (from Deno too: the two runtimes exclude each other).
+      const node = typeof globalThis.Deno !== "undefined" ? "node" : process.execPath;
+      const entry = new URL("../src/node.js", import.meta.url).href;
+      const script = `const m = await import(${JSON.stringify(entry)}); await m.openAgentJournal(${JSON.stringify(path)}); console.log("ready"); setInterval(() => {}, 1 << 30);`;
+      const child = spawn(node, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+      try {
+        await new Promise((resolve, reject) => {
+          child.stdout.on("data", (d) => String(d).includes("ready") && resolve());
+          child.on("exit", (code) => reject(new Error(`the holder exited ${code}`)));
+        });
+        const e = await rejects(mwp.openAgentJournal(path), "STORAGE");
+        check(e.message.includes(`process ${child.pid}`), e.message);
+      } finally {
+        child.kill("SIGKILL");
+        await new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", resolve)));
+      }
+      for (let i = 0; i < 1000; i++) {
+        try {
+          process.kill(child.pid, 0);
+        } catch {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const after = await mwp.openAgentJournal(path);
       await after.close();
     }],
 

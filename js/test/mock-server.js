@@ -1,7 +1,8 @@
 // A stand-in for `mwp serve` (SPEC §11) on 127.0.0.1, built on the package's own Authority,
 // for testing the HTTP client without the native server. `oldest` makes it answer
 // CURSOR_TOO_OLD for cursors before it, pointing at a signed snapshot. `state.dropStreams`
-// closes that many live tails right after their backlog; `state.skip` leaves seqs out of them.
+// closes that many live tails right after their backlog; `state.skip` leaves seqs out of them,
+// and `state.tailEvent(event)` may replace an event they send (a forged one).
 // Pages, `GET …/head` and the live tail carry heads signed by the authority key (SPEC §8a), as
 // `mwp serve` does; `state.signHead(head)` may replace the head served (a forged one).
 import { createServer } from "node:http";
@@ -9,7 +10,7 @@ import { createServer } from "node:http";
 export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir } = {}) {
   const groups = new Map();
   const streams = new Set();
-  const state = { oldest, snapshot: null, requests: [], streams: [], dropStreams: 0, skip: new Set(), signHead: (h) => h };
+  const state = { oldest, snapshot: null, requests: [], streams: [], dropStreams: 0, skip: new Set(), signHead: (h) => h, tailEvent: (e) => e };
   /** The signed head of group `a` (undefined before its first event). */
   const headOf = (a) => (a.seq > 0 ? state.signHead(mwp.signHead(a.state().org, a.state().group, a.seq, a.head, Date.now(), authorityKey)) : undefined);
   const sseHead = (a) => (a.seq > 0 ? `event: head\ndata: ${JSON.stringify(headOf(a))}\n\n` : "");
@@ -48,7 +49,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
       try {
         const d = auth.submit(JSON.parse(body), Date.now());
         groups.set(g, auth);
-        if (d.outcome === "accepted") for (const s of streams) if (s.group === g && !state.skip.has(d.event.seq)) s.res.write(`id: ${d.event.seq}\ndata: ${JSON.stringify(d.event)}\n\n${sseHead(auth)}`);
+        if (d.outcome === "accepted") for (const s of streams) if (s.group === g && !state.skip.has(d.event.seq)) s.res.write(`id: ${d.event.seq}\ndata: ${JSON.stringify(state.tailEvent(d.event))}\n\n${sseHead(auth)}`);
         return send(res, 200, d.receipt, d.outcome === "duplicate" ? { "mwp-duplicate": "true" } : {});
       } catch (e) {
         const status = e.code === "MALFORMED" ? 400 : e.code === "BAD_SIGNATURE" ? 401 : 409;
@@ -67,7 +68,7 @@ export async function startMockServer(mwp, { authorityKey, oldest = 0, staticDir
       // `dropStreams`: close this many streams after their backlog (a dropped connection).
       const drop = state.dropStreams > 0;
       if (drop) state.dropStreams -= 1;
-      for (const e of a.events(after)) if (!state.skip.has(e.seq)) res.write(`id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`);
+      for (const e of a.events(after)) if (!state.skip.has(e.seq)) res.write(`id: ${e.seq}\ndata: ${JSON.stringify(state.tailEvent(e))}\n\n`);
       res.write(sseHead(a));
       if (drop) return res.socket.end();
       const s = { group: g, res };

@@ -66,6 +66,29 @@ test("a tail that resumes past the next seq throws a GapError naming both seqs",
   assert.deepEqual(seen, [2]);
 });
 
+test("a tail event whose prev does not chain throws LOG_CORRUPT naming the seq and both ids", async (t) => {
+  const server = await startMockServer(mwp, { authorityKey });
+  t.after(() => server.close());
+  const client = new mwp.Client(server.url);
+  for (const cmd of [c.open(), c.create("w1"), c.create("w2")]) await client.submit(cmd);
+  const events = await client.events("g1");
+  const forged = "ab".repeat(32);
+  // Seq 3 at the right seq, chained to something other than seq 2.
+  server.state.tailEvent = (e) => (e.seq === 3 ? { ...e, prev: forged } : e);
+  const seen = [];
+  await assert.rejects(
+    collect(client, { retry: { initialMs: 1 } }, (s) => (seen.push(s.at(-1)), s.at(-1) === 3)),
+    (e) =>
+      e instanceof mwp.HttpError && e.code === "LOG_CORRUPT" && e.status === 200 &&
+      e.details.seq === 3 && e.details.expected === events[1].id && e.details.received === forged &&
+      e.message.includes(`seq 3 that does not chain: its prev is ${forged}, but seq 2 was ${events[1].id}`),
+  );
+  assert.deepEqual(seen, [1, 2], "nothing past the break is delivered");
+  // The first event after `after` is taken as it chains: its predecessor was not read.
+  server.state.tailEvent = (e) => (e.seq === 2 ? { ...e, prev: forged } : e);
+  assert.deepEqual(await collect(client, { after: 1 }, (s) => s.at(-1) === 3), [2, 3]);
+});
+
 test("a tail gives up after retry.attempts failures in a row; with retry: false a drop is thrown at once", async (t) => {
   const server = await startMockServer(mwp, { authorityKey });
   const client = new mwp.Client(server.url);

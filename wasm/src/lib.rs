@@ -35,6 +35,7 @@ pub mod agent_journal;
 pub mod audit;
 #[cfg(feature = "full")]
 pub mod authority;
+pub mod chain;
 pub mod codec;
 pub mod error;
 pub mod frames;

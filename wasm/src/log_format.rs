@@ -282,6 +282,13 @@ pub fn encode_snapshot_file(seq: f64, payload: &[u8]) -> Result<Vec<u8>, StoreEr
     Ok(lf::encode_snapshot_file(uint(seq, "seq")?, payload))
 }
 
+/// The most bytes a snapshot file may have (`export::MAX_SNAPSHOT_FILE`): a store reads no
+/// larger one, and refuses it as damaged before reading it.
+#[wasm_bindgen(js_name = maxSnapshotFileBytes)]
+pub fn max_snapshot_file_bytes() -> f64 {
+    num(mwp_core::export::MAX_SNAPSHOT_FILE)
+}
+
 /// Checks a snapshot file's frame: `{seq, payload}`; throws `LOG_CORRUPT` whose message
 /// says what is wrong.
 #[wasm_bindgen(js_name = decodeSnapshotFile)]

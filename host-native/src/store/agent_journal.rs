@@ -23,6 +23,7 @@ use mwp_core::{Code, Error, Id, Result};
 
 use super::backend::{Backend, FsBackend, StorageFile};
 use super::format::{scan, storage, ScanSpec, FILE_HEADER_LEN};
+use super::lock::DirLock;
 
 /// An append-only file of an agent's committed write sets (see the module doc).
 ///
@@ -52,6 +53,9 @@ pub struct Journal {
     /// Largest piece of a write set per record.
     piece: usize,
     failed: bool,
+    /// The journal's writer lock ([`DirLock::acquire_file`]), held until dropped; `None` on
+    /// a backend other than the real file system.
+    _lock: Option<DirLock>,
 }
 
 impl fmt::Debug for Journal {
@@ -86,12 +90,21 @@ fn dir_of(path: &Path) -> PathBuf {
 }
 
 impl Journal {
-    /// Opens the journal at `path` on the real file system (see [`Journal::open_with`]).
+    /// Opens the journal at `path` on the real file system (see [`Journal::open_with`]),
+    /// first taking its writer lock (`NAME.LOCK.pid` beside it, as a data directory's, see
+    /// [`DirLock::acquire_file`]): a journal another process (native, Node or Deno) or
+    /// another open journal holds is refused with `STORAGE` naming the file and the holder's
+    /// pid. The lock is held until the journal is dropped.
     pub fn open(path: impl AsRef<Path>) -> Result<(Journal, AgentImage)> {
-        Self::open_with(Arc::new(FsBackend), path.as_ref())
+        let path = path.as_ref();
+        let lock = DirLock::acquire_file(path)?;
+        let (mut journal, image) = Self::open_with(Arc::new(FsBackend), path)?;
+        journal._lock = Some(lock);
+        Ok((journal, image))
     }
 
-    /// Opens the journal at `path` on any backend and replays it into an image: the default
+    /// Opens the journal at `path` on any backend (no writer lock: the lock is on the real
+    /// file system, taken by [`Journal::open`]) and replays it into an image: the default
     /// image if there is no file yet. A `NAME.tmp` left by a creation that never completed
     /// (nothing in it was committed) is removed, a torn last write set is cut off.
     pub fn open_with(backend: Arc<dyn Backend>, path: &Path) -> Result<(Journal, AgentImage)> {
@@ -104,6 +117,7 @@ impl Journal {
             next_seq: 1,
             piece: MAX_PIECE,
             failed: false,
+            _lock: None,
         };
         let be = &*journal.backend;
         let tmp = tmp_path(path);
@@ -442,6 +456,68 @@ mod tests {
         assert_eq!(image.serial, 1);
     }
 
+    #[test]
+    fn a_journal_has_one_writer_until_it_is_dropped() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("ada.journal");
+        let (first, _) = Journal::open(&path).expect("a new journal");
+        let e = Journal::open(&path).expect_err("held");
+        assert_eq!(e.code, Code::Storage);
+        let me = std::process::id();
+        assert!(
+            e.message.contains(&format!(
+                "{} is in use by another writer (process {me}); stop it first",
+                path.display()
+            )),
+            "{e}"
+        );
+        assert_eq!(e.details.get("pid"), Some(&serde_json::json!(me)));
+        assert_eq!(
+            e.details.get("file"),
+            Some(&serde_json::json!(path.display().to_string()))
+        );
+        // The owner record is a data directory's, beside the journal.
+        let owner = dir.path().join("ada.journal.LOCK.pid");
+        let text = std::fs::read_to_string(&owner).expect("the owner record");
+        assert_eq!(
+            crate::store::lock::Owner::decode(&text).map(|o| o.pid),
+            Some(me)
+        );
+        // Another journal in the same directory has its own lock.
+        drop(Journal::open(dir.path().join("bob.journal")).expect("another journal"));
+        drop(first);
+        assert!(!owner.exists(), "a clean close removes the owner record");
+        Journal::open(&path).expect("open again once the first is dropped");
+    }
+
+    #[test]
+    fn a_journal_whose_owner_record_names_a_live_process_is_refused() {
+        // What a Node writer leaves: an owner record and no flock.
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("ada.journal");
+        let mut holder = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        let record = crate::store::lock::Owner {
+            pid: holder.id(),
+            start: None,
+        }
+        .encode();
+        let owner = dir.path().join("ada.journal.LOCK.pid");
+        std::fs::write(&owner, &record).expect("write the record");
+        let e = Journal::open(&path).expect_err("a live holder");
+        assert_eq!(e.code, Code::Storage);
+        assert!(
+            e.message.contains(&format!("process {}", holder.id())),
+            "{e}"
+        );
+        let _ = holder.kill();
+        let _ = holder.wait();
+        drop(Journal::open(&path).expect("a dead holder's record is taken over"));
+        assert!(!owner.exists());
+    }
+
     #[cfg(unix)]
     #[test]
     fn the_journal_file_is_private() {
@@ -453,6 +529,7 @@ mod tests {
             .expect("an append");
         assert_eq!(FsBackend.mode(&path).expect("mode"), Some(0o600));
         assert!(!tmp_path(&path).exists());
+        drop(journal);
         let (_, image) = Journal::open(&path).expect("reopens");
         assert_eq!(image.serial, 1);
     }

@@ -12,6 +12,9 @@
 //!
 //! A native writer takes the `flock` first, then the owner record; under the `flock` only a
 //! Node writer can race it, and a Node writer sees a live native writer through its record.
+//!
+//! An agent journal `NAME` is locked the same way, on `NAME.LOCK` and `NAME.LOCK.pid` beside
+//! it ([`DirLock::acquire_file`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -70,7 +73,11 @@ impl Owner {
         (owner.encode() == text).then_some(owner)
     }
 
-    /// Whether the process the record names still runs.
+    /// Whether the process the record names still runs: no process has pid 0 or one past
+    /// 2^31 − 1; a pid that answers signal 0, or refuses it (`EPERM`: another user's), runs
+    /// unless it is a zombie (exited, not yet reaped: it holds and writes nothing); it is the
+    /// record's owner unless both start times are known and differ. The Node/Deno store
+    /// decides the same (`js/src/dir-lock.js` `isAlive`).
     pub fn is_alive(&self) -> bool {
         let Some(pid) = i32::try_from(self.pid)
             .ok()
@@ -84,7 +91,11 @@ impl Owner {
             Err(e) if e == rustix::io::Errno::PERM => {}
             Err(_) => return false,
         }
-        match (self.start, start_time(self.pid)) {
+        let (state, now) = proc_stat(self.pid).unwrap_or((None, None));
+        if matches!(state, Some('Z' | 'X')) {
+            return false;
+        }
+        match (self.start, now) {
             (Some(want), Some(now)) => want == now,
             _ => true,
         }
@@ -93,37 +104,129 @@ impl Owner {
 
 /// Field 22 of `/proc/PID/stat`, where there is one.
 fn start_time(pid: u32) -> Option<u64> {
+    proc_stat(pid)?.1
+}
+
+/// The state letter (field 3) and start time (field 22) of `/proc/PID/stat`, each where it
+/// reads; `None` where there is no such file.
+fn proc_stat(pid: u32) -> Option<(Option<char>, Option<u64>)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count after it.
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = rest.split_whitespace();
+    let state = fields.next().and_then(|f| f.chars().next());
+    let start = fields.nth(18).and_then(|t| t.parse().ok());
+    Some((state, start))
 }
 
-/// The writer lock of one data directory, held until dropped.
+/// The writer lock of one data directory (or one agent journal), held until dropped.
 #[derive(Debug)]
 pub struct DirLock {
-    dir: PathBuf,
+    /// Guards `name`.
+    name: PathBuf,
+    /// The owner record's path.
+    owner: PathBuf,
+    /// This process, as its record names it.
+    me: Owner,
     /// Holds the `flock`; closing it releases the lock.
     _file: File,
 }
 
-fn in_use(dir: &Path, holder: Option<&Owner>) -> Error {
-    let who = match holder {
-        Some(o) => format!("process {}", o.pid),
-        None => "another process".to_owned(),
-    };
-    let mut e = Error::new(
-        Code::Storage,
-        format!(
-            "{} is in use by another writer ({who}); stop it first, or read it with mwp replay, snapshot or fsck, which take no lock",
-            dir.display()
-        ),
-    )
-    .with("dir", dir.display().to_string());
-    if let Some(o) = holder {
-        e = e.with("pid", o.pid);
+/// Checks that a writer's owner record still names it ([`DirLock::owner_check`]): what a
+/// writer asks before each write batch, so that one whose record was removed or taken over
+/// (by a writer that judged it stale) writes nothing more.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnerCheck {
+    name: PathBuf,
+    owner: PathBuf,
+    me: Owner,
+}
+
+impl OwnerCheck {
+    /// `Ok` while the owner record names this process (its pid and start time), else
+    /// `STORAGE` naming the record and what it holds, as the Node/Deno writer words it. One
+    /// read of at most [`MAX_OWNER_BYTES`].
+    pub(crate) fn check(&self) -> Result<()> {
+        let found = read_record(&self.owner).and_then(|t| Owner::decode(&t));
+        if found.as_ref() == Some(&self.me) {
+            return Ok(());
+        }
+        let now = match &found {
+            None => "holds no owner record".to_owned(),
+            Some(o) => format!("names process {}", o.pid),
+        };
+        let mut e = Error::new(
+            Code::Storage,
+            format!(
+                "{} is no longer this writer's: {OWNER_NAME} {now}; reopen the store",
+                self.name.display()
+            ),
+        )
+        .with("dir", self.name.display().to_string());
+        if let Some(o) = found {
+            e = e.with("pid", o.pid);
+        }
+        Err(e)
     }
-    e
+}
+
+/// What a writer lock guards: `name` (a data directory or a journal file) for messages, the
+/// paths of its OS lock and owner record, the detail naming it, and what a refusal suggests
+/// besides stopping the holder.
+struct Target<'a> {
+    name: &'a Path,
+    os_lock: PathBuf,
+    owner: PathBuf,
+    key: &'static str,
+    hint: &'static str,
+}
+
+impl<'a> Target<'a> {
+    fn dir(dir: &'a Path) -> Target<'a> {
+        Target {
+            name: dir,
+            os_lock: dir.join(LOCK_NAME),
+            owner: dir.join(OWNER_NAME),
+            key: "dir",
+            hint: ", or read it with mwp replay, snapshot or fsck, which take no lock",
+        }
+    }
+
+    fn file(path: &'a Path) -> Target<'a> {
+        let beside = |name: &str| {
+            let mut p = path.as_os_str().to_os_string();
+            p.push(".");
+            p.push(name);
+            PathBuf::from(p)
+        };
+        Target {
+            name: path,
+            os_lock: beside(LOCK_NAME),
+            owner: beside(OWNER_NAME),
+            key: "file",
+            hint: "",
+        }
+    }
+
+    fn in_use(&self, holder: Option<&Owner>) -> Error {
+        let who = match holder {
+            Some(o) => format!("process {}", o.pid),
+            None => "another process".to_owned(),
+        };
+        let mut e = Error::new(
+            Code::Storage,
+            format!(
+                "{} is in use by another writer ({who}); stop it first{}",
+                self.name.display(),
+                self.hint
+            ),
+        )
+        .with(self.key, self.name.display().to_string());
+        if let Some(o) = holder {
+            e = e.with("pid", o.pid);
+        }
+        e
+    }
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> Error {
@@ -157,43 +260,71 @@ impl DirLock {
     /// Takes the writer lock of `dir` (which must exist), or fails at once with `STORAGE`
     /// naming the directory and, where known, the holder's pid.
     pub fn acquire(dir: &Path) -> Result<DirLock> {
-        let path = dir.join(LOCK_NAME);
+        Self::take(&Target::dir(dir))
+    }
+
+    /// Takes the writer lock of the file at `path` (an agent journal), as a data directory's
+    /// is taken, on `NAME.LOCK` (the OS lock) and `NAME.LOCK.pid` (the owner record) beside
+    /// it; its directory must exist. A holder is refused with the same `STORAGE` error,
+    /// naming the file (`details.file`).
+    pub fn acquire_file(path: &Path) -> Result<DirLock> {
+        Self::take(&Target::file(path))
+    }
+
+    fn take(target: &Target<'_>) -> Result<DirLock> {
+        let path = &target.os_lock;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .open(&path)
+            .open(path)
             .map_err(io(format!("open {}", path.display())))?;
         if let Err(e) =
             rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
         {
             if e == rustix::io::Errno::WOULDBLOCK || e == rustix::io::Errno::AGAIN {
-                return Err(in_use(dir, read_owner(dir).as_ref()));
+                let holder = read_record(&target.owner).and_then(|t| Owner::decode(&t));
+                return Err(target.in_use(holder.as_ref()));
             }
             return Err(io(format!("lock {}", path.display()))(e.into()));
         }
-        claim_owner(dir)?;
+        let me = claim_owner(target)?;
         Ok(DirLock {
-            dir: dir.to_path_buf(),
+            name: target.name.to_path_buf(),
+            owner: target.owner.clone(),
+            me,
             _file: file,
         })
+    }
+
+    /// What checks that the owner record still names this writer ([`OwnerCheck::check`]).
+    pub(crate) fn owner_check(&self) -> OwnerCheck {
+        OwnerCheck {
+            name: self.name.clone(),
+            owner: self.owner.clone(),
+            me: self.me.clone(),
+        }
     }
 }
 
 impl Drop for DirLock {
     fn drop(&mut self) {
         // Only this process's own record is removed; the flock goes with the file.
-        if read_owner(&self.dir).is_some_and(|o| o.pid == std::process::id()) {
-            let _ = std::fs::remove_file(self.dir.join(OWNER_NAME));
+        let mine = read_record(&self.owner)
+            .and_then(|t| Owner::decode(&t))
+            .is_some_and(|o| o.pid == std::process::id());
+        if mine {
+            let _ = std::fs::remove_file(&self.owner);
         }
     }
 }
 
-/// Creates the owner record exclusively, taking over a stale one.
-fn claim_owner(dir: &Path) -> Result<()> {
-    let path = dir.join(OWNER_NAME);
+/// Creates the owner record exclusively, taking over a stale one; returns the record.
+fn claim_owner(target: &Target<'_>) -> Result<Owner> {
+    let path = &target.owner;
+    let dir = path.parent().unwrap_or(Path::new("."));
     let me = Owner::me();
     // Two rounds: the second follows the removal of a stale record.
     for _ in 0..2 {
@@ -201,33 +332,34 @@ fn claim_owner(dir: &Path) -> Result<()> {
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&path)
+            .open(path)
         {
             Ok(mut f) => {
                 f.write_all(me.encode().as_bytes())
                     .and_then(|()| f.sync_data())
                     .map_err(io(format!("write {}", path.display())))?;
                 super::sync_dir_path(dir)?;
-                return Ok(());
+                return Ok(me);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let text = read_record(&path).unwrap_or_default();
+                let text = read_record(path).unwrap_or_default();
                 match Owner::decode(&text) {
                     Some(o) if o.pid == me.pid && o.start == me.start => {
                         // This process's own record (a reopen in the same process).
-                        return Ok(());
+                        return Ok(me);
                     }
-                    Some(o) if o.is_alive() => return Err(in_use(dir, Some(&o))),
+                    Some(o) if o.is_alive() => return Err(target.in_use(Some(&o))),
                     // A record that is not one is a writer caught between creating and
                     // writing it: refused unless its file is old (a crash at that point).
-                    None if !is_old(&path) => return Err(in_use(dir, None)),
-                    _ => take_over(&path, &text)?,
+                    None if !is_old(path) => return Err(target.in_use(None)),
+                    _ => take_over(target, &text)?,
                 }
             }
             Err(e) => return Err(io(format!("create {}", path.display()))(e)),
         }
     }
-    Err(in_use(dir, read_owner(dir).as_ref()))
+    let holder = read_record(path).and_then(|t| Owner::decode(&t));
+    Err(target.in_use(holder.as_ref()))
 }
 
 /// Whether a half-written record is older than any writer takes to fill it in.
@@ -241,7 +373,8 @@ fn is_old(path: &Path) -> bool {
 
 /// Moves a stale record aside, restoring it if what was moved is not the stale record read
 /// (another writer took over first).
-fn take_over(path: &Path, stale: &str) -> Result<()> {
+fn take_over(target: &Target<'_>, stale: &str) -> Result<()> {
+    let path = &target.owner;
     let aside = path.with_extension(format!("pid.stale-{}", std::process::id()));
     match std::fs::rename(path, &aside) {
         Ok(()) => {}
@@ -253,8 +386,7 @@ fn take_over(path: &Path, stale: &str) -> Result<()> {
         // Put the newer record back (unless yet another one appeared) and refuse.
         let _ = std::fs::hard_link(&aside, path);
         let _ = std::fs::remove_file(&aside);
-        let dir = path.parent().unwrap_or(Path::new("."));
-        return Err(in_use(dir, Owner::decode(&moved).as_ref()));
+        return Err(target.in_use(Owner::decode(&moved).as_ref()));
     }
     std::fs::remove_file(&aside).map_err(io(format!("remove {}", aside.display())))
 }

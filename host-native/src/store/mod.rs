@@ -127,9 +127,18 @@ pub(crate) struct Ctx {
     shared_sync: shared_sync::SharedSync,
     /// The groups waiting for the store's committer.
     commit_queue: Mutex<group::CommitQueue>,
+    /// Checks that the writer lock's owner record still names this process, before each
+    /// write batch (or commit round) and group creation; `None` without a lock (another
+    /// backend than the real file system, or read-only).
+    owner: Option<lock::OwnerCheck>,
 }
 
 impl Ctx {
+    /// `STORAGE` unless this writer still holds its directory ([`lock::OwnerCheck::check`]).
+    fn check_owner(&self) -> Result<()> {
+        self.owner.as_ref().map_or(Ok(()), lock::OwnerCheck::check)
+    }
+
     fn check_sticky(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::new(
@@ -411,6 +420,7 @@ impl FileStore {
             sticky: Mutex::new(None),
             shared_sync: shared_sync::SharedSync::new(filesystem),
             commit_queue: Mutex::new(group::CommitQueue::default()),
+            owner: dir_lock.as_ref().map(lock::DirLock::owner_check),
         });
         let mut report = OpenReport::default();
         let mut groups = BTreeMap::new();
@@ -620,7 +630,12 @@ impl FileStore {
             other => return Ok(other.into_decision()),
         };
         let dir = self.root.join(GROUPS_DIR).join(group_dir_name(&cmd.group));
-        let g = GroupLog::create(self.ctx.clone(), dir, driver, &commit).inspect_err(|e| {
+        // A writer that lost the directory to another creates nothing under it.
+        let created = self
+            .ctx
+            .check_owner()
+            .and_then(|()| GroupLog::create(self.ctx.clone(), dir, driver, &commit));
+        let g = created.inspect_err(|e| {
             if e.code == Code::Storage {
                 self.ctx.set_sticky(e.clone());
             }

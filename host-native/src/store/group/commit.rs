@@ -352,9 +352,15 @@ impl GroupLog {
         let mut writers = Vec::with_capacity(groups.len());
         let mut written = Vec::with_capacity(groups.len());
         let mut files = Vec::new();
+        // A writer that lost the directory to another appends nothing: one look at the owner
+        // record per round, whatever the number of groups and commands in it.
+        let owned = ctx.check_owner();
         for g in groups {
             let mut w = lock(&g.io);
-            let batch = g.ctx.check_sticky().and_then(|()| g.write_staged(&mut w));
+            let batch = match &owned {
+                Ok(()) => g.ctx.check_sticky().and_then(|()| g.write_staged(&mut w)),
+                Err(e) => Err(e.clone()),
+            };
             if let Ok(Some(_)) = &batch {
                 files.push((w.file.clone(), g.path(&w.name)));
             }
@@ -412,6 +418,11 @@ impl GroupLog {
     /// durable. Returns the last durable seq.
     pub(super) fn flush(&self) -> Result<u64> {
         let mut w = lock(&self.io);
+        if lock(&self.core).pending.is_empty() {
+            return Ok(w.last_seq);
+        }
+        // A writer that lost the directory to another appends nothing (one look per batch).
+        self.ctx.check_owner()?;
         let Some(batch) = self.write_staged(&mut w)? else {
             return Ok(w.last_seq);
         };
