@@ -757,6 +757,43 @@ export function canonicalHash(value) {
 }
 
 /**
+ * Whether `event` (JSON form, or canonical CBOR bytes) continues a reader's place in
+ * `group`'s log: after seq `seq`, whose event id (hex) is `id` when the reader knows it
+ * (`undefined` when it started after `seq` without reading that event; before seq 1 it is
+ * all zeros and need not be given). Returns `null` when the event continues it, else the
+ * first break, in the core's order: `{kind: "group"}` (another group),
+ * `{kind: "seq", expected, received}` (not the next seq: a gap when `received` is past
+ * `expected`, a step back below it), `{kind: "prev", seq, expected, received}` (its `prev`,
+ * `received`, is not the id of the event before, `expected`; ids in hex). Whether the event
+ * hashes to its id is not checked here. Throws `MALFORMED` for a group, seq, id or event
+ * that is not one.
+ * @param {string} group
+ * @param {number} seq
+ * @param {string | null | undefined} id
+ * @param {any} event
+ * @returns {any}
+ */
+export function chainCheck(group, seq, id, event) {
+    const val3 = +seq;
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passStringToWasm0Checked(group, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = isLikeNone(id) ? 0 : passStringToWasm0Checked(id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.chainCheck(ptr0, len0, val3, ptr1, len1, event);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+
+/**
  * Decodes a stored event (canonical CBOR) into its JSON form. Does not verify it.
  * @param {Uint8Array | number[]} bytes
  * @returns {any}
