@@ -354,25 +354,16 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
     );
 
     // A tampered copy: a proxy that changes one field of seq 3 on its way.
-    let upstream = base.clone();
-    let proxy = stand_in(move |_, head| {
-        let path = target(head);
-        let accept = if path.contains("/snapshots/") {
-            "application/cbor"
-        } else {
-            "application/json"
-        };
-        let (status, _, mut body) = request(&format!("{upstream}{path}"), accept);
+    let proxy = mirror(&base, |path, _, body| {
         if path.contains("/events?") {
-            let mut page: Value = serde_json::from_slice(&body).expect("a page");
+            let mut page: Value = serde_json::from_slice(body).expect("a page");
             for event in page["events"].as_array_mut().expect("events") {
                 if event["seq"] == 3 {
                     event["at"] = json!(event["at"].as_u64().expect("at") + 1);
                 }
             }
-            body = page.to_string().into_bytes();
+            *body = page.to_string().into_bytes();
         }
-        http(&format!("{status} X"), accept, &body)
     });
     let tampered = verify(&["--server", &proxy], &[]);
     assert_eq!(tampered.status.code(), Some(1), "{}", stderr(&tampered));
@@ -392,23 +383,14 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
     let seed = std::fs::read_to_string(data.join("authority.key")).expect("the key file");
     let seed = mwp_core::Hash::from_hex(seed.trim()).expect("64 hex digits");
     let key = mwp_core::SecretKey::from_bytes(&seed.0);
-    let upstream = base.clone();
     let forged_head = mwp_core::Hash([7; 32]);
-    let proxy = stand_in(move |_, head| {
-        let path = target(head);
-        let accept = if path.contains("/snapshots/") {
-            "application/cbor"
-        } else {
-            "application/json"
-        };
-        let (status, _, mut body) = request(&format!("{upstream}{path}"), accept);
+    let proxy = mirror(&base, move |path, status, body| {
         if path.contains("/snapshots/") && status == 200 {
-            let snap = mwp_core::snapshot::Snapshot::from_cbor(&body).expect("a snapshot");
+            let snap = mwp_core::snapshot::Snapshot::from_cbor(body).expect("a snapshot");
             let mut state = snap.state;
             state.head = forged_head;
-            body = mwp_core::snapshot::Snapshot::build_cbor(&state, &key).expect("signs");
+            *body = mwp_core::snapshot::Snapshot::build_cbor(&state, &key).expect("signs");
         }
-        http(&format!("{status} X"), accept, &body)
     });
     let forged = verify(&["--server", &proxy], &[]);
     assert_eq!(forged.status.code(), Some(1), "{}", stderr(&forged));
@@ -421,6 +403,24 @@ fn keygen_submit_tail_verify_against_a_real_server_and_a_tampered_copy() {
         "{report}"
     );
     drop(serve);
+}
+
+/// A mirror of the server at `upstream` that hands each answer's body to `edit` (with the
+/// request's path and the answer's status) on its way: snapshots asked for as CBOR, the rest
+/// as JSON.
+fn mirror(upstream: &str, edit: impl Fn(&str, u16, &mut Vec<u8>) + Send + 'static) -> String {
+    let upstream = upstream.to_owned();
+    stand_in(move |_, head| {
+        let path = target(head);
+        let accept = if path.contains("/snapshots/") {
+            "application/cbor"
+        } else {
+            "application/json"
+        };
+        let (status, _, mut body) = request(&format!("{upstream}{path}"), accept);
+        edit(&path, status, &mut body);
+        http(&format!("{status} X"), accept, &body)
+    })
 }
 
 fn request(url: &str, accept: &str) -> (u16, ureq::http::HeaderMap, Vec<u8>) {
