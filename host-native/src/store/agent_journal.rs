@@ -23,6 +23,7 @@ use mwp_core::{Code, Error, Id, Result};
 
 use super::backend::{Backend, FsBackend, StorageFile};
 use super::format::{scan, storage, ScanSpec, FILE_HEADER_LEN};
+use super::lock::dir_of;
 use super::lock::DirLock;
 
 /// An append-only file of an agent's committed write sets (see the module doc).
@@ -55,7 +56,7 @@ pub struct Journal {
     failed: bool,
     /// The journal's writer lock ([`DirLock::acquire_file`]), held until dropped; `None` on
     /// a backend other than the real file system.
-    _lock: Option<DirLock>,
+    lock: Option<DirLock>,
 }
 
 impl fmt::Debug for Journal {
@@ -81,14 +82,6 @@ fn tmp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// The directory holding `path`.
-fn dir_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 impl Journal {
     /// Opens the journal at `path` on the real file system (see [`Journal::open_with`]),
     /// first taking its writer lock (`NAME.LOCK.pid` beside it, as a data directory's, see
@@ -99,7 +92,7 @@ impl Journal {
         let path = path.as_ref();
         let lock = DirLock::acquire_file(path)?;
         let (mut journal, image) = Self::open_with(Arc::new(FsBackend), path)?;
-        journal._lock = Some(lock);
+        journal.lock = Some(lock);
         Ok((journal, image))
     }
 
@@ -117,7 +110,7 @@ impl Journal {
             next_seq: 1,
             piece: MAX_PIECE,
             failed: false,
-            _lock: None,
+            lock: None,
         };
         let be = &*journal.backend;
         let tmp = tmp_path(path);
@@ -199,6 +192,13 @@ impl Journal {
                 "agent journal {} belongs to group {mine}, the write set to {group}",
                 self.path.display()
             )));
+        }
+        // A journal whose owner record was removed or taken over appends nothing more.
+        if let Some(lock) = &self.lock {
+            if let Err(e) = lock.owner_check().check() {
+                self.failed = true;
+                return Err(e);
+            }
         }
         let body = canonical::to_vec(ws).map_err(|e| Error::malformed(e.to_string()))?;
         let mut bytes = Vec::with_capacity(FILE_HEADER_LEN + body.len() + 32);
@@ -488,6 +488,41 @@ mod tests {
         drop(first);
         assert!(!owner.exists(), "a clean close removes the owner record");
         Journal::open(&path).expect("open again once the first is dropped");
+    }
+
+    /// A journal whose owner record was removed (or taken over by a writer that judged it
+    /// stale) appends nothing more, and says so until it is reopened.
+    #[test]
+    fn a_journal_that_lost_its_owner_record_appends_nothing() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("ada.journal");
+        let (mut journal, _) = Journal::open(&path).expect("a new journal");
+        journal
+            .append(&write_set(1, "a-1", &key()))
+            .expect("an append");
+        let before = std::fs::read(&path).expect("the journal");
+        let owner = dir.path().join("ada.journal.LOCK.pid");
+        std::fs::remove_file(&owner).expect("remove the owner record");
+        let e = journal
+            .append(&write_set(2, "a-2", &key()))
+            .expect_err("no longer this writer's");
+        assert_eq!(e.code, Code::Storage);
+        assert_eq!(
+            e.message,
+            format!(
+                "{} is no longer this writer's: ada.journal.LOCK.pid holds no owner record; reopen the journal",
+                path.display()
+            )
+        );
+        assert_eq!(
+            e.details.get("file"),
+            Some(&serde_json::json!(path.display().to_string()))
+        );
+        let again = journal
+            .append(&write_set(2, "a-2", &key()))
+            .expect_err("sticky");
+        assert!(again.message.contains("reopen the journal"), "{again}");
+        assert_eq!(std::fs::read(&path).expect("the journal"), before);
     }
 
     #[test]

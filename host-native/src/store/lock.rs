@@ -128,6 +128,10 @@ pub struct DirLock {
     owner: PathBuf,
     /// This process, as its record names it.
     me: Owner,
+    /// The detail naming `name` (`dir` or `file`) and what a writer that lost the lock
+    /// reopens (`the store` or `the journal`).
+    key: &'static str,
+    reopen: &'static str,
     /// Holds the `flock`; closing it releases the lock.
     _file: File,
 }
@@ -140,6 +144,8 @@ pub(crate) struct OwnerCheck {
     name: PathBuf,
     owner: PathBuf,
     me: Owner,
+    key: &'static str,
+    reopen: &'static str,
 }
 
 impl OwnerCheck {
@@ -155,14 +161,16 @@ impl OwnerCheck {
             None => "holds no owner record".to_owned(),
             Some(o) => format!("names process {}", o.pid),
         };
+        let record = self.owner.file_name().unwrap_or_default().to_string_lossy();
         let mut e = Error::new(
             Code::Storage,
             format!(
-                "{} is no longer this writer's: {OWNER_NAME} {now}; reopen the store",
-                self.name.display()
+                "{} is no longer this writer's: {record} {now}; reopen {}",
+                self.name.display(),
+                self.reopen
             ),
         )
-        .with("dir", self.name.display().to_string());
+        .with(self.key, self.name.display().to_string());
         if let Some(o) = found {
             e = e.with("pid", o.pid);
         }
@@ -179,6 +187,7 @@ struct Target<'a> {
     owner: PathBuf,
     key: &'static str,
     hint: &'static str,
+    reopen: &'static str,
 }
 
 impl<'a> Target<'a> {
@@ -189,6 +198,7 @@ impl<'a> Target<'a> {
             owner: dir.join(OWNER_NAME),
             key: "dir",
             hint: ", or read it with mwp replay, snapshot or fsck, which take no lock",
+            reopen: "the store",
         }
     }
 
@@ -205,6 +215,7 @@ impl<'a> Target<'a> {
             owner: beside(OWNER_NAME),
             key: "file",
             hint: "",
+            reopen: "the journal",
         }
     }
 
@@ -295,6 +306,8 @@ impl DirLock {
             name: target.name.to_path_buf(),
             owner: target.owner.clone(),
             me,
+            key: target.key,
+            reopen: target.reopen,
             _file: file,
         })
     }
@@ -305,6 +318,8 @@ impl DirLock {
             name: self.name.clone(),
             owner: self.owner.clone(),
             me: self.me.clone(),
+            key: self.key,
+            reopen: self.reopen,
         }
     }
 }
@@ -321,10 +336,21 @@ impl Drop for DirLock {
     }
 }
 
-/// Creates the owner record exclusively, taking over a stale one; returns the record.
+/// The directory holding `path`: its parent, or `.` for a bare name (whose parent is the
+/// empty path, which names no directory).
+pub(super) fn dir_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Creates the owner record exclusively, taking over a stale one; returns the record. A
+/// record this call created and could not make durable is removed again: no record is left
+/// naming a writer that holds no lock.
 fn claim_owner(target: &Target<'_>) -> Result<Owner> {
     let path = &target.owner;
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = dir_of(path);
     let me = Owner::me();
     // Two rounds: the second follows the removal of a stale record.
     for _ in 0..2 {
@@ -335,11 +361,15 @@ fn claim_owner(target: &Target<'_>) -> Result<Owner> {
             .open(path)
         {
             Ok(mut f) => {
-                f.write_all(me.encode().as_bytes())
+                let written = f
+                    .write_all(me.encode().as_bytes())
                     .and_then(|()| f.sync_data())
-                    .map_err(io(format!("write {}", path.display())))?;
-                super::sync_dir_path(dir)?;
-                return Ok(me);
+                    .map_err(io(format!("write {}", path.display())))
+                    .and_then(|()| super::sync_dir_path(&dir));
+                if written.is_err() {
+                    let _ = std::fs::remove_file(path);
+                }
+                return written.map(|()| me);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let text = read_record(path).unwrap_or_default();
