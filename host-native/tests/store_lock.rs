@@ -209,6 +209,19 @@ fn a_writer_whose_owner_record_was_removed_or_taken_over_writes_nothing_more() {
             None => std::fs::remove_file(&owner).expect("removes"),
             Some(text) => std::fs::write(&owner, text).expect("writes"),
         }
+        // A snapshot is a write too: none is taken for a directory this writer lost.
+        let g1 = mwp_core::Id::new("g1").expect("an id");
+        let e = store.snapshot_now(&g1).expect_err("no snapshot written");
+        assert!(
+            e.message.contains("is no longer this writer's: LOCK.pid"),
+            "{what}: {e}"
+        );
+        assert!(
+            !dir.path()
+                .join("groups/g1/00000000000000000001.snap")
+                .exists(),
+            "{what}: no snapshot file"
+        );
         let create = |n: &str| cmd("g1", "alice", n, None, create_work(n, &[]));
         let e = store.submit(&create("x1"), 2).expect_err(what);
         assert_eq!(e.code, Code::Storage, "{what}: {e}");

@@ -91,6 +91,13 @@ export class FileAgentJournal {
   commit(writeSet) {
     return this.#queue.run(async () => {
       if (this.#failed) throw new StoreError("STORAGE", `${this.#path}: an earlier write failed; reopen the journal`);
+      // A journal whose owner record was removed or taken over appends nothing more.
+      try {
+        await this.#lock.check();
+      } catch (e) {
+        this.#failed = true;
+        throw e;
+      }
       const bytes = writeSet instanceof Uint8Array ? writeSet : writeSet?.cbor;
       const rec = guard(() => w.encodeAgentJournalAppend(bytes, this.#nextSeq, this.#group));
       try {

@@ -687,6 +687,7 @@ export class FileGroup {
   async #writeSnapshot(snap) {
     return this.#snapshots.run(async () => {
       if (this.#snap !== null && this.#snap.seq >= snap.seq) return;
+      await this.#store._checkLock();
       const file = await writeNewFile(this.dir, w.snapshotName(snap.seq), guardStore(() => w.encodeSnapshotFile(snap.seq, snap.bytes)));
       await file.close();
       this.#snap = { seq: snap.seq };
@@ -728,6 +729,7 @@ export class FileGroup {
    */
   async #seal(policy, sealedAt) {
     return this.#snapshots.run(async () => {
+      await this.#store._checkLock();
       const finalSeq = this.#durable;
       let manifest = await this.#validArtifact(finalSeq);
       if (manifest === undefined) {
@@ -801,6 +803,7 @@ export class FileGroup {
    * open finishes an interrupted removal with it. Resolves to whether anything was done.
    */
   async #removePlain(manifest) {
+    await this.#store._checkLock();
     const seq = manifest.seq;
     const next = seq + 1;
     let did = false;

@@ -630,7 +630,13 @@ export function cases(mwp) {
         const { store, c } = await populated(mwp, dir);
         const seg = segPath(dir);
         const size = fs.statSync(seg).size;
+        const snaps = () => fs.readdirSync(join(dir, "groups", "g1")).filter((n) => n.endsWith(".snap")).length;
+        const snapsBefore = snaps();
         tamper(join(dir, "LOCK.pid"));
+        // A snapshot is a write too: none is taken for a directory this writer lost.
+        const s = await rejects((await store.openGroup("g1")).snapshotNow(), "STORAGE");
+        check(s.message.includes("LOCK.pid"), `${what}: the snapshot names the owner record: ${s.message}`);
+        eq(snaps(), snapsBefore, `${what}: no snapshot written`);
         const e = await rejects(store.submit(c.create("x1"), 2000), "STORAGE");
         check(e.message.includes("LOCK.pid"), `${what}: names the owner record: ${e.message}`);
         await rejects(store.submit(mwp.signCommand({ ...c.open(), group: "g2" }, c.key("alice")), 2000), "STORAGE");
@@ -1016,6 +1022,20 @@ export function cases(mwp) {
       check(!fs.existsSync(`${path}.LOCK.pid`), "close removes the owner record");
       const again = await mwp.openAgentJournal(path);
       await again.close();
+    }],
+
+    ["an agent journal whose owner record was removed appends nothing more, until reopened", async () => {
+      const dir = tempDir("journal-lost");
+      const path = join(dir, "bob.journal");
+      const journal = await mwp.openAgentJournal(path);
+      fs.unlinkSync(`${path}.LOCK.pid`);
+      const e = await rejects(journal.commit(new Uint8Array([0xa0])), "STORAGE");
+      eq(e.message, `${path} is no longer this writer's: bob.journal.LOCK.pid holds no owner record; reopen the journal`, "message");
+      eq(e.details?.file, path, "details");
+      const again = await rejects(journal.commit(new Uint8Array([0xa0])), "STORAGE");
+      check(again.message.includes("reopen the journal"), again.message);
+      check(!fs.existsSync(path), "nothing written");
+      await journal.close();
     }],
 
     ["an agent journal another process holds is refused; kill -9 of the holder leaves it openable", async () => {

@@ -139,6 +139,14 @@ impl Ctx {
         self.owner.as_ref().map_or(Ok(()), lock::OwnerCheck::check)
     }
 
+    /// [`Ctx::check_sticky`], then [`Ctx::check_owner`]: what a write outside a commit round
+    /// asks first (a snapshot, a seal, the expiry of an audit log, the removal of a plain
+    /// history), so that a writer that lost its directory writes none of them either.
+    fn check_writer(&self) -> Result<()> {
+        self.check_sticky()?;
+        self.check_owner()
+    }
+
     fn check_sticky(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::new(

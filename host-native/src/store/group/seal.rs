@@ -224,7 +224,7 @@ impl GroupLog {
     /// Writes `audit.mwpa` durably: the events `1..=head` as stored and the final snapshot,
     /// sealed to the policy's recipients.
     fn write_artifact(&self, policy: &OrgPolicy, head: u64, now_ms: u64) -> Result<Manifest> {
-        self.ctx.check_sticky()?;
+        self.ctx.check_writer()?;
         let be = &self.ctx.backend;
         let snapshot = self.latest_snapshot()?;
         let tmp = self.path(&format!("{ARTIFACT_NAME}.tmp"));
@@ -271,7 +271,7 @@ impl GroupLog {
     /// empty segment `head + 1` first, then every older segment, the overlay and every
     /// snapshot but the final one. Idempotent: an open finishes an interrupted one.
     pub(crate) fn remove_plain(&self, head: u64) -> Result<()> {
-        self.ctx.check_sticky()?;
+        self.ctx.check_writer()?;
         let be = self.ctx.backend.clone();
         {
             let mut w = lock(&self.io);
@@ -330,7 +330,7 @@ impl GroupLog {
             return Ok(None);
         }
         if !dry_run {
-            self.ctx.check_sticky()?;
+            self.ctx.check_writer()?;
             let t = Tombstone::sign(&m, now_ms, self.ctx.authority.secret_key())?;
             write_new_file(&self.ctx, &self.dir, TOMBSTONE_NAME, &t.to_cbor()?)?;
             let p = self.path(ARTIFACT_NAME);

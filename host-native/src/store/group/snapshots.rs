@@ -79,7 +79,7 @@ impl GroupLog {
         if let Some(l) = latest.as_ref().filter(|l| l.seq >= state.seq) {
             return Ok(l.clone());
         }
-        self.ctx.check_sticky()?;
+        self.ctx.check_writer()?;
         let (payload, state_hash) = Snapshot::build_stored(state, self.ctx.authority.secret_key())?;
         let header = format::snapshot_file_header(state.seq, &payload);
         write_new_file_parts(
