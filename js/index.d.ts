@@ -622,7 +622,7 @@ export class Client {
    * The live tail. `onOpen` is called once the first stream is open: every later event arrives
    * through it. A dropped stream is resumed after a backoff with `Last-Event-ID`; a skipped
    * seq throws GapError; an event whose `prev` is not the last event's id (or of another
-   * group) throws HttpError `LOG_CORRUPT`.
+   * group, or that does not hash to its payload hash and id) throws HttpError `LOG_CORRUPT`.
    */
   tail(
     group: Id,

@@ -553,6 +553,9 @@ export class Client {
               200,
             );
           }
+          if (broken?.kind === "id") {
+            throw new HttpError("LOG_CORRUPT", `the live tail of ${group} sent seq ${broken.seq} that does not verify: ${broken.reason}`, { group, seq: broken.seq }, 200);
+          }
           last = event.seq;
           lastId = event.id;
           yield event;

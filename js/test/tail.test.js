@@ -84,9 +84,31 @@ test("a tail event whose prev does not chain throws LOG_CORRUPT naming the seq a
       e.message.includes(`seq 3 that does not chain: its prev is ${forged}, but seq 2 was ${events[1].id}`),
   );
   assert.deepEqual(seen, [1, 2], "nothing past the break is delivered");
-  // The first event after `after` is taken as it chains: its predecessor was not read.
+  // The first event after `after` is taken as it chains (its predecessor was not read), but
+  // only as it hashes: one whose prev was changed no longer has its own id.
   server.state.tailEvent = (e) => (e.seq === 2 ? { ...e, prev: forged } : e);
+  await assert.rejects(
+    collect(client, { after: 1, retry: { initialMs: 1 } }, (s) => s.at(-1) === 3),
+    (e) => e instanceof mwp.HttpError && e.code === "LOG_CORRUPT" && e.details.seq === 2 && /seq 2 that does not verify/.test(e.message),
+  );
+  server.state.tailEvent = (e) => e;
   assert.deepEqual(await collect(client, { after: 1 }, (s) => s.at(-1) === 3), [2, 3]);
+});
+
+test("a tail goes on from the id an event hashes to, not the one a server claims: a forged id and a prev chained to it throw LOG_CORRUPT", async (t) => {
+  const server = await startMockServer(mwp, { authorityKey });
+  t.after(() => server.close());
+  const client = new mwp.Client(server.url);
+  for (const cmd of [c.open(), c.create("w1"), c.create("w2")]) await client.submit(cmd);
+  const forged = "cd".repeat(32);
+  // Seq 2 under another id, and seq 3 chained to that id: consistent, but not what seq 2 holds.
+  server.state.tailEvent = (e) => (e.seq === 2 ? { ...e, id: forged } : e.seq === 3 ? { ...e, prev: forged } : e);
+  const seen = [];
+  await assert.rejects(
+    collect(client, { retry: { initialMs: 1 } }, (s) => (seen.push(s.at(-1)), s.at(-1) === 3)),
+    (e) => e instanceof mwp.HttpError && e.code === "LOG_CORRUPT" && e.status === 200 && e.details.seq === 2 && /seq 2 that does not verify/.test(e.message),
+  );
+  assert.deepEqual(seen, [1], "nothing from the forged event on is delivered");
 });
 
 test("a tail gives up after retry.attempts failures in a row; with retry: false a drop is thrown at once", async (t) => {

@@ -15,9 +15,11 @@ use crate::error::CodecError;
 /// first break, in the core's order: `{kind: "group"}` (another group),
 /// `{kind: "seq", expected, received}` (not the next seq: a gap when `received` is past
 /// `expected`, a step back below it), `{kind: "prev", seq, expected, received}` (its `prev`,
-/// `received`, is not the id of the event before, `expected`; ids in hex). Whether the event
-/// hashes to its id is not checked here. Throws `MALFORMED` for a group, seq, id or event
-/// that is not one.
+/// `received`, is not the id of the event before, `expected`; ids in hex), and, for an event
+/// that continues it, `{kind: "id", seq, reason}` when it does not hash to its payload hash
+/// and id ([`mwp_core::Event::verify`]): the id a tail goes on from is then one the event
+/// holds, not one a server claims. Throws `MALFORMED` for a group, seq, id or event that is
+/// not one.
 #[wasm_bindgen(js_name = chainCheck)]
 pub fn chain_check(
     group: &str,
@@ -35,7 +37,12 @@ pub fn chain_check(
     };
     let event = event_from_js(event)?;
     let found = match (Position { seq, id }).check(&group, &event) {
-        Ok(()) => return Ok(JsValue::NULL),
+        Ok(()) => match event.verify() {
+            Ok(()) => return Ok(JsValue::NULL),
+            Err(e) => {
+                serde_json::json!({ "kind": "id", "seq": event.seq, "reason": e.message })
+            }
+        },
         Err(Break::Group) => serde_json::json!({ "kind": "group" }),
         Err(Break::Seq { expected, received }) => {
             serde_json::json!({ "kind": "seq", "expected": expected, "received": received })
