@@ -1005,6 +1005,26 @@ mod tests {
         }
         let read = Command::from_json(&submit_with_result(r#"{"a": {"a": 1}}"#), &limits);
         assert!(read.is_ok(), "{read:?}");
+        // As deep as a command's JSON text may nest at all (the parse's limit, 128 levels
+        // counted from the command, is reached before the value reader's, counted from the
+        // value): the scan that places the fault goes as deep.
+        let deep = format!(
+            "{}{{\"k\": 1, \"k\": 2}}{}",
+            "[".repeat(canonical::MAX_DEPTH - 4),
+            "]".repeat(canonical::MAX_DEPTH - 4)
+        );
+        let text = String::from_utf8(submit_with_result(&deep)).expect("UTF-8");
+        let at = text.find(r#""k": 2"#).expect("written");
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line = text[..at].matches('\n').count() + 1;
+        let refused = Command::from_json(text.as_bytes(), &limits).expect_err("a repeated key");
+        assert_eq!(
+            refused.message,
+            format!(
+                "command JSON: duplicate map key `k` at line {line} column {}",
+                at - line_start + 1
+            )
+        );
     }
 
     /// An integer beyond u64 or i64 in an opaque value is refused as an integer out of range,
