@@ -764,9 +764,11 @@ export function canonicalHash(value) {
  * first break, in the core's order: `{kind: "group"}` (another group),
  * `{kind: "seq", expected, received}` (not the next seq: a gap when `received` is past
  * `expected`, a step back below it), `{kind: "prev", seq, expected, received}` (its `prev`,
- * `received`, is not the id of the event before, `expected`; ids in hex). Whether the event
- * hashes to its id is not checked here. Throws `MALFORMED` for a group, seq, id or event
- * that is not one.
+ * `received`, is not the id of the event before, `expected`; ids in hex), and, for an event
+ * that continues it, `{kind: "id", seq, reason}` when it does not hash to its payload hash
+ * and id ([`mwp_core::Event::verify`]): the id a tail goes on from is then one the event
+ * holds, not one a server claims. Throws `MALFORMED` for a group, seq, id or event that is
+ * not one.
  * @param {string} group
  * @param {number} seq
  * @param {string | null | undefined} id
