@@ -122,16 +122,8 @@ fn proc_stat(pid: u32) -> Option<(Option<char>, Option<u64>)> {
 /// The writer lock of one data directory (or one agent journal), held until dropped.
 #[derive(Debug)]
 pub struct DirLock {
-    /// Guards `name`.
-    name: PathBuf,
-    /// The owner record's path.
-    owner: PathBuf,
-    /// This process, as its record names it.
-    me: Owner,
-    /// The detail naming `name` (`dir` or `file`) and what a writer that lost the lock
-    /// reopens (`the store` or `the journal`).
-    key: &'static str,
-    reopen: &'static str,
+    /// What it guards, its owner record and this process as the record names it.
+    owner: OwnerCheck,
     /// Holds the `flock`; closing it releases the lock.
     _file: File,
 }
@@ -141,9 +133,14 @@ pub struct DirLock {
 /// (by a writer that judged it stale) writes nothing more.
 #[derive(Debug, Clone)]
 pub(crate) struct OwnerCheck {
+    /// What the lock guards (a data directory or a journal file).
     name: PathBuf,
+    /// The owner record's path.
     owner: PathBuf,
+    /// This process, as its record names it.
     me: Owner,
+    /// The detail naming `name` (`dir` or `file`) and what a writer that lost the lock
+    /// reopens (`the store` or `the journal`).
     key: &'static str,
     reopen: &'static str,
 }
@@ -303,35 +300,31 @@ impl DirLock {
         }
         let me = claim_owner(target)?;
         Ok(DirLock {
-            name: target.name.to_path_buf(),
-            owner: target.owner.clone(),
-            me,
-            key: target.key,
-            reopen: target.reopen,
+            owner: OwnerCheck {
+                name: target.name.to_path_buf(),
+                owner: target.owner.clone(),
+                me,
+                key: target.key,
+                reopen: target.reopen,
+            },
             _file: file,
         })
     }
 
     /// What checks that the owner record still names this writer ([`OwnerCheck::check`]).
-    pub(crate) fn owner_check(&self) -> OwnerCheck {
-        OwnerCheck {
-            name: self.name.clone(),
-            owner: self.owner.clone(),
-            me: self.me.clone(),
-            key: self.key,
-            reopen: self.reopen,
-        }
+    pub(crate) fn owner_check(&self) -> &OwnerCheck {
+        &self.owner
     }
 }
 
 impl Drop for DirLock {
     fn drop(&mut self) {
         // Only this process's own record is removed; the flock goes with the file.
-        let mine = read_record(&self.owner)
+        let mine = read_record(&self.owner.owner)
             .and_then(|t| Owner::decode(&t))
             .is_some_and(|o| o.pid == std::process::id());
         if mine {
-            let _ = std::fs::remove_file(&self.owner);
+            let _ = std::fs::remove_file(&self.owner.owner);
         }
     }
 }

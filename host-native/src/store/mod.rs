@@ -428,7 +428,7 @@ impl FileStore {
             sticky: Mutex::new(None),
             shared_sync: shared_sync::SharedSync::new(filesystem),
             commit_queue: Mutex::new(group::CommitQueue::default()),
-            owner: dir_lock.as_ref().map(lock::DirLock::owner_check),
+            owner: dir_lock.as_ref().map(|l| l.owner_check().clone()),
         });
         let mut report = OpenReport::default();
         let mut groups = BTreeMap::new();
