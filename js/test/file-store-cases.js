@@ -562,6 +562,45 @@ export function cases(mwp) {
       await s.close();
     }],
 
+    ["a redacted record at the snapshot's seq that is not its chain head is LOG_CORRUPT naming the record, as natively", async () => {
+      const w = await import("../pkg/mwp_wasm.js");
+      const dir = tempDir("snaphead-redacted");
+      const { store, c } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      eq(await g.snapshotNow(), 7, "snapshot seq");
+      const id = Buffer.from(g.head);
+      const state = Buffer.from(g.stateCbor());
+      const [r] = await store.submit(c.cmd("alice", "r7", { type: "redact", seq: 7, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      await store.close();
+      let at = state.indexOf(id);
+      for (; at >= 0; at = state.indexOf(id, at + 64)) state.fill("7", at, at + 64);
+      fs.writeFileSync(join(dir, "groups", "g1", "00000000000000000007.snap"), w.encodeSnapshotFile(7, mwp.buildSnapshot(state, mwp.transcriptSecretKey("@authority"))));
+      const s = await mwp.openFileStore(dir);
+      const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
+      await s.close();
+      const path = segPath(dir);
+      const off = recordOffset(path, 7);
+      eq([e.message, e.details], [`${path} at offset ${off}: event 7 is not the snapshot's chain head`, { file: path, offset: off }], "the record, not its overlay entry");
+      // The native store's open says the same, word for word.
+      const theirs = native(["replay", "--data", dir, "--group", "g1"]);
+      check(theirs.code !== 0 && theirs.stderr.includes(`LOG_CORRUPT: ${e.message}\n`), `native: ${theirs.stderr}`);
+      // A redacted form that does not verify is the overlay entry's damage, as natively.
+      const overlay = join(dir, "groups", "g1", "redactions.log");
+      fs.unlinkSync(join(dir, "groups", "g1", "00000000000000000007.snap"));
+      const ob = fs.readFileSync(overlay);
+      const entry = 192 + 24 + 8;
+      ob[entry + 20] ^= 0x01;
+      const v = new DataView(ob.buffer, ob.byteOffset, ob.byteLength);
+      const len = v.getUint32(192, true);
+      v.setUint32(192 + 20, mwp.crc32c(new Uint8Array(ob.buffer, ob.byteOffset + 192 + 24, len), mwp.crc32c(new Uint8Array(ob.buffer, ob.byteOffset + 192, 20))), true);
+      fs.writeFileSync(overlay, ob);
+      const s2 = await mwp.openFileStore(dir);
+      const e2 = await rejects(s2.openGroup("g1"), "LOG_CORRUPT");
+      await s2.close();
+      eq([e2.details.file, e2.details.offset], [overlay, entry], `the overlay entry: ${e2.message}`);
+    }],
+
     ["a snapshot file past the largest snapshot is refused by its size, unread, naming the file", async () => {
       const dir = tempDir("snap-huge");
       const { store } = await populated(mwp, dir);
