@@ -748,7 +748,10 @@ export class FileAgentJournal implements AgentJournalLike {
  * Node and Deno only: opens an agent journal file (the native journal's format); the file is
  * created by the first write set. One process writes a journal at a time: its writer lock
  * (`NAME.LOCK.pid` beside it) is held until `close`, and a journal another writer holds is
- * refused with StoreError `STORAGE` naming the file and the holder's pid.
+ * refused with StoreError `STORAGE` naming the file and the holder's pid. A file name that
+ * is another journal's lock or temporary file, or a data directory's lock file (`a.LOCK`,
+ * `a.LOCK.pid`, `a.tmp`, `LOCK`), is StoreError `MALFORMED`; a directory or a FIFO at `path`
+ * is `STORAGE`.
  */
 export function openAgentJournal(path: string): Promise<FileAgentJournal>;
 

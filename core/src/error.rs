@@ -168,6 +168,45 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error a server answered with (`body`: its JSON form, or canonical CBOR for a
+    /// snapshot request), as every client reads it: `None` unless it is an mwp error, with a
+    /// code of the spec's and a message; the message is quoted [`printable`] and cut at
+    /// [`MAX_QUOTED_CHARS`], so that words a server chose cannot drive a terminal. A client
+    /// reports an answer that is not one as `STORAGE` (not mwp's answer), never with a code
+    /// the server made up.
+    pub fn from_answer(body: &[u8]) -> Option<Error> {
+        let mut e = serde_json::from_slice::<Error>(body).ok().or_else(|| {
+            crate::canonical::from_slice::<Error>(body, crate::canonical::Strictness::Lenient).ok()
+        })?;
+        e.message = printable(&e.message, MAX_QUOTED_CHARS);
+        Some(e)
+    }
+}
+
+/// Most characters of a server's words (an error message, a body that is not mwp's) quoted
+/// in an error.
+pub const MAX_QUOTED_CHARS: usize = 1000;
+
+/// `text` fit for a terminal: control characters other than newline and tab escaped
+/// (`\u{1b}`), so that words a server chose cannot drive the terminal they are printed on,
+/// and cut after `max` characters (with `…`).
+pub fn printable(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max));
+    for (n, c) in text.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.code, self.message)

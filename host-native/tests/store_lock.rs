@@ -581,3 +581,60 @@ fn an_owner_record_with_more_after_it_or_past_4_kib_is_not_a_record() {
     holder.kill().expect("kills");
     holder.wait().expect("reaped");
 }
+
+/// What sits where an owner record belongs but is not a regular file (a directory, a FIFO)
+/// is never a record: opened without blocking (a FIFO never stalls the opener), never moved
+/// aside nor removed however old, and the lock refused with `STORAGE` naming it, as the
+/// Node/Deno store refuses it.
+#[test]
+fn an_owner_record_that_is_not_a_regular_file_is_refused_and_left_alone() {
+    for kind in ["directory", "FIFO"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(OWNER_NAME);
+        if kind == "directory" {
+            std::fs::create_dir(&path).expect("mkdir");
+        } else {
+            let made = Command::new("mkfifo").arg(&path).status().expect("mkfifo");
+            assert!(made.success());
+        }
+        let old = filetime_old(&path);
+        let e = FileStore::open(dir.path(), StoreOptions::default()).expect_err("refused");
+        assert_eq!(e.code, Code::Storage, "{e}");
+        assert_eq!(
+            e.message,
+            format!(
+                "{} is not an owner record: it is a {kind}, not a regular file; remove it",
+                path.display()
+            )
+        );
+        assert_eq!(
+            e.details.get("dir"),
+            Some(&serde_json::json!(dir.path().display().to_string()))
+        );
+        assert!(old, "{kind} aged");
+        let meta = std::fs::symlink_metadata(&path).expect("still there");
+        assert!(!meta.is_file(), "{kind} left in place");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("stale"))
+            .collect();
+        assert!(names.is_empty(), "nothing moved aside: {names:?}");
+    }
+}
+
+/// Sets the mtime of `path` a minute back (past any writer's grace); whether it did.
+fn filetime_old(path: &Path) -> bool {
+    let old = SystemTime::now() - Duration::from_secs(60);
+    Command::new("touch")
+        .arg("-d")
+        .arg(format!(
+            "@{}",
+            old.duration_since(SystemTime::UNIX_EPOCH)
+                .expect("after the epoch")
+                .as_secs()
+        ))
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -11,11 +11,12 @@
 // cut off on open; damage before it is `LOG_CORRUPT` naming the file and offset. One process
 // writes a journal at a time: its writer lock is taken on open and released on close.
 
+import { constants as fsc } from "node:fs";
 import * as fsp from "node:fs/promises";
-import { dirname } from "node:path";
+import { basename, dirname } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
 import { AgentImage } from "./agent.js";
-import { acquireFileLock } from "./dir-lock.js";
+import { acquireFileLock, fileKind } from "./dir-lock.js";
 import { StoreError, guard } from "./errors.js";
 import { io, syncDir } from "./file-store.js";
 import { Queue } from "./queue.js";
@@ -49,9 +50,14 @@ export class FileAgentJournal {
    * Opens the journal at `path` and reads it back (an empty journal if there is no file yet),
    * first taking its writer lock (`NAME.LOCK.pid` beside it, as a data directory's): a journal
    * another process (native, Node or Deno) holds is refused with `STORAGE` naming the file and
-   * the holder's pid.
+   * the holder's pid. A file name that is another journal's lock or temporary file, or a
+   * data directory's lock file (`a.LOCK`, `a.LOCK.pid`, `a.tmp`, `LOCK`), is `MALFORMED`.
    */
   static async open(path) {
+    if (typeof path !== "string") throw new StoreError("MALFORMED", "openAgentJournal: `path` must be a path (a string)");
+    // A name that is another journal's lock or temporary file is refused before anything is
+    // touched, by the core's rule (the native journal's).
+    guard(() => w.checkAgentJournalName(path, basename(path)));
     const lock = await acquireFileLock(path);
     try {
       return await FileAgentJournal.#read(path, lock);
@@ -62,9 +68,30 @@ export class FileAgentJournal {
   }
 
   static async #read(path, lock) {
+    // Opened without blocking (a FIFO put there opens at once) and refused unless a regular
+    // file, as natively: a directory or a FIFO is never read, replaced or written past.
+    const notRegular = (kind) => new StoreError("STORAGE", `agent journal ${path}: it is ${kind}, not a regular file`, { file: path });
+    const handle = await io(`open ${path}`, () =>
+      fsp.open(path, fsc.O_RDWR | fsc.O_NONBLOCK).catch((e) => {
+        if (e?.code === "ENOENT") return null;
+        throw e?.code === "EISDIR" ? notRegular("a directory") : e;
+      }),
+    );
+    if (handle !== null) {
+      const st = await io(`size of ${path}`, () => handle.stat()).catch(async (e) => {
+        await handle.close().catch(() => {});
+        throw e;
+      });
+      if (!st.isFile()) {
+        await handle.close().catch(() => {});
+        throw notRegular(fileKind(st));
+      }
+    }
     // A `.tmp` left by a creation that never completed holds nothing committed.
-    await io(`remove ${path}.tmp`, () => fsp.rm(`${path}.tmp`, { force: true }));
-    const handle = await io(`open ${path}`, () => fsp.open(path, "r+").catch((e) => (e?.code === "ENOENT" ? null : Promise.reject(e))));
+    await io(`remove ${path}.tmp`, () => fsp.rm(`${path}.tmp`, { force: true })).catch(async (e) => {
+      await handle?.close().catch(() => {});
+      throw e;
+    });
     if (handle === null) return new FileAgentJournal(path, lock, null, { end: 0, nextSeq: 1, group: undefined, image: new AgentImage() });
     try {
       const bytes = new Uint8Array(await io(`read ${path}`, () => handle.readFile()));

@@ -41,6 +41,21 @@ function waitMs(value, what, zero = false) {
   return value > LONGEST_TIMER_MS ? Infinity : value;
 }
 
+/**
+ * `value` checked as a seq to read after, named `what`: an integer from 0 to 2^53 − 1, or
+ * (with `positive`) a count from 1, or `undefined` where `optional`. Anything else is
+ * `MALFORMED` before any request: a fractional, negative or text `after` was sent as it was,
+ * or blamed on the server when the tail checked its first event against it.
+ */
+function countArg(value, what, { positive = false, optional = false } = {}) {
+  if (optional && value === undefined) return value;
+  if (!Number.isSafeInteger(value) || value < (positive ? 1 : 0)) {
+    const got = typeof value === "number" ? String(value) : typeof value;
+    throw new MwpError("MALFORMED", `\`${what}\` must be an integer of at least ${positive ? 1 : 0} up to 2^53 - 1, got ${got}`, { [what]: got });
+  }
+  return value;
+}
+
 /** Calls `fn` after `ms` (never past the longest timer); returns what `clearTimeout` takes. */
 function startTimer(ms, fn) {
   return ms > LONGEST_TIMER_MS ? undefined : setTimeout(fn, ms);
@@ -67,17 +82,28 @@ function isObject(v) {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
+/**
+ * The HttpError of a failed answer: the server's mwp error as the native client reads it (the
+ * core's `Error::from_answer`: a code of the spec's, the message quoted printable and cut),
+ * else `STORAGE` naming the status: never a code the server made up.
+ */
 async function errorOf(response) {
-  let body = {};
+  let answer;
   try {
     const { bytes } = await readCapped(response, MAX_ERROR_BYTES);
-    if (bytes !== undefined) body = JSON.parse(new TextDecoder().decode(bytes));
+    if (bytes !== undefined) answer = w.errorOfAnswer(bytes);
   } catch {
-    // Not JSON: report the status alone.
+    // Not readable: report the status alone.
   }
-  if (!isObject(body) || typeof body.code !== "string" || typeof body.message !== "string") body = {};
-  const { code = "STORAGE", message = `HTTP ${response.status} ${response.statusText}`, ...details } = body;
-  return new HttpError(code, message, details, response.status);
+  if (answer === undefined) return new HttpError("STORAGE", `HTTP ${response.status} ${response.statusText}`, {}, response.status);
+  return new HttpError(answer.code, answer.message, answer.details ?? {}, response.status);
+}
+
+/** The error an `event: error` message of a live tail carries (as `errorOf` reads an answer). */
+function tailError(text) {
+  const answer = w.errorOfAnswer(new TextEncoder().encode(text));
+  if (answer === undefined) return new HttpError("STORAGE", `the live tail ended with an error that is not mwp's: ${text.slice(0, 200)}`, {}, 200);
+  return new HttpError(answer.code, answer.message, answer.details ?? {}, 200);
 }
 
 /** Whether a failed tail may be tried again: no answer, a dropped stream, or a gateway status. */
@@ -161,7 +187,7 @@ async function* readSse(body, onHead, idleMs = TAIL_IDLE_MS) {
               throw malformed(`the live tail sent a message that is not JSON: ${e?.message ?? e}`, 200);
             }
             if (!isObject(payload)) throw malformed(`the live tail sent a message that is not a JSON object: ${data.join("\n").slice(0, 200)}`, 200);
-            if (type === "error") throw new HttpError(String(payload.code ?? "STORAGE"), String(payload.message ?? "the live tail ended with an error"), payload, 200);
+            if (type === "error") throw tailError(data.join("\n"));
             if (type === "message" || type === "event") {
               if (!Number.isSafeInteger(payload.seq) || payload.seq < 1) throw malformed(`the live tail sent an event without a valid seq: ${JSON.stringify(payload.seq)}`, 200);
               yield payload;
@@ -365,6 +391,8 @@ export class Client {
    * Offer it to a replica (`offerHead`) with the authority key you pin.
    */
   async page(group, { after = 0, limit, signal, timeoutMs } = {}) {
+    countArg(after, "after");
+    countArg(limit, "limit", { positive: true, optional: true });
     return this.#request(`/v1/groups/${Client.#group(group)}/events`, { query: { after, limit }, signal, timeoutMs }, async (r) => {
       const answer = await jsonOf(r, `/v1/groups/${group}/events`);
       if (!isObject(answer) || !Array.isArray(answer.events) || !answer.events.every(isObject)) {
@@ -493,6 +521,8 @@ export class Client {
    */
   async *tail(group, { after = 0, signal, onOpen, onReconnect, onHead, retry = {}, idleMs = TAIL_IDLE_MS } = {}) {
     const { initialMs = 250, maxMs = 10_000, attempts = Infinity } = retry === false ? {} : retry;
+    countArg(after, "after");
+    if (attempts !== Infinity) countArg(attempts, "retry.attempts");
     idleMs = waitMs(idleMs, "idleMs");
     waitMs(initialMs, "retry.initialMs", true);
     waitMs(maxMs, "retry.maxMs", true);

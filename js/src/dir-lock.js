@@ -6,12 +6,13 @@
 //   no process with that pid and start time runs; a stale record is moved aside and the
 //   creation tried again. A clean close removes it.
 // * `LOCK` is what an OS lock (`flock`) is taken on: by the native store and, after the owner
-//   record, by Deno (`FsFile.lock`). Node has no `flock`: it sees a live native writer through
-//   that writer's owner record.
+//   record, by Deno (`FsFile.tryLock`, never waiting). Node has no `flock`: it sees a live
+//   native writer through that writer's owner record.
 //
 // An agent journal (agent-journal.js) is locked the same way, on `NAME.LOCK.pid` and
 // `NAME.LOCK` beside its file `NAME` (docs/format.md, "Agent journal").
 
+import { constants as fsc } from "node:fs";
 import * as fsp from "node:fs/promises";
 import process from "node:process";
 import { basename, join } from "node:path";
@@ -100,10 +101,53 @@ function inUse(target, owner) {
   );
 }
 
+/** What a file of this type is called in a message (the native `regular_file`'s words). */
+export function fileKind(st) {
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isSocket()) return "a socket";
+  if (st.isCharacterDevice()) return "a character device";
+  if (st.isBlockDevice()) return "a block device";
+  if (st.isDirectory()) return "a directory";
+  return "not a regular file";
+}
+
+/**
+ * Opens `path` for reading without blocking (`O_NONBLOCK`: a FIFO with no writer opens at
+ * once) and refuses it, with an error whose `notFile` says why, unless it is a regular file.
+ */
+async function openRegular(path) {
+  const h = await fsp.open(path, fsc.O_RDONLY | fsc.O_NONBLOCK);
+  const st = await h.stat().catch(async (e) => {
+    await h.close().catch(() => {});
+    throw e;
+  });
+  if (!st.isFile()) {
+    await h.close().catch(() => {});
+    throw Object.assign(new Error(`it is ${fileKind(st)}, not a regular file`), { notFile: true });
+  }
+  return h;
+}
+
+/**
+ * `STORAGE` when what is at the owner record's path is not a regular file (a directory, a
+ * FIFO, …): never a record, never moved aside nor removed, the lock refused until someone
+ * removes it (as natively: lock.rs `not_a_record`).
+ */
+async function notARecord(target) {
+  try {
+    const h = await openRegular(target.owner);
+    await h.close().catch(() => {});
+    return null;
+  } catch (e) {
+    if (!e?.notFile) return null;
+    return new StoreError("STORAGE", `${target.owner} is not an owner record: ${e.message}; remove it`, { [target.key]: target.name });
+  }
+}
+
 async function readText(path) {
   let h;
   try {
-    h = await fsp.open(path, "r");
+    h = await openRegular(path);
     // An owner record is a few dozen bytes; a longer file is not one and is not read whole.
     const buf = new Uint8Array(MAX_OWNER_BYTES);
     const { bytesRead } = await h.read(buf, 0, buf.length, 0);
@@ -130,7 +174,9 @@ async function takeOver(target, path, stale) {
     await fsp.unlink(aside).catch(() => {});
     throw inUse(target, decodeOwner(moved));
   }
-  await fsp.unlink(aside);
+  await fsp.unlink(aside).catch((e) => {
+    throw new StoreError("STORAGE", `remove ${aside}: ${e.message}`);
+  });
 }
 
 async function claimOwner(target) {
@@ -142,6 +188,8 @@ async function claimOwner(target) {
       h = await fsp.open(path, "wx", 0o600);
     } catch (e) {
       if (e?.code !== "EEXIST") throw new StoreError("STORAGE", `create ${path}: ${e.message}`);
+      const notRecord = await notARecord(target);
+      if (notRecord !== null) throw notRecord;
       const text = await readText(path);
       const o = decodeOwner(text);
       if (o !== null && (await isAlive(o))) throw inUse(target, o);
@@ -187,14 +235,23 @@ async function acquireLock(target) {
   await claimOwner(target);
   let osLock = null;
   if (typeof globalThis.Deno?.open === "function") {
-    // Deno: also the OS lock native writers take.
+    // Deno: also the OS lock native writers take, without waiting for it (as natively: a
+    // non-blocking `flock`). A holder of the flock whose owner record is gone (removed by
+    // hand, or a record that was judged stale) is refused at once, never waited for.
+    let held;
     try {
       osLock = await globalThis.Deno.open(osLockPath, { read: true, write: true, create: true, mode: 0o600 });
-      await osLock.lock(true);
+      // `tryLock` is Deno 2.7's; an older Deno has only the blocking `lock`.
+      held = typeof osLock.tryLock === "function" ? await osLock.tryLock(true) : (await osLock.lock(true), true);
     } catch (e) {
       osLock?.close();
       await fsp.unlink(ownerPath).catch(() => {});
       throw new StoreError("STORAGE", `lock ${osLockPath}: ${e.message}`);
+    }
+    if (!held) {
+      osLock.close();
+      await fsp.unlink(ownerPath).catch(() => {});
+      throw inUse(target, null);
     }
   }
   let released = false;

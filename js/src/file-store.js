@@ -1321,12 +1321,19 @@ async function openGroupDir(store, id, dir, report) {
           if (r.erasure === "pending") pendingZero.push(seq);
           if (seq < baseSeq) return;
           let bytes = r.payload;
-          let where = { name: path, offset: r.offset };
+          // As natively (replay.rs `Replay::decode`): a redacted form that does not decode
+          // or verify is the overlay entry's damage; anything found after that (its seq, the
+          // chain, the snapshot's chain head) is the record's, named by segment and offset.
+          const where = { name: path, offset: r.offset };
           if (r.erasure !== "none") {
             const e = overlay.entries.get(seq);
             if (e === undefined || overlay.file === null) throw corruptAt(path, r.offset, "redacted record has no overlay entry");
             bytes = await overlay.file.readAt(e.offset, e.len);
-            where = { name: join(dir, OVERLAY_NAME), offset: e.offset };
+            try {
+              w.verifyEvent(bytes);
+            } catch (x) {
+              throw corruptAt(join(dir, OVERLAY_NAME), e.offset, toMwpError(x).message);
+            }
           }
           if (seq === baseSeq) {
             // Verified (payload hash, id) as every other stored event, and its id checked

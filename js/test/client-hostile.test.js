@@ -253,3 +253,50 @@ test("a CURSOR_TOO_OLD whose snapshot location is not a path is MALFORMED, not a
   await assert.rejects(new mwp.Client(server.url).replay(new mwp.Replica("g1")), isMalformed);
   assert.equal(server.state.connections, 1, "nothing fetched from it");
 });
+
+test("an error answer is read as the native client reads it: a code of the spec's or STORAGE, words quoted printable", { timeout: 30_000 }, async (t) => {
+  const long = "x".repeat(5000);
+  const answers = {
+    "/v1/groups/made-up/head": (s) => json(s, "400 Bad Request", { code: "PWNED", message: "run this" }),
+    "/v1/groups/no-message/head": (s) => json(s, "409 Conflict", { code: "FENCED" }),
+    "/v1/groups/escape/head": (s) => json(s, "409 Conflict", { code: "FENCED", message: "a\u001b]0;owned\u0007b", current: 3 }),
+    "/v1/groups/long/head": (s) => json(s, "409 Conflict", { code: "FENCED", message: long }),
+    "/v1/groups/tail-made-up/events/stream": (s) => s.end(SSE_HEAD + 'event: error\ndata: {"code":"PWNED","message":"x"}\n\n'),
+    "/v1/groups/tail-real/events/stream": (s) => s.end(SSE_HEAD + 'event: error\ndata: {"code":"CURSOR_TOO_OLD","message":"a\\u001bb","oldest":4}\n\n'),
+  };
+  const server = await standIn((socket, _, head) => {
+    const target = head.split(" ")[1].split("?")[0];
+    (answers[target] ?? ((s) => json(s, "404 Not Found", { code: "NOT_FOUND", message: target })))(socket);
+  });
+  t.after(() => server.close());
+  const client = new mwp.Client(server.url);
+  const fails = async (p, code, status, check = () => true) => {
+    const e = await p.then(() => assert.fail("succeeded"), (e) => e);
+    assert.ok(e instanceof mwp.HttpError, String(e));
+    assert.deepEqual([e.code, e.status], [code, status], e.message);
+    assert.ok(check(e), `${e.message} ${JSON.stringify(e.details)}`);
+  };
+  await fails(client.head("made-up"), "STORAGE", 400, (e) => !e.message.includes("run this"));
+  await fails(client.head("no-message"), "STORAGE", 409);
+  await fails(client.head("escape"), "FENCED", 409, (e) => e.message === "a\\u{1b}]0;owned\\u{7}b" && e.details.current === 3);
+  await fails(client.head("long"), "FENCED", 409, (e) => e.message === `${"x".repeat(1000)}…`);
+  const tail = (group) => (async () => {
+    for await (const _ of client.tail(group, { retry: false }));
+  })();
+  await fails(tail("tail-made-up"), "STORAGE", 200, (e) => e.message.includes("not mwp's"));
+  await fails(tail("tail-real"), "CURSOR_TOO_OLD", 200, (e) => e.message === "a\\u{1b}b" && e.details.oldest === 4);
+});
+
+test("a seq, page size or retry count that is not a count is MALFORMED before any request", async () => {
+  let requests = 0;
+  const client = new mwp.Client("http://127.0.0.1:9", { fetch: async () => (requests++, new Response("{}")) });
+  const isBad = (e) => e instanceof mwp.MwpError && !(e instanceof mwp.HttpError) && e.code === "MALFORMED";
+  for (const bad of [-1, 1.5, NaN, "5", 5n, null, 2 ** 53]) {
+    await assert.rejects(client.events("g1", { after: bad }), isBad, `after ${String(bad)}`);
+    await assert.rejects(client.page("g1", { limit: bad }), isBad, `limit ${String(bad)}`);
+    await assert.rejects(drain(client, { after: bad }), isBad, `tail after ${String(bad)}`);
+    await assert.rejects(drain(client, { retry: { attempts: bad } }), isBad, `attempts ${String(bad)}`);
+  }
+  await assert.rejects(client.page("g1", { limit: 0 }), isBad, "limit 0");
+  assert.equal(requests, 0);
+});

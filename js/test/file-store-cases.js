@@ -7,7 +7,7 @@
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodeOwner, isAlive } from "../src/dir-lock.js";
 import { makeCommands } from "./helpers.js";
@@ -562,6 +562,45 @@ export function cases(mwp) {
       await s.close();
     }],
 
+    ["a redacted record at the snapshot's seq that is not its chain head is LOG_CORRUPT naming the record, as natively", async () => {
+      const w = await import("../pkg/mwp_wasm.js");
+      const dir = tempDir("snaphead-redacted");
+      const { store, c } = await populated(mwp, dir);
+      const g = await store.openGroup("g1");
+      eq(await g.snapshotNow(), 7, "snapshot seq");
+      const id = Buffer.from(g.head);
+      const state = Buffer.from(g.stateCbor());
+      const [r] = await store.submit(c.cmd("alice", "r7", { type: "redact", seq: 7, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      await store.close();
+      let at = state.indexOf(id);
+      for (; at >= 0; at = state.indexOf(id, at + 64)) state.fill("7", at, at + 64);
+      fs.writeFileSync(join(dir, "groups", "g1", "00000000000000000007.snap"), w.encodeSnapshotFile(7, mwp.buildSnapshot(state, mwp.transcriptSecretKey("@authority"))));
+      const s = await mwp.openFileStore(dir);
+      const e = await rejects(s.openGroup("g1"), "LOG_CORRUPT");
+      await s.close();
+      const path = segPath(dir);
+      const off = recordOffset(path, 7);
+      eq([e.message, e.details], [`${path} at offset ${off}: event 7 is not the snapshot's chain head`, { file: path, offset: off }], "the record, not its overlay entry");
+      // The native store's open says the same, word for word.
+      const theirs = native(["replay", "--data", dir, "--group", "g1"]);
+      check(theirs.code !== 0 && theirs.stderr.includes(`LOG_CORRUPT: ${e.message}\n`), `native: ${theirs.stderr}`);
+      // A redacted form that does not verify is the overlay entry's damage, as natively.
+      const overlay = join(dir, "groups", "g1", "redactions.log");
+      fs.unlinkSync(join(dir, "groups", "g1", "00000000000000000007.snap"));
+      const ob = fs.readFileSync(overlay);
+      const entry = 192 + 24 + 8;
+      ob[entry + 20] ^= 0x01;
+      const v = new DataView(ob.buffer, ob.byteOffset, ob.byteLength);
+      const len = v.getUint32(192, true);
+      v.setUint32(192 + 20, mwp.crc32c(new Uint8Array(ob.buffer, ob.byteOffset + 192 + 24, len), mwp.crc32c(new Uint8Array(ob.buffer, ob.byteOffset + 192, 20))), true);
+      fs.writeFileSync(overlay, ob);
+      const s2 = await mwp.openFileStore(dir);
+      const e2 = await rejects(s2.openGroup("g1"), "LOG_CORRUPT");
+      await s2.close();
+      eq([e2.details.file, e2.details.offset], [overlay, entry], `the overlay entry: ${e2.message}`);
+    }],
+
     ["a snapshot file past the largest snapshot is refused by its size, unread, naming the file", async () => {
       const dir = tempDir("snap-huge");
       const { store } = await populated(mwp, dir);
@@ -1068,6 +1107,103 @@ export function cases(mwp) {
       }
       const after = await mwp.openAgentJournal(path);
       await after.close();
+    }],
+
+    ["an agent journal named like another journal's lock or temporary file is MALFORMED, as natively, and touches nothing", async () => {
+      const dir = tempDir("journal-names");
+      const a = join(dir, "a");
+      const journal = await mwp.openAgentJournal(a);
+      const before = fs.readdirSync(dir).sort();
+      for (const [name, why] of [
+        ["a.LOCK", "a.LOCK is the writer lock file of journal a"],
+        ["a.LOCK.pid", "a.LOCK.pid is the owner record of journal a"],
+        ["a.tmp", "a.tmp is the file that creates journal a"],
+        ["a.LOCK.pid.stale-7", "a.LOCK.pid.stale-7 is where the writer lock of journal a moves a stale owner record"],
+        ["LOCK", "LOCK is a data directory's writer lock file"],
+      ]) {
+        const path = join(dir, name);
+        const e = await rejects(mwp.openAgentJournal(path), "MALFORMED");
+        eq([e.message, e.details?.file], [`agent journal ${path}: ${why}; choose another name`, path], name);
+      }
+      for (const path of [undefined, null, 7, new URL("file:///tmp/x")]) {
+        const e = await rejects(mwp.openAgentJournal(path), "MALFORMED");
+        check(e.message.includes("`path` must be a path"), e.message);
+      }
+      eq(fs.readdirSync(dir).sort(), before, "nothing created or removed");
+      check(!fs.existsSync("undefined.LOCK.pid"), "no lock file for an undefined path");
+      // Journal a keeps its writer lock.
+      await rejects(mwp.openAgentJournal(a), "STORAGE");
+      await journal.close();
+    }],
+
+    ["a flock another process holds without an owner record refuses the open at once under Deno, as natively (never waits)", async () => {
+      // Node takes no flock: it sees a writer through its owner record only (docs/format.md).
+      if (typeof globalThis.Deno === "undefined") return;
+      const { spawn } = await import("node:child_process");
+      const dir = tempDir("flock-held");
+      const data = join(dir, "data");
+      fs.mkdirSync(data, { mode: 0o700 });
+      const journal = join(dir, "bob.journal");
+      for (const [name, key, lockFile, owner, open] of [
+        [journal, "file", `${journal}.LOCK`, `${journal}.LOCK.pid`, () => mwp.openAgentJournal(journal)],
+        [data, "dir", join(data, "LOCK"), join(data, "LOCK.pid"), () => mwp.openFileStore(data)],
+      ]) {
+        // flock(1) holds the lock (`-o`: not passed to its command) while `sleep` runs.
+        const holder = spawn("flock", ["-o", "-x", lockFile, "sh", "-c", "echo ready; exec sleep 60"], { stdio: ["ignore", "pipe", "inherit"], detached: true });
+        try {
+          await new Promise((resolve, reject) => {
+            holder.stdout.on("data", (d) => String(d).includes("ready") && resolve());
+            holder.on("exit", (code) => reject(new Error(`flock exited ${code}`)));
+          });
+          let timer;
+          const waited = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`the open of ${name} waited for the flock`)), 10_000)));
+          const e = await Promise.race([rejects(open(), "STORAGE"), waited]).finally(() => clearTimeout(timer));
+          check(e.message.startsWith(`${name} is in use by another writer (another process); stop it first`), e.message);
+          eq(e.details, { [key]: name }, "details");
+          check(!fs.existsSync(owner), "the refused open leaves no owner record");
+        } finally {
+          process.kill(-holder.pid, "SIGKILL");
+          await new Promise((resolve) => (holder.exitCode !== null || holder.signalCode !== null ? resolve() : holder.on("exit", resolve)));
+        }
+      }
+      const again = await mwp.openAgentJournal(journal);
+      await again.close();
+    }],
+
+    ["an owner record that is a directory or a FIFO is refused naming it, never waited on, moved or removed, as natively", async () => {
+      for (const kind of ["directory", "FIFO"]) {
+        const dir = tempDir("owner-not-file");
+        const data = join(dir, "data");
+        fs.mkdirSync(data, { mode: 0o700 });
+        const journal = join(dir, "bob.journal");
+        for (const [name, key, owner, open] of [
+          [data, "dir", join(data, "LOCK.pid"), () => mwp.openFileStore(data)],
+          [journal, "file", `${journal}.LOCK.pid`, () => mwp.openAgentJournal(journal)],
+        ]) {
+          if (kind === "directory") fs.mkdirSync(owner);
+          else execFileSync("mkfifo", [owner]);
+          const old = new Date(Date.now() - 60_000);
+          fs.utimesSync(owner, old, old);
+          const before = fs.readdirSync(dirname(owner)).sort();
+          const e = await rejects(open(), "STORAGE");
+          eq([e.message, e.details], [`${owner} is not an owner record: it is a ${kind}, not a regular file; remove it`, { [key]: name }], `${kind} at ${owner}`);
+          check(!fs.lstatSync(owner).isFile(), "left in place");
+          eq(fs.readdirSync(dirname(owner)).sort(), before, "nothing moved aside or created");
+        }
+      }
+    }],
+
+    ["an agent journal path that holds a directory or a FIFO is STORAGE at open, never waited on, as natively", async () => {
+      for (const kind of ["directory", "FIFO"]) {
+        const dir = tempDir("journal-not-file");
+        const path = join(dir, "bob.journal");
+        if (kind === "directory") fs.mkdirSync(path);
+        else execFileSync("mkfifo", [path]);
+        const e = await rejects(mwp.openAgentJournal(path), "STORAGE");
+        eq([e.message, e.details], [`agent journal ${path}: it is a ${kind}, not a regular file`, { file: path }], kind);
+        check(!fs.existsSync(`${path}.LOCK.pid`), "the lock is released");
+        check(!fs.lstatSync(path).isFile(), "left in place");
+      }
     }],
 
     ["a read-only open changes nothing and stops at the last complete record", async () => {

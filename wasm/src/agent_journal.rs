@@ -19,6 +19,16 @@ fn set(obj: &js_sys::Object, key: &str, value: JsValue) {
     let _ = js_sys::Reflect::set(obj, &key.into(), &value);
 }
 
+/// Checks the file name `name` of the agent journal at `path` (as displayed in errors) before
+/// the host opens, locks or removes anything: a name that is another journal's lock or
+/// temporary file (`a.LOCK`, `a.LOCK.pid`, `a.tmp`) or a data directory's lock file (`LOCK`,
+/// `LOCK.pid`) is `MALFORMED` naming the path (`details.file`), as the native journal refuses
+/// it (the core's `check_journal_name`).
+#[wasm_bindgen(js_name = checkAgentJournalName)]
+pub fn check_agent_journal_name(path: &str, name: &str) -> Result<(), StoreError> {
+    journal::check_journal_name(path, name).map_err(StoreError)
+}
+
 /// Reads a whole agent journal (`bytes`, the file from offset 0; `name` names it in errors):
 /// `{group, image, keep, nextSeq}`: the group in its header, every committed write set folded
 /// into an `AgentImage`, the length to cut the file to (a torn last write set was never

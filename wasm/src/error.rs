@@ -74,3 +74,22 @@ export_errors! {
 pub fn storage(what: impl std::fmt::Display) -> Error {
     Error::new(Code::Storage, format!("IndexedDB: {what}"))
 }
+
+/// The error a server answered with (`body`: its JSON form, or canonical CBOR), as the
+/// native client reads it (the core's `Error::from_answer`): `{code, message, details}`, the
+/// message quoted printable and cut at 1,000 characters; `undefined` unless it is an mwp
+/// error with a code of the spec's. Not in the viewer builds, which read no server's errors.
+#[cfg(feature = "full")]
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = errorOfAnswer)]
+pub fn error_of_answer(body: &[u8]) -> JsValue {
+    let Some(e) = Error::from_answer(body) else {
+        return JsValue::UNDEFINED;
+    };
+    let obj = js_sys::Object::new();
+    // Setting a property on a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(&obj, &"code".into(), &e.code.as_str().into());
+    let _ = js_sys::Reflect::set(&obj, &"message".into(), &e.message.as_str().into());
+    let details = crate::codec::to_js(&e.details).unwrap_or(JsValue::UNDEFINED);
+    let _ = js_sys::Reflect::set(&obj, &"details".into(), &details);
+    obj.into()
+}

@@ -128,7 +128,7 @@ impl StoreGroup {
         let event = Event::from_cbor_verified(bytes)?;
         if event.seq != expect {
             return Err(Error::corrupt(format!(
-                "the record of seq {expect} holds event seq {}",
+                "record seq {expect} holds event seq {}",
                 event.seq
             ))
             .into());

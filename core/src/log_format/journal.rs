@@ -22,7 +22,7 @@ use super::{
 };
 use crate::agent::AgentImage;
 use crate::replica::WriteSet;
-use crate::{Hash, Id};
+use crate::{Error, Hash, Id};
 
 /// Magic of an agent journal.
 pub const JOURNAL_MAGIC: [u8; 8] = *b"MWPAGJ\r\n";
@@ -74,6 +74,50 @@ pub fn encode_write_set(
         if rest.is_empty() {
             return seq;
         }
+    }
+}
+
+/// What the file name `name` of an agent journal (the last component of its path) would
+/// collide with, or `None` when it collides with nothing. Beside a journal `NAME` are the
+/// files of its writer lock, `NAME.LOCK` and `NAME.LOCK.pid` (with `NAME.LOCK.pid.stale-<pid>`
+/// while a stale record is moved aside), and the file it is created through, `NAME.tmp`;
+/// beside a data directory's files are `LOCK` and `LOCK.pid`. A journal named like one of them
+/// would be that file: opening it would take, trim or remove another writer's file.
+pub fn journal_name_conflict(name: &str) -> Option<String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Some("the path names no file".to_owned());
+    }
+    if name == "LOCK" || name == "LOCK.pid" || name.starts_with("LOCK.pid.stale-") {
+        return Some(format!("{name} is a data directory's writer lock file"));
+    }
+    if let Some(at) = name.rfind(".LOCK.pid.stale-") {
+        let journal = &name[..at];
+        return Some(format!(
+            "{name} is where the writer lock of journal {journal} moves a stale owner record"
+        ));
+    }
+    let beside = [
+        (".LOCK.pid", "the owner record of journal"),
+        (".LOCK", "the writer lock file of journal"),
+        (".tmp", "the file that creates journal"),
+    ];
+    beside.iter().find_map(|(suffix, what)| {
+        let journal = name.strip_suffix(suffix)?;
+        Some(format!("{name} is {what} {journal}"))
+    })
+}
+
+/// Checks the file name `name` of the agent journal at `path` (as the host displays it)
+/// before anything is opened, locked or removed: a name that collides with a lock or
+/// temporary file of another journal or of a data directory
+/// ([`journal_name_conflict`]) is `MALFORMED` naming the path (`details.file`).
+pub fn check_journal_name(path: &str, name: &str) -> Result<(), Error> {
+    match journal_name_conflict(name) {
+        None => Ok(()),
+        Some(why) => Err(Error::malformed(format!(
+            "agent journal {path}: {why}; choose another name"
+        ))
+        .with("file", path)),
     }
 }
 
@@ -211,4 +255,49 @@ pub fn read_journal(file: &[u8]) -> Result<JournalRead, Damage> {
         reader.handle_record(r)?;
     }
     Ok(reader.finish(&end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_name_that_is_another_journals_file_is_refused() {
+        for ok in [
+            "ada.journal",
+            "a",
+            "LOCKED",
+            "a.LOCKS",
+            "a.lock",
+            "a.tmpx",
+            "a.LOCK.journal",
+        ] {
+            assert_eq!(journal_name_conflict(ok), None, "{ok}");
+        }
+        for (bad, why) in [
+            ("a.LOCK", "a.LOCK is the writer lock file of journal a"),
+            ("a.LOCK.pid", "a.LOCK.pid is the owner record of journal a"),
+            ("a.tmp", "a.tmp is the file that creates journal a"),
+            (
+                "a.LOCK.pid.stale-42",
+                "a.LOCK.pid.stale-42 is where the writer lock of journal a moves a stale owner record",
+            ),
+            ("LOCK", "LOCK is a data directory's writer lock file"),
+            ("LOCK.pid", "LOCK.pid is a data directory's writer lock file"),
+            ("", "the path names no file"),
+            ("..", "the path names no file"),
+        ] {
+            assert_eq!(journal_name_conflict(bad).as_deref(), Some(why), "{bad}");
+        }
+        let e = check_journal_name("/d/a.LOCK", "a.LOCK").unwrap_err();
+        assert_eq!(e.code, crate::Code::Malformed);
+        assert_eq!(
+            e.message,
+            "agent journal /d/a.LOCK: a.LOCK is the writer lock file of journal a; choose another name"
+        );
+        assert_eq!(
+            e.details.get("file"),
+            Some(&serde_json::Value::from("/d/a.LOCK"))
+        );
+    }
 }

@@ -67,9 +67,8 @@ const MAX_ERROR_BYTES: u64 = 64 * 1024;
 /// Largest receipt read, in bytes: a receipt is a few IDs and hashes.
 const MAX_RECEIPT_BYTES: u64 = 64 * 1024;
 
-/// Most characters of a server's words (an error message, a body that is not mwp's) quoted
-/// in an error.
-pub const MAX_QUOTED_CHARS: usize = 1000;
+/// How a server's words are quoted in an error: the core's rule, shared with the npm client.
+pub use mwp_core::error::{printable, MAX_QUOTED_CHARS};
 
 /// Time a whole request may take (connect, send, answer, body).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -81,25 +80,6 @@ pub const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn unreachable(url: &str, e: impl std::fmt::Display) -> Error {
     Error::new(Code::Storage, format!("cannot reach {url}: {e}"))
-}
-
-/// `text` fit for a terminal: control characters other than newline and tab escaped
-/// (`\u{1b}`), so that words a server chose cannot drive the terminal they are printed on,
-/// and cut after `max` characters (with `…`).
-pub fn printable(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max));
-    for (n, c) in text.chars().enumerate() {
-        if n == max {
-            out.push('…');
-            break;
-        }
-        if c.is_control() && c != '\n' && c != '\t' {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Reads a body of at most `limit` bytes; a longer one is `MALFORMED` (not an mwp answer),
@@ -175,19 +155,8 @@ impl Client {
             Err(e) => return Err(e),
         };
         // The error comes in the format asked for: JSON, or CBOR for a snapshot.
-        let decoded = serde_json::from_slice::<Error>(&body).or_else(|_| {
-            mwp_core::canonical::from_slice::<Error>(
-                &body,
-                mwp_core::canonical::Strictness::Lenient,
-            )
-        });
-        Err(match decoded {
-            Ok(mut e) => {
-                e.message = printable(&e.message, MAX_QUOTED_CHARS);
-                e
-            }
-            Err(_) => not_mwp(printable(&String::from_utf8_lossy(&body), 200)),
-        })
+        Err(Error::from_answer(&body)
+            .unwrap_or_else(|| not_mwp(printable(&String::from_utf8_lossy(&body), 200))))
     }
 
     fn get(&self, path: &str, accept: &str) -> Result<(bool, Vec<u8>)> {

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use mwp_core::agent::AgentImage;
 use mwp_core::canonical;
 use mwp_core::log_format::journal::{
-    check_journal_header, encode_write_set, JournalRead, JournalReader, MAX_PIECE,
+    check_journal_header, check_journal_name, encode_write_set, JournalRead, JournalReader,
+    MAX_PIECE,
 };
 pub use mwp_core::log_format::journal::{JOURNAL_MAGIC, PIECE_LAST, PIECE_MORE};
 use mwp_core::replica::WriteSet;
@@ -87,10 +88,27 @@ impl Journal {
     /// first taking its writer lock (`NAME.LOCK.pid` beside it, as a data directory's, see
     /// [`DirLock::acquire_file`]): a journal another process (native, Node or Deno) or
     /// another open journal holds is refused with `STORAGE` naming the file and the holder's
-    /// pid. The lock is held until the journal is dropped.
+    /// pid. The lock is held until the journal is dropped. A file name that is another
+    /// journal's lock or temporary file, or a data directory's lock file (`a.LOCK`,
+    /// `a.LOCK.pid`, `a.tmp`, `LOCK`: [`check_journal_name`]), is `MALFORMED` before anything
+    /// is touched. A path that holds something other than a regular file (a directory, a
+    /// FIFO) is `STORAGE` naming it.
     pub fn open(path: impl AsRef<Path>) -> Result<(Journal, AgentImage)> {
         let path = path.as_ref();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        check_journal_name(&path.display().to_string(), &name)?;
         let lock = DirLock::acquire_file(path)?;
+        // What is at the path must be a journal file or nothing: a directory or a FIFO put
+        // there is refused (opened without blocking), never read, replaced or written past.
+        if let Err(e) = crate::regular_file::open(path) {
+            if e.kind() == std::io::ErrorKind::InvalidInput {
+                return Err(Error::new(
+                    Code::Storage,
+                    format!("agent journal {}: {e}", path.display()),
+                )
+                .with("file", path.display().to_string()));
+            }
+        }
         let (mut journal, image) = Self::open_with(Arc::new(FsBackend), path)?;
         journal.lock = Some(lock);
         Ok((journal, image))
@@ -488,6 +506,80 @@ mod tests {
         drop(first);
         assert!(!owner.exists(), "a clean close removes the owner record");
         Journal::open(&path).expect("open again once the first is dropped");
+    }
+
+    /// A journal named like the lock or temporary file of another journal is refused before
+    /// anything is created, locked or removed; the other journal keeps its writer.
+    #[test]
+    fn a_journal_named_like_another_journals_lock_file_is_refused() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("a");
+        let (mut journal, _) = Journal::open(&path).expect("journal a");
+        journal
+            .append(&write_set(1, "a-1", &key()))
+            .expect("an append");
+        let files = |d: &Path| {
+            let mut names: Vec<_> = std::fs::read_dir(d)
+                .expect("the folder")
+                .map(|e| e.expect("an entry").file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let before = files(dir.path());
+        for (name, why) in [
+            ("a.LOCK", "a.LOCK is the writer lock file of journal a"),
+            ("a.LOCK.pid", "a.LOCK.pid is the owner record of journal a"),
+            ("a.tmp", "a.tmp is the file that creates journal a"),
+        ] {
+            let other = dir.path().join(name);
+            let e = Journal::open(&other).expect_err(name);
+            assert_eq!(e.code, Code::Malformed, "{name}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "agent journal {}: {why}; choose another name",
+                    other.display()
+                )
+            );
+            assert_eq!(
+                e.details.get("file"),
+                Some(&serde_json::json!(other.display().to_string()))
+            );
+        }
+        assert_eq!(files(dir.path()), before, "nothing created or removed");
+        journal
+            .append(&write_set(2, "a-2", &key()))
+            .expect("journal a still holds its lock");
+    }
+
+    /// A directory or a FIFO where the journal belongs is refused at open, never waited on
+    /// nor replaced by the first append.
+    #[test]
+    fn a_journal_path_that_is_not_a_regular_file_is_refused() {
+        for kind in ["directory", "FIFO"] {
+            let dir = tempfile::tempdir().expect("a temporary folder");
+            let path = dir.path().join("ada.journal");
+            if kind == "directory" {
+                std::fs::create_dir(&path).expect("mkdir");
+            } else {
+                crate::regular_file::mkfifo(&path);
+            }
+            let e = Journal::open(&path).expect_err(kind);
+            assert_eq!(e.code, Code::Storage);
+            assert_eq!(
+                e.message,
+                format!(
+                    "agent journal {}: it is a {kind}, not a regular file",
+                    path.display()
+                )
+            );
+            assert!(
+                !dir.path().join("ada.journal.LOCK.pid").exists(),
+                "lock released"
+            );
+            assert!(!std::fs::symlink_metadata(&path).expect("kept").is_file());
+        }
     }
 
     /// A journal whose owner record was removed (or taken over by a writer that judged it

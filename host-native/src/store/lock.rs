@@ -17,7 +17,7 @@
 //! it ([`DirLock::acquire_file`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -247,16 +247,34 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> Error {
 const MAX_OWNER_BYTES: u64 = 4096;
 
 /// The text of the owner record at `path`, read no further than [`MAX_OWNER_BYTES`]: empty
-/// (not a record) when it is longer or not UTF-8; `None` when it cannot be opened.
+/// (not a record) when it is longer or not UTF-8; `None` when it cannot be opened or is not
+/// a regular file (opened without blocking: a FIFO put there never stalls the reader).
 fn read_record(path: &Path) -> Option<String> {
-    let mut bytes = Vec::new();
-    File::open(path)
-        .and_then(|f| f.take(MAX_OWNER_BYTES + 1).read_to_end(&mut bytes))
-        .ok()?;
+    let bytes = crate::regular_file::read(path, MAX_OWNER_BYTES).ok()?;
     if bytes.len() as u64 > MAX_OWNER_BYTES {
         return Some(String::new());
     }
     Some(String::from_utf8(bytes).unwrap_or_default())
+}
+
+/// `STORAGE` when what is at the owner record's path is not a regular file (a directory, a
+/// FIFO, …): never a record, never moved aside nor removed by a writer, which refuses the
+/// lock until someone removes it.
+fn not_a_record(target: &Target<'_>) -> Option<Error> {
+    let why = match crate::regular_file::open(&target.owner) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => e.to_string(),
+        _ => return None,
+    };
+    Some(
+        Error::new(
+            Code::Storage,
+            format!(
+                "{} is not an owner record: {why}; remove it",
+                target.owner.display()
+            ),
+        )
+        .with(target.key, target.name.display().to_string()),
+    )
 }
 
 /// Reads an owner record; `None` when missing or not a record.
@@ -365,6 +383,9 @@ fn claim_owner(target: &Target<'_>) -> Result<Owner> {
                 return written.map(|()| me);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if let Some(e) = not_a_record(target) {
+                    return Err(e);
+                }
                 let text = read_record(path).unwrap_or_default();
                 match Owner::decode(&text) {
                     Some(o) if o.pid == me.pid && o.start == me.start => {

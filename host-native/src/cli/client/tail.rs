@@ -284,9 +284,8 @@ fn read_stream(
             continue;
         }
         if kind == "error" {
-            let mut e: Error = serde_json::from_str(&data)
-                .unwrap_or_else(|_| Error::new(Code::Storage, data.clone()));
-            e.message = printable(&e.message, MAX_QUOTED_CHARS);
+            let e = Error::from_answer(data.as_bytes())
+                .unwrap_or_else(|| Error::new(Code::Storage, printable(&data, MAX_QUOTED_CHARS)));
             if e.code == Code::CursorTooOld {
                 return Err(gap_failure(pos, &e));
             }
