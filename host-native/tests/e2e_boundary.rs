@@ -457,6 +457,36 @@ fn a_connection_that_never_finishes_its_headers_is_closed() {
 }
 
 #[test]
+fn a_client_that_never_reads_its_answers_is_closed() {
+    // Not the header timeout: the requests all arrive at once, and the connection is never
+    // idle; only the answers wait for the client.
+    let config = ServerConfig {
+        header_read_timeout: Duration::from_secs(600),
+        send_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    let mut s = TcpStream::connect(a).expect("connects");
+    // Pipelined requests whose answers (the OpenAPI document, tens of KiB each) are far more
+    // than the kernel buffers between the two ends; none of them is read.
+    let request = format!("GET /v1/openapi.json HTTP/1.1\r\nHost: {a}\r\n\r\n");
+    s.write_all(request.repeat(600).as_bytes()).expect("writes");
+    wait_until("the server writes into a full socket", || {
+        server.server().open_connections() == 1
+    });
+    wait_until(
+        "the connection whose client reads nothing is closed",
+        || server.server().open_connections() == 0,
+    );
+    // A client that reads, however many answers it asks for, is served.
+    let (status, _, body) = get(a, "/v1/authority", "");
+    assert_eq!(status, 200);
+    assert!(json(&body)["key"].is_string());
+    drop(s);
+}
+
+#[test]
 fn connections_beyond_the_cap_wait_until_one_closes() {
     let config = ServerConfig {
         max_connections: 4,
