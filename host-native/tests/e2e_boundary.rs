@@ -807,6 +807,64 @@ fn the_body_type_and_encoding_are_refused_before_the_body() {
     }
 }
 
+/// Headers that two readers could read two ways (two `Content-Type`s, `chunked` twice) are
+/// refused whatever the body holds, and a body whose chunks are broken is refused naming
+/// what was broken: a valid command sent so is not accepted.
+#[test]
+fn ambiguous_body_headers_are_refused_and_change_nothing() {
+    let server = TestServer::start();
+    let client = opened(&server, "g1", 0);
+    let a = addr(&server);
+    let command = serde_json::to_string(&cmd("g1", "alice", "c1", None, create_work("w1", &[])))
+        .expect("json");
+    let chunks = |body: &str| format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let sized = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    for (header, what, line) in [
+        (
+            "content-type",
+            "given 2 times",
+            format!("Content-Type: application/json\r\nContent-Type: application/cbor\r\n{}", sized(&command)),
+        ),
+        (
+            "transfer-encoding",
+            "chunked 2 times",
+            format!("Content-Type: application/json\r\nTransfer-Encoding: chunked, chunked\r\n\r\n{}", chunks(&command)),
+        ),
+        (
+            "transfer-encoding",
+            "chunked 2 times",
+            format!("Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n{}", chunks(&command)),
+        ),
+    ] {
+        let (status, _, body) = raw(
+            a,
+            &format!("POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n{line}"),
+        );
+        let err = json(&body);
+        assert_eq!((status, err["code"].as_str()), (400, Some("MALFORMED")), "{err}");
+        assert_eq!(err["header"], header, "{err}");
+        assert!(err["message"].as_str().expect("message").contains(what), "{err}");
+    }
+    let (status, _, body) = raw(
+        a,
+        &format!("POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{command}\r\n0\r\n\r\n"),
+    );
+    let err = json(&body);
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (400, Some("MALFORMED")),
+        "{err}"
+    );
+    let message = err["message"].as_str().expect("message").to_lowercase();
+    assert!(message.contains("chunk size"), "{err}");
+    assert!(err.get("limit").is_none(), "no limit was exceeded: {err}");
+    assert_eq!(
+        client.groups().expect("groups")[0].head,
+        1,
+        "nothing changed"
+    );
+}
+
 #[test]
 fn a_body_that_does_not_arrive_is_cut_and_does_not_hold_the_server() {
     let config = ServerConfig {

@@ -414,6 +414,23 @@ async fn read_body(
     if let Err(e) = codings {
         return refuse(stream, e);
     }
+    // `chunked` twice (`chunked, chunked`) is a body no sender may send (RFC 9112, section
+    // 6.1): hyper undoes one, and a proxy in front may have undone both.
+    let chunked = headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .flat_map(|v| v.to_str().unwrap_or("").split(','))
+        .filter(|c| !c.trim().is_empty())
+        .count();
+    if chunked > 1 {
+        return refuse(
+            stream,
+            Error::malformed(format!(
+                "Transfer-Encoding names chunked {chunked} times; a body is chunked once (RFC 9112, section 6.1)"
+            ))
+            .with("header", "transfer-encoding"),
+        );
+    }
     let too_large = || {
         Error::malformed(format!(
             "the request body is larger than the limit of {max} bytes"
@@ -461,12 +478,22 @@ async fn read_body(
                     }
                 }
             }
-            // The client went away, or sent a body hyper could not frame.
+            // The client went away, or sent a body hyper could not frame: say why, as
+            // hyper's error and its causes say it (`invalid chunk size line`, …).
             Ok(Some(Err(e))) => {
+                let mut why = e.to_string();
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    // axum's error says what the hyper error it wraps says.
+                    let said = c.to_string();
+                    if !why.ends_with(&said) {
+                        why = format!("{why}: {said}");
+                    }
+                    cause = c.source();
+                }
                 return Err(Error::malformed(format!(
-                    "the request body could not be read ({e}); the limit is {max} bytes"
-                ))
-                .with("limit", max))
+                    "the request body could not be read ({why}); send it whole, with a Content-Length or well-formed chunks"
+                )));
             }
             Err(_) => {
                 tracing::debug!(
