@@ -121,6 +121,34 @@ fn a_cursor_at_the_top_of_u64_is_an_empty_page_on_every_store() {
     }
 }
 
+/// A receipt read of a group the store does not hold says the group does not exist, on
+/// every store (the file store answered "no command with action … was accepted").
+#[test]
+fn a_receipt_of_an_unknown_group_names_the_group_on_every_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for server in [TestServer::start(), file_server(dir.path())] {
+        opened(&server, "g1", 1);
+        let a = addr(&server);
+        let (status, _, body) = get(a, "/v1/groups/nope/receipts/alice/open", "");
+        let err = json(&body);
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (404, Some("NOT_FOUND")),
+            "{err}"
+        );
+        let message = err["message"].as_str().expect("message");
+        assert!(message.contains("group nope does not exist"), "{err}");
+        // A group it holds, an action never sent: that action is named.
+        let (status, _, body) = get(a, "/v1/groups/g1/receipts/alice/never", "");
+        let err = json(&body);
+        assert_eq!(status, 404, "{err}");
+        assert!(
+            err["message"].as_str().expect("message").contains("never"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn malformed_query_values_are_400_naming_the_parameter() {
     let server = TestServer::start();

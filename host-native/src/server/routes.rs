@@ -909,8 +909,15 @@ pub(super) async fn receipt(
         Err(e) => return wire::error(format, &e),
     };
     let (a, b) = (actor.clone(), action.clone());
+    // A store answers "no receipt" for a group it does not hold, too: that one is told as the
+    // other reads tell it (`NOT_FOUND` naming the group).
     let found: mwp_core::Result<Option<Receipt>> =
-        blocking(&app, move |s| s.receipt(&group, &a, &b)).await;
+        blocking(&app, move |s| match s.receipt(&group, &a, &b)? {
+            Some(r) => Ok(Some(r)),
+            None if s.head_seq(&group)? == 0 => Err(mwp_core::memory::not_found(&group)),
+            None => Ok(None),
+        })
+        .await;
     match found {
         Ok(Some(r)) => wire::encode(StatusCode::OK, format, &r),
         Ok(None) => read_error(
