@@ -129,6 +129,74 @@ fn tokens_of_either_scope_read_and_list() {
     }
 }
 
+/// Two `Authorization` headers are refused whichever holds a good token; no refusal repeats
+/// a credential, not even one sent without its scheme or after a tab.
+#[test]
+fn two_credentials_are_refused_and_no_refusal_repeats_one() {
+    let server = server(false, OpenGroups::Token);
+    let (admin, read) = (bearer(ADMIN), bearer(READ));
+    assert_eq!(post_open(&server, "g1", Some(&admin)).0, 200);
+    let groups = || get(&server, "/v1/groups", Some(&read)).2["groups"].clone();
+    let url = format!("{}/v1/groups", server.base);
+    for pair in [
+        [read.clone(), bearer("wrong-0123456789")],
+        [bearer("wrong-0123456789"), read.clone()],
+    ] {
+        let headers = [
+            ("authorization", pair[0].as_str()),
+            ("authorization", pair[1].as_str()),
+        ];
+        let (status, h, body) = request("GET", &url, &headers, b"");
+        let body: Value = serde_json::from_slice(&body).expect("json");
+        assert!(
+            body["message"]
+                .as_str()
+                .expect("message")
+                .contains("2 Authorization headers"),
+            "{body}"
+        );
+        refused(&(status, h, body), 401, "UNAUTHORIZED");
+    }
+    // Opening a group under `--open-groups token` reads the same header.
+    let open = serde_json::to_vec(&open_group(
+        "g2",
+        server.client().authority_key().expect("key"),
+        &[],
+    ))
+    .expect("json");
+    let (status, _, body) = request(
+        "POST",
+        &format!("{}/v1/groups/g2/commands", server.base),
+        &[
+            ("content-type", "application/json"),
+            ("authorization", admin.as_str()),
+            ("authorization", read.as_str()),
+        ],
+        &open,
+    );
+    let body: Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("UNAUTHORIZED")),
+        "{body}"
+    );
+    assert_eq!(
+        groups().as_array().map(Vec::len),
+        Some(1),
+        "nothing changed"
+    );
+    // A tab after the scheme is read as the space; a lone word is not named.
+    assert_eq!(
+        get(&server, "/v1/groups", Some(&format!("Bearer\t{READ}"))).0,
+        200
+    );
+    for sent in [READ.to_owned(), format!("Token\t{READ}x")] {
+        let answer = get(&server, "/v1/groups", Some(&sent));
+        refused(&answer, 401, "UNAUTHORIZED");
+        assert!(!answer.2.to_string().contains(READ), "{}", answer.2);
+    }
+}
+
 #[test]
 fn a_member_reads_its_own_group_by_signature_and_no_other() {
     let server = server(false, OpenGroups::Any);
@@ -154,6 +222,21 @@ fn a_member_reads_its_own_group_by_signature_and_no_other() {
         Some(&signed(receipt, "w0", now, &key("w0"))),
     );
     assert_eq!(status, 200);
+    // The group as the route reads it, percent-escapes decoded: `g%31` is `g1`, and a member
+    // of g2 does not read g1 so.
+    let escaped = "/v1/groups/g%31/events?after=0";
+    let (status, _, body) = get(
+        &server,
+        escaped,
+        Some(&signed(escaped, "w0", now, &key("w0"))),
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer = get(
+        &server,
+        escaped,
+        Some(&signed(escaped, "w1", now, &key("w1"))),
+    );
+    refused(&answer, 403, "FORBIDDEN");
 
     // A member of another group: 403.
     let other = "/v1/groups/g2/events";

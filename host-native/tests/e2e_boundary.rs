@@ -121,6 +121,34 @@ fn a_cursor_at_the_top_of_u64_is_an_empty_page_on_every_store() {
     }
 }
 
+/// A receipt read of a group the store does not hold says the group does not exist, on
+/// every store (the file store answered "no command with action … was accepted").
+#[test]
+fn a_receipt_of_an_unknown_group_names_the_group_on_every_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for server in [TestServer::start(), file_server(dir.path())] {
+        opened(&server, "g1", 1);
+        let a = addr(&server);
+        let (status, _, body) = get(a, "/v1/groups/nope/receipts/alice/open", "");
+        let err = json(&body);
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (404, Some("NOT_FOUND")),
+            "{err}"
+        );
+        let message = err["message"].as_str().expect("message");
+        assert!(message.contains("group nope does not exist"), "{err}");
+        // A group it holds, an action never sent: that action is named.
+        let (status, _, body) = get(a, "/v1/groups/g1/receipts/alice/never", "");
+        let err = json(&body);
+        assert_eq!(status, 404, "{err}");
+        assert!(
+            err["message"].as_str().expect("message").contains("never"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn malformed_query_values_are_400_naming_the_parameter() {
     let server = TestServer::start();
@@ -457,6 +485,36 @@ fn a_connection_that_never_finishes_its_headers_is_closed() {
 }
 
 #[test]
+fn a_client_that_never_reads_its_answers_is_closed() {
+    // Not the header timeout: the requests all arrive at once, and the connection is never
+    // idle; only the answers wait for the client.
+    let config = ServerConfig {
+        header_read_timeout: Duration::from_secs(600),
+        send_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let server = TestServer::with_config(Arc::new(MemoryService::generate().expect("key")), config);
+    let a = addr(&server);
+    let mut s = TcpStream::connect(a).expect("connects");
+    // Pipelined requests whose answers (the OpenAPI document, tens of KiB each) are far more
+    // than the kernel buffers between the two ends; none of them is read.
+    let request = format!("GET /v1/openapi.json HTTP/1.1\r\nHost: {a}\r\n\r\n");
+    s.write_all(request.repeat(600).as_bytes()).expect("writes");
+    wait_until("the server writes into a full socket", || {
+        server.server().open_connections() == 1
+    });
+    wait_until(
+        "the connection whose client reads nothing is closed",
+        || server.server().open_connections() == 0,
+    );
+    // A client that reads, however many answers it asks for, is served.
+    let (status, _, body) = get(a, "/v1/authority", "");
+    assert_eq!(status, 200);
+    assert!(json(&body)["key"].is_string());
+    drop(s);
+}
+
+#[test]
 fn connections_beyond_the_cap_wait_until_one_closes() {
     let config = ServerConfig {
         max_connections: 4,
@@ -775,6 +833,64 @@ fn the_body_type_and_encoding_are_refused_before_the_body() {
         );
         assert_eq!(err["header"], header, "{err}");
     }
+}
+
+/// Headers that two readers could read two ways (two `Content-Type`s, `chunked` twice) are
+/// refused whatever the body holds, and a body whose chunks are broken is refused naming
+/// what was broken: a valid command sent so is not accepted.
+#[test]
+fn ambiguous_body_headers_are_refused_and_change_nothing() {
+    let server = TestServer::start();
+    let client = opened(&server, "g1", 0);
+    let a = addr(&server);
+    let command = serde_json::to_string(&cmd("g1", "alice", "c1", None, create_work("w1", &[])))
+        .expect("json");
+    let chunks = |body: &str| format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let sized = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    for (header, what, line) in [
+        (
+            "content-type",
+            "given 2 times",
+            format!("Content-Type: application/json\r\nContent-Type: application/cbor\r\n{}", sized(&command)),
+        ),
+        (
+            "transfer-encoding",
+            "chunked 2 times",
+            format!("Content-Type: application/json\r\nTransfer-Encoding: chunked, chunked\r\n\r\n{}", chunks(&command)),
+        ),
+        (
+            "transfer-encoding",
+            "chunked 2 times",
+            format!("Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n{}", chunks(&command)),
+        ),
+    ] {
+        let (status, _, body) = raw(
+            a,
+            &format!("POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n{line}"),
+        );
+        let err = json(&body);
+        assert_eq!((status, err["code"].as_str()), (400, Some("MALFORMED")), "{err}");
+        assert_eq!(err["header"], header, "{err}");
+        assert!(err["message"].as_str().expect("message").contains(what), "{err}");
+    }
+    let (status, _, body) = raw(
+        a,
+        &format!("POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{command}\r\n0\r\n\r\n"),
+    );
+    let err = json(&body);
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (400, Some("MALFORMED")),
+        "{err}"
+    );
+    let message = err["message"].as_str().expect("message").to_lowercase();
+    assert!(message.contains("chunk size"), "{err}");
+    assert!(err.get("limit").is_none(), "no limit was exceeded: {err}");
+    assert_eq!(
+        client.groups().expect("groups")[0].head,
+        1,
+        "nothing changed"
+    );
 }
 
 #[test]

@@ -211,6 +211,15 @@ fn healthz_is_alive_and_readyz_follows_the_latest_write() {
     assert!(body["reason"]["message"]
         .as_str()
         .is_some_and(|m| m.contains("no space left")));
+    // In CBOR when asked for, as every error.
+    let (status, headers, _) = request(
+        "GET",
+        &format!("{base}/readyz"),
+        &[("accept", "application/cbor")],
+        b"",
+    );
+    assert_eq!(status, 503);
+    assert_eq!(headers["content-type"], "application/cbor");
     assert_eq!(get("/healthz").0, 200, "the process is still alive");
     let text = scrape(&base);
     assert_eq!(sample(&text, "mwp_store_errors_total"), Some(1.0));

@@ -386,14 +386,33 @@ enum Credential<'a> {
 
 /// The request's credential, if any; an `Authorization` header that is neither scheme, or
 /// a malformed signature, is `UNAUTHORIZED` naming what was wrong.
+///
+/// A request with more than one `Authorization` header is refused whatever they hold: which
+/// one counts would otherwise depend on who reads them (RFC 9110, section 11.6.2: the field
+/// is not a list). No answer repeats a header's credentials: an unknown scheme is named only
+/// when credentials follow it, since a lone word may be a token sent without its scheme.
 fn credential(headers: &HeaderMap) -> Result<Option<Credential<'_>>, Error> {
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
         return Ok(None);
     };
+    let more = values.count();
+    if more > 0 {
+        return Err(Error::new(
+            Code::Unauthorized,
+            format!(
+                "the request has {} Authorization headers; send one credential",
+                more + 1
+            ),
+        ));
+    }
     let value = value
         .to_str()
-        .map_err(|_| Error::new(Code::Unauthorized, "the Authorization header is not ASCII"))?;
-    let (scheme, rest) = value.trim().split_once(' ').unwrap_or((value, ""));
+        .map_err(|_| Error::new(Code::Unauthorized, "the Authorization header is not ASCII"))?
+        .trim();
+    // The scheme ends at the first space (or tab, which some clients send).
+    let split = value.split_once([' ', '\t']);
+    let (scheme, rest) = split.unwrap_or((value, ""));
     if scheme.eq_ignore_ascii_case("bearer") {
         return Ok(Some(Credential::Bearer(rest.trim())));
     }
@@ -402,20 +421,28 @@ fn credential(headers: &HeaderMap) -> Result<Option<Credential<'_>>, Error> {
             .map(|r| Some(Credential::Signed(r)))
             .map_err(|e| Error::new(Code::Unauthorized, e.message));
     }
+    let what = match split {
+        Some(_) => format!("the Authorization scheme {scheme:?} is not known"),
+        None => {
+            "the Authorization header names no scheme (its value is not repeated here)".to_owned()
+        }
+    };
     Err(Error::new(
         Code::Unauthorized,
         format!(
-            "the Authorization scheme {scheme:?} is not known; use Bearer or {}",
+            "{what}; send Authorization: Bearer TOKEN or {} …",
             signed_read::SCHEME
         ),
     ))
 }
 
-/// The group a `/v1/groups/{group}/…` path names (`None` for other paths or a bad ID).
+/// The group a `/v1/groups/{group}/…` path names (`None` for other paths or a bad ID),
+/// percent-decoded as the route decodes it: a member's signature is checked against the group
+/// the route reads (`/v1/groups/g%31/events` reads `g1`).
 fn group_of(path: &str) -> Option<Id> {
     let rest = path.strip_prefix("/v1/groups/")?;
     let segment = rest.split('/').next()?;
-    Id::new(segment).ok()
+    Id::new(super::query::decode_segment(segment)?).ok()
 }
 
 /// The access check ([`Gate`](super::gate::Gate)): reads (`GET`/`HEAD` under `/v1/`,
@@ -539,6 +566,8 @@ mod tests {
     #[test]
     fn group_of_reads_the_first_segment() {
         assert_eq!(group_of("/v1/groups/g1/events"), Id::new("g1").ok());
+        assert_eq!(group_of("/v1/groups/g%31/events"), Id::new("g1").ok());
+        assert_eq!(group_of("/v1/groups/g%ff/events"), None);
         assert_eq!(group_of("/v1/groups"), None);
         assert_eq!(group_of("/v1/authority"), None);
     }

@@ -10,7 +10,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use mwp_core::{Code, Error};
 use serde::Serialize;
@@ -56,13 +56,13 @@ pub(crate) async fn healthz() -> Response {
 }
 
 /// `GET /readyz`: 200 `{"status": "ready"}`, or 503 with a `STORAGE` error whose `reason` is
-/// the failed write's error.
-pub(crate) async fn readyz(State(app): State<App>) -> Response {
+/// the failed write's error, in CBOR when the client asks for it (as every error).
+pub(crate) async fn readyz(State(app): State<App>, headers: HeaderMap) -> Response {
     match app.ready.failure() {
         None => wire::encode(StatusCode::OK, Format::Json, &Status { status: "ready" }),
         Some(e) => wire::error_with(
             StatusCode::SERVICE_UNAVAILABLE,
-            Format::Json,
+            Format::accepted(&headers, Format::Json),
             &Error::new(
                 Code::Storage,
                 format!(

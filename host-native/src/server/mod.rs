@@ -66,6 +66,10 @@ pub struct ServerConfig {
     /// answered 400 `MALFORMED` and its connection closed. At most `request_timeout`, which
     /// bounds the whole request.
     pub body_read_timeout: Duration,
+    /// Longest a connection's answer may wait for the client to read any of it; then the
+    /// connection is closed (a client that sends requests and never reads the answers holds
+    /// no connection longer than this).
+    pub send_timeout: Duration,
     /// Most connections open at once; further ones wait in the kernel's backlog.
     pub max_connections: usize,
     /// Most live tails (`GET …/events/stream`) on the server at once.
@@ -93,6 +97,7 @@ impl Default for ServerConfig {
             assets: assets::Assets::default(),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(30),
             max_connections: 1024,
             max_tails: 512,
             max_tails_per_group: 64,
@@ -189,8 +194,11 @@ impl Server {
         let hosts = Arc::new(origin::Hosts::new(addr, &config.public_hosts));
         let (close, closing) = watch::channel(false);
         let tails = tails::Tails::new(config.max_tails, config.max_tails_per_group);
-        let (max_connections, header_read_timeout) =
-            (config.max_connections, config.header_read_timeout);
+        let (max_connections, header_read_timeout, send_timeout) = (
+            config.max_connections,
+            config.header_read_timeout,
+            config.send_timeout,
+        );
         let app_access = config.access.describe();
         let metrics = Arc::new(metrics::Metrics::new());
         let app = Arc::new(Shared {
@@ -212,6 +220,7 @@ impl Server {
             service,
             max_connections,
             header_read_timeout,
+            send_timeout,
             Arc::clone(&connections),
             closing,
         ));

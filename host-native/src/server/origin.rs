@@ -271,14 +271,20 @@ pub(crate) fn cors(origins: &[String]) -> Result<Option<Cors>, String> {
             HeaderValue::from_str(o).map_err(|_| format!("{o:?} is not a valid origin"))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let allowed: Arc<[HeaderValue]> = values.into();
+    let listed = Arc::clone(&allowed);
     Ok(Some(Cors {
+        // A predicate over the shared list rather than `AllowOrigin::list`, whose list every
+        // clone of the service (one per request) would copy.
         layer: CorsLayer::new()
-            .allow_origin(AllowOrigin::list(values.clone()))
+            .allow_origin(AllowOrigin::predicate(move |origin, _| {
+                listed.iter().any(|a| a == origin)
+            }))
             .allow_methods([Method::GET, Method::POST])
             .allow_headers(AllowHeaders::mirror_request())
             .expose_headers([header::HeaderName::from_static("mwp-duplicate")])
             .max_age(std::time::Duration::from_secs(600)),
-        allowed: values.into(),
+        allowed,
     }))
 }
 
@@ -297,19 +303,22 @@ pub(crate) struct Cors {
 impl<S: Clone> Layer<S> for Cors {
     type Service = CorsFor<S>;
 
+    /// Builds tower-http's service once, with the router's stack at start; each request is
+    /// then served by (a clone of) it, never by a layer built for that request.
     fn layer(&self, inner: S) -> CorsFor<S> {
         CorsFor {
-            cors: self.clone(),
-            inner,
+            allowed: Arc::clone(&self.allowed),
+            inner: self.layer.layer(inner),
         }
     }
 }
 
-/// A service behind [`Cors`].
+/// A service behind [`Cors`]: tower-http's CORS service around it, passed by for a request
+/// from an origin that is not allowed.
 #[derive(Clone)]
 pub(crate) struct CorsFor<S> {
-    cors: Cors,
-    inner: S,
+    allowed: Arc<[HeaderValue]>,
+    inner: tower_http::cors::Cors<S>,
 }
 
 /// What `Vary` says on an answer to a request CORS leaves alone: the headers tower-http's
@@ -335,22 +344,19 @@ where
     }
 
     fn call(&mut self, req: Request<ReqBody>) -> Self::Future {
-        // The service made ready goes with the request; its clone serves the next.
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
         let allowed = req
             .headers()
             .get(header::ORIGIN)
-            .is_some_and(|o| self.cors.allowed.iter().any(|a| a == o));
+            .is_some_and(|o| self.allowed.iter().any(|a| a == o));
         if allowed {
-            Either::Left(self.cors.layer.layer(inner).call(req))
+            Either::Left(self.inner.call(req))
         } else {
             let vary: fn(Response<ResBody>) -> Response<ResBody> = |mut resp| {
                 resp.headers_mut().append(header::VARY, CORS_VARY);
                 resp
             };
-            let mut inner = inner;
-            Either::Right(inner.call(req).map_ok(vary))
+            // tower-http's service is ready when the one it wraps is: that one serves.
+            Either::Right(self.inner.get_mut().call(req).map_ok(vary))
         }
     }
 }

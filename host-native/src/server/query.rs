@@ -144,6 +144,16 @@ fn usage(known: &[&'static str]) -> String {
 /// Percent-decoding (and `+` as space, as forms send it); `None` when it is not UTF-8 or an
 /// escape is broken.
 fn decode(s: &str) -> Option<String> {
+    decode_with(s, true)
+}
+
+/// A path segment percent-decoded as the router decodes it (`+` stays `+`); `None` when it is
+/// not UTF-8 or an escape is broken.
+pub(crate) fn decode_segment(s: &str) -> Option<String> {
+    decode_with(s, false)
+}
+
+fn decode_with(s: &str, plus_is_space: bool) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -155,7 +165,7 @@ fn decode(s: &str) -> Option<String> {
                 out.push(u8::from_str_radix(hex, 16).ok()?);
                 i += 3;
             }
-            b'+' => {
+            b'+' if plus_is_space => {
                 out.push(b' ');
                 i += 1;
             }

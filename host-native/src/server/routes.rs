@@ -414,6 +414,23 @@ async fn read_body(
     if let Err(e) = codings {
         return refuse(stream, e);
     }
+    // `chunked` twice (`chunked, chunked`) is a body no sender may send (RFC 9112, section
+    // 6.1): hyper undoes one, and a proxy in front may have undone both.
+    let chunked = headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .flat_map(|v| v.to_str().unwrap_or("").split(','))
+        .filter(|c| !c.trim().is_empty())
+        .count();
+    if chunked > 1 {
+        return refuse(
+            stream,
+            Error::malformed(format!(
+                "Transfer-Encoding names chunked {chunked} times; a body is chunked once (RFC 9112, section 6.1)"
+            ))
+            .with("header", "transfer-encoding"),
+        );
+    }
     let too_large = || {
         Error::malformed(format!(
             "the request body is larger than the limit of {max} bytes"
@@ -461,12 +478,22 @@ async fn read_body(
                     }
                 }
             }
-            // The client went away, or sent a body hyper could not frame.
+            // The client went away, or sent a body hyper could not frame: say why, as
+            // hyper's error and its causes say it (`invalid chunk size line`, …).
             Ok(Some(Err(e))) => {
+                let mut why = e.to_string();
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    // axum's error says what the hyper error it wraps says.
+                    let said = c.to_string();
+                    if !why.ends_with(&said) {
+                        why = format!("{why}: {said}");
+                    }
+                    cause = c.source();
+                }
                 return Err(Error::malformed(format!(
-                    "the request body could not be read ({e}); the limit is {max} bytes"
-                ))
-                .with("limit", max))
+                    "the request body could not be read ({why}); send it whole, with a Content-Length or well-formed chunks"
+                )));
             }
             Err(_) => {
                 tracing::debug!(
@@ -882,8 +909,15 @@ pub(super) async fn receipt(
         Err(e) => return wire::error(format, &e),
     };
     let (a, b) = (actor.clone(), action.clone());
+    // A store answers "no receipt" for a group it does not hold, too: that one is told as the
+    // other reads tell it (`NOT_FOUND` naming the group).
     let found: mwp_core::Result<Option<Receipt>> =
-        blocking(&app, move |s| s.receipt(&group, &a, &b)).await;
+        blocking(&app, move |s| match s.receipt(&group, &a, &b)? {
+            Some(r) => Ok(Some(r)),
+            None if s.head_seq(&group)? == 0 => Err(mwp_core::memory::not_found(&group)),
+            None => Ok(None),
+        })
+        .await;
     match found {
         Ok(Some(r)) => wire::encode(StatusCode::OK, format, &r),
         Ok(None) => read_error(

@@ -61,10 +61,22 @@ impl Format {
     /// it is neither JSON nor CBOR, or JSON in a charset other than UTF-8 (the only one a
     /// JSON body is read in; CBOR is binary, so its parameters are ignored).
     pub fn of_request(headers: &HeaderMap) -> Result<Format, Error> {
-        let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        let mut values = headers.get_all(header::CONTENT_TYPE).iter();
+        let Some(value) = values.next() else {
             return Ok(Format::Json);
         };
-        let text = value.to_str().unwrap_or("");
+        // Two `Content-Type` headers could each be read as the one: neither is (RFC 9110,
+        // section 5.3: the field is not a list).
+        let more = values.count();
+        if more > 0 {
+            return Err(Error::malformed(format!(
+                "Content-Type is given {} times; send it once",
+                more + 1
+            ))
+            .with("header", "content-type"));
+        }
+        let lossy = String::from_utf8_lossy(value.as_bytes());
+        let text = lossy.as_ref();
         let mut parts = text.split(';');
         let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
         match media.as_str() {
@@ -297,6 +309,20 @@ mod tests {
         let text = headers(header::CONTENT_TYPE, "text/plain");
         let err = Format::of_request(&text).expect_err("refused");
         assert_eq!(err.code, Code::Malformed);
+        let mut two = headers(header::CONTENT_TYPE, "application/json");
+        two.append(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        let err = Format::of_request(&two).expect_err("refused");
+        assert!(err.message.contains("given 2 times"), "{}", err.message);
+        let mut latin = HeaderMap::new();
+        latin.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_bytes(b"text/pl\xe9in").expect("a header value"),
+        );
+        let err = Format::of_request(&latin).expect_err("refused");
+        assert!(err.message.contains("text/pl\u{fffd}in"), "{}", err.message);
         let cbor = headers(header::CONTENT_TYPE, "application/cbor; charset=binary");
         assert_eq!(Format::of_request(&cbor).expect("cbor"), Format::Cbor);
         for utf8 in [
