@@ -629,3 +629,56 @@ fn input_files_are_read_bounded_and_named() {
         "nothing is written for a transcript refused"
     );
 }
+
+/// A snapshot file in a data directory whose size was made up (a sparse file of 50 GiB, with
+/// a header that does not read, or one whose length field matches the size) is damage named
+/// by its path: `mwp verify --data` reports it (exit 1) without trying to hold the file.
+#[test]
+fn a_snapshot_file_of_a_made_up_size_is_refused_unread() {
+    use mwp_core::log_format::{SNAPSHOT_HEADER_LEN, SNAPSHOT_MAGIC, VERSION};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let run = mwp()
+        .arg("transcript")
+        .arg(transcripts().join("lifecycle.jsonl"))
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(0));
+    let snap = data.join("groups/g1/00000000000000000024.snap");
+    let size: u64 = 50 << 30;
+    for header in [false, true] {
+        let file = std::fs::File::create(&snap).expect("create");
+        if header {
+            let mut h = Vec::new();
+            h.extend(SNAPSHOT_MAGIC);
+            h.extend(VERSION.to_le_bytes());
+            h.extend(24u64.to_le_bytes());
+            h.extend((size - SNAPSHOT_HEADER_LEN as u64).to_le_bytes());
+            h.extend(0u32.to_le_bytes());
+            assert_eq!(h.len(), SNAPSHOT_HEADER_LEN);
+            std::io::Write::write_all(&mut &file, &h).expect("write");
+        }
+        file.set_len(size).expect("a sparse file");
+        drop(file);
+        let out = mwp_bounded(&[
+            std::ffi::OsStr::new("verify"),
+            std::ffi::OsStr::new("--data"),
+            data.as_os_str(),
+            std::ffi::OsStr::new("--group"),
+            std::ffi::OsStr::new("g1"),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "header {header}: {err}");
+        let report = lines(&out.stdout);
+        assert_eq!(report[0]["ok"], false, "{}", report[0]);
+        assert_eq!(
+            report[0]["error"]["code"], "SNAPSHOT_INVALID",
+            "{}",
+            report[0]
+        );
+        let message = report[0]["error"]["message"].as_str().expect("a message");
+        assert!(message.contains("00000000000000000024.snap"), "{message}");
+    }
+}
