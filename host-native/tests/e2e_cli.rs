@@ -673,12 +673,10 @@ fn a_snapshot_file_of_a_made_up_size_is_refused_unread() {
         assert_eq!(out.status.code(), Some(1), "header {header}: {err}");
         let report = lines(&out.stdout);
         assert_eq!(report[0]["ok"], false, "{}", report[0]);
-        assert_eq!(
-            report[0]["error"]["code"], "SNAPSHOT_INVALID",
-            "{}",
-            report[0]
+        let message = report[0]["error"].as_str().expect("a message");
+        assert!(
+            message.contains("SNAPSHOT_INVALID") && message.contains("00000000000000000024.snap"),
+            "{message}"
         );
-        let message = report[0]["error"]["message"].as_str().expect("a message");
-        assert!(message.contains("00000000000000000024.snap"), "{message}");
     }
 }
