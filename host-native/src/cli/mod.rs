@@ -641,7 +641,7 @@ fn load_org_policy(
     };
     let bytes = input::read(path, input::MAX_POLICY_BYTES).map_err(|e| cannot(e.to_string()))?;
     let text = input::text(&bytes).map_err(cannot)?;
-    let policy = mwp_audit::load_policy(&text)
+    let policy = mwp_audit::load_policy(text)
         .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("{}: {}", path.display(), e.message)))?;
     let orgs: Vec<String> = policy.orgs.keys().map(|o| o.to_string()).collect();
     tracing::info!(

@@ -231,7 +231,7 @@ mod tests {
             1,
         );
         let mut host = ServiceHost::memory();
-        let failed = run_text(&mut host, text, &mut Vec::new()).expect("writes");
+        let failed = run_text(&mut host, &text, &mut Vec::new()).expect("writes");
         assert!(failed);
     }
 }

@@ -59,7 +59,7 @@ fn bad(message: impl Into<String>) -> Failure {
     Failure::new(EXIT_BAD_INPUT, message)
 }
 
-fn read_body(path: &PathBuf) -> Result<Value, Failure> {
+fn read_body(path: &std::path::Path) -> Result<Value, Failure> {
     let (name, text) = if path.as_os_str() == "-" {
         let bytes = input::read_capped(std::io::stdin().lock(), input::MAX_BODY_BYTES)
             .map_err(|e| bad(format!("cannot read the body from stdin: {e}")))?;
