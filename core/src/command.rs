@@ -139,9 +139,18 @@ impl Command {
         let cmd: Command = serde_json::from_slice(bytes).map_err(|e| {
             // An opaque object's repeated key is refused once the object is read whole, and
             // a body is read whole before its fields: the text says where.
-            let duplicate = |f: &TextFault| matches!(f, TextFault::DuplicateKey(_));
-            let found = e.to_string().starts_with(canonical::DUPLICATE_KEY);
-            match found.then(|| canonical::text_fault(bytes, duplicate)) {
+            // A field's integer beyond u64 or i64 is handed over as a float: named as the
+            // opaque values' is.
+            let words = e.to_string();
+            let fault: Option<fn(&TextFault) -> bool> =
+                if words.starts_with(canonical::DUPLICATE_KEY) {
+                    Some(|f| matches!(f, TextFault::DuplicateKey(_)))
+                } else if words.starts_with("invalid type: floating point") {
+                    Some(|f| matches!(f, TextFault::IntegerOutOfRange(_)))
+                } else {
+                    None
+                };
+            match fault.map(|wanted| canonical::text_fault(bytes, wanted)) {
                 Some(Some(found)) => refused(found),
                 _ => Error::malformed(format!("command JSON: {e}")),
             }
@@ -1055,6 +1064,17 @@ mod tests {
                 )
             );
         }
+        // So is one in a field of the envelope.
+        let text = String::from_utf8(submit_with_result("1")).expect("UTF-8");
+        assert!(text.contains("\"session\": 1,"), "{text}");
+        let edited = text.replacen("\"session\": 1,", "\"session\": 18446744073709551616,", 1);
+        let refused = Command::from_json(edited.as_bytes(), &limits).expect_err("out of range");
+        assert!(
+            refused.message.starts_with(
+                "command JSON: integer out of range: 18446744073709551616 is not from -2^63 to 2^64 − 1 at line"
+            ),
+            "{refused}"
+        );
         for n in ["18446744073709551615", "-9223372036854775808"] {
             let read = Command::from_json(&submit_with_result(n), &limits);
             assert!(read.is_ok(), "{n}: {read:?}");

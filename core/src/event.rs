@@ -1524,6 +1524,23 @@ mod tests {
         let mut bad = json.clone();
         bad["seq"] = serde_json::json!(1.5);
         refused(&bad, "floats are not allowed");
+        // An integer beyond u64 or i64 is named as the readers of JSON text name one (the
+        // parse hands it over as a float); one in range but below a field's range is named
+        // by the field's reader, as a stored event's is.
+        for (field, n) in [
+            ("seq", "18446744073709551616"),
+            ("at", "-18446744073709551616"),
+        ] {
+            let mut bad = json.clone();
+            bad[field] = serde_json::from_str(n).expect("a number");
+            refused(
+                &bad,
+                &format!("integer out of range: {n} is not from -2^63 to 2^64 − 1"),
+            );
+        }
+        let mut bad = json.clone();
+        bad["seq"] = serde_json::json!(-1);
+        refused(&bad, "invalid value: integer `-1`, expected u64");
         let mut bad = json.clone();
         bad["kind"]["type"] = serde_json::json!("work_clamed");
         refused(&bad, "unknown event type \"work_clamed\"");

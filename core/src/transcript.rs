@@ -161,6 +161,19 @@ impl<'h> Runner<'h> {
         } else if expect.is_some() {
             return Err("`expect` must be an object".into());
         }
+        // A field the runner reads itself has one type: any other is named, never passed
+        // over (a `group` that is not a string would otherwise run the step in the previous
+        // step's group).
+        for (field, kind, is) in [
+            ("group", "a string", Value::is_string as fn(&Value) -> bool),
+            ("org", "a string", Value::is_string),
+            ("actor", "a string", Value::is_string),
+            ("tamper", "true or false", Value::is_boolean),
+        ] {
+            if map.get(field).is_some_and(|v| !is(v)) {
+                return Err(format!("`{field}` must be {kind}"));
+            }
+        }
         if let Some(g) = map.get("group").and_then(Value::as_str) {
             self.group = Some(g.to_owned());
         }

@@ -531,3 +531,152 @@ fn the_binary_holds_the_dashboards_module_once() {
         .count();
     assert_eq!(copies, 1, "copies of the dashboard module in the binary");
 }
+
+/// `mwp` run under a 2 GiB address-space limit, as a shell would run it: an input read
+/// without a bound runs out of memory (and aborts) instead of being refused.
+fn mwp_bounded(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -v 2097152; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_mwp"))
+        .args(args);
+    cmd.output().expect("runs")
+}
+
+/// The files `mwp replica`, `mwp transcript`, `mwp verify-snapshot` and `mwp verify-proof`
+/// read are input: a device, a directory, a line longer than any event or text that is not
+/// UTF-8 is refused (exit 2) naming the file and, for text, the line, with bounded memory
+/// and nothing written; a line of `mwp replica` that is not UTF-8 is answered `rejected` as
+/// any line that is not an event.
+#[test]
+fn input_files_are_read_bounded_and_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let zero = os("/dev/zero");
+    for args in [
+        vec![os("replica"), zero.clone()],
+        vec![os("transcript"), zero.clone()],
+        vec![os("verify-proof"), zero.clone()],
+        vec![
+            os("verify-snapshot"),
+            zero.clone(),
+            os("--key"),
+            os(&"11".repeat(32)),
+            os("--org"),
+            os("acme"),
+            os("--group"),
+            os("g1"),
+        ],
+        vec![os("replica"), dir.path().as_os_str().to_owned()],
+    ] {
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let out = mwp_bounded(&refs);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("a character device") || err.contains("a directory"),
+            "{args:?}: {err}"
+        );
+    }
+
+    // A line longer than any event stops `mwp replica`, naming the file and the line.
+    let events = dir.path().join("events.jsonl");
+    let mut text = b"{}\n".to_vec();
+    text.extend(std::iter::repeat_n(b'a', 17 << 20));
+    std::fs::write(&events, &text).expect("write");
+    let out = mwp_bounded(&[std::ffi::OsStr::new("replica"), events.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{} line 2", events.display())) && err.contains("longer than"),
+        "{err}"
+    );
+
+    // A line that is not UTF-8 is a line that is not an event.
+    std::fs::write(&events, b"\xff\xfe\n").expect("write");
+    let out = mwp().arg("replica").arg(&events).output().expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let answers = lines(&out.stdout);
+    assert_eq!(answers[0]["result"], "rejected");
+    assert_eq!(answers[0]["seq"], Value::Null);
+    let message = answers[0]["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("not UTF-8"), "{message}");
+
+    // A transcript that is not UTF-8 names the line, and its data directory is not made.
+    let transcript = dir.path().join("t.jsonl");
+    let lifecycle = std::fs::read(transcripts().join("lifecycle.jsonl")).expect("read");
+    let mut bad = lifecycle.clone();
+    bad.extend(b"\n{\"at\": 1, \"body\": \"\xc3\"}\n");
+    std::fs::write(&transcript, &bad).expect("write");
+    let data = dir.path().join("data");
+    let out = mwp()
+        .arg("transcript")
+        .arg(&transcript)
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let line = lifecycle.iter().filter(|&&b| b == b'\n').count() + 2;
+    assert!(
+        err.contains(&format!("not UTF-8 text: line {line} column")),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(
+        !data.exists(),
+        "nothing is written for a transcript refused"
+    );
+}
+
+/// A snapshot file in a data directory whose size was made up (a sparse file of 50 GiB, with
+/// a header that does not read, or one whose length field matches the size) is damage named
+/// by its path: `mwp verify --data` reports it (exit 1) without trying to hold the file.
+#[test]
+fn a_snapshot_file_of_a_made_up_size_is_refused_unread() {
+    use mwp_core::log_format::{SNAPSHOT_HEADER_LEN, SNAPSHOT_MAGIC, VERSION};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let run = mwp()
+        .arg("transcript")
+        .arg(transcripts().join("lifecycle.jsonl"))
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(0));
+    let snap = data.join("groups/g1/00000000000000000024.snap");
+    let size: u64 = 50 << 30;
+    for header in [false, true] {
+        let file = std::fs::File::create(&snap).expect("create");
+        if header {
+            let mut h = Vec::new();
+            h.extend(SNAPSHOT_MAGIC);
+            h.extend(VERSION.to_le_bytes());
+            h.extend(24u64.to_le_bytes());
+            h.extend((size - SNAPSHOT_HEADER_LEN as u64).to_le_bytes());
+            h.extend(0u32.to_le_bytes());
+            assert_eq!(h.len(), SNAPSHOT_HEADER_LEN);
+            std::io::Write::write_all(&mut &file, &h).expect("write");
+        }
+        file.set_len(size).expect("a sparse file");
+        drop(file);
+        let out = mwp_bounded(&[
+            std::ffi::OsStr::new("verify"),
+            std::ffi::OsStr::new("--data"),
+            data.as_os_str(),
+            std::ffi::OsStr::new("--group"),
+            std::ffi::OsStr::new("g1"),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "header {header}: {err}");
+        let report = lines(&out.stdout);
+        assert_eq!(report[0]["ok"], false, "{}", report[0]);
+        let message = report[0]["error"].as_str().expect("a message");
+        assert!(
+            message.contains("SNAPSHOT_INVALID") && message.contains("00000000000000000024.snap"),
+            "{message}"
+        );
+    }
+}

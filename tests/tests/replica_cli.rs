@@ -246,3 +246,34 @@ fn a_rejected_head_before_any_event_does_not_name_the_group() {
     assert_eq!(last["state_hash"], want["state_hash"]);
     assert_eq!(last["verified_through"], 3);
 }
+
+/// A rejected line changes nothing, the replica's group included: a forged event of another
+/// group (its id does not verify) put before the real history does not name the group, and
+/// the history after it still applies. An intact event names it, even when it is buffered.
+#[test]
+fn a_rejected_first_event_does_not_name_the_group() {
+    let s = rich();
+    let events = s.events();
+    let line = |e: &mwp_core::Event| serde_json::to_string(e).unwrap();
+    let mut forged = events[0].clone();
+    forged.group = mwp_core::Id::new("evil").unwrap();
+    let mut lines = vec![line(&forged)];
+    lines.extend(events.iter().map(line));
+    let out = run_lines(&lines.join("\n"));
+    assert_eq!(out[0]["result"], "rejected", "{}", out[0]);
+    assert_eq!(out[0]["error"]["code"], "LOG_CORRUPT", "{}", out[0]);
+    assert!(out[1..events.len() + 1]
+        .iter()
+        .all(|v| v["result"] == "applied"));
+    let last = out.last().unwrap();
+    assert_eq!(last["cursor"], json!(events.len()));
+    assert_eq!(last["state_hash"], json!(s.hashes()[events.len()]));
+    // The same with the forged event ahead of the cursor (it would be buffered if intact).
+    let mut forged = events[3].clone();
+    forged.group = mwp_core::Id::new("evil").unwrap();
+    let mut lines = vec![line(&forged)];
+    lines.extend(events.iter().map(line));
+    let out = run_lines(&lines.join("\n"));
+    assert_eq!(out[0]["result"], "rejected", "{}", out[0]);
+    assert_eq!(out.last().unwrap()["cursor"], json!(events.len()));
+}

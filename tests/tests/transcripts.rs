@@ -621,3 +621,39 @@ fn transcripts_cover_every_command_type_and_error_code() {
         "never expected: {missing_codes:?}"
     );
 }
+
+/// A step field the runner reads itself (`group`, `org`, `actor`, `tamper`) of another type
+/// is an invalid step naming the field, never passed over: a `group` that is not a string
+/// would run the step in the previous step's group, a `tamper` that is not a boolean would
+/// send the command untampered.
+#[test]
+fn a_step_field_of_the_wrong_type_is_named() {
+    let good = std::fs::read_to_string(transcript_dir().join("lifecycle.jsonl")).expect("read");
+    let mut lines = good.lines();
+    let first = lines.next().expect("a first line");
+    let second: serde_json::Value =
+        serde_json::from_str(lines.next().expect("a second line")).expect("JSON");
+    for (field, value, words) in [
+        ("group", serde_json::json!(5), "`group` must be a string"),
+        (
+            "group",
+            serde_json::json!(["g1"]),
+            "`group` must be a string",
+        ),
+        ("org", serde_json::json!(null), "`org` must be a string"),
+        ("actor", serde_json::json!(7), "`actor` must be a string"),
+        (
+            "tamper",
+            serde_json::json!("yes"),
+            "`tamper` must be true or false",
+        ),
+    ] {
+        let mut step = second.clone();
+        step[field] = value;
+        step.as_object_mut().expect("a step").remove("expect");
+        let (out, failed) = mwp_core::transcript::run_in_memory(&format!("{first}\n{step}"));
+        assert!(failed, "{field}: {out:?}");
+        assert_eq!(out[1]["outcome"], "invalid", "{field}: {}", out[1]);
+        assert_eq!(out[1]["problem"], words, "{field}: {}", out[1]);
+    }
+}

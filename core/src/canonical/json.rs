@@ -120,7 +120,14 @@ impl<'de> Visitor<'de> for Transcode<'_> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.serialize_f64(v).map_err(encoder_refused)
+        self.0.serialize_f64(v).map_err(|e| {
+            // A JSON parse hands an integer beyond u64 or i64 over as a float: it is named as
+            // the readers of JSON text name it ([`TextFault::IntegerOutOfRange`]).
+            match integer_out_of_range(v) {
+                Some(n) => E::custom(TextFault::IntegerOutOfRange(n).to_string()),
+                None => encoder_refused(e),
+            }
+        })
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
@@ -211,6 +218,29 @@ pub(crate) enum TextFault {
     IntegerOutOfRange(String),
 }
 
+impl fmt::Display for TextFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TextFault::DuplicateKey(key) => write!(f, "{DUPLICATE_KEY} `{key}`"),
+            TextFault::IntegerOutOfRange(n) => {
+                write!(f, "integer out of range: {n} is not from -2^63 to 2^64 − 1")
+            }
+        }
+    }
+}
+
+/// The integer a float handed over by a parse stands for, written out in full, when it is a
+/// whole number a parse gives only for an integer outside -2^63 ..= 2^64 − 1 (at least 2^64,
+/// or at most -2^63, which an integer in range is handed over as an `i64`); `None` for any
+/// other float, which is refused as a float. The number named is the float handed over: the
+/// integer written when the parse holds it exactly (2^64, -2^64), else the nearest it made.
+fn integer_out_of_range(v: f64) -> Option<String> {
+    // 2^64 and -2^63 are exact in f64.
+    let whole = v.is_finite() && v.fract() == 0.0;
+    (whole && (v >= 18_446_744_073_709_551_616.0 || v <= -9_223_372_036_854_775_808.0))
+        .then(|| format!("{v:.0}"))
+}
+
 /// A [`TextFault`] and where it starts in the text: line and column (of bytes) from 1, as
 /// serde_json places its own errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,13 +252,11 @@ pub(crate) struct Found {
 
 impl fmt::Display for Found {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.fault {
-            TextFault::DuplicateKey(key) => write!(f, "{DUPLICATE_KEY} `{key}`")?,
-            TextFault::IntegerOutOfRange(n) => {
-                write!(f, "integer out of range: {n} is not from -2^63 to 2^64 − 1")?
-            }
-        }
-        write!(f, " at line {} column {}", self.line, self.column)
+        write!(
+            f,
+            "{} at line {} column {}",
+            self.fault, self.line, self.column
+        )
     }
 }
 

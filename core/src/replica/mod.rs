@@ -1365,90 +1365,147 @@ fn is_head_line(line: &str) -> bool {
 /// When a key is given or a head line was seen, the final line also carries
 /// `"verified_through"`; otherwise the output is exactly [`run_lines`]'s.
 pub fn run_lines_with(text: &str, trusted: Option<&PublicKey>) -> Vec<Value> {
-    let mut replica: Option<Replica> = None;
-    let mut out = Vec::new();
-    let mut n = 0u64;
-    let mut heads_seen = false;
-    for line in text.lines() {
+    let mut lines = LineReplica::new(trusted);
+    let mut out: Vec<Value> = text.lines().filter_map(|l| lines.offer_line(l)).collect();
+    out.push(lines.finish());
+    out
+}
+
+/// [`run_lines_with`] a line at a time, for a reader that streams its input: each non-blank
+/// line is answered as it is offered ([`LineReplica::offer_line`]), and
+/// [`LineReplica::finish`] gives the closing line. A rejected line changes nothing: in
+/// particular, the replica's group is named only by an event the replica did not reject (or
+/// a head that verified), so a forged line of another group put first cannot shut out the
+/// events after it.
+#[derive(Debug)]
+pub struct LineReplica {
+    replica: Option<Replica>,
+    trusted: Option<PublicKey>,
+    /// Non-blank lines offered so far.
+    offered: u64,
+    heads_seen: bool,
+}
+
+impl LineReplica {
+    /// A fresh replica for `mwp replica`, checking signed heads under `trusted`.
+    pub fn new(trusted: Option<&PublicKey>) -> Self {
+        LineReplica {
+            replica: None,
+            trusted: trusted.cloned(),
+            offered: 0,
+            heads_seen: false,
+        }
+    }
+
+    /// Answers one line of input: `None` for a blank line (not counted), else its answer.
+    pub fn offer_line(&mut self, line: &str) -> Option<Value> {
         if line.trim().is_empty() {
-            continue;
+            return None;
         }
-        n += 1;
+        self.offered += 1;
+        let n = self.offered;
         if is_head_line(line) {
-            heads_seen = true;
-            let head = SignedHead::from_json(line);
-            let seq = head.as_ref().map_or(Value::Null, |h| json!(h.seq));
-            let answer = match (head, trusted) {
-                (Err(e), _) => Err(e),
-                (Ok(_), None) => Err(Error::new(
-                    Code::HeadInvalid,
-                    format!(
-                        "line {n} is a signed head, and no authority key was given to check it \
-                         (--authority-key HEX)"
-                    ),
-                )
-                .with("check", "key")),
-                (Ok(h), Some(key)) => match replica.as_mut() {
-                    Some(r) => r.offer_head(&h, key),
-                    // Before any event, only a head that verifies names the replica's group:
-                    // a rejected line changes nothing.
-                    None => {
-                        let mut fresh = Replica::new(h.group.clone());
-                        let answer = fresh.offer_head(&h, key);
-                        if answer.is_ok() {
-                            replica = Some(fresh);
-                        }
-                        answer
-                    }
-                },
-            };
-            let through = replica.as_ref().map_or(0, Replica::verified_through);
-            let mut v = json!({"offer": n, "head": seq, "verified_through": through});
-            match answer {
-                Ok(HeadOffer::Verified { .. }) => v["result"] = json!("verified"),
-                Ok(HeadOffer::Ahead { .. }) => v["result"] = json!("ahead"),
-                Ok(HeadOffer::Stale { .. }) => v["result"] = json!("stale"),
-                Err(e) => {
-                    v["result"] = json!("rejected");
-                    v["error"] = json!(e);
-                }
-            }
-            out.push(v);
-            continue;
+            return Some(self.offer_head_line(n, line));
         }
-        match serde_json::from_str::<Event>(line) {
+        Some(match serde_json::from_str::<Event>(line) {
             Ok(event) => {
                 let seq = event.seq;
-                let r = replica.get_or_insert_with(|| Replica::new(event.group.clone()));
-                let offer = r.offer(event);
+                let mut fresh = None;
+                let replica = match self.replica.as_mut() {
+                    Some(r) => r,
+                    None => fresh.insert(Replica::new(event.group.clone())),
+                };
+                let offer = replica.offer(event);
                 let mut v = json!({
-                    "offer": n, "seq": seq, "result": offer.name(), "cursor": r.cursor(),
+                    "offer": n, "seq": seq, "result": offer.name(), "cursor": replica.cursor(),
                 });
-                if let Offer::Rejected(e) = offer {
-                    v["error"] = json!(e);
+                match offer {
+                    Offer::Rejected(e) => v["error"] = json!(e),
+                    // Only an event the replica took names its group.
+                    _ => {
+                        if let Some(fresh) = fresh {
+                            self.replica = Some(fresh);
+                        }
+                    }
                 }
-                out.push(v);
+                v
             }
+            Err(e) => self.not_an_event(Error::malformed(format!("line {n} is not an event: {e}"))),
+        })
+    }
+
+    /// Answers a non-blank line that could not be read as text (`why` says what was wrong):
+    /// `rejected` with `seq: null`, as a line that is not an event; it changes nothing.
+    pub fn offer_unreadable(&mut self, why: &str) -> Value {
+        self.offered += 1;
+        let n = self.offered;
+        self.not_an_event(Error::malformed(format!("line {n} is not an event: {why}")))
+    }
+
+    fn not_an_event(&self, error: Error) -> Value {
+        json!({
+            "offer": self.offered, "seq": null, "result": "rejected",
+            "cursor": self.replica.as_ref().map_or(0, Replica::cursor), "error": error,
+        })
+    }
+
+    fn offer_head_line(&mut self, n: u64, line: &str) -> Value {
+        self.heads_seen = true;
+        let head = SignedHead::from_json(line);
+        let seq = head.as_ref().map_or(Value::Null, |h| json!(h.seq));
+        let answer = match (head, self.trusted.as_ref()) {
+            (Err(e), _) => Err(e),
+            (Ok(_), None) => Err(Error::new(
+                Code::HeadInvalid,
+                format!(
+                    "line {n} is a signed head, and no authority key was given to check it \
+                     (--authority-key HEX)"
+                ),
+            )
+            .with("check", "key")),
+            (Ok(h), Some(key)) => match self.replica.as_mut() {
+                Some(r) => r.offer_head(&h, key),
+                // Before any event, only a head that verifies names the replica's group:
+                // a rejected line changes nothing.
+                None => {
+                    let mut fresh = Replica::new(h.group.clone());
+                    let answer = fresh.offer_head(&h, key);
+                    if answer.is_ok() {
+                        self.replica = Some(fresh);
+                    }
+                    answer
+                }
+            },
+        };
+        let through = self.replica.as_ref().map_or(0, Replica::verified_through);
+        let mut v = json!({"offer": n, "head": seq, "verified_through": through});
+        match answer {
+            Ok(HeadOffer::Verified { .. }) => v["result"] = json!("verified"),
+            Ok(HeadOffer::Ahead { .. }) => v["result"] = json!("ahead"),
+            Ok(HeadOffer::Stale { .. }) => v["result"] = json!("stale"),
             Err(e) => {
-                let error = Error::malformed(format!("line {n} is not an event: {e}"));
-                out.push(json!({
-                    "offer": n, "seq": null, "result": "rejected",
-                    "cursor": replica.as_ref().map_or(0, Replica::cursor), "error": error,
-                }));
+                v["result"] = json!("rejected");
+                v["error"] = json!(e);
             }
         }
+        v
     }
-    let (cursor, hash) = match &replica {
-        Some(r) => (r.cursor(), r.state_hash()),
-        None => (0, Ok(Hash::ZERO)),
-    };
-    let mut last = match hash {
-        Ok(h) => json!({"cursor": cursor, "state_hash": h}),
-        Err(e) => json!({"cursor": cursor, "error": e}),
-    };
-    if trusted.is_some() || heads_seen {
-        last["verified_through"] = json!(replica.as_ref().map_or(0, Replica::verified_through));
+
+    /// The closing line: `{"cursor": C, "state_hash": H}` (H the state hash at seq C), with
+    /// `"verified_through"` when a key was given or a head line was seen.
+    pub fn finish(&self) -> Value {
+        let (cursor, hash) = match &self.replica {
+            Some(r) => (r.cursor(), r.state_hash()),
+            None => (0, Ok(Hash::ZERO)),
+        };
+        let mut last = match hash {
+            Ok(h) => json!({"cursor": cursor, "state_hash": h}),
+            Err(e) => json!({"cursor": cursor, "error": e}),
+        };
+        if self.trusted.is_some() || self.heads_seen {
+            last["verified_through"] =
+                json!(self.replica.as_ref().map_or(0, Replica::verified_through));
+        }
+        last
     }
-    out.push(last);
-    out
 }

@@ -90,8 +90,10 @@ pub fn run(cmd: AuditCommand) -> Outcome {
     }
 }
 
+/// The file at `path`, whole: an artifact holds a whole history, so no cap but the file's
+/// end; a directory or a device is refused by its type ([`super::input::open`]).
 fn read(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
-    std::fs::read(path).map_err(|e| {
+    super::input::read(path, u64::MAX).map_err(|e| {
         Failure::new(
             EXIT_BAD_INPUT,
             format!("cannot read the {what} {}: {e}", path.display()),

@@ -13,6 +13,7 @@ pub mod bench;
 pub mod client;
 pub mod demo;
 pub mod export;
+pub mod input;
 pub mod replay;
 pub mod replica;
 pub mod snapshot;
@@ -632,13 +633,15 @@ fn load_org_policy(
         );
         return Ok(None);
     };
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let cannot = |e: String| {
         Failure::new(
             EXIT_BAD_INPUT,
             format!("cannot read the org policy {}: {e}", path.display()),
         )
-    })?;
-    let policy = mwp_audit::load_policy(&text)
+    };
+    let bytes = input::read(path, input::MAX_POLICY_BYTES).map_err(|e| cannot(e.to_string()))?;
+    let text = input::text(&bytes).map_err(cannot)?;
+    let policy = mwp_audit::load_policy(text)
         .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("{}: {}", path.display(), e.message)))?;
     let orgs: Vec<String> = policy.orgs.keys().map(|o| o.to_string()).collect();
     tracing::info!(

@@ -1,8 +1,9 @@
 //! `mwp replica FILE`: offers events (JSON lines, in the order given) to a fresh replica and
 //! prints each answer, then the final cursor and state hash (SPEC §11).
 //!
-//! The replica's group is the group of the first event that decodes (or of a signed head that
-//! verifies before any event); events of another group are rejected by the replica. A line that is not an event is answered `rejected` with
+//! The replica's group is the group of the first event the replica does not reject (or of a
+//! signed head that verifies before any event); events of another group are rejected by the
+//! replica. A line that is not an event (or not UTF-8) is answered `rejected` with
 //! `seq: null` and the reason, and changes nothing. A signed head (`"schema": "mwp.head.v1"`)
 //! is checked under `--authority-key HEX` and answered `verified`, `ahead`, `stale` or
 //! `rejected`; with a key or a head the final line also carries `verified_through`.
@@ -10,10 +11,11 @@
 use std::io::Write;
 use std::path::Path;
 
+use mwp_core::replica::LineReplica;
 use mwp_core::PublicKey;
 use serde_json::{json, Value};
 
-use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_OK, EXIT_UNAVAILABLE};
+use super::{input, Failure, Outcome, EXIT_BAD_INPUT, EXIT_OK, EXIT_UNAVAILABLE};
 
 /// Offers every non-blank line of `text` in order; returns one output line per offer and
 /// the closing `{"cursor", "state_hash"}` line. Signed-head lines are checked under `trusted`
@@ -27,26 +29,50 @@ pub fn run_lines(text: &str, trusted: Option<&PublicKey>) -> (Vec<Value>, Value)
     (out, last)
 }
 
-/// Runs `mwp replica FILE [--authority-key HEX]`.
+/// Runs `mwp replica FILE [--authority-key HEX]`: FILE is read a line at a time, each line
+/// answered as it is read. A line that is not UTF-8 is answered `rejected` as any line that is
+/// not an event; a line longer than [`input::MAX_EVENT_LINE_BYTES`] (longer than any event),
+/// or a FILE that cannot be read, stops the command with exit 2 naming FILE and the line.
 pub fn run(file: &Path, authority_key: Option<&str>) -> Outcome {
     let trusted = match authority_key {
         Some(hex) => Some(super::export::parse_key(hex, "--authority-key")?),
         None => None,
     };
-    let text = std::fs::read_to_string(file).map_err(|e| {
+    let unreadable = |line: Option<u64>, e: std::io::Error| {
+        let at = line.map_or(String::new(), |l| format!(" line {l}"));
         Failure::new(
             EXIT_BAD_INPUT,
-            format!("cannot read events {}: {e}", file.display()),
+            format!("cannot read events {}{at}: {e}", file.display()),
         )
-    })?;
-    let (lines, last) = run_lines(&text, trusted.as_ref());
+    };
+    let mut reader = std::io::BufReader::new(input::open(file).map_err(|e| unreadable(None, e))?);
+    let mut lines = LineReplica::new(trusted.as_ref());
     let mut stdout = std::io::stdout().lock();
-    lines
-        .iter()
-        .chain(std::iter::once(&last))
-        .try_for_each(|l| writeln!(stdout, "{l}"))
+    let write_failed =
+        |e: std::io::Error| Failure::new(EXIT_UNAVAILABLE, format!("cannot write the output: {e}"));
+    let mut number = 0u64;
+    while let Some(line) = input::next_line(&mut reader, input::MAX_EVENT_LINE_BYTES)
+        .map_err(|e| unreadable(Some(number + 1), e))?
+    {
+        number += 1;
+        let answer = match std::str::from_utf8(&line) {
+            Ok(text) => lines.offer_line(text),
+            Err(e) => Some(lines.offer_unreadable(&format!(
+                "it is not UTF-8 text (byte {} of the line)",
+                e.valid_up_to() + 1
+            ))),
+        };
+        if let Some(answer) = answer {
+            writeln!(stdout, "{answer}").map_err(write_failed)?;
+        }
+    }
+    let mut last = lines.finish();
+    if last.get("state_hash").is_none() {
+        last["state_hash"] = Value::Null;
+    }
+    writeln!(stdout, "{last}")
         .and_then(|()| stdout.flush())
-        .map_err(|e| Failure::new(EXIT_UNAVAILABLE, format!("cannot write the output: {e}")))?;
+        .map_err(write_failed)?;
     Ok(EXIT_OK)
 }
 

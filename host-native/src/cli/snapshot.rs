@@ -57,7 +57,8 @@ pub fn verify(file: &Path, key: &str, org: &str, group: &str, min_seq: u64) -> O
     let key = PublicKey::from_hex(key)
         .map_err(|e| Failure::new(EXIT_BAD_INPUT, format!("--key: {e}")))?;
     let (org, group) = (id(org, "--org")?, id(group, "--group")?);
-    let bytes = std::fs::read(file).map_err(|e| {
+    let max = mwp_core::export::MAX_SNAPSHOT_FILE;
+    let bytes = super::input::read(file, max).map_err(|e| {
         Failure::new(
             EXIT_BAD_INPUT,
             format!("cannot read snapshot {}: {e}", file.display()),

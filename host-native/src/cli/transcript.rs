@@ -137,12 +137,17 @@ impl Host for ServiceHost {
 
 /// Runs the transcript in `file` on a fresh authority of the kind `url` names.
 pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
-    let text = std::fs::read_to_string(file).map_err(|e| {
+    // Read and checked whole before any store is opened: a transcript that cannot be read
+    // changes nothing on disk.
+    let unreadable = |e: String| {
         Failure::new(
             EXIT_BAD_INPUT,
             format!("cannot read transcript {}: {e}", file.display()),
         )
-    })?;
+    };
+    let bytes = super::input::read(file, super::input::MAX_TRANSCRIPT_BYTES)
+        .map_err(|e| unreadable(e.to_string()))?;
+    let text = super::input::text(&bytes).map_err(unreadable)?;
     let mut host = match url {
         StoreUrl::Memory => ServiceHost::memory(),
         other => {
@@ -174,7 +179,7 @@ pub fn run(file: &Path, url: &StoreUrl) -> Outcome {
             )
         }
     };
-    let failed = run_text(&mut host, &text, &mut std::io::stdout().lock()).map_err(|e| {
+    let failed = run_text(&mut host, text, &mut std::io::stdout().lock()).map_err(|e| {
         Failure::new(
             super::EXIT_UNAVAILABLE,
             format!("cannot write the output: {e}"),

@@ -22,7 +22,7 @@ pub fn run(file: &Path, authority_key: Option<&str>, output: &OutputArgs) -> Out
         Some(hex) => Some(super::export::parse_key(hex, "--authority-key")?),
         None => None,
     };
-    let bytes = std::fs::read(file).map_err(|e| {
+    let bytes = super::input::read(file, super::input::MAX_PROOF_BYTES).map_err(|e| {
         Failure::new(
             EXIT_BAD_INPUT,
             format!("cannot read the fork proof {}: {e}", file.display()),

@@ -8,7 +8,6 @@
 //! and the sender's own `key` in its `members`. A `lease` written `"<work>#<epoch>"` is
 //! replaced by the derived lease ID, as in transcripts (SPEC §12).
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -16,7 +15,7 @@ use mwp_core::lease::LeaseId;
 use mwp_core::{Body, Command, Id, PublicKey};
 use serde_json::{json, Map, Value};
 
-use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::super::{input, Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::{id, OutputArgs, ServerArgs};
 
 /// `mwp submit` arguments.
@@ -60,19 +59,17 @@ fn bad(message: impl Into<String>) -> Failure {
     Failure::new(EXIT_BAD_INPUT, message)
 }
 
-fn read_body(path: &PathBuf) -> Result<Value, Failure> {
+fn read_body(path: &std::path::Path) -> Result<Value, Failure> {
     let (name, text) = if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
+        let bytes = input::read_capped(std::io::stdin().lock(), input::MAX_BODY_BYTES)
             .map_err(|e| bad(format!("cannot read the body from stdin: {e}")))?;
-        ("stdin".to_owned(), text)
+        ("stdin".to_owned(), bytes)
     } else {
-        let text = std::fs::read_to_string(path)
+        let bytes = input::read(path, input::MAX_BODY_BYTES)
             .map_err(|e| bad(format!("cannot read body {}: {e}", path.display())))?;
-        (path.display().to_string(), text)
+        (path.display().to_string(), bytes)
     };
-    serde_json::from_str(&text).map_err(|e| bad(format!("{name} is not JSON: {e}")))
+    serde_json::from_slice(&text).map_err(|e| bad(format!("{name} is not JSON: {e}")))
 }
 
 /// The envelope's field `name`, from the flag or the file.

@@ -317,7 +317,27 @@ pub(crate) fn read_snapshot_file(be: &dyn Backend, path: &Path) -> Result<Vec<u8
     let len = file
         .len()
         .map_err(io_err(format!("size of {}", path.display())))?;
-    let mut buf = vec![0u8; len as usize];
+    // A size this process cannot hold is an error, not an abort.
+    let len = usize::try_from(len).map_err(|_| {
+        Error::new(
+            Code::Storage,
+            format!(
+                "{} is {len} bytes, more than this process can hold",
+                path.display()
+            ),
+        )
+    })?;
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len).map_err(|e| {
+        Error::new(
+            Code::Storage,
+            format!(
+                "{} is {len} bytes, more than this process can hold: {e}",
+                path.display()
+            ),
+        )
+    })?;
+    buf.resize(len, 0);
     file.read_at(0, &mut buf)
         .map_err(io_err(format!("read {}", path.display())))?;
     Ok(buf)

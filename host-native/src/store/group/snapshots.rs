@@ -35,11 +35,36 @@ impl GroupLog {
     /// The payload of the snapshot file at `seq`, its frame checked (its header, checksum,
     /// and the seq its name gives): `SNAPSHOT_INVALID` naming the file by its path otherwise.
     /// Its signature and state are the caller's to check.
+    ///
+    /// The header is checked before the payload is read, and a payload over
+    /// `export::MAX_SNAPSHOT_FILE` (the most any reader of snapshots takes) is refused unread:
+    /// a file whose size was made up (a sparse file of many GiB) is never held in memory.
     fn snapshot_payload(&self, seq: u64) -> Result<Vec<u8>> {
         let path = self.path(&snapshot_name(seq));
-        let bytes = read_snapshot_file(&*self.ctx.backend, &path)?;
         let invalid =
             |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
+        let be = &*self.ctx.backend;
+        let file = be
+            .open(&path)
+            .map_err(io_err(format!("open {}", path.display())))?;
+        let file_len = file
+            .len()
+            .map_err(io_err(format!("size of {}", path.display())))?;
+        let mut head = [0u8; SNAPSHOT_HEADER_LEN];
+        let head_len = head
+            .len()
+            .min(usize::try_from(file_len).unwrap_or(usize::MAX));
+        file.read_at(0, &mut head[..head_len])
+            .map_err(io_err(format!("read {}", path.display())))?;
+        let header = SnapshotHeader::check(&head[..head_len], file_len).map_err(invalid)?;
+        let max = mwp_core::export::MAX_SNAPSHOT_FILE;
+        if header.len > max {
+            return Err(invalid(format!(
+                "its payload is {} bytes, more than the {max} a snapshot may hold",
+                header.len
+            )));
+        }
+        let bytes = read_snapshot_file(be, &path)?;
         let (header_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
         if header_seq != seq {
             return Err(invalid(format!(
@@ -151,6 +176,14 @@ pub(crate) fn load_snapshot(
     file.read_at(0, &mut head[..head_len])
         .map_err(io_err(format!("read {}", path.display())))?;
     let header = SnapshotHeader::check(&head[..head_len], file_len).map_err(invalid)?;
+    // Nor is a payload over what any reader takes read through (for its checksum).
+    let max = mwp_core::export::MAX_SNAPSHOT_FILE;
+    if header.len > max {
+        return Err(invalid(format!(
+            "its payload is {} bytes, more than the {max} a snapshot may hold",
+            header.len
+        )));
+    }
     let mut reader = FileReader {
         file: &*file,
         offset: SNAPSHOT_HEADER_LEN as u64,
