@@ -3,9 +3,9 @@
 //! client reads nothing of an answer for `send_timeout`.
 //!
 //! `axum::serve` sets none of these, so this loop does what it does (one hyper HTTP/1
-//! connection per accepted socket, graceful shutdown) with the three limits. A connection holds a permit
-//! of a semaphore from accept to close; when none is left the loop stops accepting and new
-//! connections wait in the kernel's backlog until one closes. The header-read timeout is
+//! connection per accepted socket, graceful shutdown) with the three limits. A connection
+//! holds a permit of a semaphore from accept to close; when none is left the loop stops
+//! accepting and new connections wait in the kernel's backlog until one closes. The header-read timeout is
 //! hyper's: it runs from the moment a connection waits for a request head (so it also closes
 //! a keep-alive connection idle for that long). hyper has no timeout for writing: a client
 //! that sends requests and never reads the answers would hold its connection (and the
@@ -98,9 +98,12 @@ where
 }
 
 /// A connection's socket whose writes fail (`TimedOut`) once one has waited `limit` without
-/// the client taking a byte: hyper then closes the connection. A write that makes progress,
-/// however slow, starts the wait again, so only a client that reads nothing at all for
-/// `limit` is cut; its request in flight, or its live tail, ends with it.
+/// the kernel taking a byte: hyper then closes the connection. A write the kernel takes,
+/// however small, starts the wait again. The kernel takes bytes again only once the client
+/// has read a part of what is queued between the two ends (some hundreds of KB on
+/// loopback), so a client that reads nothing is cut after `limit`, and so may be one that
+/// reads only a few KB a second with megabytes queued for it (docs/decisions.md); its
+/// request in flight, or its live tail, ends with it.
 struct SendDeadline<T> {
     io: T,
     limit: Duration,

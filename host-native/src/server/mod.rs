@@ -66,7 +66,8 @@ pub struct ServerConfig {
     /// answered 400 `MALFORMED` and its connection closed. At most `request_timeout`, which
     /// bounds the whole request.
     pub body_read_timeout: Duration,
-    /// Longest a connection's answer may wait for the client to read any of it; then the
+    /// Longest a write of a connection's answer may wait for the kernel to take any of it
+    /// (which it does once the client has read a part of what is queued); then the
     /// connection is closed (a client that sends requests and never reads the answers holds
     /// no connection longer than this).
     pub send_timeout: Duration,
