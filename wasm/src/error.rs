@@ -78,8 +78,8 @@ pub fn storage(what: impl std::fmt::Display) -> Error {
 /// The error a server answered with (`body`: its JSON form, or canonical CBOR), as the
 /// native client reads it (the core's `Error::from_answer`): `{code, message, details}`, the
 /// message quoted printable and cut at 1,000 characters; `undefined` unless it is an mwp
-/// error with a code of the spec's. Not in the viewer builds, which read no server's errors.
-#[cfg(feature = "full")]
+/// error with a code of the spec's. In every build: the dashboard's module (the `dashboard`
+/// feature, without `full`) runs the npm package's `Client`, which reads every answer with it.
 #[wasm_bindgen::prelude::wasm_bindgen(js_name = errorOfAnswer)]
 pub fn error_of_answer(body: &[u8]) -> JsValue {
     let Some(e) = Error::from_answer(body) else {
