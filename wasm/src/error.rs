@@ -93,3 +93,11 @@ pub fn error_of_answer(body: &[u8]) -> JsValue {
     let _ = js_sys::Reflect::set(&obj, &"details".into(), &details);
     obj.into()
 }
+
+/// `text` fit for a terminal, as the native client quotes a server's words (the core's
+/// `printable`): control characters other than newline and tab escaped (`\u{1b}`), cut after
+/// `max` characters with `…`. For a server's text that is not an mwp error.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = printable)]
+pub fn printable(text: &str, max: u32) -> String {
+    mwp_core::error::printable(text, max as usize)
+}
