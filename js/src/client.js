@@ -102,7 +102,7 @@ async function errorOf(response) {
 /** The error an `event: error` message of a live tail carries (as `errorOf` reads an answer). */
 function tailError(text) {
   const answer = w.errorOfAnswer(new TextEncoder().encode(text));
-  if (answer === undefined) return new HttpError("STORAGE", `the live tail ended with an error that is not mwp's: ${text.slice(0, 200)}`, {}, 200);
+  if (answer === undefined) return new HttpError("STORAGE", `the live tail ended with an error that is not mwp's: ${w.printable(text, 200)}`, {}, 200);
   return new HttpError(answer.code, answer.message, answer.details ?? {}, 200);
 }
 
@@ -180,6 +180,9 @@ async function* readSse(body, onHead, idleMs = TAIL_IDLE_MS) {
         buffer = buffer.slice(nl + 1);
         if (line === "") {
           if (data.length > 0) {
+            // An error message is read by the one rule, JSON or not (anything that is not an
+            // mwp error is STORAGE, as the native client reads it).
+            if (type === "error") throw tailError(data.join("\n"));
             let payload;
             try {
               payload = JSON.parse(data.join("\n"));
@@ -187,7 +190,6 @@ async function* readSse(body, onHead, idleMs = TAIL_IDLE_MS) {
               throw malformed(`the live tail sent a message that is not JSON: ${e?.message ?? e}`, 200);
             }
             if (!isObject(payload)) throw malformed(`the live tail sent a message that is not a JSON object: ${data.join("\n").slice(0, 200)}`, 200);
-            if (type === "error") throw tailError(data.join("\n"));
             if (type === "message" || type === "event") {
               if (!Number.isSafeInteger(payload.seq) || payload.seq < 1) throw malformed(`the live tail sent an event without a valid seq: ${JSON.stringify(payload.seq)}`, 200);
               yield payload;

@@ -76,7 +76,7 @@ test("a tail message longer than any event is MALFORMED, read no further than th
 });
 
 test("a tail message that is not an event is MALFORMED and is not retried", { timeout: 30_000 }, async (t) => {
-  for (const message of ["data: null\n\n", "data: {not json\n\n", 'data: {"seq": "1"}\n\n', "event: error\ndata: null\n\n", "data: [1]\n\n"]) {
+  for (const message of ["data: null\n\n", "data: {not json\n\n", 'data: {"seq": "1"}\n\n', "data: [1]\n\n"]) {
     const server = await standIn((socket) => socket.end(SSE_HEAD + message));
     await assert.rejects(drain(new mwp.Client(server.url), { retry: { initialMs: 1, attempts: 3 } }), isMalformed, message);
     assert.equal(server.state.connections, 1, `${message}: not retried`);
@@ -263,6 +263,9 @@ test("an error answer is read as the native client reads it: a code of the spec'
     "/v1/groups/long/head": (s) => json(s, "409 Conflict", { code: "FENCED", message: long }),
     "/v1/groups/tail-made-up/events/stream": (s) => s.end(SSE_HEAD + 'event: error\ndata: {"code":"PWNED","message":"x"}\n\n'),
     "/v1/groups/tail-real/events/stream": (s) => s.end(SSE_HEAD + 'event: error\ndata: {"code":"CURSOR_TOO_OLD","message":"a\\u001bb","oldest":4}\n\n'),
+    "/v1/groups/tail-not-json/events/stream": (s) => s.end(SSE_HEAD + "event: error\ndata: gone \u001b[31m\u009b0m\n\n"),
+    "/v1/groups/tail-not-object/events/stream": (s) => s.end(SSE_HEAD + 'event: error\ndata: "PWNED"\n\n'),
+    "/v1/groups/tail-null/events/stream": (s) => s.end(SSE_HEAD + "event: error\ndata: null\n\n"),
   };
   const server = await standIn((socket, _, head) => {
     const target = head.split(" ")[1].split("?")[0];
@@ -285,6 +288,11 @@ test("an error answer is read as the native client reads it: a code of the spec'
   })();
   await fails(tail("tail-made-up"), "STORAGE", 200, (e) => e.message.includes("not mwp's"));
   await fails(tail("tail-real"), "CURSOR_TOO_OLD", 200, (e) => e.message === "a\\u{1b}b" && e.details.oldest === 4);
+  // Not JSON, or not an object: STORAGE as any other answer that is not mwp's (natively too),
+  // its words quoted printable.
+  await fails(tail("tail-not-json"), "STORAGE", 200, (e) => e.message.endsWith("not mwp's: gone \\u{1b}[31m\\u{9b}0m"));
+  await fails(tail("tail-not-object"), "STORAGE", 200, (e) => e.message.endsWith('not mwp\'s: "PWNED"'));
+  await fails(tail("tail-null"), "STORAGE", 200, (e) => e.message.endsWith("not mwp's: null"));
 });
 
 test("a seq, page size or retry count that is not a count is MALFORMED before any request", async () => {

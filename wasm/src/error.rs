@@ -78,8 +78,8 @@ pub fn storage(what: impl std::fmt::Display) -> Error {
 /// The error a server answered with (`body`: its JSON form, or canonical CBOR), as the
 /// native client reads it (the core's `Error::from_answer`): `{code, message, details}`, the
 /// message quoted printable and cut at 1,000 characters; `undefined` unless it is an mwp
-/// error with a code of the spec's. Not in the viewer builds, which read no server's errors.
-#[cfg(feature = "full")]
+/// error with a code of the spec's. In every build: the dashboard's module (the `dashboard`
+/// feature, without `full`) runs the npm package's `Client`, which reads every answer with it.
 #[wasm_bindgen::prelude::wasm_bindgen(js_name = errorOfAnswer)]
 pub fn error_of_answer(body: &[u8]) -> JsValue {
     let Some(e) = Error::from_answer(body) else {
@@ -92,4 +92,12 @@ pub fn error_of_answer(body: &[u8]) -> JsValue {
     let details = crate::codec::to_js(&e.details).unwrap_or(JsValue::UNDEFINED);
     let _ = js_sys::Reflect::set(&obj, &"details".into(), &details);
     obj.into()
+}
+
+/// `text` fit for a terminal, as the native client quotes a server's words (the core's
+/// `printable`): control characters other than newline and tab escaped (`\u{1b}`), cut after
+/// `max` characters with `…`. For a server's text that is not an mwp error.
+#[wasm_bindgen::prelude::wasm_bindgen(js_name = printable)]
+pub fn printable(text: &str, max: u32) -> String {
+    mwp_core::error::printable(text, max as usize)
 }

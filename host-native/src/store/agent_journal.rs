@@ -95,8 +95,7 @@ impl Journal {
     /// FIFO) is `STORAGE` naming it.
     pub fn open(path: impl AsRef<Path>) -> Result<(Journal, AgentImage)> {
         let path = path.as_ref();
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        check_journal_name(&path.display().to_string(), &name)?;
+        check_journal_name(&path.display().to_string(), &last_name(path))?;
         let lock = DirLock::acquire_file(path)?;
         // What is at the path must be a journal file or nothing: a directory or a FIFO put
         // there is refused (opened without blocking), never read, replaced or written past.
@@ -266,6 +265,14 @@ impl Journal {
             .map_err(io_err(format!("sync {}", dir.display())))?;
         Ok(file)
     }
+}
+
+/// The last name in `path` as written, as Node's `basename` reads it (trailing `/` dropped):
+/// not `Path::file_name`, which reads `d/x/.` as `x` where the path names no file.
+fn last_name(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let text = text.trim_end_matches('/');
+    text.rsplit('/').next().unwrap_or_default().to_owned()
 }
 
 #[cfg(test)]
@@ -551,6 +558,35 @@ mod tests {
         journal
             .append(&write_set(2, "a-2", &key()))
             .expect("journal a still holds its lock");
+    }
+
+    /// A path that ends in `.` or `..` names no file: refused before anything is created
+    /// (read as `Path::file_name` reads it, `d/x/.` was the journal `x`, its lock files made
+    /// inside `x`), as Node and Deno refuse it.
+    #[test]
+    fn a_journal_path_that_names_no_file_is_refused_before_anything_is_created() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let sub = dir.path().join("x");
+        std::fs::create_dir(&sub).expect("mkdir");
+        for path in [sub.join("."), sub.join(".."), sub.join("./")] {
+            let e = Journal::open(&path).expect_err("refused");
+            assert_eq!(e.code, Code::Malformed, "{e}");
+            assert_eq!(
+                e.message,
+                format!(
+                    "agent journal {}: the path names no file; choose another name",
+                    path.display()
+                )
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(&sub).expect("x").count(),
+            0,
+            "nothing created in x"
+        );
+        assert_eq!(last_name(Path::new("/d/a.journal/")), "a.journal");
+        assert_eq!(last_name(Path::new("a.LOCK")), "a.LOCK");
+        assert_eq!(last_name(Path::new("/")), "");
     }
 
     /// A directory or a FIFO where the journal belongs is refused at open, never waited on
