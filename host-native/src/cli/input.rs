@@ -2,15 +2,13 @@
 //! a fork proof, a command body, an org policy): a regular file or a pipe, read up to a cap.
 //!
 //! A path that names a directory, a device (`/dev/zero` would never end) or a socket is
-//! refused by its type; a FIFO is opened without waiting for a writer (one with no writer
-//! reads as empty) and then read as a pipe. Whatever the source, no more than its cap is ever
+//! refused by its type, before it is opened; a FIFO is opened as a pipe is, waiting for its
+//! writer (a named pipe whose writer starts after the command is read whole). Whatever the source, no more than its cap is ever
 //! held: a longer input is refused, naming the cap, after reading one byte past it.
 
 use std::io::{BufRead, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-
-use rustix::fs::OFlags;
 
 /// Largest transcript file: 64 MiB (SPEC §12 steps are commands of at most 64 KiB each).
 pub const MAX_TRANSCRIPT_BYTES: u64 = 64 << 20;
@@ -25,40 +23,36 @@ pub const MAX_BODY_BYTES: u64 = 4 * 64 * 1024 + 4096;
 /// Largest org policy file: 1 MiB.
 pub const MAX_POLICY_BYTES: u64 = 1 << 20;
 
-/// Opens `path` for reading if it is a regular file or a FIFO (a pipe such as `<(…)` or
-/// `/dev/stdin` on a pipe), without blocking on a FIFO that has no writer; anything else is
-/// `InvalidInput` naming what it is.
+/// Opens `path` for reading if it is a regular file or a FIFO (a pipe such as `<(…)`,
+/// `/dev/stdin` on a pipe, or a named pipe, whose writer it waits for as any reader of a pipe
+/// does); anything else is `InvalidInput` naming what it is, refused before it is opened
+/// (opening a device may wait, or act). The file opened is checked again.
 pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
-    let t = file.metadata()?.file_type();
-    let what = if t.is_file() || t.is_fifo() {
-        None
-    } else if t.is_dir() {
-        Some("a directory")
-    } else if t.is_char_device() {
-        Some("a character device")
-    } else if t.is_block_device() {
-        Some("a block device")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else {
-        Some("not a regular file")
-    };
-    if let Some(what) = what {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("it is {what}, not a file"),
-        ));
-    }
-    if t.is_fifo() {
-        // Opened: now wait for what the writer sends, as a pipe is read.
-        let flags = rustix::fs::fcntl_getfl(&file)?;
-        rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
-    }
+    refuse_other_types(std::fs::metadata(path)?.file_type())?;
+    let file = std::fs::File::open(path)?;
+    refuse_other_types(file.metadata()?.file_type())?;
     Ok(file)
+}
+
+/// `Ok` for a regular file or a FIFO, else `InvalidInput` naming what `t` is.
+fn refuse_other_types(t: std::fs::FileType) -> std::io::Result<()> {
+    let what = if t.is_file() || t.is_fifo() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("it is {what}, not a file"),
+    ))
 }
 
 /// Reads all of `reader`, refusing (`InvalidData`) an input longer than `max` bytes after
@@ -135,7 +129,16 @@ mod tests {
         assert!(e.to_string().contains("a directory"), "{e}");
         let fifo = dir.path().join("fifo");
         crate::regular_file::mkfifo(&fifo);
-        assert_eq!(read(&fifo, 10).expect("no writer: empty"), b"");
+        // A named pipe whose writer starts after the reader is read whole, as a pipe is.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                std::fs::write(&fifo, b"late").expect("write the fifo");
+            })
+        };
+        assert_eq!(read(&fifo, 10).expect("a late writer"), b"late");
+        writer.join().expect("the writer");
         let file = dir.path().join("f");
         std::fs::write(&file, b"0123456789").expect("write");
         assert_eq!(read(&file, 10).expect("at the cap"), b"0123456789");
