@@ -2,12 +2,14 @@
 //! a fork proof, a command body, an org policy): a regular file or a pipe, read up to a cap.
 //!
 //! A path that names a directory, a device (`/dev/zero` would never end) or a socket is
-//! refused by its type, before it is opened; a FIFO is opened as a pipe is, waiting for its
-//! writer (a named pipe whose writer starts after the command is read whole). Whatever the source, no more than its cap is ever
-//! held: a longer input is refused, naming the cap, after reading one byte past it.
+//! refused by its type, before it is opened, except the null device (`/dev/null`, an empty
+//! input, as scripts give one); a FIFO is opened as a pipe is, waiting for its writer (a
+//! named pipe whose writer starts after the command is read whole). Whatever the source, no
+//! more than its cap is ever held: a longer input is refused, naming the cap, after reading
+//! one byte past it.
 
 use std::io::{BufRead, Read};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
 /// Largest transcript file: 64 MiB (SPEC §12 steps are commands of at most 64 KiB each).
@@ -25,18 +27,27 @@ pub const MAX_POLICY_BYTES: u64 = 1 << 20;
 
 /// Opens `path` for reading if it is a regular file or a FIFO (a pipe such as `<(…)`,
 /// `/dev/stdin` on a pipe, or a named pipe, whose writer it waits for as any reader of a pipe
-/// does); anything else is `InvalidInput` naming what it is, refused before it is opened
-/// (opening a device may wait, or act). The file opened is checked again.
+/// does) or the null device (an empty input); anything else is `InvalidInput` naming what it
+/// is, refused before it is opened (opening a device may wait, or act). The file opened is
+/// checked again.
 pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
-    refuse_other_types(std::fs::metadata(path)?.file_type())?;
+    refuse_other_types(&std::fs::metadata(path)?)?;
     let file = std::fs::File::open(path)?;
-    refuse_other_types(file.metadata()?.file_type())?;
+    refuse_other_types(&file.metadata()?)?;
     Ok(file)
 }
 
-/// `Ok` for a regular file or a FIFO, else `InvalidInput` naming what `t` is.
-fn refuse_other_types(t: std::fs::FileType) -> std::io::Result<()> {
-    let what = if t.is_file() || t.is_fifo() {
+/// Whether `m` is the null device: the device `/dev/null` names.
+fn is_null_device(m: &std::fs::Metadata) -> bool {
+    m.file_type().is_char_device()
+        && std::fs::metadata("/dev/null")
+            .is_ok_and(|null| null.file_type().is_char_device() && null.rdev() == m.rdev())
+}
+
+/// `Ok` for a regular file, a FIFO or the null device, else `InvalidInput` naming what `m` is.
+fn refuse_other_types(m: &std::fs::Metadata) -> std::io::Result<()> {
+    let t = m.file_type();
+    let what = if t.is_file() || t.is_fifo() || is_null_device(m) {
         return Ok(());
     } else if t.is_dir() {
         "a directory"
@@ -124,6 +135,8 @@ mod tests {
     fn devices_and_directories_are_refused_and_inputs_are_capped() {
         let e = read(Path::new("/dev/zero"), 10).expect_err("a device");
         assert!(e.to_string().contains("a character device"), "{e}");
+        // The null device is an empty input, as scripts give one.
+        assert_eq!(read(Path::new("/dev/null"), 10).expect("empty"), b"");
         let dir = tempfile::tempdir().expect("tempdir");
         let e = read(dir.path(), 10).expect_err("a directory");
         assert!(e.to_string().contains("a directory"), "{e}");
