@@ -838,6 +838,22 @@ export function encodeEvent(event) {
 }
 
 /**
+ * The error a server answered with (`body`: its JSON form, or canonical CBOR), as the
+ * native client reads it (the core's `Error::from_answer`): `{code, message, details}`, the
+ * message quoted printable and cut at 1,000 characters; `undefined` unless it is an mwp
+ * error with a code of the spec's. In every build: the dashboard's module (the `dashboard`
+ * feature, without `full`) runs the npm package's `Client`, which reads every answer with it.
+ * @param {Uint8Array | number[]} body
+ * @returns {any}
+ */
+export function errorOfAnswer(body) {
+    const ptr0 = passArray8ToWasm0Checked(body, wasm.__wbindgen_malloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.errorOfAnswer(ptr0, len0);
+    return ret;
+}
+
+/**
  * Joins byte arrays into one frame batch.
  * @param {Uint8Array[]} items
  * @returns {Uint8Array}
@@ -852,6 +868,30 @@ export function frameBatch(items) {
     var v2 = getArrayU8FromWasm0(ret[0], ret[1]).slice();
     wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
     return v2;
+}
+
+/**
+ * `text` fit for a terminal, as the native client quotes a server's words (the core's
+ * `printable`): control characters other than newline and tab escaped (`\u{1b}`), cut after
+ * `max` characters with `…`. For a server's text that is not an mwp error.
+ * @param {string} text
+ * @param {number} max
+ * @returns {string}
+ */
+export function printable(text, max) {
+    let deferred3_0;
+    let deferred3_1;
+    try {
+        const val2 = +max;
+        const ptr0 = passStringToWasm0Checked(text, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.printable(ptr0, len0, val2);
+        deferred3_0 = ret[0];
+        deferred3_1 = ret[1];
+        return getStringFromWasm0(ret[0], ret[1]);
+    } finally {
+        wasm.__wbindgen_free(deferred3_0, deferred3_1, 1);
+    }
 }
 
 /**
