@@ -44,26 +44,7 @@ impl GroupLog {
         let invalid =
             |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
         let be = &*self.ctx.backend;
-        let file = be
-            .open(&path)
-            .map_err(io_err(format!("open {}", path.display())))?;
-        let file_len = file
-            .len()
-            .map_err(io_err(format!("size of {}", path.display())))?;
-        let mut head = [0u8; SNAPSHOT_HEADER_LEN];
-        let head_len = head
-            .len()
-            .min(usize::try_from(file_len).unwrap_or(usize::MAX));
-        file.read_at(0, &mut head[..head_len])
-            .map_err(io_err(format!("read {}", path.display())))?;
-        let header = SnapshotHeader::check(&head[..head_len], file_len).map_err(invalid)?;
-        let max = mwp_core::export::MAX_SNAPSHOT_FILE;
-        if header.len > max {
-            return Err(invalid(format!(
-                "its payload is {} bytes, more than the {max} a snapshot may hold",
-                header.len
-            )));
-        }
+        open_checked(be, &path)?;
         let bytes = read_snapshot_file(be, &path)?;
         let (header_seq, payload) = format::decode_snapshot_file(&bytes).map_err(invalid)?;
         if header_seq != seq {
@@ -146,6 +127,48 @@ impl GroupLog {
     }
 }
 
+/// A snapshot file opened, its header read and checked against the file's size.
+struct OpenedSnapshot {
+    file: Arc<dyn crate::store::backend::StorageFile>,
+    file_len: u64,
+    head: [u8; SNAPSHOT_HEADER_LEN],
+    header: SnapshotHeader,
+}
+
+/// Opens the snapshot file at `path` and checks its header before any of its payload is read:
+/// `SNAPSHOT_INVALID` naming the file for a header that does not hold or a payload over
+/// `export::MAX_SNAPSHOT_FILE` (the most any reader of snapshots takes), so that a file whose
+/// size was made up (a sparse file of many GiB) is never read through or held in memory.
+fn open_checked(be: &dyn Backend, path: &Path) -> Result<OpenedSnapshot> {
+    let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
+    let file = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
+    let file_len = file
+        .len()
+        .map_err(io_err(format!("size of {}", path.display())))?;
+    let mut head = [0u8; SNAPSHOT_HEADER_LEN];
+    let head_len = head
+        .len()
+        .min(usize::try_from(file_len).unwrap_or(usize::MAX));
+    file.read_at(0, &mut head[..head_len])
+        .map_err(io_err(format!("read {}", path.display())))?;
+    let header = SnapshotHeader::check(&head[..head_len], file_len).map_err(invalid)?;
+    let max = mwp_core::export::MAX_SNAPSHOT_FILE;
+    if header.len > max {
+        return Err(invalid(format!(
+            "its payload is {} bytes, more than the {max} a snapshot may hold",
+            header.len
+        )));
+    }
+    Ok(OpenedSnapshot {
+        file,
+        file_len,
+        head,
+        header,
+    })
+}
+
 /// Reads and verifies the snapshot file at `path`: its frame, its name's seq, and its
 /// signature under `key` (the authority's), bound to `group`. Without a key (its file is
 /// damaged, which `mwp fsck` reports) the signature is checked against the snapshot's own
@@ -165,25 +188,13 @@ pub(crate) fn load_snapshot(
     key: Option<&PublicKey>,
 ) -> Result<Snapshot> {
     let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
-    let file = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
-    let file_len = file
-        .len()
-        .map_err(io_err(format!("size of {}", path.display())))?;
-    let mut head = [0u8; SNAPSHOT_HEADER_LEN];
-    let head_len = head.len().min(file_len as usize);
-    file.read_at(0, &mut head[..head_len])
-        .map_err(io_err(format!("read {}", path.display())))?;
-    let header = SnapshotHeader::check(&head[..head_len], file_len).map_err(invalid)?;
     // Nor is a payload over what any reader takes read through (for its checksum).
-    let max = mwp_core::export::MAX_SNAPSHOT_FILE;
-    if header.len > max {
-        return Err(invalid(format!(
-            "its payload is {} bytes, more than the {max} a snapshot may hold",
-            header.len
-        )));
-    }
+    let OpenedSnapshot {
+        file,
+        file_len,
+        head,
+        header,
+    } = open_checked(be, path)?;
     let mut reader = FileReader {
         file: &*file,
         offset: SNAPSHOT_HEADER_LEN as u64,
