@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// What a file of this type is called in a message.
-fn kind(t: std::fs::FileType) -> &'static str {
+pub(crate) fn kind(t: std::fs::FileType) -> &'static str {
     if t.is_fifo() {
         "a FIFO"
     } else if t.is_socket() {

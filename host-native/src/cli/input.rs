@@ -47,19 +47,10 @@ fn is_null_device(m: &std::fs::Metadata) -> bool {
 /// `Ok` for a regular file, a FIFO or the null device, else `InvalidInput` naming what `m` is.
 fn refuse_other_types(m: &std::fs::Metadata) -> std::io::Result<()> {
     let t = m.file_type();
-    let what = if t.is_file() || t.is_fifo() || is_null_device(m) {
+    if t.is_file() || t.is_fifo() || is_null_device(m) {
         return Ok(());
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    };
+    }
+    let what = crate::regular_file::kind(t);
     Err(std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
         format!("it is {what}, not a file"),
