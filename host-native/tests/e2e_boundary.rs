@@ -1183,3 +1183,109 @@ fn a_disallowed_origin_gets_no_cors_headers_at_all() {
     assert!((200..300).contains(&status), "{head}");
     assert!(!cors_headers(&head).is_empty(), "{head}");
 }
+
+/// A percent escape is `%` and two hex digits, nothing else: `%+1` (which
+/// `u8::from_str_radix` reads as byte 1) is not an escape, in a query key, a query value or
+/// a path segment, and is refused naming what it is in, as it was sent.
+#[test]
+fn a_percent_escape_is_two_hex_digits() {
+    let server = TestServer::start();
+    opened(&server, "g1", 1);
+    let a = addr(&server);
+    for (path, param, sent) in [
+        ("/v1/groups/g1/events?after=%+1", "after", "%+1"),
+        ("/v1/groups/g1/events?limit=%-1", "limit", "%-1"),
+        ("/v1/groups/g1/events?after=%3", "after", "%3"),
+        ("/v1/groups/g1/events?%+1=1", "%+1", "%+1"),
+        ("/v1/groups/g1/events?af%+4ter=1", "af%+4ter", "af%+4ter"),
+    ] {
+        let (status, _, body) = get(a, path, "");
+        let err = json(&body);
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (400, Some("MALFORMED")),
+            "{path}: {err}"
+        );
+        assert_eq!(err["parameter"], param, "{path}: {err}");
+        let message = err["message"].as_str().expect("message");
+        assert!(message.contains(sent), "{path}: {err}");
+        assert!(message.contains("percent-encoding"), "{path}: {err}");
+    }
+    // A path segment: the access check reads the group as the route does.
+    for path in ["/v1/groups/g%+31/events", "/v1/groups/%+1/head"] {
+        let (status, _, body) = get(a, path, "");
+        let err = json(&body);
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (400, Some("MALFORMED")),
+            "{path}: {err}"
+        );
+        assert!(
+            err["message"].as_str().expect("message").contains("group"),
+            "{path}: {err}"
+        );
+    }
+    // Two hex digits, either case, still decode.
+    let (status, _, body) = get(a, "/v1/groups/g%31/events?%61fter=%30&%6Cimit=%31", "");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+}
+
+/// An `Expect` other than one `100-continue` is answered 417 in the error shape naming the
+/// header, before the route runs (RFC 9110, section 10.1.1): a valid command sent so is not
+/// accepted. `Expect: 100-continue` is met.
+#[test]
+fn an_expectation_other_than_100_continue_is_417_and_changes_nothing() {
+    let server = TestServer::start();
+    let client = opened(&server, "g1", 0);
+    let a = addr(&server);
+    let command = serde_json::to_string(&cmd("g1", "alice", "c1", None, create_work("w1", &[])))
+        .expect("json");
+    let post = |expect: &str| {
+        raw(
+            a,
+            &format!(
+                "POST /v1/groups/g1/commands HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{expect}\r\n{command}",
+                command.len()
+            ),
+        )
+    };
+    for expect in [
+        "Expect: 200-ok\r\n",
+        "Expect: 100-continue, 200-ok\r\n",
+        "Expect: 100-continue\r\nExpect: 100-continue\r\n",
+        "Expect: \r\n",
+    ] {
+        let (status, _, body) = post(expect);
+        let err = json(&body);
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (417, Some("MALFORMED")),
+            "{expect:?}: {err}"
+        );
+        assert_eq!(err["header"], "expect", "{err}");
+        assert!(
+            err["message"].as_str().expect("message").contains("Expect"),
+            "{err}"
+        );
+        assert_eq!(
+            client.groups().expect("groups")[0].head,
+            1,
+            "{expect:?}: nothing changed"
+        );
+    }
+    let (status, _, body) = get(a, "/v1/groups/g1/events", "Expect: x\r\n");
+    assert_eq!(
+        (status, json(&body)["header"].as_str()),
+        (417, Some("expect"))
+    );
+    // Met: hyper answers 100 Continue, then the command's answer.
+    let (status, head, body) = post("Expect: 100-Continue\r\n");
+    let (status, body) = if status == 100 {
+        let (status, _, body) = parse(&body);
+        (status, body)
+    } else {
+        (status, body)
+    };
+    assert_eq!(status, 200, "{head}: {}", String::from_utf8_lossy(&body));
+    assert_eq!(client.groups().expect("groups")[0].head, 2, "accepted");
+}

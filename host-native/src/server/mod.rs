@@ -19,6 +19,7 @@ pub mod assets;
 pub mod auth;
 pub mod client;
 mod connections;
+mod expect;
 mod gate;
 mod heads;
 mod health;

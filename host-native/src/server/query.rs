@@ -62,7 +62,7 @@ pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params,
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let key = decode(key).ok_or_else(|| {
             Error::malformed(format!(
-                "query: {key:?} is not a valid percent-encoded name; {}",
+                "query: {key:?} is not valid percent-encoding (an escape is % and two hex digits); {}",
                 usage(known)
             ))
             .with("parameter", key)
@@ -80,7 +80,13 @@ pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params,
             ))
             .with("parameter", name));
         }
-        let value = decode(value).unwrap_or_else(|| value.to_owned());
+        let Some(value) = decode(value) else {
+            return Err(Error::malformed(format!(
+                "query: {name}={value:?} is not valid percent-encoding (an escape is % and two hex digits); {name} must be an integer from 0 to {}",
+                u64::MAX
+            ))
+            .with("parameter", name));
+        };
         params.values.push((name, number(name, &value)?));
     }
     Ok(params)
@@ -160,9 +166,10 @@ fn decode_with(s: &str, plus_is_space: bool) -> Option<String> {
     while i < bytes.len() {
         match bytes[i] {
             b'%' => {
-                let hex = bytes.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
+                // Two hex digits and nothing else: `u8::from_str_radix` would also take a
+                // sign (`%+1` as byte 1), which no percent-decoder on the way here reads so.
+                let (high, low) = (bytes.get(i + 1)?, bytes.get(i + 2)?);
+                out.push((hex_digit(*high)? << 4) | hex_digit(*low)?);
                 i += 3;
             }
             b'+' if plus_is_space => {
@@ -176,6 +183,13 @@ fn decode_with(s: &str, plus_is_space: bool) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// The value of an ASCII hex digit (either case), or `None`.
+fn hex_digit(b: u8) -> Option<u8> {
+    char::from(b)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
 }
 
 #[cfg(test)]
@@ -207,5 +221,15 @@ mod tests {
         }
         assert!(parse(Some(""), &[]).is_ok());
         assert!(parse(Some("x=1"), &[]).is_err());
+    }
+
+    #[test]
+    fn an_escape_is_two_hex_digits() {
+        assert_eq!(decode_segment("g%31%2b%2F").as_deref(), Some("g1+/"));
+        assert_eq!(decode("a+b%20c").as_deref(), Some("a b c"));
+        for bad in ["%+1", "%-1", "%+F", "% 1", "%1", "%", "%1g", "%g1", "g%+31"] {
+            assert_eq!(decode_segment(bad), None, "{bad}");
+            assert_eq!(decode(bad), None, "{bad}");
+        }
     }
 }

@@ -18,6 +18,7 @@ use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use super::auth::Authorise;
+use super::expect::ExpectCheck;
 use super::gate::Gate;
 use super::origin::{HostCheck, Hosts};
 use super::query::StrictQuery;
@@ -151,9 +152,10 @@ fn router(app: App) -> Router {
 }
 
 /// What every connection serves: the router behind the layers every request passes, outermost
-/// first: the `Host` check, gzip when the client asks for it (tower-http's default predicate
-/// leaves server-sent events, gRPC, images and bodies under 32 bytes alone), tracing, CORS
-/// when `--cors-origin` names origins, access, the body limit and the strict query check.
+/// first: the `Host` check, the `Expect` check, gzip when the client asks for it
+/// (tower-http's default predicate leaves server-sent events, gRPC, images and bodies under
+/// 32 bytes alone), tracing, CORS when `--cors-origin` names origins, access, the body limit
+/// and the strict query check.
 ///
 /// The layers wrap the router as one service instead of being added to it
 /// (`Router::layer`), which would box and clone each of them for every request; the checks are
@@ -170,6 +172,7 @@ pub(crate) fn service(
     let max_body_bytes = app.config.max_body_bytes;
     ServiceBuilder::new()
         .layer(Gate(HostCheck(hosts)))
+        .layer(Gate(ExpectCheck))
         .layer(CompressionLayer::new())
         .layer(
             TraceLayer::new_for_http()

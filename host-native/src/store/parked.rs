@@ -1,31 +1,117 @@
-//! Threads parked until a count reaches the mark each waits for: the wake-up rule that a
-//! group's commit (marks are seqs, the count its durable seq) and the store's sync rounds
-//! (marks and count are round numbers) share. Whoever finishes a step wakes the threads it
-//! served and, to hand the next step on, one more that still waits.
+//! Threads parked, and tasks waiting, until a count reaches the mark each waits for: the
+//! wake-up rule that a group's commit (marks are seqs, the count its durable seq) and the
+//! store's sync rounds (marks and count are round numbers) share. Whoever finishes a step
+//! wakes the threads and tasks it served and, to hand the next step on, one more that still
+//! waits.
 
+use std::task::Waker;
 use std::thread::Thread;
 
 /// Parked threads, each with the mark it waits for, in the order they parked.
 #[derive(Default)]
 pub(crate) struct Parked(Vec<(u64, Thread)>);
 
-/// Threads to unpark, taken from [`Parked`] under its lock and unparked once the lock is
-/// released: a thread woken while the waker still held the lock would block on it at once.
-#[must_use = "the threads stay parked until `unpark` is called"]
+/// Threads to unpark and tasks to wake, taken from [`Parked`] and [`Tasks`] under their lock
+/// and woken once the lock is released: a thread woken while the waker still held the lock
+/// would block on it at once.
+#[must_use = "the threads stay parked and the tasks asleep until `unpark` is called"]
 #[derive(Default)]
-pub(crate) struct Wakeups(Vec<Thread>);
+pub(crate) struct Wakeups {
+    threads: Vec<Thread>,
+    tasks: Vec<Waker>,
+}
 
 impl Wakeups {
-    /// Unparks every thread (call it after releasing the lock that guards the [`Parked`]).
+    /// Unparks every thread and wakes every task (call it after releasing the lock that
+    /// guards the [`Parked`] and [`Tasks`]).
     pub(crate) fn unpark(self) {
-        for t in self.0 {
+        for t in self.threads {
             t.unpark();
+        }
+        for w in self.tasks {
+            w.wake();
         }
     }
 
-    /// Adds the threads of `other`.
+    /// Adds the threads and tasks of `other`.
     pub(crate) fn extend(&mut self, other: Wakeups) {
-        self.0.extend(other.0);
+        self.threads.extend(other.threads);
+        self.tasks.extend(other.tasks);
+    }
+}
+
+/// Tasks waiting, without a thread, for a mark, each under the key its future keeps: woken by
+/// the step that reaches its mark (all of them if it failed), not by every step, so that a
+/// task waiting for the next step is not polled for nothing after each one.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    /// (key, mark, waker), in the order they began to wait.
+    waiting: Vec<(u64, u64, Waker)>,
+    next_key: u64,
+}
+
+impl Tasks {
+    /// Records that the task of `waker` waits for `mark`. `key` is the waiter's: `None` the
+    /// first time (it is then set); a waiter still recorded under it has its waker replaced
+    /// (a task polled again may run elsewhere).
+    pub(crate) fn wait(&mut self, key: &mut Option<u64>, mark: u64, waker: &Waker) {
+        if let Some(k) = *key {
+            if let Some((_, m, w)) = self.waiting.iter_mut().find(|(at, _, _)| *at == k) {
+                *m = mark;
+                if !w.will_wake(waker) {
+                    w.clone_from(waker);
+                }
+                return;
+            }
+        }
+        let k = self.next_key;
+        self.next_key = self.next_key.wrapping_add(1);
+        *key = Some(k);
+        self.waiting.push((k, mark, waker.clone()));
+    }
+
+    /// Forgets the waiter `key` (its future ended or was dropped); nothing if it was woken.
+    pub(crate) fn forget(&mut self, key: u64) {
+        self.waiting.retain(|(k, _, _)| *k != key);
+    }
+
+    /// Forgets the tasks whose mark is at most `reached` (every task when the step `failed`)
+    /// and returns them to wake.
+    pub(crate) fn wake(&mut self, reached: u64, failed: bool) -> Wakeups {
+        let mut tasks = Vec::new();
+        self.waiting.retain(|(_, mark, w)| {
+            let done = failed || *mark <= reached;
+            if done {
+                tasks.push(w.clone());
+            }
+            !done
+        });
+        Wakeups {
+            threads: Vec::new(),
+            tasks,
+        }
+    }
+
+    /// Returns the first task still waiting, if any (it stays recorded), to wake so that it
+    /// starts the next step.
+    pub(crate) fn wake_first(&self) -> Wakeups {
+        Wakeups {
+            threads: Vec::new(),
+            tasks: self
+                .waiting
+                .first()
+                .map(|(_, _, w)| w.clone())
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Forgets every task and returns them to wake: nothing they wait for will come.
+    pub(crate) fn wake_all(&mut self) -> Wakeups {
+        Wakeups {
+            threads: Vec::new(),
+            tasks: self.waiting.drain(..).map(|(_, _, w)| w).collect(),
+        }
     }
 }
 
@@ -62,25 +148,82 @@ impl Parked {
                 true
             }
         });
-        Wakeups(woken)
+        Wakeups {
+            threads: woken,
+            tasks: Vec::new(),
+        }
     }
 
     /// Forgets every thread and returns them to unpark: nothing they wait for will come.
     pub(crate) fn wake_all(&mut self) -> Wakeups {
-        Wakeups(self.0.drain(..).map(|(_, t)| t).collect())
+        Wakeups {
+            threads: self.0.drain(..).map(|(_, t)| t).collect(),
+            tasks: Vec::new(),
+        }
     }
 
     /// Returns the first thread still waiting, if any (it stays recorded), to unpark so
     /// that it leads the next step.
     pub(crate) fn wake_first(&self) -> Wakeups {
-        Wakeups(self.0.first().map(|(_, t)| t.clone()).into_iter().collect())
+        Wakeups {
+            threads: self.0.first().map(|(_, t)| t.clone()).into_iter().collect(),
+            tasks: Vec::new(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
+
+    /// A waker that counts its wakes.
+    struct Count(AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A step wakes only the tasks it served: one waiting for a later mark is not woken for
+    /// nothing, a task polled again is recorded once, and one that stopped waiting is not
+    /// woken at all.
+    #[test]
+    fn a_step_wakes_only_the_tasks_whose_mark_it_reached() {
+        let counts: Vec<Arc<Count>> = (0..4)
+            .map(|_| Arc::new(Count(AtomicUsize::new(0))))
+            .collect();
+        let wakers: Vec<Waker> = counts.iter().map(|c| Waker::from(Arc::clone(c))).collect();
+        let woken = |i: usize| counts[i].0.load(Ordering::SeqCst);
+        let mut tasks = Tasks::default();
+        let mut keys = [None; 4];
+        for (i, mark) in [1u64, 2, 2, 3].into_iter().enumerate() {
+            tasks.wait(&mut keys[i], mark, &wakers[i]);
+        }
+        // Polled again before any step: still one entry.
+        tasks.wait(&mut keys[1], 2, &wakers[1]);
+        let gone = keys[3].expect("a key");
+        tasks.forget(gone);
+        tasks.wake(1, false).unpark();
+        assert_eq!((woken(0), woken(1), woken(2), woken(3)), (1, 0, 0, 0));
+        tasks.wake(1, false).unpark();
+        assert_eq!(woken(0), 1, "a task is woken once");
+        tasks.wake_first().unpark();
+        assert_eq!(
+            (woken(1), woken(2)),
+            (1, 0),
+            "the first still waiting starts the next step"
+        );
+        tasks.wake(2, false).unpark();
+        assert_eq!((woken(1), woken(2), woken(3)), (2, 1, 0));
+        tasks.wake(9, true).unpark();
+        assert_eq!(woken(3), 0, "a task that stopped waiting is not woken");
+        tasks.wait(&mut keys[0], 5, &wakers[0]);
+        tasks.wake(4, true).unpark();
+        assert_eq!(woken(0), 2, "a failed step wakes every task");
+    }
 
     /// Threads waiting for marks 1..=4 of a count advanced one step at a time all return,
     /// each once its mark is reached.

@@ -26,6 +26,66 @@ impl Decided {
     }
 }
 
+/// The answer of [`GroupLog::durable_async`]: ready once `seq` is durable.
+pub(crate) struct Durable {
+    group: Arc<GroupLog>,
+    seq: u64,
+    /// Its place among the group's waiting tasks, once it waited.
+    key: Option<u64>,
+}
+
+impl std::future::Future for Durable {
+    type Output = Result<()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<()>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let g = &this.group;
+        if g.durable() >= this.seq {
+            return Poll::Ready(Ok(()));
+        }
+        // A flush records the durable seq or the sticky error, and a flusher clears
+        // `flushing`, under `sync` before it wakes the waiting tasks: looked at under it, with
+        // the task recorded before it is released, no flush ends unseen.
+        let ready = |g: &GroupLog| match g.ctx.check_sticky() {
+            Err(e) => Some(Err(e)),
+            Ok(()) => (g.durable() >= this.seq).then_some(Ok(())),
+        };
+        let mut s = lock(&g.sync);
+        if let Some(done) = ready(g) {
+            return Poll::Ready(done);
+        }
+        if !s.flushing {
+            s.flushing = true;
+            drop(s);
+            g.start_committer();
+            s = lock(&g.sync);
+            if let Some(done) = ready(g) {
+                return Poll::Ready(done);
+            }
+            if !s.flushing {
+                // The committer ended without `seq` (it cannot: `seq` was staged before it
+                // started): poll again rather than wait for a flush nobody leads.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+        }
+        s.tasks.wait(&mut this.key, this.seq, cx.waker());
+        Poll::Pending
+    }
+}
+
+impl Drop for Durable {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            lock(&self.group.sync).tasks.forget(key);
+        }
+    }
+}
+
 /// A batch of staged events written to the end of its segment, not yet durable.
 struct Batch {
     /// Bytes of its records.
@@ -229,7 +289,8 @@ impl GroupLog {
             }
             if let Err(e) = self.ctx.check_sticky() {
                 // Nothing will be flushed any more: nobody may stay parked.
-                let woken = s.waiters.wake_all();
+                let mut woken = s.waiters.wake_all();
+                woken.extend(s.tasks.wake_all());
                 drop(s);
                 woken.unpark();
                 return Err(e);
@@ -261,9 +322,9 @@ impl GroupLog {
 
     /// Records the end of a flush (`flushing` already cleared by a leader that hands the next
     /// flush on): the durable seq, or the sticky error. Returns whether the flush failed, and
-    /// the submitters to unpark once `s` is released: those whose events it made durable (all
-    /// of them if it failed) and, with `hand_off`, one more, still waiting, to lead the next
-    /// flush. Wakes every [`GroupLog::durable_async`] waiter.
+    /// the submitters to wake once `s` is released: those whose events it made durable (all
+    /// of them if it failed), parked or waiting in [`GroupLog::durable_async`], and, with
+    /// `hand_off`, one more of each, still waiting, to lead the next flush.
     fn flushed(&self, s: &mut SyncState, flushed: Result<u64>, hand_off: bool) -> (bool, Wakeups) {
         let failed = match flushed {
             Ok(d) => {
@@ -276,8 +337,11 @@ impl GroupLog {
                 true
             }
         };
-        let woken = s.waiters.wake(self.durable(), failed, hand_off);
-        s.flushes.send_modify(|n| *n = n.wrapping_add(1));
+        let mut woken = s.waiters.wake(self.durable(), failed, hand_off);
+        woken.extend(s.tasks.wake(self.durable(), failed));
+        if hand_off {
+            woken.extend(s.tasks.wake_first());
+        }
         (failed, woken)
     }
 
@@ -296,6 +360,12 @@ impl GroupLog {
             }
             s.flushing = true;
         }
+        self.start_committer();
+    }
+
+    /// Starts the committer that [`GroupLog::commit_in_background`] describes, for a group
+    /// whose `flushing` the caller has just set.
+    fn start_committer(self: &Arc<Self>) {
         let committer: Box<dyn FnOnce() + Send> = if self.ctx.shared_sync.rounds() {
             let start = {
                 let mut q = lock(&self.ctx.commit_queue);
@@ -334,6 +404,7 @@ impl GroupLog {
                 s.flushing = false;
                 // A submitter parked meanwhile may still wait for a later seq: it leads.
                 woken.extend(s.waiters.wake_first());
+                woken.extend(s.tasks.wake_first());
             }
             drop(s);
             woken.unpark();
@@ -387,6 +458,7 @@ impl GroupLog {
             if failed || lock(&g.core).pending.is_empty() {
                 s.flushing = false;
                 woken.extend(s.waiters.wake_first());
+                woken.extend(s.tasks.wake_first());
             } else {
                 again.push(Arc::clone(g));
             }
@@ -397,20 +469,15 @@ impl GroupLog {
     }
 
     /// Waits, without holding a thread, until every event up to `seq` is durable, starting
-    /// a committer whenever none runs ([`GroupLog::commit_in_background`]): a leader of
-    /// [`GroupLog::wait_durable`] hands the next flush only to a parked submitter. Fails
-    /// with the sticky storage error once storage failed.
-    pub(crate) async fn durable_async(self: &Arc<Self>, seq: u64) -> Result<()> {
-        // Subscribed before the first look: every flush that ends after it wakes this.
-        let mut flushes = lock(&self.sync).flushes.subscribe();
-        loop {
-            if self.durable() >= seq {
-                return Ok(());
-            }
-            self.ctx.check_sticky()?;
-            self.commit_in_background(seq);
-            // The sender lives as long as `self`: `changed` cannot fail here.
-            let _ = flushes.changed().await;
+    /// a committer whenever none runs ([`GroupLog::commit_in_background`]). The task is
+    /// woken by the flush that makes `seq` durable, not by every flush, or to start the next
+    /// flush when the one that ended leaves no committer. Fails with the sticky storage
+    /// error once storage failed.
+    pub(crate) fn durable_async(self: &Arc<Self>, seq: u64) -> Durable {
+        Durable {
+            group: Arc::clone(self),
+            seq,
+            key: None,
         }
     }
 

@@ -101,9 +101,10 @@ struct SyncState {
     /// or to lead the next flush. Waking only these (not every waiter after every sync)
     /// keeps dozens of submitters from all waking for each `fdatasync`.
     waiters: crate::store::parked::Parked,
-    /// Counts the flushes that ended (or failed): wakes the submitters that wait without a
-    /// thread ([`GroupLog::durable_async`]).
-    flushes: tokio::sync::watch::Sender<u64>,
+    /// Submitters waiting without a thread until their seq is durable
+    /// ([`GroupLog::durable_async`]): woken by the flush that makes it so (all of them if it
+    /// failed), or to start the next flush when nobody leads one.
+    tasks: crate::store::parked::Tasks,
 }
 
 struct Writer {
@@ -249,7 +250,7 @@ impl GroupLog {
             sync: Mutex::new(SyncState {
                 flushing: false,
                 waiters: Default::default(),
-                flushes: tokio::sync::watch::Sender::new(0),
+                tasks: Default::default(),
             }),
             io: Mutex::new(Writer {
                 file: file.clone(),

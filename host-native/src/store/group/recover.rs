@@ -150,7 +150,7 @@ impl GroupLog {
             sync: Mutex::new(SyncState {
                 flushing: false,
                 waiters: Default::default(),
-                flushes: tokio::sync::watch::Sender::new(0),
+                tasks: Default::default(),
             }),
             io: Mutex::new(writer),
             index: RwLock::new(index),
