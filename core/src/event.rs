@@ -1560,6 +1560,53 @@ mod tests {
         assert!(err.message.contains("duplicate map key `seq`"), "{err}");
     }
 
+    /// An integer beyond -2^63 ..= 2^64 − 1 in JSON text is named as the text writes it and
+    /// where, by every reader of JSON text: a line of `mwp replica`, a signed head. The parse
+    /// hands `-9223372036854775809` over as the float -2^63, which is in range: naming the
+    /// float would name a number the text does not hold.
+    #[test]
+    fn an_integer_out_of_range_in_json_text_is_named_as_written() {
+        let text = serde_json::to_string(&transcript_events()[0]).expect("JSON");
+        let head = crate::head::SignedHead::sign(
+            &crate::Id::new("o").expect("id"),
+            &crate::Id::new("g").expect("id"),
+            3,
+            crate::Hash([7; 32]),
+            10,
+            &crate::SecretKey::for_transcript("@authority"),
+        )
+        .expect("signs");
+        let head = serde_json::to_string(&head).expect("JSON");
+        for n in [
+            "-9223372036854775809",
+            "-9223372036854775900",
+            "18446744073709551617",
+            "100000000000000000000000000000000000000000",
+        ] {
+            let want = format!("integer out of range: {n} is not from -2^63 to 2^64 − 1");
+            let edited = text.replacen("\"seq\":1,", &format!("\"seq\":{n},"), 1);
+            assert_ne!(edited, text);
+            let at = edited.find(n).expect("written") + 1;
+            let answer = crate::replica::LineReplica::new(None)
+                .offer_line(&edited)
+                .expect("an answer");
+            assert_eq!(
+                answer["error"]["message"],
+                format!("line 1 is not an event: {want} at line 1 column {at}"),
+                "{answer}"
+            );
+            let edited = head.replacen("\"seq\":3,", &format!("\"seq\":{n},"), 1);
+            assert_ne!(edited, head);
+            let at = edited.find(n).expect("written") + 1;
+            let e = crate::head::SignedHead::from_json(&edited).expect_err("out of range");
+            assert_eq!(
+                e.message,
+                format!("head rejected: {want} at line 1 column {at}"),
+                "{e}"
+            );
+        }
+    }
+
     /// A field the encoder leaves out when it has no value (`if is_some`), given as `null`,
     /// is the canonical encoding of no event: every reader refuses it, stored bytes verified
     /// where they lie or not and the JSON form alike, so no surface keeps bytes another calls

@@ -18,6 +18,8 @@ pub(crate) fn kind(t: std::fs::FileType) -> &'static str {
         "a block device"
     } else if t.is_dir() {
         "a directory"
+    } else if t.is_file() {
+        "a regular file"
     } else {
         "not a regular file"
     }
@@ -42,12 +44,21 @@ pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The bytes of the regular file at `path` ([`open`]), at most `max + 1` of them: a caller
-/// that gets more than `max` knows the file is over its cap without having read it whole.
+/// that gets more than `max` knows the file is over its cap without having read it whole
+/// (it grew while it was read). A file `fstat` already says is longer than `max` is refused
+/// unread, with `FileTooLarge`: a sparse file of 50 GiB under a 4 GiB cap is not read for
+/// 4 GiB of zeros first.
 pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let file = open(path)?;
+    let len = file.metadata()?.len();
+    if len > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("it is {len} bytes, over the {max} bytes it may hold"),
+        ));
+    }
     let mut bytes = Vec::new();
-    open(path)?
-        .take(max.saturating_add(1))
-        .read_to_end(&mut bytes)?;
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -81,10 +92,14 @@ mod tests {
         let file = dir.path().join("a");
         std::fs::write(&file, b"0123456789abc").expect("write");
         assert_eq!(read(&file, 100).expect("read"), b"0123456789abc");
-        assert_eq!(
-            read(&file, 4).expect("read").len(),
-            5,
-            "one byte past the cap"
-        );
+        let e = read(&file, 4).expect_err("over the cap, by its size");
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
+        assert!(e.to_string().contains("13 bytes, over the 4"), "{e}");
+        // A sparse file far over its cap is refused unread.
+        std::fs::File::create(&file)
+            .and_then(|f| f.set_len(50 << 30))
+            .expect("sparse");
+        let e = read(&file, 1 << 20).expect_err("over the cap");
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge);
     }
 }

@@ -687,3 +687,138 @@ fn a_snapshot_file_of_a_made_up_size_is_refused_unread() {
         );
     }
 }
+
+/// Makes a FIFO at `path` (after removing what is there).
+fn mkfifo(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
+/// A copy of the data directory `from` at `to`.
+fn copy_data(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("list") {
+        let e = e.expect("entry");
+        let target = to.join(e.file_name());
+        if e.file_type().expect("type").is_dir() {
+            copy_data(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// Files of a data directory replaced by what is not a regular file are named by what they
+/// are, by every command that reads the directory, without waiting on a FIFO: a FIFO for a
+/// log segment is not "a file shorter than its header"; a FIFO for `authority.key` is not
+/// replaced by a new key when `mwp serve` opens the directory; a `groups` that is a file is
+/// not a store without groups; and `mwp fsck` names a snapshot that is a directory by its
+/// path once.
+#[test]
+fn store_files_that_are_not_regular_files_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // redaction_archive leaves a snapshot file on disk, and a redaction overlay.
+    let base = dir.path().join("base");
+    let run = mwp()
+        .arg("transcript")
+        .arg(transcripts().join("redaction_archive.jsonl"))
+        .arg("--data")
+        .arg(&base)
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(0));
+    let os = std::ffi::OsStr::new;
+    let reads = |data: &std::path::Path| {
+        [
+            mwp_bounded(&[os("groups"), os("--data"), data.as_os_str()]),
+            mwp_bounded(&[
+                os("verify"),
+                os("--json"),
+                os("--data"),
+                data.as_os_str(),
+                os("--group"),
+                os("g1"),
+            ]),
+            mwp_bounded(&[os("fsck"), os("--data"), data.as_os_str()]),
+        ]
+    };
+
+    let seg = dir.path().join("seg");
+    copy_data(&base, &seg);
+    mkfifo(&seg.join("groups/g1/00000000000000000001.seg"));
+    for out in reads(&seg) {
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(0), "{all}");
+        assert!(
+            all.contains("00000000000000000001.seg") && all.contains("it is a FIFO"),
+            "{all}"
+        );
+    }
+
+    let key = dir.path().join("key");
+    copy_data(&base, &key);
+    mkfifo(&key.join("authority.key"));
+    let serve = mwp_bounded(&[
+        os("serve"),
+        os("--allow-test-key"),
+        os("--addr"),
+        os("127.0.0.1:0"),
+        os("--data"),
+        key.as_os_str(),
+    ]);
+    let err = String::from_utf8_lossy(&serve.stderr);
+    assert_eq!(serve.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("authority.key") && err.contains("it is a FIFO"),
+        "{err}"
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::symlink_metadata(key.join("authority.key"))
+            .expect("stat")
+            .file_type()
+            .is_fifo(),
+        "the FIFO is left where it was, not replaced by a new key"
+    );
+
+    let groups = dir.path().join("groups-file");
+    copy_data(&base, &groups);
+    std::fs::remove_dir_all(groups.join("groups")).expect("rm");
+    std::fs::write(groups.join("groups"), b"junk").expect("write");
+    for out in reads(&groups) {
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(3), "{all}");
+        assert!(all.contains("groups"), "{all}");
+    }
+
+    let snap = dir.path().join("snap");
+    copy_data(&base, &snap);
+    let snap_file = snap.join("groups/g1/00000000000000000013.snap");
+    std::fs::remove_file(&snap_file).expect("rm");
+    std::fs::create_dir(&snap_file).expect("mkdir");
+    let out = mwp_bounded(&[os("fsck"), os("--data"), snap.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    let finding = lines(&out.stdout)
+        .into_iter()
+        .find(|l| l["damage"] == true)
+        .expect("a finding");
+    let path = snap_file.display().to_string();
+    assert_eq!(finding["file"], path.as_str(), "{finding}");
+    let message = finding["message"].as_str().expect("a message");
+    assert_eq!(message.matches(&path).count(), 1, "{message}");
+}

@@ -1038,3 +1038,140 @@ fn verify_data_reports_a_damaged_log_as_a_failed_check() {
         "{v}"
     );
 }
+
+/// `mwp` run under a 2 GiB address-space limit (`ulimit -v`), waited on at most 30 s: a
+/// command that reads a file whole, or blocks, fails the test instead of the machine.
+fn run_in_2_gib(args: &[&std::ffi::OsStr]) -> Output {
+    run_bounded(
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_mwp"))
+            .args(args),
+    )
+}
+
+#[test]
+fn export_refuses_an_out_that_is_no_directory_or_leads_out_of_itself() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = store(tmp.path(), "d", 12);
+    // --out that is no directory: bad input, named with what it is, left as it was.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"mine").expect("write");
+    let fifo = tmp.path().join("a-fifo");
+    mkfifo(&fifo);
+    let dangling = tmp.path().join("a-link");
+    std::os::unix::fs::symlink(tmp.path().join("nowhere/at-all"), &dangling).expect("link");
+    for (out, what) in [
+        (&file, "a regular file"),
+        (&fifo, "a FIFO"),
+        (&dangling, "which does not exist"),
+    ] {
+        let bad = run_bounded(
+            mwp()
+                .args(["export", "--group", "g1", "--data"])
+                .arg(&data)
+                .arg("--out")
+                .arg(out),
+        );
+        assert_eq!(bad.status.code(), Some(2), "{what}: {}", stderr(&bad));
+        assert!(
+            stderr(&bad).contains(what) && stderr(&bad).contains(&*out.to_string_lossy()),
+            "{what}: {}",
+            stderr(&bad)
+        );
+    }
+    assert_eq!(std::fs::read(&file).expect("read"), b"mine");
+    assert!(!tmp.path().join("nowhere").exists());
+
+    // A directory of the export that a link takes elsewhere: nothing is written there.
+    let reference = tmp.path().join("reference");
+    assert_eq!(export(&data, &reference).status.code(), Some(0));
+    let chunk = files(&reference)
+        .into_keys()
+        .find(|k| k.starts_with("chunks/"))
+        .expect("chunk");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let linked = tmp.path().join("linked");
+    std::fs::create_dir(&linked).expect("mkdir");
+    std::os::unix::fs::symlink(&elsewhere, linked.join("chunks")).expect("link");
+    let bad = export(&data, &linked);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("out of the export"),
+        "{}",
+        stderr(&bad)
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).expect("list").count(),
+        0,
+        "nothing outside --out"
+    );
+    assert!(!linked.join(HEAD_FILE).exists());
+    // A planned chunk's name held by a link to nothing: the export is not presented as whole
+    // (it was, with the chunk missing).
+    let hollow = tmp.path().join("hollow");
+    std::fs::create_dir_all(hollow.join("chunks")).expect("mkdir");
+    std::os::unix::fs::symlink(tmp.path().join("gone.cbor"), hollow.join(&chunk)).expect("link");
+    let bad = export(&data, &hollow);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("does not exist"), "{}", stderr(&bad));
+    assert!(!hollow.join(HEAD_FILE).exists(), "no head.json names it");
+}
+
+#[test]
+fn a_sparse_snapshot_file_in_an_export_is_refused_unread() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let all = transcript_lines().len();
+    let early = store(tmp.path(), "early", all / 2);
+    let late = store(tmp.path(), "late", all);
+    let out = tmp.path().join("site");
+    assert_eq!(export(&early, &out).status.code(), Some(0));
+    let snap = snapshot_file(&out);
+    // 50 GiB of nothing: over the 4 GiB a snapshot may hold, and more than the 2 GiB the
+    // commands below may map.
+    std::fs::File::options()
+        .write(true)
+        .open(out.join(&snap))
+        .and_then(|f| f.set_len(50 << 30))
+        .expect("sparse");
+    let os = std::ffi::OsStr::new;
+    let bad = run_in_2_gib(&[
+        os("verify"),
+        os("--group"),
+        os("g1"),
+        os("--source"),
+        out.as_os_str(),
+    ]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    let v = json_line(&bad);
+    assert_eq!(v["error"]["code"], "MALFORMED", "{v}");
+    assert_eq!(v["error"]["file"], snap.as_str(), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("over the 4294967296 bytes")),
+        "{v}"
+    );
+    let head_before = std::fs::read(out.join(HEAD_FILE)).expect("read");
+    let bad = run_in_2_gib(&[
+        os("export"),
+        os("--group"),
+        os("g1"),
+        os("--data"),
+        late.as_os_str(),
+        os("--out"),
+        out.as_os_str(),
+    ]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("damaged") && stderr(&bad).contains("53687091200 bytes"),
+        "{}",
+        stderr(&bad)
+    );
+    assert_eq!(
+        std::fs::read(out.join(HEAD_FILE)).expect("read"),
+        head_before
+    );
+}

@@ -46,8 +46,23 @@ pub(crate) fn read_json<T: for<'de> Decode<'de>>(text: &[u8]) -> Result<T, Strin
     let mut json = serde_json::Deserializer::from_slice(text);
     let bytes = canonical_from(&mut json)
         .and_then(|bytes| json.end().map(|()| bytes))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| text_refusal(text, &e))?;
     super::read_whole(&bytes).map_err(|e| e.reason)
+}
+
+/// Why a parse of JSON `text` refused it, worded by the parse (`e`), except an integer beyond
+/// -2^63 ..= 2^64 − 1: the parse hands it over as a float, so its reader can name it only by
+/// the float (`-9223372036854775809` is handed over as -2^63, which is in range), and it is
+/// named here as written and placed in the text ([`text_fault`]), as `Command::from_json`
+/// names one. Every reader of JSON text that reads it through `Transcode` (an event's JSON
+/// form, a signed head, an export's files) words its refusal by this.
+pub fn text_refusal(text: &[u8], e: &serde_json::Error) -> String {
+    let words = e.to_string();
+    if !words.starts_with(OUT_OF_RANGE) {
+        return words;
+    }
+    text_fault(text, |f| matches!(f, TextFault::IntegerOutOfRange(_)))
+        .map_or(words, |found| found.to_string())
 }
 
 /// The canonical CBOR of a `serde_json::Value`, read as [`opaque_from`] reads JSON.
@@ -206,6 +221,9 @@ impl<'de> Visitor<'de> for Key<'_> {
 /// The words of the encoder's refusal of a key given twice in one map, before the key.
 pub(crate) const DUPLICATE_KEY: &str = "duplicate map key";
 
+/// The words of [`TextFault::IntegerOutOfRange`], before the integer.
+const OUT_OF_RANGE: &str = "integer out of range";
+
 /// What reading JSON text refuses where serde_json's parse cannot say where: a key given twice
 /// in one object (the parse hands the object over whole before it is refused, and a command's
 /// body is buffered first), and an integer beyond `u64` or `i64`, which the parse hands over
@@ -223,7 +241,7 @@ impl fmt::Display for TextFault {
         match self {
             TextFault::DuplicateKey(key) => write!(f, "{DUPLICATE_KEY} `{key}`"),
             TextFault::IntegerOutOfRange(n) => {
-                write!(f, "integer out of range: {n} is not from -2^63 to 2^64 − 1")
+                write!(f, "{OUT_OF_RANGE}: {n} is not from -2^63 to 2^64 − 1")
             }
         }
     }

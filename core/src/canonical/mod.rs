@@ -43,6 +43,7 @@ pub(crate) use de::{
 };
 #[cfg(test)]
 pub(crate) use de::{every_byte_reads_as_the_derive, with_unknown_key};
+pub use json::text_refusal;
 pub(crate) use json::{
     canonical_from, opaque_from, opaque_from_cbor, opaque_from_json, read_json, text_fault, Found,
     TextFault, CANONICAL_ITEM, DUPLICATE_KEY,

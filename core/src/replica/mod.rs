@@ -1430,7 +1430,10 @@ impl LineReplica {
                 }
                 v
             }
-            Err(e) => self.not_an_event(Error::malformed(format!("line {n} is not an event: {e}"))),
+            Err(e) => self.not_an_event(Error::malformed(format!(
+                "line {n} is not an event: {}",
+                crate::canonical::text_refusal(line.as_bytes(), &e)
+            ))),
         })
     }
 

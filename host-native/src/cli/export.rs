@@ -140,9 +140,71 @@ struct Previous {
     path: String,
 }
 
-/// Reads a file of the export in place (a regular file only, at most its cap and one byte).
+/// Reads a file of the export in place: one that lies in `out` ([`within`]), a regular file
+/// only, refused unread when longer than its cap.
 fn read_export_file(out: &Path, name: &str) -> std::io::Result<Vec<u8>> {
-    crate::regular_file::read(&out.join(name), export::max_file_bytes(name))
+    let path = out.join(name);
+    within(out, &path)?;
+    crate::regular_file::read(&path, export::max_file_bytes(name))
+}
+
+/// `--out` names a directory, or nothing yet (it is then created): anything else (a regular
+/// file, a FIFO, a link to nothing) is bad input (exit 2), named before anything is read.
+fn check_out(out: &Path) -> Result<(), Failure> {
+    let bad = |what: String| {
+        Failure::new(
+            EXIT_BAD_INPUT,
+            format!(
+                "--out {}: {what}; name a directory (created if missing)",
+                out.display()
+            ),
+        )
+    };
+    match std::fs::metadata(out) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => Err(bad(format!(
+            "it is {}, not a directory",
+            crate::regular_file::kind(m.file_type())
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(out) {
+            Ok(target) => Err(bad(format!(
+                "it is a symbolic link to {}, which does not exist",
+                target.display()
+            ))),
+            Err(_) => Ok(()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(bad(e.to_string())),
+        Err(e) => Err(io_fail("read", out, e)),
+    }
+}
+
+/// Refuses, with `InvalidInput` (a damaged export), a path in the export that a symbolic link
+/// takes out of `out`, or a link to nothing: `mwp export` reads and writes only what lies in
+/// the export directory, as `mwp verify --source` reads only that. A path with nothing at it
+/// passes (`NotFound` is left to the caller).
+fn within(out: &Path, path: &Path) -> std::io::Result<()> {
+    let refused = |what: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
+    let full = match std::fs::canonicalize(path) {
+        Ok(full) => full,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::read_link(path) {
+                Ok(target) => refused(format!(
+                    "it is a symbolic link to {}, which does not exist",
+                    target.display()
+                )),
+                Err(_) => Err(e),
+            };
+        }
+        Err(e) => return Err(e),
+    };
+    if full.starts_with(std::fs::canonicalize(out)?) {
+        Ok(())
+    } else {
+        refused(format!(
+            "a symbolic link takes it out of the export, to {}",
+            full.display()
+        ))
+    }
 }
 
 /// What the export directory holds now: its index, if any. A damaged `head.json` or index
@@ -152,7 +214,12 @@ fn previous(out: &Path) -> Result<Option<Previous>, Failure> {
     let bytes = match read_export_file(out, HEAD_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::FileTooLarge
+            ) =>
+        {
             return Err(damaged(out, format!("{HEAD_FILE}: {e}")))
         }
         Err(e) => {
@@ -191,7 +258,9 @@ fn damaged(out: &Path, e: impl std::fmt::Display) -> Failure {
 fn check_previous(out: &Path, prev: &Previous, trusted: &PublicKey) -> Result<(), Failure> {
     let index = &prev.index;
     for chunk in &index.chunks {
-        let len = crate::regular_file::open(&out.join(&chunk.file))
+        let path = out.join(&chunk.file);
+        let len = within(out, &path)
+            .and_then(|()| crate::regular_file::open(&path))
             .and_then(|f| f.metadata())
             .map_err(|e| damaged(out, format!("{}: {e}", chunk.file)))?
             .len();
@@ -266,6 +335,7 @@ fn no_snapshot(read: mwp_core::Result<Vec<u8>>) -> Option<Vec<u8>> {
 /// Runs `mwp export`.
 pub fn run(args: &ExportArgs) -> Outcome {
     let group = id(&args.group, "--group")?;
+    check_out(&args.out)?;
     let source = open(args)?;
     let previous = previous(&args.out)?;
     let prev = previous.as_ref().map(|p| &p.index);
@@ -329,7 +399,7 @@ pub fn run(args: &ExportArgs) -> Outcome {
     // is left as it was.
     let mut files = NewFiles::default();
     let planned = (|| {
-        files.ensure_dir(&args.out)?;
+        files.ensure_dir(&args.out, &args.out)?;
         let mut each = |bytes: Vec<u8>| match planner.handle_event(bytes).map_err(cannot)? {
             Some(chunk) => files.write(&args.out, &chunk),
             None => Ok(()),
@@ -485,14 +555,18 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, Failure> {
 /// `Some(false)` when `path` holds `bytes`, an error when it holds others, `None` when it is
 /// missing.
 fn same_or_other(path: &Path, bytes: &[u8]) -> Result<Option<bool>, Failure> {
-    // A regular file only (a FIFO there must not block the export), and no more than one byte
-    // past the planned length.
-    match crate::regular_file::read(path, bytes.len() as u64) {
-        Ok(old) if old == bytes => Ok(Some(false)),
-        Ok(_) => Err(failed(format!(
+    let other = || {
+        failed(format!(
             "{} exists with other bytes than the export plans for it; the export directory is damaged or not this group's (nothing was changed)",
             path.display()
-        ))),
+        ))
+    };
+    // A regular file only (a FIFO there must not block the export), and no more than one byte
+    // past the planned length (a longer one is refused by its size, unread).
+    match crate::regular_file::read(path, bytes.len() as u64) {
+        Ok(old) if old == bytes => Ok(Some(false)),
+        Ok(_) => Err(other()),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(other()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(failed(format!(
             "{}: {e}; the export directory is damaged (nothing was changed)",
@@ -537,8 +611,15 @@ impl NewFiles {
         export::check_name(&file.path, dir, ext)
             .map_err(|e| failed(format!("refusing to write {}: {e}", file.path)))?;
         let dir_path = out.join(dir);
-        self.ensure_dir(&dir_path)?;
+        self.ensure_dir(out, &dir_path)?;
         let path = out.join(&file.path);
+        within(out, &path).or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(failed(format!(
+                "{}: {e}; the export directory is damaged (nothing was changed)",
+                path.display()
+            ))),
+        })?;
         if write_new(&path, &file.bytes)? {
             self.created.push(path);
             self.written.files += 1;
@@ -553,8 +634,18 @@ impl NewFiles {
         Ok(())
     }
 
-    /// Creates `dir` if missing ([`ensure_dir`]), noting it as created.
-    fn ensure_dir(&mut self, dir: &Path) -> Result<(), Failure> {
+    /// Creates `dir` if missing ([`ensure_dir`]), noting it as created; a directory of the
+    /// export `out` that a link takes out of it is refused ([`within`]).
+    fn ensure_dir(&mut self, out: &Path, dir: &Path) -> Result<(), Failure> {
+        if dir != out {
+            within(out, dir).or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Ok(()),
+                _ => Err(failed(format!(
+                    "{}: {e}; the export directory is damaged (nothing was changed)",
+                    dir.display()
+                ))),
+            })?;
+        }
         if !dir.is_dir() {
             ensure_dir(dir)?;
             self.created_dirs.push(dir.to_path_buf());

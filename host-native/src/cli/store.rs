@@ -18,6 +18,11 @@ pub fn from_env() -> Result<Option<StoreUrl>, Failure> {
             .parse()
             .map(Some)
             .map_err(|e: String| Failure::new(super::EXIT_BAD_INPUT, format!("MWP_STORE: {e}"))),
+        // Set, but not to text: refused, not taken for unset.
+        Err(std::env::VarError::NotUnicode(s)) => Err(Failure::new(
+            super::EXIT_BAD_INPUT,
+            format!("MWP_STORE: {} is not UTF-8 text", s.to_string_lossy()),
+        )),
         _ => Ok(None),
     }
 }
@@ -214,6 +219,10 @@ pub fn fsck(url: &StoreUrl) -> Outcome {
         StoreUrl::Memory => Err(Failure::new(
             super::EXIT_BAD_INPUT,
             "a memory: store has nothing on disk to check; name one with --data DIR",
+        )),
+        StoreUrl::File(dir) if !dir.is_dir() => Err(Failure::new(
+            super::EXIT_BAD_INPUT,
+            format!("{} is not a data directory", dir.display()),
         )),
         StoreUrl::File(dir) => {
             // fsck takes no lock and writes nothing, so a live server may change the

@@ -302,8 +302,10 @@ impl Client {
     pub fn page(&self, group: &Id, after: u64, limit: usize) -> Result<Page> {
         let path = format!("/v1/groups/{group}/events?after={after}&limit={limit}");
         let (_, body) = self.get(&path, "application/json")?;
-        serde_json::from_slice::<Page>(&body)
-            .map_err(|e| Error::malformed(format!("{path} answered no events: {e}")))
+        serde_json::from_slice::<Page>(&body).map_err(|e| {
+            let why = mwp_core::canonical::text_refusal(&body, &e);
+            Error::malformed(format!("{path} answered no events: {why}"))
+        })
     }
 
     /// `GET /v1/groups/{group}/head`: the latest signed head (unverified; SPEC §8a).

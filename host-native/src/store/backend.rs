@@ -162,11 +162,24 @@ impl StorageFile for FsFile {
 
 #[cfg(unix)]
 impl Backend for FsBackend {
+    /// A regular file only: a FIFO, socket or device put in a data directory in place of a
+    /// store file is refused by its type (`InvalidInput`, "it is a FIFO, not a regular
+    /// file"), not read as a file that is empty or never ends. Opened without blocking, so
+    /// that nothing waits on a FIFO's other end; the flag changes nothing for a regular file.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
+        use std::os::unix::fs::OpenOptionsExt;
         let f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
             .open(path)?;
+        let t = f.metadata()?.file_type();
+        if !t.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("it is {}, not a regular file", crate::regular_file::kind(t)),
+            ));
+        }
         Ok(Arc::new(fs_file(f)?))
     }
     fn create(&self, path: &Path, mode: u32) -> io::Result<Arc<dyn StorageFile>> {

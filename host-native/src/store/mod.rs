@@ -239,7 +239,9 @@ fn load_or_create_key(
     given: Option<&SecretKey>,
 ) -> Result<SecretKey> {
     let path = root.join(KEY_NAME);
-    if be.is_file(&path) {
+    // Anything at the name is read as the key, and refused unless it is one: a FIFO or a
+    // directory there is never replaced by a new key (the groups name the key they hold).
+    if be.is_file(&path) || be.mode(&path).is_ok() {
         let key = read_key_file(be, &path)?;
         if let Some(g) = given {
             if g.public() != key.public() {
@@ -282,6 +284,10 @@ fn load_or_create_key(
 
 /// Reads a key file: 64 lowercase hex digits and a newline, mode 0600.
 pub fn read_key_file(be: &dyn Backend, path: &Path) -> Result<SecretKey> {
+    // Opened first: what is not a regular file is named by its type, not by its mode.
+    let f = be
+        .open(path)
+        .map_err(io_err(format!("open {}", path.display())))?;
     if let Some(mode) = be
         .mode(path)
         .map_err(io_err(format!("stat {}", path.display())))?
@@ -296,9 +302,6 @@ pub fn read_key_file(be: &dyn Backend, path: &Path) -> Result<SecretKey> {
             ));
         }
     }
-    let f = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
     let len = f
         .len()
         .map_err(io_err(format!("size of {}", path.display())))?;
@@ -398,6 +401,16 @@ impl FileStore {
             load_or_create_key(be, dir, opts.authority_key.as_ref())?
         };
         let groups_dir = dir.join(GROUPS_DIR);
+        if !be.is_dir(&groups_dir) && be.mode(&groups_dir).is_ok() {
+            // Something else at the name: not taken for a store without groups.
+            return Err(Error::new(
+                Code::Storage,
+                format!(
+                    "{} is not a directory: the data directory is damaged",
+                    groups_dir.display()
+                ),
+            ));
+        }
         if !be.is_dir(&groups_dir) && !read_only {
             create_dir(be, &groups_dir)?;
         }

@@ -87,19 +87,23 @@ impl Files {
                 // end; and only a regular file, opened without blocking, so a FIFO cannot
                 // make this wait forever.
                 let max = export::max_file_bytes(path);
-                let bytes = crate::regular_file::read(&full, max).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::InvalidInput {
-                        Error::malformed(format!("refusing to read {path}: {e}"))
-                    } else {
-                        Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
-                    }
-                    .with("file", path)
-                })?;
-                if bytes.len() as u64 > max {
-                    return Err(Error::malformed(format!(
+                let over = || {
+                    Error::malformed(format!(
                         "{path} is over the {max} bytes a reader accepts for it"
                     ))
-                    .with("file", path));
+                    .with("file", path)
+                };
+                let bytes = crate::regular_file::read(&full, max).map_err(|e| match e.kind() {
+                    // Refused by its size before a byte is read.
+                    std::io::ErrorKind::FileTooLarge => over(),
+                    std::io::ErrorKind::InvalidInput => {
+                        Error::malformed(format!("refusing to read {path}: {e}")).with("file", path)
+                    }
+                    _ => Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
+                        .with("file", path),
+                })?;
+                if bytes.len() as u64 > max {
+                    return Err(over());
                 }
                 Ok(bytes)
             }

@@ -81,6 +81,8 @@ pub(crate) fn named_by_path(dir: &Path, file: &str, message: &str) -> Option<(St
     }
     let message = match message.strip_prefix(file) {
         Some(rest) => format!("{path}{rest}"),
+        // An I/O error names the path already (`open PATH: …`): not twice.
+        None if message.contains(&path) => message.to_owned(),
         None => format!("{path}: {message}"),
     };
     Some((path, message))
