@@ -1705,6 +1705,9 @@ fn a_page_of_large_events_is_bounded_by_bytes_as_the_file_stores_is() {
         mwp_host::store::StoreOptions {
             limits: limits.clone(),
             authority_key: Some(SecretKey::for_transcript("@authority")),
+            // Segments of 4 MiB: a page spans several, and still reads no further.
+            segment_bytes: 4 << 20,
+            reserve_bytes: 0,
             ..Default::default()
         },
     )
