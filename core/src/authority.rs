@@ -36,6 +36,20 @@ use crate::state::GroupState;
 /// Events between two cadence snapshots when a host sets none.
 pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
 
+/// The most bytes of events one page of events reads (8 MiB), whatever its `limit`: a page
+/// takes its next event while the events it has taken hold fewer bytes than this, and always
+/// its first ([`page_takes`]). An event counts as its store holds it (a file store's record
+/// payload, a PostgreSQL event row's `bytes`). So a page holds less than this plus one event
+/// of at most [`crate::log_format::MAX_RECORD_LEN`] bytes: a reader's page, or a store's
+/// catch-up read, never holds a limit's worth of the largest events at once.
+pub const MAX_PAGE_BYTES: u64 = 8 << 20;
+
+/// Whether a page of events whose events so far hold `taken` bytes takes the next one
+/// ([`MAX_PAGE_BYTES`]): the one rule every store's page of events follows.
+pub fn page_takes(taken: u64) -> bool {
+    taken < MAX_PAGE_BYTES
+}
+
 /// What an authority decides besides [`accept`]: limits, the snapshot cadence and the online
 /// replay window.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -914,11 +914,16 @@ fn events_read_from_changed_rows_are_log_corrupt_naming_group_and_seq() {
     set(&mut c, 2, &cbor(&forked));
     check(1, 1, "does not chain to the one at seq 1", 2);
     check(2, 10, "does not chain to the one at seq 2", 3);
-    // Rows past the head row are not served.
+    // Rows past the head row: the head row is behind its events, and nothing is served.
     set(&mut c, 2, &cbor(&good[1]));
     c.execute("UPDATE mwp_groups SET seq = 3 WHERE group_id = 'g1'", &[])
         .expect("move the head row back");
-    assert_eq!(pg.events(&g, 0, 100).expect("up to the head"), good[..3]);
+    check(
+        0,
+        100,
+        "its head row is at seq 3, but its event rows go on to seq 4",
+        4,
+    );
 }
 
 /// The head a group is listed with (`head_seq`: `GET /v1/groups`, the signed head's cadence,
@@ -1677,4 +1682,153 @@ fn a_migration_table_from_the_future_or_garbage_is_refused_and_left_alone() {
     )
     .expect("a column of another type");
     refused(&mut c, "reading the schema version");
+}
+
+/// A page of events holds at most `authority::MAX_PAGE_BYTES` of events plus one, whatever its
+/// `limit`: a page of the largest events is cut where its bytes are full, by the same rule
+/// the file store's page is (the same commands give the same pages on both), and the next
+/// page reads on from there. A cold store catches up through such pages too.
+#[test]
+fn a_page_of_large_events_is_bounded_by_bytes_as_the_file_stores_is() {
+    use mwp_core::authority::{page_takes, MAX_PAGE_BYTES};
+    use mwp_core::log_format::MAX_RECORD_LEN;
+    let server = require_server!();
+    let schema = Schema::new(&server, "pagebytes");
+    let mut config = schema.config("snapshot_every=0");
+    config.limits.max_command_bytes = MAX_RECORD_LEN as usize;
+    config.limits.max_payload_bytes = MAX_RECORD_LEN as usize;
+    let limits = config.limits.clone();
+    let pg = PostgresAuthority::open(config).expect("open");
+    let files = tempfile::tempdir().expect("tempdir");
+    let store = mwp_host::store::FileStore::open(
+        files.path(),
+        mwp_host::store::StoreOptions {
+            limits: limits.clone(),
+            authority_key: Some(SecretKey::for_transcript("@authority")),
+            // Segments of 4 MiB: a page spans several, and still reads no further.
+            segment_bytes: 4 << 20,
+            reserve_bytes: 0,
+            ..Default::default()
+        },
+    )
+    .expect("a file store");
+    // Events of 3 MiB: a page takes three of them (and the small genesis) before its bytes
+    // are full, whatever its limit.
+    let big = |n: usize| {
+        let envelope = json!({
+            "org": "acme", "group": "g1", "actor": "alice", "action": format!("big{n}"),
+            "session": 1,
+            "body": {"type": "create_work", "work": format!("w{n}"), "after": [],
+                     "spec": {"text": "x".repeat(3 << 20)},
+                     "contract": {"max_attempts": 3, "backoff_base_ms": 10,
+                                  "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"}},
+            "sig": "00".repeat(64),
+        });
+        let mut cmd =
+            mwp_core::Command::from_json(&serde_json::to_vec(&envelope).expect("json"), &limits)
+                .expect("within the limits");
+        cmd.sign(&SecretKey::for_transcript("alice")).expect("sign");
+        cmd
+    };
+    let mut commands = vec![open_group("g1", 1)];
+    commands.extend((0..7).map(big)); // seq 2..=8
+    for (i, cmd) in commands.iter().enumerate() {
+        let now = 1000 + i as u64;
+        for decided in [pg.submit(cmd, now), store.submit(cmd, now)] {
+            match decided {
+                Ok(Decision::Accepted(_)) => {}
+                Ok(_) => panic!("not accepted"),
+                Err(e) => panic!("not accepted: {e}"),
+            }
+        }
+    }
+    let g = id("g1");
+    let seqs = |events: Vec<Event>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    for (after, limit, want) in [
+        (0, 1000, vec![1, 2, 3, 4]),
+        (4, 1000, vec![5, 6, 7]),
+        (7, 1000, vec![8]),
+        (1, 2, vec![2, 3]),
+        (1, 1000, vec![2, 3, 4]),
+    ] {
+        let page = pg.events(&g, after, limit).expect("a page");
+        // Each event was taken while the ones before it held fewer than the page's bytes.
+        let mut taken = 0u64;
+        for e in &page {
+            assert!(
+                page_takes(taken),
+                "after {after}: seq {} past the bytes",
+                e.seq
+            );
+            taken += e.to_cbor().expect("cbor").len() as u64;
+        }
+        assert!(taken < MAX_PAGE_BYTES + u64::from(MAX_RECORD_LEN));
+        assert_eq!(
+            seqs(page.clone()),
+            want,
+            "PostgreSQL, after {after} limit {limit}"
+        );
+        let from_files = store.events(&g, after, limit).expect("a page");
+        assert_eq!(
+            from_files, page,
+            "the file store's page, after {after} limit {limit}"
+        );
+    }
+    // A cold store catches up with the log through pages of bounded bytes, and decides on it.
+    pg.restart();
+    assert!(matches!(
+        pg.submit(&create_work("g1", "alice", "later", "wz"), 9000),
+        Ok(Decision::Accepted(_))
+    ));
+    assert_eq!(pg.head_seq(&g).expect("head"), 9);
+}
+
+/// A page of events is checked against the head row it is read up to, as every head read
+/// is: event rows past the head row (a head row moved back by another process) are
+/// `LOG_CORRUPT` naming the group and the seq, never a page that stops short of them; and
+/// a page that reaches the head row ends at the event the head row names.
+#[test]
+fn a_page_is_checked_against_its_head_row() {
+    let server = require_server!();
+    let schema = Schema::new(&server, "pagehead");
+    let pg = schema.open("snapshot_every=0");
+    let g = id("g1");
+    group_with(&pg, "g1", 3); // seq 1..=4
+    let good = pg.events(&g, 0, 100).expect("log");
+    let mut c = schema.client();
+    c.execute(
+        "UPDATE mwp_groups SET seq = 3, head = (SELECT id FROM mwp_events WHERE group_id = 'g1' AND seq = 3)
+         WHERE group_id = 'g1'",
+        &[],
+    )
+    .expect("move the head row back");
+    for (after, limit) in [(0, 100), (1, 1), (3, 10)] {
+        let e = pg.events(&g, after, limit).expect_err("not served");
+        assert_eq!(e.code, Code::LogCorrupt, "{e}");
+        assert_eq!(
+            e.message,
+            "group g1 in PostgreSQL: its head row is at seq 3, but its event rows go on to seq 4"
+        );
+        assert_eq!(e.details.get("seq"), Some(&json!(4)), "{e}");
+    }
+    // At its seq again, but naming another event.
+    c.execute("UPDATE mwp_groups SET seq = 4 WHERE group_id = 'g1'", &[])
+        .expect("move the head row on");
+    let e = pg.events(&g, 2, 10).expect_err("not served");
+    assert_eq!(e.code, Code::LogCorrupt, "{e}");
+    assert!(
+        e.message
+            .contains("group g1 in PostgreSQL: its head row says event"),
+        "{e}"
+    );
+    assert_eq!(e.details.get("seq"), Some(&json!(4)), "{e}");
+    // A page short of the head row is not refused for it.
+    assert_eq!(pg.events(&g, 0, 2).expect("below the head"), good[..2]);
+    c.execute(
+        "UPDATE mwp_groups SET head = (SELECT id FROM mwp_events WHERE group_id = 'g1' AND seq = 4)
+         WHERE group_id = 'g1'",
+        &[],
+    )
+    .expect("put the head row back");
+    assert_eq!(pg.events(&g, 0, 100).expect("served again"), good);
 }

@@ -21,6 +21,11 @@ import { StoreError, guard } from "./errors.js";
 import { io, syncDir } from "./file-store.js";
 import { Queue } from "./queue.js";
 
+/** `STORAGE` for a journal path that holds `kind` (a directory, a FIFO), as natively. */
+function notRegular(path, kind) {
+  return new StoreError("STORAGE", `agent journal ${path}: it is ${kind}, not a regular file`, { file: path });
+}
+
 /** An agent's committed write sets in a file (Node and Deno); see the module comment. */
 export class FileAgentJournal {
   #path;
@@ -58,6 +63,10 @@ export class FileAgentJournal {
     // A name that is another journal's lock or temporary file is refused before anything is
     // touched, by the core's rule (the native journal's).
     guard(() => w.checkAgentJournalName(path, basename(path)));
+    // A directory or a FIFO at the path is refused before the lock is taken, so that the
+    // refusal creates nothing beside it (as natively); asked again under the lock.
+    const st = await io(`stat ${path}`, () => fsp.stat(path).catch((e) => (e?.code === "ENOENT" ? null : Promise.reject(e))));
+    if (st !== null && !st.isFile()) throw notRegular(path, fileKind(st));
     const lock = await acquireFileLock(path);
     try {
       return await FileAgentJournal.#read(path, lock);
@@ -70,11 +79,10 @@ export class FileAgentJournal {
   static async #read(path, lock) {
     // Opened without blocking (a FIFO put there opens at once) and refused unless a regular
     // file, as natively: a directory or a FIFO is never read, replaced or written past.
-    const notRegular = (kind) => new StoreError("STORAGE", `agent journal ${path}: it is ${kind}, not a regular file`, { file: path });
     const handle = await io(`open ${path}`, () =>
       fsp.open(path, fsc.O_RDWR | fsc.O_NONBLOCK).catch((e) => {
         if (e?.code === "ENOENT") return null;
-        throw e?.code === "EISDIR" ? notRegular("a directory") : e;
+        throw e?.code === "EISDIR" ? notRegular(path, "a directory") : e;
       }),
     );
     if (handle !== null) {
@@ -84,7 +92,7 @@ export class FileAgentJournal {
       });
       if (!st.isFile()) {
         await handle.close().catch(() => {});
-        throw notRegular(fileKind(st));
+        throw notRegular(path, fileKind(st));
       }
     }
     // A `.tmp` left by a creation that never completed holds nothing committed.

@@ -5,9 +5,9 @@
 //   Deno or Node, and holds `mwp-lock 1`, `pid N` and `start T` lines. It is stale only when
 //   no process with that pid and start time runs; a stale record is moved aside and the
 //   creation tried again. A clean close removes it.
-// * `LOCK` is what an OS lock (`flock`) is taken on: by the native store and, after the owner
-//   record, by Deno (`FsFile.tryLock`, never waiting). Node has no `flock`: it sees a live
-//   native writer through that writer's owner record.
+// * `LOCK` is what an OS lock (`flock`) is taken on: by the native store and by Deno
+//   (`FsFile.tryLock`, never waiting), both before the owner record. Node has no `flock`: it
+//   sees a live native or Deno writer through that writer's owner record.
 //
 // An agent journal (agent-journal.js) is locked the same way, on `NAME.LOCK.pid` and
 // `NAME.LOCK` beside its file `NAME` (docs/format.md, "Agent journal").
@@ -232,12 +232,13 @@ export function acquireFileLock(path) {
 
 async function acquireLock(target) {
   const { name, owner: ownerPath, osLock: osLockPath, key } = target;
-  await claimOwner(target);
   let osLock = null;
   if (typeof globalThis.Deno?.open === "function") {
-    // Deno: also the OS lock native writers take, without waiting for it (as natively: a
-    // non-blocking `flock`). A holder of the flock whose owner record is gone (removed by
-    // hand, or a record that was judged stale) is refused at once, never waited for.
+    // Deno: first the OS lock native writers take, without waiting for it (as natively: a
+    // non-blocking `flock`), then the owner record, in the native order: a holder of the
+    // flock is refused at once, named by its owner record where there is one, and nothing of
+    // this writer's is ever written while another holds it. (Owner record first, a Deno and
+    // a native writer racing could each see the other's half and both refuse.)
     let held;
     try {
       osLock = await globalThis.Deno.open(osLockPath, { read: true, write: true, create: true, mode: 0o600 });
@@ -245,14 +246,18 @@ async function acquireLock(target) {
       held = typeof osLock.tryLock === "function" ? await osLock.tryLock(true) : (await osLock.lock(true), true);
     } catch (e) {
       osLock?.close();
-      await fsp.unlink(ownerPath).catch(() => {});
       throw new StoreError("STORAGE", `lock ${osLockPath}: ${e.message}`);
     }
     if (!held) {
       osLock.close();
-      await fsp.unlink(ownerPath).catch(() => {});
-      throw inUse(target, null);
+      throw inUse(target, decodeOwner(await readText(ownerPath)));
     }
+  }
+  try {
+    await claimOwner(target);
+  } catch (e) {
+    osLock?.close();
+    throw e;
   }
   let released = false;
   const me = { pid: process.pid, start: await startTime(process.pid) };

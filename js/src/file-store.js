@@ -51,8 +51,6 @@ const GROUPS_DIR = "groups";
 const ZERO_ID = "0".repeat(64);
 const ERASURE = ["none", "pending", "done"];
 
-/** Largest number of record bytes one `events` call reads (as the native store). */
-const MAX_READ_BYTES = 8 << 20;
 const DEFAULTS = { segmentBytes: 64 << 20, reserveBytes: 4 << 20, snapshotEvery: 100_000, snapshotsKept: 2, readOnly: false, orgPolicy: null };
 /** A group's sealed audit log and the tombstone its expiry leaves (docs/format.md, "Sealed audit log"). */
 const ARTIFACT_NAME = "audit.mwpa";
@@ -548,8 +546,8 @@ export class FileGroup {
 
   /**
    * Stored events after `after` as a frame batch of canonical CBOR (redacted events in their
-   * redacted form), durable ones only, at most `limit` and about 8 MiB per call: call again
-   * from the last seq returned to read on.
+   * redacted form), durable ones only, at most `limit` and about 8 MiB per call (the core's
+   * page rule, as every store's): call again from the last seq returned to read on.
    */
   async eventFrames(after = 0, limit = Number.MAX_SAFE_INTEGER) {
     // A fractional `after` named no record and was read forever; a negative one a record
@@ -564,20 +562,21 @@ export class FileGroup {
     const last = Math.min(this.#durable, after + limit);
     const items = [];
     let seq = after + 1;
-    let bytesRead = 0;
-    while (seq <= last && bytesRead < MAX_READ_BYTES) {
+    // The bytes of the events the page has taken (their record payloads): it takes the next
+    // while the core's rule of every store's page says so (`pageTakes`, as natively).
+    let taken = 0;
+    while (seq <= last && w.pageTakes(taken)) {
       const seg = this.#segmentOf(seq);
       if (seg === undefined) throw new StoreError("LOG_CORRUPT", `seq ${seq} of group ${this.id} is not in the log`);
       const i0 = seq - seg.firstSeq;
       const start = seg.offsets[i0];
-      let i1 = Math.min(last - seg.firstSeq + 1, seg.offsets.length);
-      // Stop at the first record that starts past the byte cap (but read at least one).
-      let j = i0 + 1;
-      while (j < i1 && seg.offsets[j] <= start + MAX_READ_BYTES) j++;
-      i1 = j;
+      const upto = Math.min(last - seg.firstSeq + 1, seg.offsets.length);
+      // Records i0..i1 of this segment: its first (the loop's condition takes it), then each
+      // while the payloads before it (records are contiguous) leave room.
+      let i1 = i0 + 1;
+      while (i1 < upto && w.pageTakes(taken + Math.max(0, seg.offsets[i1] - start - (i1 - i0) * RECORD_HEADER_LEN))) i1++;
       const end = i1 < seg.offsets.length ? seg.offsets[i1] : seg.end;
       const buf = await seg.file.readAt(start, end - start);
-      bytesRead += buf.length;
       let at = 0;
       while (at + RECORD_HEADER_LEN <= buf.length && seq <= last) {
         const h = w.recordAt(buf, at);
@@ -590,6 +589,7 @@ export class FileGroup {
           if (!h.crcOk) throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
           items.push(buf.subarray(at + RECORD_HEADER_LEN, at + total));
         }
+        taken += h.len;
         at += total;
         seq += 1;
       }

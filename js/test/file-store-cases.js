@@ -1136,7 +1136,7 @@ export function cases(mwp) {
       await journal.close();
     }],
 
-    ["a flock another process holds without an owner record refuses the open at once under Deno, as natively (never waits)", async () => {
+    ["a flock another process holds refuses the open at once under Deno, before its owner record is looked at, as natively (never waits)", async () => {
       // Node takes no flock: it sees a writer through its owner record only (docs/format.md).
       if (typeof globalThis.Deno === "undefined") return;
       const { spawn } = await import("node:child_process");
@@ -1161,6 +1161,12 @@ export function cases(mwp) {
           check(e.message.startsWith(`${name} is in use by another writer (another process); stop it first`), e.message);
           eq(e.details, { [key]: name }, "details");
           check(!fs.existsSync(owner), "the refused open leaves no owner record");
+          // The flock is taken before the owner record is looked at, as natively: what is at
+          // the record's path is not read, and the holder is what refuses the open.
+          fs.mkdirSync(owner);
+          const first = await rejects(open(), "STORAGE");
+          check(first.message.startsWith(`${name} is in use by another writer (another process); stop it first`), first.message);
+          fs.rmdirSync(owner);
         } finally {
           process.kill(-holder.pid, "SIGKILL");
           await new Promise((resolve) => (holder.exitCode !== null || holder.signalCode !== null ? resolve() : holder.on("exit", resolve)));
@@ -1182,6 +1188,9 @@ export function cases(mwp) {
         ]) {
           if (kind === "directory") fs.mkdirSync(owner);
           else execFileSync("mkfifo", [owner]);
+          // The OS lock's file, which native and Deno writers take before the owner record
+          // and never remove, as an earlier writer left it.
+          fs.writeFileSync(owner.slice(0, -".pid".length), "", { mode: 0o600 });
           const old = new Date(Date.now() - 60_000);
           fs.utimesSync(owner, old, old);
           const before = fs.readdirSync(dirname(owner)).sort();
@@ -1193,7 +1202,7 @@ export function cases(mwp) {
       }
     }],
 
-    ["an agent journal path that holds a directory or a FIFO is STORAGE at open, never waited on, as natively", async () => {
+    ["an agent journal path that holds a directory or a FIFO is STORAGE at open, never waited on, and leaves no lock file, as natively", async () => {
       for (const kind of ["directory", "FIFO"]) {
         const dir = tempDir("journal-not-file");
         const path = join(dir, "bob.journal");
@@ -1201,9 +1210,49 @@ export function cases(mwp) {
         else execFileSync("mkfifo", [path]);
         const e = await rejects(mwp.openAgentJournal(path), "STORAGE");
         eq([e.message, e.details], [`agent journal ${path}: it is a ${kind}, not a regular file`, { file: path }], kind);
-        check(!fs.existsSync(`${path}.LOCK.pid`), "the lock is released");
+        eq(fs.readdirSync(dir), ["bob.journal"], `${kind}: refused before its lock is taken, nothing created beside it`);
         check(!fs.lstatSync(path).isFile(), "left in place");
       }
+    }],
+
+    ["a page of events is bounded by bytes by the core's rule, across segments too, as natively", async () => {
+      const dir = tempDir("page-bytes");
+      // Segments of 1 MiB: a page of about 8 MiB spans several of them.
+      const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority"), segmentBytes: 1 << 20, reserveBytes: 0 });
+      const c = makeCommands(mwp);
+      await store.submit(c.open(), 1000);
+      const text = "x".repeat(30_000);
+      for (let b = 0; b < 6; b++) {
+        const cmds = [];
+        for (let i = b * 50; i < (b + 1) * 50; i++) cmds.push(c.cmd("alice", `big-${i}`, { type: "create_work", work: `w${i}`, after: [], spec: { text }, contract: { max_attempts: 3, backoff_base_ms: 100, backoff_max_ms: 1000, cost_budget: 10, risk: "low" } }));
+        for (const r of await store.submit(cmds, 2000 + b)) check(r.outcome === "accepted", JSON.stringify(r));
+      }
+      const head = 301;
+      const MAX_PAGE_BYTES = 8 << 20;
+      const lengths = (frames) => {
+        const v = new DataView(frames.buffer, frames.byteOffset, frames.byteLength);
+        const out = [];
+        for (let at = 0; at < frames.length; at += 4 + v.getUint32(at, true)) out.push(v.getUint32(at, true));
+        return out;
+      };
+      let after = 0;
+      let pages = 0;
+      while (after < head) {
+        const page = lengths(await store.eventFrames("g1", after));
+        check(page.length > 0, `a page after ${after}`);
+        // Each event was taken while the ones before it held fewer than 8 MiB; a page that
+        // stops short of the head stops because they held 8 MiB.
+        let taken = 0;
+        for (const len of page) {
+          check(taken < MAX_PAGE_BYTES, `the page after ${after} takes an event after ${taken} bytes`);
+          taken += len;
+        }
+        if (after + page.length < head) check(taken >= MAX_PAGE_BYTES, `the page after ${after} stops with ${taken} bytes`);
+        after += page.length;
+        pages += 1;
+      }
+      eq(pages, 2, "two pages of about 8 MiB");
+      await store.close();
     }],
 
     ["a read-only open changes nothing and stops at the last complete record", async () => {

@@ -65,6 +65,14 @@ pub fn crc32c(bytes: &[u8], crc: Option<u32>) -> u32 {
     lf::crc32c_append(crc.unwrap_or(0), bytes)
 }
 
+/// Whether a page of events whose events so far hold `taken` bytes (their record payloads)
+/// takes the next one: the rule of every store's page of events
+/// ([`mwp_core::authority::page_takes`], at most about 8 MiB a page).
+#[wasm_bindgen(js_name = pageTakes)]
+pub fn page_takes(taken: f64) -> Result<bool, StoreError> {
+    Ok(mwp_core::authority::page_takes(uint(taken, "taken")?))
+}
+
 /// Directory name of a group: the ID itself when it is lowercase `[a-z0-9][a-z0-9._-]*`,
 /// otherwise `~` and the lowercase base32 of its bytes (`G1` → `~i4yq`).
 #[wasm_bindgen(js_name = groupDirName)]

@@ -17,7 +17,8 @@ use mwp_core::snapshot::Snapshot;
 use mwp_core::{Code, Error, Event, GroupState, Hash, Id, Result};
 
 use super::authority::{
-    column, column_of, corrupt, event_bytes, to_i64, to_u64, PostgresAuthority,
+    column, column_of, corrupt, event_bytes, head_row_seq, page_rows, to_i64, to_u64,
+    PostgresAuthority,
 };
 use super::storage;
 
@@ -26,7 +27,8 @@ use super::storage;
 /// Group's plain history stays.
 pub const MAX_ARTIFACT_BYTES: usize = (1 << 30) - (1 << 20);
 
-/// Events read per round trip while sealing.
+/// Event rows read at most per round trip while sealing (fewer when they hold more than a
+/// page's bytes: `authority::page_rows`).
 const SEAL_BATCH: i64 = 1000;
 
 /// A Group's sealed audit log as `mwp_audit` holds it, without the artifact's bytes
@@ -118,19 +120,25 @@ struct HeadRow {
 }
 
 impl PostgresAuthority {
-    /// The head seq of `group` (`None` if it does not exist) and, when its plain history was
-    /// removed once sealed, the final snapshot's (seq, state hash): what a replay answers
-    /// from ([`mwp_core::authority::Policy::check_replay_sealed`]). One round trip.
-    pub(super) fn head_sealed(&self, group: &Id) -> Result<Option<(u64, Option<FinalSnapshot>)>> {
+    /// The head row of `group` (seq, head; `None` if it does not exist) and, when its plain
+    /// history was removed once sealed, the final snapshot's (seq, state hash): what a replay
+    /// answers from ([`mwp_core::authority::Policy::check_replay_sealed`]). Event rows past
+    /// the head row (or without one) are `LOG_CORRUPT` naming the group, as for every head
+    /// read. One round trip.
+    pub(super) fn head_sealed(
+        &self,
+        group: &Id,
+    ) -> Result<Option<(u64, Hash, Option<FinalSnapshot>)>> {
         let mut conn = self.pool.get()?;
         let (client, sql) = conn.parts();
-        let Some(row) = client
-            .query_opt(&sql.head_sealed, &[&group.as_str()])
-            .map_err(sql_error("reading the group head"))?
-        else {
+        let row = client
+            .query_one(&sql.head_sealed, &[&group.as_str()])
+            .map_err(sql_error("reading the group head"))?;
+        let Some(head) = head_row_seq(&row, group, 5)? else {
             return Ok(None);
         };
-        let head = to_u64(column(&row, 0, group, "mwp_groups.seq")?, group, "seq")?;
+        let head_id = Hash::from_hex(column::<&str>(&row, 4, group, "mwp_groups.head")?)
+            .map_err(|e| corrupt(group, format!("head is not a hash: {e}")))?;
         let sealed = match column::<Option<i64>>(&row, 1, group, "mwp_audit.seq")? {
             None => None,
             Some(seq) => {
@@ -150,7 +158,7 @@ impl PostgresAuthority {
                 Some((to_u64(seq, group, "seq")?, hash))
             }
         };
-        Ok(Some((head, sealed)))
+        Ok(Some((head, head_id, sealed)))
     }
 
     /// That `manifest` (the bytes of the audit row of `group` marked `plain_removed`, at
@@ -401,12 +409,8 @@ impl PostgresAuthority {
         while from < final_seq {
             let rows = tx
                 .query(
-                    &format!(
-                        "SELECT seq, {} FROM mwp_events
-                         WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
-                        super::sql::event_bytes("bytes")
-                    ),
-                    &[&group.as_str(), &from, &final_seq, &SEAL_BATCH],
+                    &super::sql::events_page(),
+                    &[&group.as_str(), &from, &final_seq, &SEAL_BATCH, &from],
                 )
                 .map_err(sql_error("reading events to seal"))?;
             if rows.is_empty() {
@@ -415,10 +419,11 @@ impl PostgresAuthority {
                     format!("events after seq {from} are missing"),
                 ));
             }
-            for row in rows {
-                let seq: i64 = column(&row, 0, group, "mwp_events.seq")?;
+            let taken = page_rows(&rows, group, to_u64(from, group, "seq")?)?;
+            for row in &rows[..taken] {
+                let seq: i64 = column(row, 0, group, "mwp_events.seq")?;
                 let bytes =
-                    event_bytes(&row, 1, group, to_u64(seq, group, "seq")?)?.ok_or_else(|| {
+                    event_bytes(row, 1, group, to_u64(seq, group, "seq")?)?.ok_or_else(|| {
                         corrupt(
                             group,
                             format!("the event row at seq {seq}, column mwp_events.bytes: is NULL"),

@@ -30,7 +30,8 @@ use crate::service::AuthorityService;
 /// reported as `STORAGE`.
 const ATTEMPTS: usize = 5;
 
-/// Events read per round trip when a cached state catches up with the database.
+/// Event rows read at most per round trip when a cached state catches up with the database
+/// (fewer when they hold more than a page's bytes: [`page_rows`]).
 const CATCH_UP_BATCH: i64 = 1000;
 
 /// A storage failure inside one attempt, and whether a fresh attempt may succeed.
@@ -574,21 +575,23 @@ impl PostgresAuthority {
             if from >= seq {
                 break;
             }
+            let from_i64 = to_i64(from, "seq")?;
             let rows = c
                 .query(
-                    &sql.events_between,
+                    &sql.events_page,
                     &[
                         &group.as_str(),
-                        &to_i64(from, "seq")?,
+                        &from_i64,
                         &to_i64(seq, "seq")?,
                         &CATCH_UP_BATCH,
+                        &from_i64,
                     ],
                 )
                 .map_err(db("reading events"))?;
             if rows.is_empty() {
                 return Err(corrupt(group, format!("events after seq {from} are missing")).into());
             }
-            for row in &rows {
+            for row in &rows[..page_rows(&rows, group, from)?] {
                 GroupState::apply_to(state, &event_row(row, group)?)?;
             }
         }
@@ -1120,7 +1123,7 @@ pub(super) fn event_bytes<'a>(
 /// The seq of `group`'s head row as a head statement reads it (column 0, NULL when there is
 /// no head row), once [`no_rows_past`] holds for the highest seq of its event rows (column
 /// `last`).
-fn head_row_seq(row: &postgres::Row, group: &Id, last: usize) -> Result<Option<u64>> {
+pub(super) fn head_row_seq(row: &postgres::Row, group: &Id, last: usize) -> Result<Option<u64>> {
     let last = column::<Option<i64>>(row, last, group, "the highest event seq")?;
     let seq = column::<Option<i64>>(row, 0, group, "mwp_groups.seq")?
         .map(|seq| to_u64(seq, group, "seq"))
@@ -1174,18 +1177,42 @@ pub(super) fn verified_event(group: &Id, seq: u64, bytes: &[u8]) -> Result<Event
     Ok(event)
 }
 
+/// How many of `rows` (read by [`sql::events_page`](super::sql::events_page), the rows
+/// with seq > `after` counting toward its bytes) a page takes, by the core's rule
+/// ([`authority::page_takes`]): the first counted row always, then each while the counted
+/// rows before it hold fewer than [`authority::MAX_PAGE_BYTES`]. The rows past them came
+/// without their bytes and are not read: the next page starts there.
+pub(super) fn page_rows(rows: &[postgres::Row], group: &Id, after: u64) -> Result<usize> {
+    let mut taken = 0u64;
+    for (i, row) in rows.iter().enumerate() {
+        let seq = to_u64(column(row, 0, group, "mwp_events.seq")?, group, "seq")?;
+        if seq <= after {
+            continue;
+        }
+        if !authority::page_takes(taken) {
+            return Ok(i);
+        }
+        // A NULL length is a NULL column: reading the row says so.
+        let len: Option<i32> = column(row, 1, group, "mwp_events.bytes")?;
+        taken = taken.saturating_add(len.map_or(0, |n| u64::try_from(n).unwrap_or(0)));
+    }
+    Ok(rows.len())
+}
+
 /// The events of `rows` (seq, bytes) read for a page of at most `limit` events after
 /// `after` (the row at `after` first, when there is one, for its id), each checked as the
 /// rows of another process's writing must be: its bytes decode and hash to the event's id,
 /// it is of `group` at its row's seq, the seqs run on from `after` without a gap, and each
-/// chains to the one before. A short page that ends below `head` is a gap too. Any of these
-/// is `LOG_CORRUPT` naming the group and the seq, never a page served with a hole in it.
+/// chains to the one before. A short page that ends below `head` is a gap too, unless it
+/// was `cut` where its bytes filled it ([`page_rows`]: a row follows it). Any of these is
+/// `LOG_CORRUPT` naming the group and the seq, never a page served with a hole in it.
 fn checked_page(
     group: &Id,
     after: u64,
     head: u64,
     limit: usize,
     rows: &[postgres::Row],
+    cut: bool,
 ) -> Result<Vec<Event>> {
     let mut at = chain::Position::after(after);
     let mut page = Vec::with_capacity(rows.len().min(limit));
@@ -1223,7 +1250,7 @@ fn checked_page(
         at.advance(&event);
         page.push(event);
     }
-    if page.len() < limit && at.next_seq() <= head {
+    if !cut && page.len() < limit && at.next_seq() <= head {
         return Err(corrupt(
             group,
             format!(
@@ -1344,7 +1371,7 @@ impl AuthorityService for PostgresAuthority {
     }
 
     fn events(&self, group: &Id, after: u64, limit: usize) -> Result<Vec<Event>> {
-        let (head, sealed) = self.head_sealed(group)?.ok_or_else(|| not_found(group))?;
+        let (head, head_id, sealed) = self.head_sealed(group)?.ok_or_else(|| not_found(group))?;
         match sealed {
             // The plain history was removed once sealed: only what follows the final
             // snapshot is served (nothing: the Group is archived).
@@ -1380,16 +1407,37 @@ impl AuthorityService for PostgresAuthority {
         let want = i64::try_from(limit.saturating_add(usize::from(after > 0))).unwrap_or(i64::MAX);
         let rows = client
             .query(
-                &sql.events_between,
+                &sql.events_page,
                 &[
                     &group.as_str(),
                     &to_i64(from, "after")?,
                     &to_i64(head, "seq")?,
                     &want,
+                    &to_i64(after, "after")?,
                 ],
             )
             .map_err(|e| storage("reading events", &e))?;
-        checked_page(group, after, head, limit, &rows)
+        let taken = page_rows(&rows, group, after)?;
+        let page = checked_page(
+            group,
+            after,
+            head,
+            limit,
+            &rows[..taken],
+            taken < rows.len(),
+        )?;
+        // A page that reaches the head row ends at the event it names.
+        match page.last() {
+            Some(last) if last.seq == head && last.id != head_id => Err(corrupt(
+                group,
+                format!(
+                    "its head row says event {head_id} at seq {head}, its log event {} at seq {head}",
+                    last.id
+                ),
+            )
+            .with("seq", head)),
+            _ => Ok(page),
+        }
     }
 
     /// The receipt as the group's state holds it, brought up to the database's head (as

@@ -2,6 +2,7 @@
 
 use postgres::{Client, Statement};
 
+use mwp_core::authority::MAX_PAGE_BYTES;
 use mwp_core::log_format::MAX_RECORD_LEN;
 use mwp_core::Result;
 
@@ -18,6 +19,28 @@ pub(super) fn event_bytes(column: &str) -> String {
     )
 }
 
+/// A page of event rows: `$1` group, `$2` after (rows with seq > `$2`), `$3` up to (the
+/// head row's seq), `$4` at most this many rows, `$5` the seq after which rows count toward
+/// the page's bytes → (seq, length, bytes). The bytes are fetched as [`event_bytes`] fetches
+/// them, and only while the counted rows before hold fewer than
+/// [`MAX_PAGE_BYTES`]: the rows past that come as (seq, length, NULL), so a page of the
+/// largest events never holds more than about `MAX_PAGE_BYTES` in either process. Which rows
+/// a page takes is decided by the core's rule (`authority::page_rows`), on their lengths.
+pub(super) fn events_page() -> String {
+    format!(
+        "SELECT seq, octet_length(bytes),
+           CASE WHEN octet_length(bytes) <= {MAX_RECORD_LEN} AND taken < {MAX_PAGE_BYTES}
+                THEN bytes END
+         FROM (SELECT seq, bytes,
+                 coalesce(sum(octet_length(bytes)) FILTER (WHERE seq > $5)
+                            OVER (ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                          0) AS taken
+               FROM mwp_events WHERE group_id = $1 AND seq > $2 AND seq <= $3
+               ORDER BY seq LIMIT $4) page
+         ORDER BY seq"
+    )
+}
+
 /// The prepared statements of one connection.
 #[derive(Clone)]
 pub(crate) struct Statements {
@@ -31,15 +54,16 @@ pub(crate) struct Statements {
     /// removed, and the highest seq of its event rows: what a head is checked against
     /// before it is answered (`PostgresAuthority::checked_head`).
     pub head_checked: Statement,
-    /// `$1` group → (seq, final seq, final state hash, manifest): the head and, when the
-    /// Group's plain history was removed once sealed, its final snapshot and the signed
-    /// manifest that says so (NULLs otherwise).
+    /// `$1` group → (seq, final seq, final state hash, manifest, head, the highest seq of its
+    /// event rows): the head row (NULLs when there is none) and, when the Group's plain
+    /// history was removed once sealed, its final snapshot and the signed manifest that says
+    /// so (NULLs otherwise); one row always, as [`Statements::head`].
     pub head_sealed: Statement,
     /// `$1` group → (whether the removal of the plain history is unfinished); no row when
     /// the Group was not sealed.
     pub audit_pending: Statement,
-    /// `$1` group, `$2` after, `$3` up to, `$4` limit → (seq, length, bytes).
-    pub events_between: Statement,
+    /// A page of event rows ([`events_page`]).
+    pub events_page: Statement,
     /// `$1` group → the head row (seq, head, org) and, NULLs when there is none, the latest
     /// snapshot at or below it (seq, state_hash, bytes) with the bytes of the event row at
     /// its seq (length, bytes), and the version of the snapshot row (`xmin`, `ctid`): what a
@@ -90,18 +114,15 @@ impl Statements {
                 event_bytes("e.bytes")
             ))?,
             head_sealed: p(
-                "SELECT g.seq, a.seq, s.state_hash, a.manifest FROM mwp_groups g
+                "SELECT g.seq, a.seq, s.state_hash, a.manifest, g.head, m.last
+                 FROM (SELECT max(seq) AS last FROM mwp_events WHERE group_id = $1) m
+                 LEFT JOIN mwp_groups g ON g.group_id = $1
                  LEFT JOIN mwp_audit a ON a.group_id = g.group_id AND a.plain_removed
-                 LEFT JOIN mwp_snapshots s ON s.group_id = a.group_id AND s.seq = a.seq
-                 WHERE g.group_id = $1",
+                 LEFT JOIN mwp_snapshots s ON s.group_id = a.group_id AND s.seq = a.seq",
             )?,
             audit_pending: p("SELECT remove_plain AND NOT plain_removed FROM mwp_audit
                  WHERE group_id = $1")?,
-            events_between: p(&format!(
-                "SELECT seq, {} FROM mwp_events
-                 WHERE group_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4",
-                event_bytes("bytes")
-            ))?,
+            events_page: p(&events_page())?,
             // A row past the head row is never read: no event it could cover is committed.
             snapshot: p(&format!(
                 "SELECT g.seq, g.head, g.org, s.seq, s.state_hash, s.bytes, {},

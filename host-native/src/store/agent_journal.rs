@@ -83,6 +83,19 @@ fn tmp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// `STORAGE` naming `path` when it holds something other than a regular file (a directory,
+/// a FIFO: opened without blocking); `Ok` for a regular file or nothing.
+fn not_a_journal_file(path: &Path) -> Result<()> {
+    match crate::regular_file::open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(Error::new(
+            Code::Storage,
+            format!("agent journal {}: {e}", path.display()),
+        )
+        .with("file", path.display().to_string())),
+        _ => Ok(()),
+    }
+}
+
 impl Journal {
     /// Opens the journal at `path` on the real file system (see [`Journal::open_with`]),
     /// first taking its writer lock (`NAME.LOCK.pid` beside it, as a data directory's, see
@@ -92,22 +105,17 @@ impl Journal {
     /// journal's lock or temporary file, or a data directory's lock file (`a.LOCK`,
     /// `a.LOCK.pid`, `a.tmp`, `LOCK`: [`check_journal_name`]), is `MALFORMED` before anything
     /// is touched. A path that holds something other than a regular file (a directory, a
-    /// FIFO) is `STORAGE` naming it.
+    /// FIFO) is `STORAGE` naming it, before the lock is taken: nothing is created beside it.
     pub fn open(path: impl AsRef<Path>) -> Result<(Journal, AgentImage)> {
         let path = path.as_ref();
         check_journal_name(&path.display().to_string(), &last_name(path))?;
-        let lock = DirLock::acquire_file(path)?;
         // What is at the path must be a journal file or nothing: a directory or a FIFO put
-        // there is refused (opened without blocking), never read, replaced or written past.
-        if let Err(e) = crate::regular_file::open(path) {
-            if e.kind() == std::io::ErrorKind::InvalidInput {
-                return Err(Error::new(
-                    Code::Storage,
-                    format!("agent journal {}: {e}", path.display()),
-                )
-                .with("file", path.display().to_string()));
-            }
-        }
+        // there is refused (opened without blocking), never read, replaced or written past,
+        // and before the lock is taken, so that the refusal creates nothing beside it. Asked
+        // again under the lock, which another process may have taken meanwhile.
+        not_a_journal_file(path)?;
+        let lock = DirLock::acquire_file(path)?;
+        not_a_journal_file(path)?;
         let (mut journal, image) = Self::open_with(Arc::new(FsBackend), path)?;
         journal.lock = Some(lock);
         Ok((journal, image))
@@ -590,7 +598,8 @@ mod tests {
     }
 
     /// A directory or a FIFO where the journal belongs is refused at open, never waited on
-    /// nor replaced by the first append.
+    /// nor replaced by the first append, and before its lock is taken: neither `NAME.LOCK`
+    /// nor `NAME.LOCK.pid` is left beside it.
     #[test]
     fn a_journal_path_that_is_not_a_regular_file_is_refused() {
         for kind in ["directory", "FIFO"] {
@@ -610,10 +619,11 @@ mod tests {
                     path.display()
                 )
             );
-            assert!(
-                !dir.path().join("ada.journal.LOCK.pid").exists(),
-                "lock released"
-            );
+            let names: Vec<_> = std::fs::read_dir(dir.path())
+                .expect("the folder")
+                .map(|e| e.expect("an entry").file_name())
+                .collect();
+            assert_eq!(names, ["ada.journal"], "{kind}: nothing created beside it");
             assert!(!std::fs::symlink_metadata(&path).expect("kept").is_file());
         }
     }

@@ -57,9 +57,6 @@ pub(crate) use replay::{
 pub(crate) use seal::{plain_from, read_seal_record, verify_artifact_file, SealRecord};
 pub(crate) use snapshots::load_snapshot;
 
-/// Largest number of record bytes one `events` call reads.
-const MAX_READ_BYTES: u64 = 8 << 20;
-
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves its data consistent before anything can panic in it,
     // so a poisoned lock still guards good data.
@@ -374,22 +371,28 @@ impl GroupLog {
         let index = read(&self.index);
         let overlay = read(&self.overlay);
         let mut seq = after + 1;
-        let mut bytes_read = 0u64;
-        while seq <= last && bytes_read < MAX_READ_BYTES {
+        // The bytes of the events the page has taken: it takes the next while
+        // `authority::page_takes` says so (the one rule of every store's page).
+        let mut taken = 0u64;
+        while seq <= last && authority::page_takes(taken) {
             let seg = self.segment_of(&index, seq)?;
             let i0 = (seq - seg.first_seq) as usize;
             let start = seg.offsets[i0];
-            let cap = start.saturating_add(MAX_READ_BYTES);
-            let within = seg.offsets.partition_point(|&o| o <= cap);
-            let i1 = ((last - seg.first_seq + 1) as usize)
-                .min(seg.offsets.len())
-                .min(within.max(i0 + 1));
+            let upto = ((last - seg.first_seq + 1) as usize).min(seg.offsets.len());
+            // Records i0..i1 of this segment: its first (the loop's condition takes it), then
+            // each while the payloads before it (records are contiguous) leave room.
+            let payloads = |i: usize| {
+                (seg.offsets[i] - start).saturating_sub(((i - i0) * RECORD_HEADER_LEN) as u64)
+            };
+            let mut i1 = i0 + 1;
+            while i1 < upto && authority::page_takes(taken + payloads(i1)) {
+                i1 += 1;
+            }
             let end = seg.offsets.get(i1).copied().unwrap_or(seg.end);
             let mut buf = vec![0u8; (end - start) as usize];
             seg.file
                 .read_at(start, &mut buf)
                 .map_err(io_err(format!("read {}", self.path(&seg.name).display())))?;
-            bytes_read += buf.len() as u64;
             let mut at = 0usize;
             while at + RECORD_HEADER_LEN <= buf.len() && seq <= last {
                 let Some(h) = RecordHeader::parse(&buf[at..]) else {
@@ -420,6 +423,7 @@ impl GroupLog {
                     }
                 };
                 out.push(event);
+                taken += u64::from(h.len);
                 at += total;
                 seq += 1;
             }
