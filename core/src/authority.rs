@@ -38,10 +38,12 @@ pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
 
 /// The most bytes of events one page of events reads (8 MiB), whatever its `limit`: a page
 /// takes its next event while the events it has taken hold fewer bytes than this, and always
-/// its first ([`page_takes`]). An event counts as its store holds it (a file store's record
-/// payload, a PostgreSQL event row's `bytes`). So a page holds less than this plus one event
-/// of at most [`crate::log_format::MAX_RECORD_LEN`] bytes: a reader's page, or a store's
-/// catch-up read, never holds a limit's worth of the largest events at once.
+/// its first ([`page_takes`]). An event counts as the page serves it: its canonical CBOR, a
+/// redacted event's redacted form (a file store's record payload, or its overlay entry once
+/// redacted; a PostgreSQL event row's `bytes`), so every store cuts a log's pages at the same
+/// events. So a page holds less than this plus one event of at most
+/// [`crate::log_format::MAX_RECORD_LEN`] bytes: a reader's page, or a store's catch-up read,
+/// never holds a limit's worth of the largest events at once.
 pub const MAX_PAGE_BYTES: u64 = 8 << 20;
 
 /// Whether a page of events whose events so far hold `taken` bytes takes the next one

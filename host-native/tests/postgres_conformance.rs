@@ -1832,3 +1832,63 @@ fn a_page_is_checked_against_its_head_row() {
     .expect("put the head row back");
     assert_eq!(pg.events(&g, 0, 100).expect("served again"), good);
 }
+
+/// A redacted event counts toward a page's bytes as the page serves it (its redacted form),
+/// on the file store as in PostgreSQL (which holds only that form): a log with a large event
+/// redacted gives the same pages on both.
+#[test]
+fn a_redacted_event_counts_toward_a_page_as_served_on_every_store() {
+    use mwp_core::log_format::MAX_RECORD_LEN;
+    let server = require_server!();
+    let schema = Schema::new(&server, "pageredact");
+    let mut config = schema.config("snapshot_every=0");
+    config.limits.max_command_bytes = MAX_RECORD_LEN as usize;
+    config.limits.max_payload_bytes = MAX_RECORD_LEN as usize;
+    let limits = config.limits.clone();
+    let pg = PostgresAuthority::open(config).expect("open");
+    let files = tempfile::tempdir().expect("tempdir");
+    let store = mwp_host::store::FileStore::open(
+        files.path(),
+        mwp_host::store::StoreOptions {
+            limits: limits.clone(),
+            authority_key: Some(SecretKey::for_transcript("@authority")),
+            ..Default::default()
+        },
+    )
+    .expect("a file store");
+    let big = |n: usize| {
+        let envelope = json!({
+            "org": "acme", "group": "g1", "actor": "alice", "action": format!("big{n}"),
+            "session": 1,
+            "body": {"type": "create_work", "work": format!("w{n}"), "after": [],
+                     "spec": {"text": "x".repeat(3 << 20)},
+                     "contract": {"max_attempts": 3, "backoff_base_ms": 10,
+                                  "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"}},
+            "sig": "00".repeat(64),
+        });
+        let mut cmd =
+            mwp_core::Command::from_json(&serde_json::to_vec(&envelope).expect("json"), &limits)
+                .expect("within the limits");
+        cmd.sign(&SecretKey::for_transcript("alice")).expect("sign");
+        cmd
+    };
+    let mut commands = vec![open_group("g1", 1)];
+    commands.extend((0..7).map(big));
+    commands.push(postgres_common::redact_g1(2));
+    for (i, cmd) in commands.iter().enumerate() {
+        let now = 1000 + i as u64;
+        for decided in [pg.submit(cmd, now), store.submit(cmd, now)] {
+            assert!(matches!(decided, Ok(Decision::Accepted(_))), "{decided:?}");
+        }
+    }
+    let g = id("g1");
+    let seqs = |events: &[Event]| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    // Seq 2 is redacted: 3 MiB stored once, a few bytes served. Seqs 1 to 4 hold about
+    // 6 MiB as served, so the page takes seq 5 too.
+    for (after, want) in [(0, vec![1, 2, 3, 4, 5]), (5, vec![6, 7, 8]), (8, vec![9])] {
+        let page = pg.events(&g, after, 1000).expect("a page");
+        assert_eq!(seqs(&page), want, "PostgreSQL, after {after}");
+        let from_files = store.events(&g, after, 1000).expect("a page");
+        assert_eq!(from_files, page, "the file store's page, after {after}");
+    }
+}

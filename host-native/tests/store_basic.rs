@@ -412,3 +412,85 @@ fn staged_submits_answer_like_the_memory_reference_and_survive_a_reopen() {
         assert_eq!(again, heads, "{name}: every answered event is durable");
     }
 }
+
+/// A page of events counts each event as it serves it: a redacted event by its redacted form
+/// (a few bytes), not by the length its erased record keeps, as PostgreSQL counts its
+/// redacted row (`mwp_core::authority::page_takes`).
+#[test]
+fn a_redacted_event_counts_toward_a_page_as_served() {
+    use mwp_core::authority::{page_takes, MAX_PAGE_BYTES};
+    use mwp_core::log_format::MAX_RECORD_LEN;
+    use serde_json::json;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = mwp_host::store::StoreOptions {
+        authority_key: Some(mwp_core::SecretKey::for_transcript("@authority")),
+        ..Default::default()
+    };
+    options.limits.max_command_bytes = MAX_RECORD_LEN as usize;
+    options.limits.max_payload_bytes = MAX_RECORD_LEN as usize;
+    let limits = options.limits.clone();
+    let store = FileStore::open(dir.path(), options).expect("a file store");
+    let signed = |actor: &str, action: &str, body: serde_json::Value| {
+        let envelope = json!({
+            "org": "acme", "group": "g1", "actor": actor, "action": action, "session": 1,
+            "body": body, "sig": "00".repeat(64),
+        });
+        let bytes = serde_json::to_vec(&envelope).expect("json");
+        let mut cmd = mwp_core::Command::from_json(&bytes, &limits).expect("a command");
+        cmd.sign(&mwp_core::SecretKey::for_transcript(actor))
+            .expect("sign");
+        cmd
+    };
+    let key = |actor: &str| mwp_core::SecretKey::for_transcript(actor).public().to_hex();
+    let mut commands = vec![signed(
+        "alice",
+        "open",
+        json!({"type": "open_group", "mission": "m", "title": "t",
+               "authority_key": key("@authority"),
+               "members": [{"actor": "alice", "role": "owner", "key": key("alice")}]}),
+    )];
+    // Seqs 2..=6 of 3 MiB each, then seq 7 redacts seq 2.
+    for n in 0..5 {
+        commands.push(signed(
+            "alice",
+            &format!("big{n}"),
+            json!({"type": "create_work", "work": format!("w{n}"), "after": [],
+                   "spec": {"text": "x".repeat(3 << 20)},
+                   "contract": {"max_attempts": 3, "backoff_base_ms": 10,
+                                "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"}}),
+        ));
+    }
+    commands.push(signed(
+        "alice",
+        "r1",
+        json!({"type": "redact", "seq": 2, "reason": "gdpr"}),
+    ));
+    for (i, cmd) in commands.iter().enumerate() {
+        let decided = store.submit(cmd, 1000 + i as u64);
+        assert!(matches!(decided, Ok(Decision::Accepted(_))), "{decided:?}");
+    }
+    let g = id("g1");
+    let check = |store: &FileStore| {
+        let page = store.events(&g, 0, 1000).expect("a page");
+        let mut taken = 0u64;
+        for e in &page {
+            assert!(
+                page_takes(taken),
+                "seq {} taken past the page's bytes",
+                e.seq
+            );
+            taken += e.to_cbor().expect("cbor").len() as u64;
+        }
+        assert!(
+            taken >= MAX_PAGE_BYTES,
+            "a page cut with {taken} bytes served"
+        );
+        // Seq 2 served as a few bytes: seqs 1..=4 hold about 6 MiB, so seq 5 is taken too.
+        assert_eq!(
+            page.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5]
+        );
+    };
+    check(&store);
+    check(&store.reopen().expect("reopen"));
+}

@@ -562,8 +562,8 @@ export class FileGroup {
     const last = Math.min(this.#durable, after + limit);
     const items = [];
     let seq = after + 1;
-    // The bytes of the events the page has taken (their record payloads): it takes the next
-    // while the core's rule of every store's page says so (`pageTakes`, as natively).
+    // The bytes of the events the page has taken (as served: their canonical CBOR): it takes
+    // the next while the core's rule of every store's page says so (`pageTakes`, as natively).
     let taken = 0;
     while (seq <= last && w.pageTakes(taken)) {
       const seg = this.#segmentOf(seq);
@@ -572,24 +572,28 @@ export class FileGroup {
       const start = seg.offsets[i0];
       const upto = Math.min(last - seg.firstSeq + 1, seg.offsets.length);
       // Records i0..i1 of this segment: its first (the loop's condition takes it), then each
-      // while the payloads before it (records are contiguous) leave room.
+      // while the payloads before it (records are contiguous) leave room. Their stored
+      // lengths only bound the read: a redacted event counts as served (its redacted form),
+      // so the loop below decides which the page takes.
       let i1 = i0 + 1;
       while (i1 < upto && w.pageTakes(taken + Math.max(0, seg.offsets[i1] - start - (i1 - i0) * RECORD_HEADER_LEN))) i1++;
       const end = i1 < seg.offsets.length ? seg.offsets[i1] : seg.end;
       const buf = await seg.file.readAt(start, end - start);
       let at = 0;
-      while (at + RECORD_HEADER_LEN <= buf.length && seq <= last) {
+      while (at + RECORD_HEADER_LEN <= buf.length && seq <= last && w.pageTakes(taken)) {
         const h = w.recordAt(buf, at);
         if (h === undefined || h.seq !== seq) throw corruptAt(join(this.dir, seg.name), start + at, `expected record seq ${seq}`);
         const total = RECORD_HEADER_LEN + h.len;
         const entry = this.#overlay.entries.get(seq);
+        // Counted as served (a redacted event's redacted form, as a PostgreSQL row holds it).
         if (entry !== undefined) {
           items.push(await this.#overlay.file.readAt(entry.offset, entry.len));
+          taken += entry.len;
         } else {
           if (!h.crcOk) throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
           items.push(buf.subarray(at + RECORD_HEADER_LEN, at + total));
+          taken += h.len;
         }
-        taken += h.len;
         at += total;
         seq += 1;
       }

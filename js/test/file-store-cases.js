@@ -1215,7 +1215,7 @@ export function cases(mwp) {
       }
     }],
 
-    ["a page of events is bounded by bytes by the core's rule, across segments too, as natively", async () => {
+    ["a page of events is bounded by bytes by the core's rule, across segments too, redacted events counted as served, as natively", async () => {
       const dir = tempDir("page-bytes");
       // Segments of 1 MiB: a page of about 8 MiB spans several of them.
       const store = await mwp.openFileStore(dir, { authorityKey: mwp.transcriptSecretKey("@authority"), segmentBytes: 1 << 20, reserveBytes: 0 });
@@ -1227,7 +1227,12 @@ export function cases(mwp) {
         for (let i = b * 50; i < (b + 1) * 50; i++) cmds.push(c.cmd("alice", `big-${i}`, { type: "create_work", work: `w${i}`, after: [], spec: { text }, contract: { max_attempts: 3, backoff_base_ms: 100, backoff_max_ms: 1000, cost_budget: 10, risk: "low" } }));
         for (const r of await store.submit(cmds, 2000 + b)) check(r.outcome === "accepted", JSON.stringify(r));
       }
-      const head = 301;
+      // Ten of the first page's events redacted: each counts as served (a few bytes), not as
+      // the 30 KB its record held, as PostgreSQL counts its redacted row.
+      const redactions = [];
+      for (let seq = 2; seq < 12; seq++) redactions.push(c.cmd("alice", `redact-${seq}`, { type: "redact", seq, reason: "gdpr" }));
+      for (const r of await store.submit(redactions, 3000)) check(r.outcome === "accepted", JSON.stringify(r));
+      const head = 311;
       const MAX_PAGE_BYTES = 8 << 20;
       const lengths = (frames) => {
         const v = new DataView(frames.buffer, frames.byteOffset, frames.byteLength);

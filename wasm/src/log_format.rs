@@ -65,9 +65,9 @@ pub fn crc32c(bytes: &[u8], crc: Option<u32>) -> u32 {
     lf::crc32c_append(crc.unwrap_or(0), bytes)
 }
 
-/// Whether a page of events whose events so far hold `taken` bytes (their record payloads)
-/// takes the next one: the rule of every store's page of events
-/// ([`mwp_core::authority::page_takes`], at most about 8 MiB a page).
+/// Whether a page of events whose events so far hold `taken` bytes (as served: a record's
+/// payload, a redacted event's redacted form) takes the next one: the rule of every store's
+/// page of events ([`mwp_core::authority::page_takes`], at most about 8 MiB a page).
 #[wasm_bindgen(js_name = pageTakes)]
 pub fn page_takes(taken: f64) -> Result<bool, StoreError> {
     Ok(mwp_core::authority::page_takes(uint(taken, "taken")?))

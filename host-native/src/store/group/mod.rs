@@ -380,7 +380,9 @@ impl GroupLog {
             let start = seg.offsets[i0];
             let upto = ((last - seg.first_seq + 1) as usize).min(seg.offsets.len());
             // Records i0..i1 of this segment: its first (the loop's condition takes it), then
-            // each while the payloads before it (records are contiguous) leave room.
+            // each while the payloads before it (records are contiguous) leave room. Their
+            // stored lengths only bound the read: a redacted event counts as served (its
+            // redacted form), so the loop below decides which the page takes.
             let payloads = |i: usize| {
                 (seg.offsets[i] - start).saturating_sub(((i - i0) * RECORD_HEADER_LEN) as u64)
             };
@@ -394,7 +396,8 @@ impl GroupLog {
                 .read_at(start, &mut buf)
                 .map_err(io_err(format!("read {}", self.path(&seg.name).display())))?;
             let mut at = 0usize;
-            while at + RECORD_HEADER_LEN <= buf.len() && seq <= last {
+            while at + RECORD_HEADER_LEN <= buf.len() && seq <= last && authority::page_takes(taken)
+            {
                 let Some(h) = RecordHeader::parse(&buf[at..]) else {
                     break;
                 };
@@ -402,8 +405,10 @@ impl GroupLog {
                 if h.seq != seq || at + total > buf.len() {
                     break;
                 }
-                let event = match overlay.entries.get(&seq) {
-                    Some(e) => overlay.read(&self.dir, e)?,
+                // The event as the page serves it, and its bytes (its canonical CBOR: a
+                // redacted event's redacted form, as a PostgreSQL row holds it).
+                let (event, len) = match overlay.entries.get(&seq) {
+                    Some(e) => (overlay.read(&self.dir, e)?, u64::from(e.len)),
                     None => {
                         let rec = &buf[at..at + total];
                         if record_crc(rec, &rec[RECORD_HEADER_LEN..]) != h.crc {
@@ -418,12 +423,15 @@ impl GroupLog {
                         if self.ctx.read_only && self.with_state(|s| s.redacted.contains(&seq)) {
                             // Redacted, and the writer has not erased it yet.
                             event.redact()?;
+                            let len = event.to_cbor()?.len() as u64;
+                            (event, len)
+                        } else {
+                            (event, u64::from(h.len))
                         }
-                        event
                     }
                 };
                 out.push(event);
-                taken += u64::from(h.len);
+                taken = taken.saturating_add(len);
                 at += total;
                 seq += 1;
             }
