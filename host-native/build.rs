@@ -51,11 +51,18 @@ fn main() {
     let page = manifest.join("../js/dashboard");
     let modules = manifest.join("../js/src");
     let pkg = manifest.join("dashboard/pkg");
-    for dir in [&page, &modules, &pkg] {
+    // The files embedded, one by one, not `js/dashboard/` whole: a directory is watched with
+    // everything beneath it, and `js/dashboard/lib/` (gitignored) is where the development
+    // builds put a module, which would rebuild this crate, and every test that links it, after
+    // each wasm build. A file added to the page is embedded once a watched file changes (the
+    // page or a module that loads it). `js/src/` and `dashboard/pkg/` hold only what is
+    // embedded, and are watched whole, so a module added there is embedded at once.
+    for dir in [&modules, &pkg] {
         println!("cargo:rerun-if-changed={}", dir.display());
     }
     let mut list: Vec<(String, PathBuf)> = Vec::new();
     for path in files(&page, &["html", "js", "css", "svg"]) {
+        println!("cargo:rerun-if-changed={}", path.display());
         list.push((url("/", &path), path));
     }
     for path in files(&modules, &["js"]) {

@@ -63,9 +63,9 @@ scripts/build-wasm.sh
 
 if [ -n "$repeat" ]; then
   step "build what the end-to-end steps run: the mwp binary and the Rust e2e tests"
-  cargo build --workspace --all-features --bin mwp
   E2E_RUST_TESTS=$(cd host-native/tests && for f in e2e_*.rs store_lock.rs; do printf -- '--test %s ' "${f%.rs}"; done)
   export E2E_RUST_TESTS
+  # These also build the mwp binary the JS steps run (an e2e test needs it).
   # shellcheck disable=SC2086
   cargo test --workspace --all-features $E2E_RUST_TESTS --no-run
   cargo test -p mwp-wasm --target wasm32-unknown-unknown --test browser --no-run
@@ -110,7 +110,10 @@ step "vectors, natively (tests/tests/vectors.rs)"
 cargo test --workspace --all-features --test vectors
 
 step "native mwp binary (the file store tests compare against it)"
-cargo build --workspace --all-features --bin mwp
+# Built as `cargo test` builds it (the test profile, features resolved with the dev
+# dependencies), so that after the workspace's tests this builds nothing again: a plain
+# `cargo build --bin mwp` resolves other features and rebuilt most dependencies.
+cargo test --workspace --all-features --no-run --test e2e_cli
 export MWP_BIN="$root/${CARGO_TARGET_DIR:-target}/debug/mwp"
 case "${CARGO_TARGET_DIR:-}" in /*) MWP_BIN="$CARGO_TARGET_DIR/debug/mwp" ;; esac
 

@@ -27,23 +27,68 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-#[test]
-fn simulation() {
-    let first = env("MWP_SIM_FIRST", 0);
-    let n = env("MWP_SIM_SEEDS", 500);
-    let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let (mut events, mut runs, mut steps) = (0u64, 0u64, 0u64);
-    for seed in REGRESSIONS.iter().copied().chain(first..first + n) {
+/// What a share of the seeds added up to.
+#[derive(Default)]
+struct Tally {
+    totals: BTreeMap<&'static str, u64>,
+    events: u64,
+    runs: u64,
+    steps: u64,
+}
+
+/// Runs every `workers`-th seed from `offset`, each twice, and adds up what they did.
+fn run_share(seeds: &[u64], offset: usize, workers: usize) -> Tally {
+    let mut tally = Tally::default();
+    for &seed in seeds.iter().skip(offset).step_by(workers) {
         let a = run(seed).unwrap_or_else(|v| panic!("{v}"));
         let b = run(seed).unwrap_or_else(|v| panic!("second run: {v}"));
         assert_eq!(a.trace, b.trace, "seed {seed} is not deterministic");
         assert_eq!(a, b);
         for (k, v) in &a.stats {
+            *tally.totals.entry(k).or_default() += v;
+        }
+        tally.events += a.events;
+        tally.steps += a.steps;
+        tally.runs += 1;
+    }
+    tally
+}
+
+/// The seeds are shared out among one thread per core: each seed's run is deterministic and
+/// independent of the others, so the share changes only the wall time.
+#[test]
+fn simulation() {
+    let first = env("MWP_SIM_FIRST", 0);
+    let n = env("MWP_SIM_SEEDS", 500);
+    let seeds: Vec<u64> = REGRESSIONS
+        .iter()
+        .copied()
+        .chain(first..first + n)
+        .collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |c| c.get())
+        .clamp(1, seeds.len().max(1));
+    let shares: Vec<Tally> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let seeds = &seeds;
+                scope.spawn(move || run_share(seeds, w, workers))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut totals: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let (mut events, mut runs, mut steps) = (0u64, 0u64, 0u64);
+    for share in shares {
+        for (k, v) in share.totals {
             *totals.entry(k).or_default() += v;
         }
-        events += a.events;
-        steps += a.steps;
-        runs += 1;
+        events += share.events;
+        runs += share.runs;
+        steps += share.steps;
     }
     println!("{runs} seeds, {events} events, {steps} steps; {totals:?}");
     // The faults the harness promises actually happened.
