@@ -270,6 +270,60 @@ fn the_groups_of_staged_submits_share_one_committer() {
     );
 }
 
+/// A request waiting for its event to be durable that a flush handed the next flush to (it
+/// was the first still waiting, and no committer was left) passes that on when its answer is
+/// dropped before it ran (its client went away): the next request waiting is answered, not
+/// left waiting for a flush nobody starts.
+#[test]
+fn a_dropped_answer_hands_the_next_flush_on() {
+    let be = MemBackend::new();
+    let mut rec = open_groups(&be, 1);
+    let store = Arc::new(rec.store.take().unwrap());
+    let contract = r#"{"max_attempts": 1, "backoff_base_ms": 1, "backoff_max_ms": 1, "cost_budget": 1, "risk": "low"}"#;
+    let cmds: Vec<mwp_core::Command> = (0..3)
+        .map(|i| {
+            let body = format!(r#"{{"type": "create_work", "work": "w{i}", "contract": {contract}, "after": [], "spec": {{"i": {i}}}}}"#);
+            let json = format!(
+                r#"{{"org": "acme", "group": "g1", "actor": "alice", "action": "a{i}", "session": 1, "body": {body}, "sig": "{}"}}"#,
+                "00".repeat(64)
+            );
+            let mut c = mwp_core::Command::from_json(json.as_bytes(), &Default::default()).unwrap();
+            c.sign(&mwp_core::SecretKey::for_transcript("alice")).unwrap();
+            c
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_time()
+        .build()
+        .unwrap();
+    be.set_sync_delay(std::time::Duration::from_millis(300));
+    // A submitter that leads its own flush (as an erase, a snapshot or a seal does).
+    let leader = {
+        let (store, c) = (Arc::clone(&store), cmds[0].clone());
+        std::thread::spawn(move || store.submit(&c, 5000))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let _in_rt = rt.enter();
+    // Decided while the leader syncs; polled once, it waits first in line.
+    let mut first = store.submit_staged(&cmds[1], 5000).expect("a staged path");
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    let second = rt.spawn(store.submit_staged(&cmds[2], 5000).expect("a staged path"));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(matches!(leader.join().unwrap(), Ok(Decision::Accepted(_))));
+    // The leader handed the next flush to `first`, which is dropped without running.
+    drop(first);
+    let answer = rt.block_on(tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        second,
+    ));
+    assert!(
+        matches!(answer, Ok(Ok(Ok(Decision::Accepted(_))))),
+        "the second request was not answered: {answer:?}"
+    );
+}
+
 fn power_loss_in_shared_rounds(staged: bool) {
     const GROUPS: usize = 4;
     const EACH: usize = 5;

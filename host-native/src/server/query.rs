@@ -62,7 +62,7 @@ pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params,
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let key = decode(key).ok_or_else(|| {
             Error::malformed(format!(
-                "query: {key:?} is not valid percent-encoding (an escape is % and two hex digits); {}",
+                "query: {key:?} is not valid percent-encoding ({ESCAPES}); {}",
                 usage(known)
             ))
             .with("parameter", key)
@@ -82,7 +82,7 @@ pub(crate) fn parse(raw: Option<&str>, known: &[&'static str]) -> Result<Params,
         }
         let Some(value) = decode(value) else {
             return Err(Error::malformed(format!(
-                "query: {name}={value:?} is not valid percent-encoding (an escape is % and two hex digits); {name} must be an integer from 0 to {}",
+                "query: {name}={value:?} is not valid percent-encoding ({ESCAPES}); {name} must be an integer from 0 to {}",
                 u64::MAX
             ))
             .with("parameter", name));
@@ -146,6 +146,9 @@ fn usage(known: &[&'static str]) -> String {
         format!("this route takes {}", list.join(", "))
     }
 }
+
+/// What valid percent-encoding is, for the messages that refuse a query key or value.
+const ESCAPES: &str = "an escape is % and two hex digits, and the bytes decoded are UTF-8";
 
 /// Percent-decoding (and `+` as space, as forms send it); `None` when it is not UTF-8 or an
 /// escape is broken.
@@ -230,6 +233,12 @@ mod tests {
         for bad in ["%+1", "%-1", "%+F", "% 1", "%1", "%", "%1g", "%g1", "g%+31"] {
             assert_eq!(decode_segment(bad), None, "{bad}");
             assert_eq!(decode(bad), None, "{bad}");
+        }
+        // Two hex digits, but not UTF-8: the message says so, not only that an escape is
+        // two hex digits.
+        for query in ["after=%FF", "%FF=1"] {
+            let err = parse(Some(query), &["after"]).expect_err(query);
+            assert!(err.message.contains("UTF-8"), "{query}: {}", err.message);
         }
     }
 }

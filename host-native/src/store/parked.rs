@@ -71,8 +71,11 @@ impl Tasks {
     }
 
     /// Forgets the waiter `key` (its future ended or was dropped); nothing if it was woken.
-    pub(crate) fn forget(&mut self, key: u64) {
+    /// Returns whether it was still waiting.
+    pub(crate) fn forget(&mut self, key: u64) -> bool {
+        let before = self.waiting.len();
         self.waiting.retain(|(k, _, _)| *k != key);
+        self.waiting.len() < before
     }
 
     /// Forgets the tasks whose mark is at most `reached` (every task when the step `failed`)
@@ -205,7 +208,7 @@ mod tests {
         // Polled again before any step: still one entry.
         tasks.wait(&mut keys[1], 2, &wakers[1]);
         let gone = keys[3].expect("a key");
-        tasks.forget(gone);
+        assert!(tasks.forget(gone));
         tasks.wake(1, false).unpark();
         assert_eq!((woken(0), woken(1), woken(2), woken(3)), (1, 0, 0, 0));
         tasks.wake(1, false).unpark();

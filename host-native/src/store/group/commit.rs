@@ -79,9 +79,22 @@ impl std::future::Future for Durable {
 }
 
 impl Drop for Durable {
+    /// Forgets the waiting task. One dropped while still waiting and no flush runs may have
+    /// been woken to start the next flush ([`Tasks::wake_first`]) and never run: it hands
+    /// that on to the next task still waiting, which would otherwise wait for a flush nobody
+    /// starts.
+    ///
+    /// [`Tasks::wake_first`]: crate::store::parked::Tasks::wake_first
     fn drop(&mut self) {
         if let Some(key) = self.key {
-            lock(&self.group.sync).tasks.forget(key);
+            let mut s = lock(&self.group.sync);
+            let woken = if s.tasks.forget(key) && !s.flushing {
+                s.tasks.wake_first()
+            } else {
+                Wakeups::default()
+            };
+            drop(s);
+            woken.unpark();
         }
     }
 }
