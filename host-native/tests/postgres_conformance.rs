@@ -1688,6 +1688,25 @@ fn a_migration_table_from_the_future_or_garbage_is_refused_and_left_alone() {
 /// `limit`: a page of the largest events is cut where its bytes are full, by the same rule
 /// the file store's page is (the same commands give the same pages on both), and the next
 /// page reads on from there. A cold store catches up through such pages too.
+/// `create_work` of `w{n}` in `g1` by alice, its spec 3 MiB of text: a page of events takes
+/// three of them before its bytes are full, whatever its limit.
+fn big_create_work(n: usize, limits: &mwp_core::Limits) -> mwp_core::Command {
+    let envelope = json!({
+        "org": "acme", "group": "g1", "actor": "alice", "action": format!("big{n}"),
+        "session": 1,
+        "body": {"type": "create_work", "work": format!("w{n}"), "after": [],
+                 "spec": {"text": "x".repeat(3 << 20)},
+                 "contract": {"max_attempts": 3, "backoff_base_ms": 10,
+                              "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"}},
+        "sig": "00".repeat(64),
+    });
+    let mut cmd =
+        mwp_core::Command::from_json(&serde_json::to_vec(&envelope).expect("json"), limits)
+            .expect("within the limits");
+    cmd.sign(&SecretKey::for_transcript("alice")).expect("sign");
+    cmd
+}
+
 #[test]
 fn a_page_of_large_events_is_bounded_by_bytes_as_the_file_stores_is() {
     use mwp_core::authority::{page_takes, MAX_PAGE_BYTES};
@@ -1714,22 +1733,7 @@ fn a_page_of_large_events_is_bounded_by_bytes_as_the_file_stores_is() {
     .expect("a file store");
     // Events of 3 MiB: a page takes three of them (and the small genesis) before its bytes
     // are full, whatever its limit.
-    let big = |n: usize| {
-        let envelope = json!({
-            "org": "acme", "group": "g1", "actor": "alice", "action": format!("big{n}"),
-            "session": 1,
-            "body": {"type": "create_work", "work": format!("w{n}"), "after": [],
-                     "spec": {"text": "x".repeat(3 << 20)},
-                     "contract": {"max_attempts": 3, "backoff_base_ms": 10,
-                                  "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"}},
-            "sig": "00".repeat(64),
-        });
-        let mut cmd =
-            mwp_core::Command::from_json(&serde_json::to_vec(&envelope).expect("json"), &limits)
-                .expect("within the limits");
-        cmd.sign(&SecretKey::for_transcript("alice")).expect("sign");
-        cmd
-    };
+    let big = |n: usize| big_create_work(n, &limits);
     let mut commands = vec![open_group("g1", 1)];
     commands.extend((0..7).map(big)); // seq 2..=8
     for (i, cmd) in commands.iter().enumerate() {
@@ -1856,22 +1860,7 @@ fn a_redacted_event_counts_toward_a_page_as_served_on_every_store() {
         },
     )
     .expect("a file store");
-    let big = |n: usize| {
-        let envelope = json!({
-            "org": "acme", "group": "g1", "actor": "alice", "action": format!("big{n}"),
-            "session": 1,
-            "body": {"type": "create_work", "work": format!("w{n}"), "after": [],
-                     "spec": {"text": "x".repeat(3 << 20)},
-                     "contract": {"max_attempts": 3, "backoff_base_ms": 10,
-                                  "backoff_max_ms": 100, "cost_budget": 100, "risk": "low"}},
-            "sig": "00".repeat(64),
-        });
-        let mut cmd =
-            mwp_core::Command::from_json(&serde_json::to_vec(&envelope).expect("json"), &limits)
-                .expect("within the limits");
-        cmd.sign(&SecretKey::for_transcript("alice")).expect("sign");
-        cmd
-    };
+    let big = |n: usize| big_create_work(n, &limits);
     let mut commands = vec![open_group("g1", 1)];
     commands.extend((0..7).map(big));
     commands.push(postgres_common::redact_g1(2));
