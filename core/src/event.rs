@@ -1607,6 +1607,31 @@ mod tests {
         }
     }
 
+    /// The integer named as written is the one the parse refused, where it refused it: a
+    /// float the parse refused as beyond the range (`2e19`) is not named by another integer
+    /// out of range later in the text, at another place.
+    #[test]
+    fn an_integer_out_of_range_is_named_where_the_parse_refused_it() {
+        let text = serde_json::to_string(&transcript_events()[0]).expect("JSON");
+        let at = serde_json::to_value(&transcript_events()[0]).expect("value")["at"].clone();
+        let edited = text.replacen("\"seq\":1,", "\"seq\":2e19,", 1).replacen(
+            &format!("\"at\":{at},"),
+            "\"at\":18446744073709551617,",
+            1,
+        );
+        assert!(edited.contains("2e19") && edited.contains("18446744073709551617"));
+        let answer = crate::replica::LineReplica::new(None)
+            .offer_line(&edited)
+            .expect("an answer");
+        let message = answer["error"]["message"].as_str().expect("a message");
+        assert!(!message.contains("18446744073709551617"), "{message}");
+        let column = edited.find("2e19").expect("written") + 4;
+        assert!(
+            message.ends_with(&format!("at line 1 column {column}")),
+            "{message}"
+        );
+    }
+
     /// A field the encoder leaves out when it has no value (`if is_some`), given as `null`,
     /// is the canonical encoding of no event: every reader refuses it, stored bytes verified
     /// where they lie or not and the JSON form alike, so no surface keeps bytes another calls

@@ -822,3 +822,63 @@ fn store_files_that_are_not_regular_files_are_named() {
     let message = finding["message"].as_str().expect("a message");
     assert_eq!(message.matches(&path).count(), 1, "{message}");
 }
+
+/// A symbolic link to nothing at `authority.key` (a key on a volume not mounted) is
+/// something at the name: `mwp serve` refuses the directory and leaves the link, not
+/// replacing it by a new key; a link to nothing at `groups` is not a store without groups.
+#[test]
+fn a_link_to_nothing_in_a_data_directory_is_not_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("base");
+    let run = mwp()
+        .arg("transcript")
+        .arg(transcripts().join("lifecycle.jsonl"))
+        .arg("--data")
+        .arg(&base)
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(0));
+    let nowhere = dir.path().join("unmounted/authority.key");
+
+    let key = dir.path().join("key");
+    copy_data(&base, &key);
+    std::fs::remove_file(key.join("authority.key")).expect("rm");
+    std::os::unix::fs::symlink(&nowhere, key.join("authority.key")).expect("link");
+    // Bounded in time too: a serve that started would never end.
+    let serve = Command::new("timeout")
+        .arg("30")
+        .arg(env!("CARGO_BIN_EXE_mwp"))
+        .args([
+            "serve",
+            "--allow-test-key",
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+        ])
+        .arg(&key)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&serve.stderr);
+    assert_eq!(serve.status.code(), Some(3), "{err}");
+    assert!(err.contains("authority.key"), "{err}");
+    assert_eq!(
+        std::fs::read_link(key.join("authority.key")).expect("still a link"),
+        nowhere
+    );
+    assert!(!nowhere.exists());
+
+    let groups = dir.path().join("groups-link");
+    copy_data(&base, &groups);
+    std::fs::remove_dir_all(groups.join("groups")).expect("rm");
+    std::os::unix::fs::symlink(dir.path().join("unmounted/groups"), groups.join("groups"))
+        .expect("link");
+    let out = mwp()
+        .arg("groups")
+        .arg("--data")
+        .arg(&groups)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("groups is not a directory"), "{err}");
+}

@@ -61,7 +61,16 @@ pub fn text_refusal(text: &[u8], e: &serde_json::Error) -> String {
     if !words.starts_with(OUT_OF_RANGE) {
         return words;
     }
+    // The integer found is the one the parse refused only where the parse stopped: just
+    // after its last digit. Any other (a float refused as beyond the range, `2e19`, while an
+    // integer beyond it stands later in the text) is left to the parse's words.
     text_fault(text, |f| matches!(f, TextFault::IntegerOutOfRange(_)))
+        .filter(|found| {
+            let TextFault::IntegerOutOfRange(n) = &found.fault else {
+                return false;
+            };
+            found.line == e.line() && found.column + n.len() - 1 == e.column()
+        })
         .map_or(words, |found| found.to_string())
 }
 

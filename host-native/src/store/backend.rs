@@ -77,6 +77,11 @@ pub trait Backend: Send + Sync {
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Permission bits of a file (`0o600` for keys); `None` where the platform has none.
     fn mode(&self, path: &Path) -> io::Result<Option<u32>>;
+    /// Whether anything is at `path` itself: a file, a directory, a FIFO, or a symbolic link,
+    /// even one to nothing (not followed).
+    fn is_taken(&self, path: &Path) -> bool {
+        self.mode(path).is_ok()
+    }
     /// A handle that syncs the whole file system holding directory `dir` at once, opened now
     /// (write-back failures from then on are reported by its `sync`); `None` where the
     /// platform cannot promise that (see [`FsBackend`]).
@@ -233,6 +238,9 @@ impl Backend for FsBackend {
     fn mode(&self, path: &Path) -> io::Result<Option<u32>> {
         use std::os::unix::fs::PermissionsExt;
         Ok(Some(std::fs::metadata(path)?.permissions().mode() & 0o777))
+    }
+    fn is_taken(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok()
     }
     #[cfg(target_os = "linux")]
     fn filesystem_sync(&self, dir: &Path) -> io::Result<Option<Arc<dyn FileSystemSync>>> {

@@ -239,9 +239,10 @@ fn load_or_create_key(
     given: Option<&SecretKey>,
 ) -> Result<SecretKey> {
     let path = root.join(KEY_NAME);
-    // Anything at the name is read as the key, and refused unless it is one: a FIFO or a
-    // directory there is never replaced by a new key (the groups name the key they hold).
-    if be.is_file(&path) || be.mode(&path).is_ok() {
+    // Anything at the name is read as the key, and refused unless it is one: a FIFO, a
+    // directory or a link to nothing there is never replaced by a new key (the groups name
+    // the key they hold).
+    if be.is_file(&path) || be.is_taken(&path) {
         let key = read_key_file(be, &path)?;
         if let Some(g) = given {
             if g.public() != key.public() {
@@ -401,8 +402,9 @@ impl FileStore {
             load_or_create_key(be, dir, opts.authority_key.as_ref())?
         };
         let groups_dir = dir.join(GROUPS_DIR);
-        if !be.is_dir(&groups_dir) && be.mode(&groups_dir).is_ok() {
-            // Something else at the name: not taken for a store without groups.
+        if !be.is_dir(&groups_dir) && be.is_taken(&groups_dir) {
+            // Something else at the name (a link to nothing included): not taken for a store
+            // without groups.
             return Err(Error::new(
                 Code::Storage,
                 format!(
