@@ -544,7 +544,8 @@ fn the_binary_holds_the_dashboards_module_once() {
 fn mwp_bounded(args: &[&std::ffi::OsStr]) -> std::process::Output {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
-        .arg("ulimit -v 2097152; exec \"$0\" \"$@\"")
+        // A bound in time too: a command that waited on a FIFO would hang the test, not fail it.
+        .arg("ulimit -v 2097152; exec timeout 120 \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_mwp"))
         .args(args);
     cmd.output().expect("runs")

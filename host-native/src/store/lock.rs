@@ -247,8 +247,10 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> Error {
 const MAX_OWNER_BYTES: u64 = 4096;
 
 /// The text of the owner record at `path`, read no further than [`MAX_OWNER_BYTES`]: empty
-/// (not a record) when it is longer or not UTF-8; `None` when it cannot be opened or is not
-/// a regular file (opened without blocking: a FIFO put there never stalls the reader).
+/// (not a record) when it is not UTF-8 or grew past that bound while being read; `None` when
+/// it cannot be opened, is not a regular file (opened without blocking: a FIFO put there
+/// never stalls the reader) or is longer than that bound. Every caller takes both for "not a
+/// record".
 fn read_record(path: &Path) -> Option<String> {
     let bytes = crate::regular_file::read(path, MAX_OWNER_BYTES).ok()?;
     if bytes.len() as u64 > MAX_OWNER_BYTES {
