@@ -53,7 +53,7 @@ pub(crate) fn read_json<T: for<'de> Decode<'de>>(text: &[u8]) -> Result<T, Strin
 /// Why a parse of JSON `text` refused it, worded by the parse (`e`), except an integer beyond
 /// -2^63 ..= 2^64 − 1: the parse hands it over as a float, so its reader can name it only by
 /// the float (`-9223372036854775809` is handed over as -2^63, which is in range), and it is
-/// named here as written and placed in the text ([`text_fault`]), as `Command::from_json`
+/// named here as written and placed in the text (`text_fault`), as `Command::from_json`
 /// names one. Every reader of JSON text that reads it through `Transcode` (an event's JSON
 /// form, a signed head, an export's files) words its refusal by this.
 pub fn text_refusal(text: &[u8], e: &serde_json::Error) -> String {
