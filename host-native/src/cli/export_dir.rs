@@ -27,7 +27,7 @@ const DIR_MODE: u32 = 0o755;
 const FILE_MODE: u32 = 0o644;
 
 /// An open export directory.
-pub(super) struct ExportDir {
+pub struct ExportDir {
     /// DIR as given, for messages.
     path: PathBuf,
     /// Where DIR's directory really is (its handle's path): what every object used must lie in.
@@ -39,6 +39,21 @@ pub(super) struct ExportDir {
     created: Vec<(Option<usize>, String)>,
     /// Whether this run created DIR.
     created_root: bool,
+}
+
+/// A directory of the export opened for one read, or one kept.
+enum DirFd<'a> {
+    Borrowed(BorrowedFd<'a>),
+    Owned(OwnedFd),
+}
+
+impl DirFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            DirFd::Borrowed(fd) => *fd,
+            DirFd::Owned(fd) => fd.as_fd(),
+        }
+    }
 }
 
 /// A directory of the export, opened.
@@ -92,9 +107,15 @@ fn split(rel: &str) -> std::io::Result<(Option<&str>, &str)> {
 }
 
 impl ExportDir {
-    /// Opens DIR if something is there (`None` when nothing is). `--out` was checked to be a
-    /// directory or nothing before.
-    pub(super) fn open(path: &Path) -> Result<Option<Self>, Failure> {
+    /// Opens DIR if something is there (`None` when nothing is). `mwp export` checked `--out`
+    /// to be a directory or nothing before.
+    pub(crate) fn open(path: &Path) -> Result<Option<Self>, Failure> {
+        Self::open_existing(path).map_err(|e| io_fail("open", path, e))
+    }
+
+    /// Opens the directory at `path` (a link to one is followed), `None` when nothing is
+    /// there; something other than a directory is `NotADirectory`.
+    pub(crate) fn open_existing(path: &Path) -> std::io::Result<Option<Self>> {
         match rustix::fs::openat(
             CWD,
             path,
@@ -103,7 +124,7 @@ impl ExportDir {
         ) {
             Ok(fd) => Self::from_fd(path, fd, false).map(Some),
             Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(io_fail("open", path, e)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -130,11 +151,11 @@ impl ExportDir {
         // Not narrowed by the umask.
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE))
             .map_err(|e| io_fail("set the mode of", path, e))?;
-        Self::from_fd(path, fd, true)
+        Self::from_fd(path, fd, true).map_err(|e| io_fail("open", path, e))
     }
 
-    fn from_fd(path: &Path, fd: OwnedFd, created: bool) -> Result<Self, Failure> {
-        let root = real_path(fd.as_fd(), path).map_err(|e| io_fail("resolve", path, e))?;
+    fn from_fd(path: &Path, fd: OwnedFd, created: bool) -> std::io::Result<Self> {
+        let root = real_path(fd.as_fd(), path)?;
         Ok(Self {
             path: path.to_path_buf(),
             root,
@@ -181,16 +202,14 @@ impl ExportDir {
         if let Some(i) = self.dirs.iter().position(|d| d.name == name) {
             return Ok(Some(i));
         }
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let mut made = false;
+        let mut tries = 0;
         let fd = loop {
-            match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+            match self.open_dir(name) {
                 Ok(fd) => break fd,
-                Err(Errno::NOENT) => {
-                    let e = Self::missing(self.fd.as_fd(), name);
-                    if !create || e.kind() != std::io::ErrorKind::NotFound {
-                        return Err(e);
-                    }
+                // Made and removed again by someone else, over and over: give up.
+                Err(e) if create && e.kind() == std::io::ErrorKind::NotFound && tries < 3 => {
+                    tries += 1;
                     match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
                         Ok(()) => made = true,
                         // Made meanwhile by another writer: open it.
@@ -198,13 +217,7 @@ impl ExportDir {
                         Err(e) => return Err(e.into()),
                     }
                 }
-                Err(Errno::NOTDIR) => {
-                    let what = rustix::fs::statat(&self.fd, name, AtFlags::empty())
-                        .map(|st| crate::regular_file::kind_of_mode(st.st_mode))
-                        .unwrap_or("not a directory");
-                    return Err(refused(format!("it is {what}, not a directory")));
-                }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             }
         };
         self.within(fd.as_fd(), name)?;
@@ -228,13 +241,44 @@ impl ExportDir {
         }
     }
 
+    /// The directory `name` of DIR, opened and checked, for reading: one this run opened
+    /// already, or opened now (not kept). `NotFound` when nothing is there.
+    fn dir_for_reading(&self, name: Option<&str>) -> std::io::Result<DirFd<'_>> {
+        let Some(name) = name else {
+            return Ok(DirFd::Borrowed(self.fd.as_fd()));
+        };
+        if let Some(d) = self.dirs.iter().find(|d| d.name == name) {
+            return Ok(DirFd::Borrowed(d.fd.as_fd()));
+        }
+        let fd = self.open_dir(name)?;
+        self.within(fd.as_fd(), name)?;
+        Ok(DirFd::Owned(fd))
+    }
+
+    /// Opens the directory `name` of DIR (unchecked): `NotFound`, or a link to nothing or
+    /// something other than a directory refused (`InvalidInput`).
+    fn open_dir(&self, name: &str) -> std::io::Result<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => Ok(fd),
+            Err(Errno::NOENT) => Err(Self::missing(self.fd.as_fd(), name)),
+            Err(Errno::NOTDIR) => {
+                let what = rustix::fs::statat(&self.fd, name, AtFlags::empty())
+                    .map(|st| crate::regular_file::kind_of_mode(st.st_mode))
+                    .unwrap_or("not a directory");
+                Err(refused(format!("it is {what}, not a directory")))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Opens the file `rel` of the export for reading: one that lies in DIR, a regular file
     /// only (opened without blocking). `NotFound` when nothing is there; a link to nothing is
     /// refused (`InvalidInput`).
-    pub(super) fn open_file(&mut self, rel: &str) -> std::io::Result<std::fs::File> {
+    pub(super) fn open_file(&self, rel: &str) -> std::io::Result<std::fs::File> {
         let (dir, name) = split(rel)?;
-        let i = self.dir(dir, false)?;
-        let dirfd = self.dir_fd(i);
+        let dir = self.dir_for_reading(dir)?;
+        let dirfd = dir.as_fd();
         let fd = match rustix::fs::openat(
             dirfd,
             name,
@@ -252,7 +296,7 @@ impl ExportDir {
 
     /// The bytes of the file `rel` ([`Self::open_file`]), at most `max + 1`; one whose length
     /// is over `max` is refused unread (`FileTooLarge`).
-    pub(super) fn read(&mut self, rel: &str, max: u64) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, rel: &str, max: u64) -> std::io::Result<Vec<u8>> {
         crate::regular_file::read_capped(self.open_file(rel)?, max)
     }
 
@@ -292,7 +336,7 @@ impl ExportDir {
 
     /// `Some(false)` when `rel` holds `bytes`, an error when it holds others, `None` when it
     /// is missing.
-    fn same_or_other(&mut self, rel: &str, bytes: &[u8]) -> Result<Option<bool>, Failure> {
+    fn same_or_other(&self, rel: &str, bytes: &[u8]) -> Result<Option<bool>, Failure> {
         let shown = self.shown(rel);
         let other = || {
             Failure::new(
@@ -433,7 +477,7 @@ mod tests {
         std::fs::write(tmp.path().join("secret"), b"s").expect("write");
         std::os::unix::fs::symlink(tmp.path().join("secret"), out.join("chunks/s.cbor"))
             .expect("link");
-        let mut dir = ExportDir::open(&out).expect("open").expect("there");
+        let dir = ExportDir::open(&out).expect("open").expect("there");
         assert_eq!(dir.read("inner/a.cbor", 10).expect("read"), b"a");
         for (rel, what) in [
             ("outer/secret", "out of the export"),
