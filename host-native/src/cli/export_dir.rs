@@ -91,6 +91,34 @@ fn real_path(_fd: BorrowedFd<'_>, shown: &Path) -> std::io::Result<PathBuf> {
     std::fs::canonicalize(shown)
 }
 
+/// How a file of the export is first opened: on Linux as a path only (`O_PATH`), which
+/// neither reads it nor opens a device or FIFO, so that nothing a link leads to outside DIR
+/// is opened before it is refused; the file is opened for reading once it passed its checks
+/// ([`reopen`]).
+#[cfg(target_os = "linux")]
+const LOOK: OFlags = OFlags::PATH;
+#[cfg(not(target_os = "linux"))]
+const LOOK: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
+
+/// Opens for reading, without blocking, the very file `checked` holds as a path only.
+#[cfg(target_os = "linux")]
+fn reopen(checked: std::fs::File) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let fd = rustix::fs::openat(
+        CWD,
+        format!("/proc/self/fd/{}", checked.as_raw_fd()),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// The file `checked`, already open for reading.
+#[cfg(not(target_os = "linux"))]
+fn reopen(checked: std::fs::File) -> std::io::Result<std::fs::File> {
+    Ok(checked)
+}
+
 /// Splits a path of the export (`head.json`, `chunks/<hex>.cbor`) into its directory and its
 /// name; anything else (more levels, `.`, `..`, an empty part) is refused.
 fn split(rel: &str) -> std::io::Result<(Option<&str>, &str)> {
@@ -273,25 +301,20 @@ impl ExportDir {
     }
 
     /// Opens the file `rel` of the export for reading: one that lies in DIR, a regular file
-    /// only (opened without blocking). `NotFound` when nothing is there; a link to nothing is
-    /// refused (`InvalidInput`).
+    /// only (opened without blocking, and only once both are checked: `LOOK`). `NotFound`
+    /// when nothing is there; a link to nothing is refused (`InvalidInput`).
     pub(super) fn open_file(&self, rel: &str) -> std::io::Result<std::fs::File> {
         let (dir, name) = split(rel)?;
         let dir = self.dir_for_reading(dir)?;
         let dirfd = dir.as_fd();
-        let fd = match rustix::fs::openat(
-            dirfd,
-            name,
-            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let fd = match rustix::fs::openat(dirfd, name, LOOK | OFlags::CLOEXEC, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Err(Self::missing(dirfd, name)),
             Err(e) => return Err(e.into()),
         };
         let file = crate::regular_file::checked(std::fs::File::from(fd))?;
         self.within(file.as_fd(), rel)?;
-        Ok(file)
+        reopen(file)
     }
 
     /// The bytes of the file `rel` ([`Self::open_file`]), at most `max + 1`; one whose length
@@ -463,6 +486,45 @@ mod tests {
         dir.remove_created();
         assert_eq!(std::fs::read_dir(&elsewhere).expect("list").count(), 0);
         assert!(!out.join("moved/a.cbor").exists() && !out.join("moved/b.cbor").exists());
+    }
+
+    /// Nothing a link leads to outside the export is opened before it is refused: a FIFO or
+    /// a device may act on being opened (a serial line, a tape, a watchdog).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_link_out_of_the_export_is_refused_before_what_it_leads_to_is_opened() {
+        use rustix::fs::inotify;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out = tmp.path().join("site");
+        let mut dir = ExportDir::create(&out).expect("create");
+        assert!(dir.write_new("chunks/a.cbor", b"a").expect("written"));
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).expect("mkdir");
+        rustix::fs::mkfifoat(CWD, outside.join("fifo"), Mode::from_raw_mode(0o600))
+            .expect("mkfifo");
+        std::fs::write(outside.join("file"), b"f").expect("write");
+        std::os::unix::fs::symlink(outside.join("fifo"), out.join("chunks/f.cbor")).expect("link");
+        std::os::unix::fs::symlink(outside.join("file"), out.join("chunks/r.cbor")).expect("link");
+        let watch = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)
+            .expect("inotify");
+        inotify::add_watch(&watch, &outside, inotify::WatchFlags::OPEN).expect("watch");
+        for (rel, what) in [
+            ("chunks/f.cbor", "not a regular file"),
+            ("chunks/r.cbor", "out of the export"),
+        ] {
+            let e = dir.read(rel, 10).expect_err(rel);
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{rel}: {e}");
+            assert!(e.to_string().contains(what), "{rel}: {e}");
+        }
+        let mut buf = [std::mem::MaybeUninit::uninit(); 1024];
+        let mut events = inotify::Reader::new(&watch, &mut buf);
+        match events.next() {
+            Err(Errno::AGAIN) => {}
+            Ok(event) => panic!("{:?} was opened", event.file_name()),
+            Err(e) => panic!("inotify: {e}"),
+        }
+        // What lies in the export is read as before.
+        assert_eq!(dir.read("chunks/a.cbor", 10).expect("read"), b"a");
     }
 
     #[test]
