@@ -77,15 +77,26 @@ fn refused(what: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidInput, what)
 }
 
-/// Where the object behind `fd` really is.
+/// Whether this process can name what its handles hold (`/proc/self/fd`): without it (a
+/// chroot or sandbox without `/proc`), paths are checked as they were opened, resolved.
 #[cfg(target_os = "linux")]
-fn real_path(fd: BorrowedFd<'_>, _shown: &Path) -> std::io::Result<PathBuf> {
+fn handles_named() -> bool {
+    Path::new("/proc/self/fd").is_dir()
+}
+
+/// Where the object behind `fd` really is; without `/proc`, the path it was opened by,
+/// resolved (a check that a swap between it and the open can pass).
+#[cfg(target_os = "linux")]
+fn real_path(fd: BorrowedFd<'_>, shown: &Path) -> std::io::Result<PathBuf> {
     use std::os::fd::AsRawFd;
+    if !handles_named() {
+        return std::fs::canonicalize(shown);
+    }
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
-/// Where the object behind `fd` really is: without `/proc`, the path it was opened by,
-/// resolved (a check that a swap between it and the open can pass).
+/// Where the object behind `fd` really is: the path it was opened by, resolved (a check
+/// that a swap between it and the open can pass).
 #[cfg(not(target_os = "linux"))]
 fn real_path(_fd: BorrowedFd<'_>, shown: &Path) -> std::io::Result<PathBuf> {
     std::fs::canonicalize(shown)
@@ -100,23 +111,53 @@ const LOOK: OFlags = OFlags::PATH;
 #[cfg(not(target_os = "linux"))]
 const LOOK: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
 
-/// Opens for reading, without blocking, the very file `checked` holds as a path only.
+/// Opens for reading, without blocking, the very file `checked` holds as a path only (it
+/// is `name` in `dir`): through `/proc/self/fd`, or, without `/proc`, by its name again,
+/// refused unless it is the same file.
 #[cfg(target_os = "linux")]
-fn reopen(checked: std::fs::File) -> std::io::Result<std::fs::File> {
+fn reopen(
+    checked: std::fs::File,
+    dir: BorrowedFd<'_>,
+    name: &str,
+) -> std::io::Result<std::fs::File> {
     use std::os::fd::AsRawFd;
-    let fd = rustix::fs::openat(
-        CWD,
-        format!("/proc/self/fd/{}", checked.as_raw_fd()),
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    Ok(std::fs::File::from(fd))
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if handles_named() {
+        let fd = rustix::fs::openat(
+            CWD,
+            format!("/proc/self/fd/{}", checked.as_raw_fd()),
+            flags,
+            Mode::empty(),
+        )?;
+        return Ok(std::fs::File::from(fd));
+    }
+    let file = std::fs::File::from(rustix::fs::openat(dir, name, flags, Mode::empty())?);
+    let (a, b) = (rustix::fs::fstat(&checked)?, rustix::fs::fstat(&file)?);
+    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) {
+        Ok(file)
+    } else {
+        Err(refused("it was replaced while it was opened".to_owned()))
+    }
 }
 
 /// The file `checked`, already open for reading.
 #[cfg(not(target_os = "linux"))]
-fn reopen(checked: std::fs::File) -> std::io::Result<std::fs::File> {
+fn reopen(
+    checked: std::fs::File,
+    _dir: BorrowedFd<'_>,
+    _name: &str,
+) -> std::io::Result<std::fs::File> {
     Ok(checked)
+}
+
+/// An error opening a name of the export: a link that loops is a damaged export
+/// (`InvalidInput`), as a link out of it is.
+fn open_error(e: Errno) -> std::io::Error {
+    if e == Errno::LOOP {
+        refused("it is a symbolic link that loops".to_owned())
+    } else {
+        e.into()
+    }
 }
 
 /// Splits a path of the export (`head.json`, `chunks/<hex>.cbor`) into its directory and its
@@ -296,7 +337,7 @@ impl ExportDir {
                     .unwrap_or("not a directory");
                 Err(refused(format!("it is {what}, not a directory")))
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(open_error(e)),
         }
     }
 
@@ -310,11 +351,11 @@ impl ExportDir {
         let fd = match rustix::fs::openat(dirfd, name, LOOK | OFlags::CLOEXEC, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Err(Self::missing(dirfd, name)),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(open_error(e)),
         };
         let file = crate::regular_file::checked(std::fs::File::from(fd))?;
         self.within(file.as_fd(), rel)?;
-        reopen(file)
+        reopen(file, dirfd, name)
     }
 
     /// The bytes of the file `rel` ([`Self::open_file`]), at most `max + 1`; one whose length
@@ -444,6 +485,11 @@ impl ExportDir {
             let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
             return Err(io_fail("rename", &self.shown(&tmp), e));
         }
+        // The new head names the files this run wrote: from here on none of them is removed,
+        // whatever fails next.
+        self.created.clear();
+        self.dirs.iter_mut().for_each(|d| d.created = false);
+        self.created_root = false;
         rustix::fs::fsync(&self.fd).map_err(|e| io_fail("sync", &self.path, e))
     }
 
@@ -536,6 +582,8 @@ mod tests {
         std::os::unix::fs::symlink("chunks", out.join("inner")).expect("link");
         std::os::unix::fs::symlink(tmp.path(), out.join("outer")).expect("link");
         std::os::unix::fs::symlink("nowhere", out.join("hollow")).expect("link");
+        std::os::unix::fs::symlink("loop", out.join("loop")).expect("link");
+        std::os::unix::fs::symlink("l.cbor", out.join("chunks/l.cbor")).expect("link");
         std::fs::write(tmp.path().join("secret"), b"s").expect("write");
         std::os::unix::fs::symlink(tmp.path().join("secret"), out.join("chunks/s.cbor"))
             .expect("link");
@@ -545,6 +593,8 @@ mod tests {
             ("outer/secret", "out of the export"),
             ("chunks/s.cbor", "out of the export"),
             ("hollow/x", "which does not exist"),
+            ("loop/x", "loops"),
+            ("chunks/l.cbor", "loops"),
             ("../secret", "not a path of an export"),
         ] {
             let e = dir.read(rel, 10).expect_err(rel);
