@@ -25,14 +25,35 @@ pub(crate) fn kind(t: std::fs::FileType) -> &'static str {
     }
 }
 
+/// What a file of this `st_mode` is called in a message ([`kind`]).
+pub(crate) fn kind_of_mode(mode: rustix::fs::RawMode) -> &'static str {
+    use rustix::fs::FileType;
+    match FileType::from_raw_mode(mode) {
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Directory => "a directory",
+        FileType::RegularFile => "a regular file",
+        _ => "not a regular file",
+    }
+}
+
 /// Opens `path` for reading, without blocking (`O_NONBLOCK`: opening a FIFO with no writer
 /// returns at once), and refuses it with `InvalidInput` unless `fstat` says it is a regular
-/// file. The returned file reads as any other (the flag changes nothing for regular files).
+/// file ([`checked`]). The returned file reads as any other (the flag changes nothing for
+/// regular files).
 pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)?;
+    checked(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)?,
+    )
+}
+
+/// `file` if `fstat` says it is a regular file, else `InvalidInput` naming what it is.
+pub fn checked(file: std::fs::File) -> std::io::Result<std::fs::File> {
     let t = file.metadata()?.file_type();
     if !t.is_file() {
         return Err(std::io::Error::new(
@@ -43,13 +64,18 @@ pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(file)
 }
 
-/// The bytes of the regular file at `path` ([`open`]), at most `max + 1` of them: a caller
-/// that gets more than `max` knows the file is over its cap without having read it whole
-/// (it grew while it was read). A file `fstat` already says is longer than `max` is refused
-/// unread, with `FileTooLarge`: a sparse file of 50 GiB under a 4 GiB cap is not read for
-/// 4 GiB of zeros first.
+/// The bytes of the regular file at `path` ([`open`]), at most `max + 1` of them
+/// ([`read_capped`]).
 pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = open(path)?;
+    read_capped(open(path)?, max)
+}
+
+/// The bytes of an opened regular file, at most `max + 1` of them: a caller that gets more
+/// than `max` knows the file is over its cap without having read it whole (it grew while it
+/// was read). A file `fstat` already says is longer than `max` is refused unread, with
+/// `FileTooLarge`: a sparse file of 50 GiB under a 4 GiB cap is not read for 4 GiB of zeros
+/// first.
+pub fn read_capped(file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > max {
         return Err(std::io::Error::new(

@@ -20,7 +20,6 @@
 //! that fails removes the files and directories it created, so the export in place (or its
 //! absence) is left as it was.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -31,6 +30,7 @@ use serde_json::json;
 
 use super::client::source::SourceArgs;
 use super::client::{id, OutputArgs};
+use super::export_dir::ExportDir;
 use super::store::{self, StoreUrl};
 use super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE};
 use crate::server::client::Client;
@@ -140,14 +140,6 @@ struct Previous {
     path: String,
 }
 
-/// Reads a file of the export in place: one that lies in `out` ([`within`]), a regular file
-/// only, refused unread when longer than its cap.
-fn read_export_file(out: &Path, name: &str) -> std::io::Result<Vec<u8>> {
-    let path = out.join(name);
-    within(out, &path)?;
-    crate::regular_file::read(&path, export::max_file_bytes(name))
-}
-
 /// `--out` names a directory, or nothing yet (it is then created): anything else (a regular
 /// file, a FIFO, a link to nothing) is bad input (exit 2), named before anything is read.
 fn check_out(out: &Path) -> Result<(), Failure> {
@@ -174,44 +166,15 @@ fn check_out(out: &Path) -> Result<(), Failure> {
             Err(_) => Ok(()),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(bad(e.to_string())),
-        Err(e) => Err(io_fail("read", out, e)),
-    }
-}
-
-/// Refuses, with `InvalidInput` (a damaged export), a path in the export that a symbolic link
-/// takes out of `out`, or a link to nothing: `mwp export` reads and writes only what lies in
-/// the export directory, as `mwp verify --source` reads only that. A path with nothing at it
-/// passes (`NotFound` is left to the caller).
-fn within(out: &Path, path: &Path) -> std::io::Result<()> {
-    let refused = |what: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, what));
-    let full = match std::fs::canonicalize(path) {
-        Ok(full) => full,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return match std::fs::read_link(path) {
-                Ok(target) => refused(format!(
-                    "it is a symbolic link to {}, which does not exist",
-                    target.display()
-                )),
-                Err(_) => Err(e),
-            };
-        }
-        Err(e) => return Err(e),
-    };
-    if full.starts_with(std::fs::canonicalize(out)?) {
-        Ok(())
-    } else {
-        refused(format!(
-            "a symbolic link takes it out of the export, to {}",
-            full.display()
-        ))
+        Err(e) => Err(super::export_dir::io_fail("read", out, e)),
     }
 }
 
 /// What the export directory holds now: its index, if any. A damaged `head.json` or index
 /// stops the export (exit 1).
-fn previous(out: &Path) -> Result<Option<Previous>, Failure> {
+fn previous(dir: &mut ExportDir, out: &Path) -> Result<Option<Previous>, Failure> {
     let head_path = out.join(HEAD_FILE);
-    let bytes = match read_export_file(out, HEAD_FILE) {
+    let bytes = match dir.read(HEAD_FILE, export::max_file_bytes(HEAD_FILE)) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e)
@@ -230,13 +193,15 @@ fn previous(out: &Path) -> Result<Option<Previous>, Failure> {
         }
     };
     let hf = export::read_head_file(&bytes).map_err(|e| damaged(out, e))?;
-    let index_bytes = read_export_file(out, &hf.index).map_err(|e| {
-        failed(format!(
-            "the export in {} names {}, which cannot be read: {e}",
-            out.display(),
-            hf.index
-        ))
-    })?;
+    let index_bytes = dir
+        .read(&hf.index, export::max_file_bytes(&hf.index))
+        .map_err(|e| {
+            failed(format!(
+                "the export in {} names {}, which cannot be read: {e}",
+                out.display(),
+                hf.index
+            ))
+        })?;
     let index = export::read_index(&hf.index, &index_bytes).map_err(|e| damaged(out, e))?;
     Ok(Some(Previous {
         index,
@@ -255,19 +220,24 @@ fn damaged(out: &Path, e: impl std::fmt::Display) -> Failure {
 /// into the next one: every chunk is a regular file of the size listed, and every snapshot
 /// file hashes to its name, verifies under `trusted` and holds the seq and state hash listed.
 /// Anything else is a damaged export (exit 1), and nothing is written.
-fn check_previous(out: &Path, prev: &Previous, trusted: &PublicKey) -> Result<(), Failure> {
+fn check_previous(
+    dir: &mut ExportDir,
+    out: &Path,
+    prev: &Previous,
+    trusted: &PublicKey,
+) -> Result<(), Failure> {
     let index = &prev.index;
     for chunk in &index.chunks {
-        let path = out.join(&chunk.file);
-        let len = within(out, &path)
-            .and_then(|()| crate::regular_file::open(&path))
+        let len = dir
+            .open_file(&chunk.file)
             .and_then(|f| f.metadata())
             .map_err(|e| damaged(out, format!("{}: {e}", chunk.file)))?
             .len();
         export::check_chunk_size(&prev.path, chunk, len).map_err(|e| damaged(out, e))?;
     }
     for entry in &index.snapshots {
-        let bytes = read_export_file(out, &entry.file)
+        let bytes = dir
+            .read(&entry.file, export::max_file_bytes(&entry.file))
             .map_err(|e| damaged(out, format!("{}: {e}", entry.file)))?;
         export::check_snapshot_file(&prev.path, entry, &bytes, trusted, &index.org, &index.group)
             .map_err(|e| damaged(out, e))?;
@@ -337,7 +307,11 @@ pub fn run(args: &ExportArgs) -> Outcome {
     let group = id(&args.group, "--group")?;
     check_out(&args.out)?;
     let source = open(args)?;
-    let previous = previous(&args.out)?;
+    let mut dir = ExportDir::open(&args.out)?;
+    let previous = match &mut dir {
+        Some(dir) => previous(dir, &args.out)?,
+        None => None,
+    };
     let prev = previous.as_ref().map(|p| &p.index);
     let after = prev.map_or(0, |p| p.seq);
     let (head, trusted) = match &source {
@@ -388,7 +362,9 @@ pub fn run(args: &ExportArgs) -> Outcome {
                 p.index.authority
             )));
         }
-        check_previous(&args.out, p, &trusted)?;
+        if let Some(dir) = &mut dir {
+            check_previous(dir, &args.out, p, &trusted)?;
+        }
     }
     let cannot = |e: mwp_core::Error| failed(format!("cannot export group {group}: {e}"));
     let mut planner =
@@ -397,11 +373,17 @@ pub fn run(args: &ExportArgs) -> Outcome {
     // memory rather than the whole run; the index and `head.json` go last, once every event
     // reached the head. A run that fails removes the chunks it created: the export in place
     // is left as it was.
-    let mut files = NewFiles::default();
+    let dir = match dir {
+        Some(dir) => dir,
+        None => ExportDir::create(&args.out)?,
+    };
+    let mut files = NewFiles {
+        dir,
+        written: Written::default(),
+    };
     let planned = (|| {
-        files.ensure_dir(&args.out, &args.out)?;
         let mut each = |bytes: Vec<u8>| match planner.handle_event(bytes).map_err(cannot)? {
-            Some(chunk) => files.write(&args.out, &chunk),
+            Some(chunk) => files.write(&chunk),
             None => Ok(()),
         };
         let snapshot = match &source {
@@ -428,12 +410,12 @@ pub fn run(args: &ExportArgs) -> Outcome {
             }
         };
         let planned = planner.finish(snapshot.as_deref()).map_err(cannot)?;
-        files.finish(&args.out, &planned)
+        files.finish(&planned)
     })();
     let written = match planned {
         Ok(written) => written,
         Err(e) => {
-            files.remove_created();
+            files.dir.remove_created();
             return Err(e);
         }
     };
@@ -471,137 +453,15 @@ pub struct Written {
     pub bytes: u64,
 }
 
-fn io_fail(what: &str, path: &Path, e: std::io::Error) -> Failure {
-    Failure::new(
-        EXIT_UNAVAILABLE,
-        format!("cannot {what} {}: {e}", path.display()),
-    )
-}
-
-/// Creates `dir` (0755) if missing, syncing its parent.
-fn ensure_dir(dir: &Path) -> Result<(), Failure> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o755)
-        .create(dir)
-        .map_err(|e| io_fail("create", dir, e))?;
-    // Not narrowed by the umask: an export is public.
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| io_fail("set the mode of", dir, e))?;
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        sync_dir(parent)?;
-    }
-    Ok(())
-}
-
-/// Makes a directory's entries durable.
-pub fn sync_dir(dir: &Path) -> Result<(), Failure> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io_fail("sync", dir, e))
-}
-
-/// Writes `bytes` to a temporary file in `path`'s directory (mode 0644) and syncs it;
-/// returns its path. The caller links or renames it into place.
-fn write_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, Failure> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(&tmp)
-        .map_err(|e| io_fail("create", &tmp, e))?;
-    let done = f
-        .write_all(bytes)
-        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(0o644)))
-        .and_then(|()| f.sync_all());
-    if let Err(e) = done {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io_fail("write", &tmp, e));
-    }
-    Ok(tmp)
-}
-
-/// Writes an immutable file at `path` crash-safely: nothing at `path` until its whole bytes
-/// are durable, and an existing file is never replaced. Answers whether it was written
-/// (`false`: the same bytes were already there); other bytes already there fail (exit 1).
-pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool, Failure> {
-    if let Some(written) = same_or_other(path, bytes)? {
-        return Ok(written);
-    }
-    let tmp = write_temp(path, bytes)?;
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(true),
-        // Another writer put it there meanwhile: it must hold the same bytes.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            same_or_other(path, bytes)?.map_or(Ok(false), Ok)
-        }
-        Err(e) => Err(io_fail("link", path, e)),
-    }
-}
-
-/// `Some(false)` when `path` holds `bytes`, an error when it holds others, `None` when it is
-/// missing.
-fn same_or_other(path: &Path, bytes: &[u8]) -> Result<Option<bool>, Failure> {
-    let other = || {
-        failed(format!(
-            "{} exists with other bytes than the export plans for it; the export directory is damaged or not this group's (nothing was changed)",
-            path.display()
-        ))
-    };
-    // A regular file only (a FIFO there must not block the export), and no more than one byte
-    // past the planned length (a longer one is refused by its size, unread).
-    match crate::regular_file::read(path, bytes.len() as u64) {
-        Ok(old) if old == bytes => Ok(Some(false)),
-        Ok(_) => Err(other()),
-        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(other()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(failed(format!(
-            "{}: {e}; the export directory is damaged (nothing was changed)",
-            path.display()
-        ))),
-        Err(e) => Err(io_fail("read", path, e)),
-    }
-}
-
-/// Replaces `path` crash-safely: the temporary file is synced, renamed over it, and the
-/// directory synced.
-pub fn replace(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let tmp = write_temp(path, bytes)?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io_fail("rename", &tmp, e));
-    }
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
-}
-
-/// The files one export run wrote, as it writes them: counted, their directories synced once,
-/// and those it created removed again if the run fails.
-#[derive(Default)]
+/// The files one export run writes into its directory, counted as they are written.
 struct NewFiles {
+    dir: ExportDir,
     written: Written,
-    dirs: Vec<PathBuf>,
-    /// Files and directories this run created, in order.
-    created: Vec<PathBuf>,
-    created_dirs: Vec<PathBuf>,
 }
 
 impl NewFiles {
-    /// Writes one planned file into `out` (durable; an identical file already there is left
-    /// as it is).
-    fn write(&mut self, out: &Path, file: &export::ExportFile) -> Result<(), Failure> {
+    /// Writes one planned file (durable; an identical file already there is left as it is).
+    fn write(&mut self, file: &export::ExportFile) -> Result<(), Failure> {
         // `plan` names only `dir/<hex>.ext`; checked again before touching the disk.
         let (dir, ext) = file
             .path
@@ -610,75 +470,29 @@ impl NewFiles {
             .unwrap_or(("", ""));
         export::check_name(&file.path, dir, ext)
             .map_err(|e| failed(format!("refusing to write {}: {e}", file.path)))?;
-        let dir_path = out.join(dir);
-        self.ensure_dir(out, &dir_path)?;
-        let path = out.join(&file.path);
-        within(out, &path).or_else(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Ok(()),
-            _ => Err(failed(format!(
-                "{}: {e}; the export directory is damaged (nothing was changed)",
-                path.display()
-            ))),
-        })?;
-        if write_new(&path, &file.bytes)? {
-            self.created.push(path);
+        if self.dir.write_new(&file.path, &file.bytes)? {
             self.written.files += 1;
             self.written.bytes += file.bytes.len() as u64;
             if dir == "chunks" {
                 self.written.chunks += 1;
             }
-            if !self.dirs.contains(&dir_path) {
-                self.dirs.push(dir_path);
-            }
         }
         Ok(())
     }
 
-    /// Creates `dir` if missing ([`ensure_dir`]), noting it as created; a directory of the
-    /// export `out` that a link takes out of it is refused ([`within`]).
-    fn ensure_dir(&mut self, out: &Path, dir: &Path) -> Result<(), Failure> {
-        if dir != out {
-            within(out, dir).or_else(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => Ok(()),
-                _ => Err(failed(format!(
-                    "{}: {e}; the export directory is damaged (nothing was changed)",
-                    dir.display()
-                ))),
-            })?;
-        }
-        if !dir.is_dir() {
-            ensure_dir(dir)?;
-            self.created_dirs.push(dir.to_path_buf());
-        }
-        Ok(())
-    }
-
-    /// Writes the rest of a planned export into `out`: its files (each durable), the
-    /// directories that gained files synced, then `head.json`; answers what the run wrote.
-    fn finish(&mut self, out: &Path, planned: &export::Export) -> Result<Written, Failure> {
+    /// Writes the rest of a planned export: its files (each durable), the directories that
+    /// gained files synced, then `head.json`; answers what the run wrote.
+    fn finish(&mut self, planned: &export::Export) -> Result<Written, Failure> {
         for file in &planned.files {
-            self.write(out, file)?;
+            self.write(file)?;
         }
-        for dir in &self.dirs {
-            sync_dir(dir)?;
-        }
-        replace(&out.join(HEAD_FILE), &planned.head_file)?;
+        self.dir.sync_changed()?;
+        self.dir.replace(HEAD_FILE, &planned.head_file)?;
         Ok(Written {
             chunks: self.written.chunks,
             files: self.written.files + 1,
             bytes: self.written.bytes + planned.head_file.len() as u64,
         })
-    }
-
-    /// Removes the files and then the (empty) directories this run created, newest first
-    /// (best effort: nothing names them).
-    fn remove_created(&self) {
-        for path in self.created.iter().rev() {
-            let _ = std::fs::remove_file(path);
-        }
-        for dir in self.created_dirs.iter().rev() {
-            let _ = std::fs::remove_dir(dir);
-        }
     }
 }
 
@@ -693,15 +507,20 @@ mod tests {
 
     #[test]
     fn a_new_file_appears_whole_or_not_at_all_and_is_never_replaced() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("a.cbor");
-        assert!(write_new(&path, b"one").expect("written"));
-        assert!(!write_new(&path, b"one").expect("same bytes: nothing to do"));
-        let err = write_new(&path, b"two").expect_err("other bytes are refused");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut dir = ExportDir::create(tmp.path()).expect("open");
+        assert!(dir.write_new("chunks/a.cbor", b"one").expect("written"));
+        assert!(!dir
+            .write_new("chunks/a.cbor", b"one")
+            .expect("same bytes: nothing to do"));
+        let err = dir
+            .write_new("chunks/a.cbor", b"two")
+            .expect_err("other bytes are refused");
         assert_eq!(err.exit, EXIT_FAILED);
+        let path = tmp.path().join("chunks/a.cbor");
         assert_eq!(std::fs::read(&path).expect("read"), b"one");
         // No temporary file is left behind.
-        let names: Vec<_> = std::fs::read_dir(dir.path())
+        let names: Vec<_> = std::fs::read_dir(tmp.path().join("chunks"))
             .expect("list")
             .map(|e| e.expect("entry").file_name())
             .collect();
@@ -713,29 +532,33 @@ mod tests {
 
     #[test]
     fn a_crash_before_the_link_leaves_no_file_at_the_name() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("b.cbor");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(tmp.path().join("chunks")).expect("mkdir");
         // What a crash between the temporary write and the link leaves: a temporary file
         // only, which no reader ever asks for, and which the next write replaces.
-        let tmp = write_temp(&path, b"partial").expect("temp");
-        assert!(!path.exists());
-        assert!(tmp
-            .file_name()
-            .expect("name")
-            .to_string_lossy()
-            .starts_with('.'));
-        assert!(write_new(&path, b"whole").expect("written"));
-        assert_eq!(std::fs::read(&path).expect("read"), b"whole");
-        assert!(!tmp.exists());
+        let leftover = tmp
+            .path()
+            .join(format!("chunks/.b.cbor.tmp-{}", std::process::id()));
+        std::fs::write(&leftover, b"partial").expect("temp");
+        let mut dir = ExportDir::open(tmp.path()).expect("open").expect("there");
+        assert!(dir.write_new("chunks/b.cbor", b"whole").expect("written"));
+        assert_eq!(
+            std::fs::read(tmp.path().join("chunks/b.cbor")).expect("read"),
+            b"whole"
+        );
+        assert!(!leftover.exists());
     }
 
     #[test]
     fn replacing_the_head_keeps_the_old_one_until_the_new_is_durable() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join(HEAD_FILE);
-        replace(&path, b"old").expect("written");
-        replace(&path, b"new").expect("replaced");
-        assert_eq!(std::fs::read(&path).expect("read"), b"new");
-        assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut dir = ExportDir::open(tmp.path()).expect("open").expect("there");
+        dir.replace(HEAD_FILE, b"old").expect("written");
+        dir.replace(HEAD_FILE, b"new").expect("replaced");
+        assert_eq!(
+            std::fs::read(tmp.path().join(HEAD_FILE)).expect("read"),
+            b"new"
+        );
+        assert_eq!(std::fs::read_dir(tmp.path()).expect("list").count(), 1);
     }
 }

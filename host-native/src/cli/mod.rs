@@ -13,6 +13,7 @@ pub mod bench;
 pub mod client;
 pub mod demo;
 pub mod export;
+pub mod export_dir;
 pub mod input;
 pub mod replay;
 pub mod replica;

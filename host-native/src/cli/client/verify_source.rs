@@ -22,14 +22,15 @@ use serde_json::{json, Value};
 use super::super::{Failure, Outcome, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use super::verify::VerifyArgs;
 use super::{id, print};
+use crate::cli::export_dir::ExportDir;
 use crate::server::client::Client;
 
 /// Where the export's files are read from.
 pub enum Files {
     /// An http(s) base URL.
     Http(Client),
-    /// A local directory (canonicalized).
-    Dir(PathBuf),
+    /// A local directory, read through its handle ([`ExportDir`]).
+    Dir(ExportDir),
 }
 
 impl Files {
@@ -39,19 +40,23 @@ impl Files {
         if source.starts_with("http://") || source.starts_with("https://") {
             return Ok(Files::Http(Client::new(source)));
         }
-        let dir = std::fs::canonicalize(source).map_err(|e| {
-            Error::new(
+        match ExportDir::open_existing(Path::new(source)) {
+            Ok(Some(dir)) => Ok(Files::Dir(dir)),
+            Ok(None) => Err(Error::new(
+                Code::NotFound,
+                format!("the export {source} cannot be read: it does not exist"),
+            )),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+                Err(Error::new(
+                    Code::NotFound,
+                    format!("the export {source} is not a directory"),
+                ))
+            }
+            Err(e) => Err(Error::new(
                 Code::NotFound,
                 format!("the export {source} cannot be read: {e}"),
-            )
-        })?;
-        if !dir.is_dir() {
-            return Err(Error::new(
-                Code::NotFound,
-                format!("the export {source} is not a directory"),
-            ));
+            )),
         }
-        Ok(Files::Dir(dir))
     }
 
     /// The bytes of `path` (relative to the export's base). A path that is not plain names
@@ -74,18 +79,12 @@ impl Files {
             Files::Http(client) => client
                 .fetch_limited(&format!("/{path}"), "*/*", export::max_file_bytes(path))
                 .map_err(|e| e.with("file", path)),
-            Files::Dir(base) => {
-                let full = std::fs::canonicalize(base.join(rel)).map_err(|e| {
-                    Error::new(Code::NotFound, format!("{path} cannot be read: {e}"))
-                        .with("file", path)
-                })?;
-                if !full.starts_with(base) {
-                    return Err(refuse());
-                }
-                // Read at most one byte past the cap, so a file that grows after a length
-                // check (another process writing it) still cannot make this buffer without
-                // end; and only a regular file, opened without blocking, so a FIFO cannot
-                // make this wait forever.
+            Files::Dir(dir) => {
+                // Only what lies in the directory, checked on the file opened; at most one
+                // byte past the cap, so a file that grows after a length check (another
+                // process writing it) still cannot make this buffer without end; and only a
+                // regular file, opened without blocking, so a FIFO cannot make this wait
+                // forever.
                 let max = export::max_file_bytes(path);
                 let over = || {
                     Error::malformed(format!(
@@ -93,7 +92,7 @@ impl Files {
                     ))
                     .with("file", path)
                 };
-                let bytes = crate::regular_file::read(&full, max).map_err(|e| match e.kind() {
+                let bytes = dir.read(path, max).map_err(|e| match e.kind() {
                     // Refused by its size before a byte is read.
                     std::io::ErrorKind::FileTooLarge => over(),
                     std::io::ErrorKind::InvalidInput => {
