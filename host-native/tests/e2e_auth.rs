@@ -255,13 +255,74 @@ fn a_member_reads_its_own_group_by_signature_and_no_other() {
         "/v1/groups/g1/events?after=1",
         Some(&signed(target, "w0", now, &key("w0"))),
     );
-    refused(&answer, 401, "UNAUTHORIZED");
+    refused(&answer, 403, "FORBIDDEN");
     let answer = get(
         &server,
         target,
         Some(&signed(target, "w0", now, &key("w1"))),
     );
-    refused(&answer, 401, "UNAUTHORIZED");
+    refused(&answer, 403, "FORBIDDEN");
+}
+
+/// A signed read that does not pass tells nothing of the group: an actor that is not a member,
+/// a group that does not exist, and a signature that does not verify under the member's key
+/// get the same answer, byte for byte but for the group the request named.
+#[test]
+fn a_refused_signed_read_tells_nothing_of_the_group() {
+    let server = server(false, OpenGroups::Any);
+    opened(&server, "g1", 1); // alice, w0
+    let now = now_ms();
+    let zeros = "0".repeat(128);
+    let forged = |actor: &str| format!("Mwp-Signature actor={actor},at={now},sig={zeros}");
+    let head = "/v1/groups/g1/head";
+    let missing = "/v1/groups/g9/head";
+    let answers = [
+        ("not a member", get(&server, head, Some(&forged("mallory")))),
+        (
+            "no such group",
+            get(&server, missing, Some(&forged("alice"))),
+        ),
+        ("zero signature", get(&server, head, Some(&forged("alice")))),
+        (
+            "another key",
+            get(&server, head, Some(&signed(head, "w0", now, &key("w1")))),
+        ),
+        (
+            "another target",
+            get(&server, head, Some(&signed(missing, "w0", now, &key("w0")))),
+        ),
+        (
+            "a member's signature, no such group",
+            get(
+                &server,
+                missing,
+                Some(&signed(missing, "w0", now, &key("w0"))),
+            ),
+        ),
+    ];
+    // What may differ: the date, and nothing else (the groups named have one length).
+    let shape = |(status, headers, body): &(u16, ureq::http::HeaderMap, Value)| {
+        let mut names: Vec<(String, String)> = headers
+            .iter()
+            .filter(|(n, _)| n.as_str() != "date")
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap_or("?").to_owned()))
+            .collect();
+        names.sort();
+        let body = serde_json::to_string(body)
+            .expect("JSON")
+            .replace("g9", "g1");
+        (*status, names, body)
+    };
+    let (_, first) = &answers[0];
+    refused(first, 403, "FORBIDDEN");
+    let message = first.2["message"].as_str().expect("message");
+    assert!(
+        message.contains("group g1") && !message.contains("mallory"),
+        "{message}"
+    );
+    for (case, answer) in &answers[1..] {
+        assert_eq!(shape(answer), shape(first), "{case}");
+    }
 }
 
 #[test]
@@ -559,6 +620,84 @@ fn serve_refuses_a_token_file_or_key_file_others_may_read() {
     let client = mwp_host::server::client::Client::new(base);
     let expected = SecretKey::from_bytes(&[0x11; 32]).public();
     assert_eq!(client.authority_key().expect("key"), expected);
+    child.kill().expect("kill");
+    let _ = child.wait();
+}
+
+/// `mwp serve --token-file FILE` with `FILE` as given: its exit code and stderr, or `None`
+/// if it had not exited within 20 s (it is then killed: a read that blocks, or a server that
+/// took the file and started).
+fn serve_exit(file: &std::path::Path) -> Option<(Option<i32>, String)> {
+    let mut child = mwp()
+        .args(["serve", "--addr", "127.0.0.1:0", "--token-file"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawns");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().expect("waits") {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+                .expect("reads stderr");
+            return Some((status.code(), err));
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().expect("kill");
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The token file is read only if it is a regular file of at most
+/// `auth::MAX_TOKEN_FILE` bytes: a FIFO would block the start forever, and a file of
+/// gigabytes would be held whole.
+#[cfg(unix)]
+#[test]
+fn serve_refuses_a_token_file_that_is_a_fifo_or_too_long() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("tokens.fifo");
+    let made = Command::new("mkfifo")
+        .arg("-m")
+        .arg("600")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let (code, err) = serve_exit(&fifo).expect("a FIFO is refused at once, not read");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&fifo.display().to_string()) && err.contains("a FIFO"),
+        "{err}"
+    );
+
+    // Good tokens, then comments past the cap: refused, not read whole.
+    let long = dir.path().join("tokens.long");
+    let cap = mwp_host::server::auth::MAX_TOKEN_FILE;
+    let mut text = format!("read {READ}\n");
+    while text.len() as u64 <= cap {
+        text.push_str("# a comment line that pads the file past its cap\n");
+    }
+    write_private(&long, &text, 0o600);
+    let (code, err) = serve_exit(&long).expect("an oversized file is refused at once");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&long.display().to_string()) && err.contains(&format!("{cap} bytes")),
+        "{err}"
+    );
+    assert!(!err.contains(READ), "{err}");
+
+    // At the cap it is taken.
+    text.truncate(cap as usize);
+    let cut = text.rfind('\n').expect("a line") + 1;
+    text.truncate(cut);
+    write_private(&long, &text, 0o600);
+    let file_arg = long.to_str().expect("utf-8");
+    let (mut child, line) = serve(&["--addr", "127.0.0.1:0", "--token-file", file_arg]);
+    assert!(line.contains("reads need a token"), "{line}");
     child.kill().expect("kill");
     let _ = child.wait();
 }
