@@ -468,9 +468,22 @@ impl Planner {
     }
 }
 
-/// Reads an export's index (checking its name and bytes); what [`plan`] continues from.
+/// Reads an export's index file `path` (checking its name and bytes, then
+/// [`index_from_json`]); what [`plan`] continues from.
 pub fn read_index(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
     check_file(path, "index", "json", bytes)?;
+    index_from_json(path, bytes)
+}
+
+/// Reads an index's JSON text and checks what it lists, as every reader of an index does
+/// (a host continuing an export, `planExport` given the previous index): the schema; chunks
+/// consecutive from seq 1 to the index's seq, each named `chunks/<64 hex>.cbor` and listed at
+/// 1 ..= the chunk size cap; snapshots named `snapshots/<64 hex>.cbor`, listed once each by
+/// increasing seq, from 1 to the index's seq. `LOG_CORRUPT` naming `path` (where the text
+/// came from) otherwise, or `MALFORMED` naming a listed file of another shape. An integer
+/// out of range is named as written ([`canonical::text_refusal`]). The text is not checked
+/// against a name: [`read_index`] does that for a file.
+pub fn index_from_json(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
     let index: ExportIndex = canonical::read_json(bytes)
         .map_err(|e| corrupt(path, format!("not an export index: {e}")))?;
     if index.schema != INDEX_SCHEMA {
@@ -1105,5 +1118,55 @@ mod tests {
         let e = canonical::read_json::<ExportIndex>(value.to_string().as_bytes())
             .expect_err("an unknown field");
         assert!(e.contains("unknown field `x`"), "{e}");
+    }
+
+    /// An index's JSON text is checked by one reader, named or not: what it lists must hold
+    /// together, and an integer out of range is named as written. A file's reader checks its
+    /// name and bytes first.
+    #[test]
+    fn an_index_is_checked_by_one_reader_with_or_without_its_name() {
+        let text = serde_json::to_vec(&index()).expect("JSON");
+        assert_eq!(
+            index_from_json("previous index", &text).expect("reads"),
+            index()
+        );
+        let path = address("index", &text, "json");
+        assert_eq!(read_index(&path, &text).expect("reads"), index());
+        let wrong_name = format!("index/{}.json", Hash([9; 32]));
+        let e = read_index(&wrong_name, &text).expect_err("another name");
+        assert!(e.message.contains("do not hash to its name"), "{e}");
+
+        let mut gap = index();
+        gap.chunks.remove(0);
+        let gap = serde_json::to_vec(&gap).expect("JSON");
+        let e = index_from_json("previous index", &gap).expect_err("chunks from seq 8");
+        assert_eq!(e.code, Code::LogCorrupt);
+        assert_eq!(
+            e.message,
+            format!(
+                "previous index: chunk chunks/{}.cbor covers seqs 8..=12, expected to start at 1",
+                Hash([2; 32])
+            )
+        );
+        let mut twice = index();
+        twice.snapshots.push(twice.snapshots[0].clone());
+        let twice = serde_json::to_vec(&twice).expect("JSON");
+        assert!(index_from_json("previous index", &twice).is_err());
+        let mut schema = index();
+        schema.schema = "mwp-export-index/0".into();
+        let schema = serde_json::to_vec(&schema).expect("JSON");
+        let e = index_from_json("previous index", &schema).expect_err("another schema");
+        assert!(e.message.contains("schema is"), "{e}");
+
+        let text = String::from_utf8(text).expect("UTF-8");
+        let out_of_range = text.replacen("\"seq\":12", "\"seq\":-9223372036854775809", 1);
+        assert_ne!(out_of_range, text);
+        let e =
+            index_from_json("previous index", out_of_range.as_bytes()).expect_err("out of range");
+        assert!(
+            e.message
+                .contains("integer out of range: -9223372036854775809 is not from"),
+            "{e}"
+        );
     }
 }
