@@ -49,7 +49,13 @@ pub fn open(path: &Path) -> std::io::Result<std::fs::File> {
 /// unread, with `FileTooLarge`: a sparse file of 50 GiB under a 4 GiB cap is not read for
 /// 4 GiB of zeros first.
 pub fn read(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
-    let file = open(path)?;
+    read_opened(open(path)?, max)
+}
+
+/// [`read`] of a file [`open`] opened already: for a caller that checks something of the
+/// file itself (its mode, by `fstat`) between the open and the read, so that what it checks
+/// is what it reads.
+pub fn read_opened(file: std::fs::File, max: u64) -> std::io::Result<Vec<u8>> {
     let len = file.metadata()?.len();
     if len > max {
         return Err(std::io::Error::new(

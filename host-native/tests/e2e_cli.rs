@@ -895,6 +895,76 @@ fn a_store_file_that_cannot_be_read_is_named_alike_by_verify_and_fsck() {
     }
 }
 
+/// `--authority-key-file` (PostgreSQL) is read as a regular file, opened without blocking and
+/// up to a cap: a FIFO there is named by what it is, whatever its mode (`mwp serve` and `mwp
+/// export` do not wait on it), and a sparse file of 50 GiB is refused unread; both exit 2
+/// before any database is reached.
+#[test]
+fn an_authority_key_file_that_is_not_a_regular_file_is_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("authority.key");
+    mkfifo(&fifo);
+    let huge = dir.path().join("huge.key");
+    std::fs::write(&huge, format!("{}\n", "11".repeat(32))).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&huge)
+        .and_then(|f| f.set_len(50 << 30))
+        .expect("sparse");
+    std::fs::set_permissions(&huge, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let os = std::ffi::OsStr::new;
+    // Nothing listens on port 1: a database is never reached.
+    let store = os("postgres://mwp@127.0.0.1:1/mwp");
+    let out = dir.path().join("export");
+    let runs = |key: &std::path::Path| {
+        [
+            mwp_bounded(&[
+                os("serve"),
+                os("--addr"),
+                os("127.0.0.1:0"),
+                os("--store"),
+                store,
+                os("--authority-key-file"),
+                key.as_os_str(),
+            ]),
+            mwp_bounded(&[
+                os("export"),
+                os("--group"),
+                os("g1"),
+                os("--out"),
+                out.as_os_str(),
+                os("--store"),
+                store,
+                os("--authority-key-file"),
+                key.as_os_str(),
+            ]),
+        ]
+    };
+    for mode in [0o600, 0o644] {
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        for run in runs(&fifo) {
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{mode:o}: {err}");
+            let words = format!(
+                "authority key file {}: cannot be read: it is a FIFO, not a regular file",
+                fifo.display()
+            );
+            assert!(err.contains(&words), "{mode:o}: {err}");
+        }
+    }
+    for run in runs(&huge) {
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("authority key file {}", huge.display()))
+                && err.contains("over the 4096 bytes it may hold"),
+            "{err}"
+        );
+    }
+    assert!(!out.exists(), "nothing was written");
+}
+
 /// A symbolic link to nothing at `authority.key` (a key on a volume not mounted) is
 /// something at the name: `mwp serve` refuses the directory and leaves the link, not
 /// replacing it by a new key; a link to nothing at `groups` is not a store without groups.
