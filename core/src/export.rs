@@ -492,28 +492,28 @@ pub fn index_from_json(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
             format!("schema is {:?}, expected {INDEX_SCHEMA:?}", index.schema),
         ));
     }
-    let mut next = 1;
+    // The last seq the chunks so far cover; checked, never wrapped past 2^64 − 1.
+    let mut end: u64 = 0;
     for c in &index.chunks {
         check_name(&c.file, "chunks", "cbor")?;
-        if c.first != next || c.last < c.first {
+        if end.checked_add(1) != Some(c.first) || c.last < c.first {
             return Err(corrupt(
                 path,
                 format!(
-                    "chunk {} covers seqs {}..={}, expected to start at {next}",
-                    c.file, c.first, c.last
+                    "chunk {} covers seqs {}..={}, expected to start at {}",
+                    c.file,
+                    c.first,
+                    c.last,
+                    u128::from(end) + 1
                 ),
             ));
         }
-        next = c.last + 1;
+        end = c.last;
     }
-    if next != index.seq + 1 {
+    if end != index.seq {
         return Err(corrupt(
             path,
-            format!(
-                "the chunks end at seq {}, the index says {}",
-                next - 1,
-                index.seq
-            ),
+            format!("the chunks end at seq {end}, the index says {}", index.seq),
         ));
     }
     let chunk_max = max_file_bytes("chunks/");
@@ -1118,6 +1118,41 @@ mod tests {
         let e = canonical::read_json::<ExportIndex>(value.to_string().as_bytes())
             .expect_err("an unknown field");
         assert!(e.contains("unknown field `x`"), "{e}");
+    }
+
+    /// Seqs near 2^64 − 1 in an index are checked as any other, never wrapped: a chunk that
+    /// ends at the last seq there is may end an index at it, but no chunk may follow it (as
+    /// seq 0, wrapped around, a chunk list of any length would chain on).
+    #[test]
+    fn an_index_whose_chunks_reach_the_last_seq_is_checked_without_wrapping() {
+        let chunk = |first, last, n| ChunkRef {
+            first,
+            last,
+            file: format!("chunks/{}.cbor", Hash([n; 32])),
+            bytes: 900,
+        };
+        let mut to_the_end = index();
+        to_the_end.chunks = vec![chunk(1, u64::MAX, 1)];
+        to_the_end.seq = u64::MAX;
+        let text = serde_json::to_vec(&to_the_end).expect("JSON");
+        assert_eq!(
+            index_from_json("previous index", &text).expect("reads"),
+            to_the_end
+        );
+
+        let mut wrapped = index();
+        wrapped.chunks = vec![chunk(1, u64::MAX, 1), chunk(0, 12, 2)];
+        let text = serde_json::to_vec(&wrapped).expect("JSON");
+        let e = index_from_json("previous index", &text).expect_err("seq 0 after the last");
+        assert_eq!(e.code, Code::LogCorrupt);
+        assert_eq!(
+            e.message,
+            format!(
+                "previous index: chunk chunks/{}.cbor covers seqs 0..=12, expected to start at \
+                 18446744073709551616",
+                Hash([2; 32])
+            )
+        );
     }
 
     /// An index's JSON text is checked by one reader, named or not: what it lists must hold
