@@ -468,9 +468,22 @@ impl Planner {
     }
 }
 
-/// Reads an export's index (checking its name and bytes); what [`plan`] continues from.
+/// Reads an export's index file `path` (checking its name and bytes, then
+/// [`index_from_json`]); what [`plan`] continues from.
 pub fn read_index(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
     check_file(path, "index", "json", bytes)?;
+    index_from_json(path, bytes)
+}
+
+/// Reads an index's JSON text and checks what it lists, as every reader of an index does
+/// (a host continuing an export, `planExport` given the previous index): the schema; chunks
+/// consecutive from seq 1 to the index's seq, each named `chunks/<64 hex>.cbor` and listed at
+/// 1 ..= the chunk size cap; snapshots named `snapshots/<64 hex>.cbor`, listed once each by
+/// increasing seq, from 1 to the index's seq. `LOG_CORRUPT` naming `path` (where the text
+/// came from) otherwise, or `MALFORMED` naming a listed file of another shape. An integer
+/// out of range is named as written ([`canonical::text_refusal`]). The text is not checked
+/// against a name: [`read_index`] does that for a file.
+pub fn index_from_json(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
     let index: ExportIndex = canonical::read_json(bytes)
         .map_err(|e| corrupt(path, format!("not an export index: {e}")))?;
     if index.schema != INDEX_SCHEMA {
@@ -479,28 +492,28 @@ pub fn read_index(path: &str, bytes: &[u8]) -> Result<ExportIndex> {
             format!("schema is {:?}, expected {INDEX_SCHEMA:?}", index.schema),
         ));
     }
-    let mut next = 1;
+    // The last seq the chunks so far cover; checked, never wrapped past 2^64 − 1.
+    let mut end: u64 = 0;
     for c in &index.chunks {
         check_name(&c.file, "chunks", "cbor")?;
-        if c.first != next || c.last < c.first {
+        if end.checked_add(1) != Some(c.first) || c.last < c.first {
             return Err(corrupt(
                 path,
                 format!(
-                    "chunk {} covers seqs {}..={}, expected to start at {next}",
-                    c.file, c.first, c.last
+                    "chunk {} covers seqs {}..={}, expected to start at {}",
+                    c.file,
+                    c.first,
+                    c.last,
+                    u128::from(end) + 1
                 ),
             ));
         }
-        next = c.last + 1;
+        end = c.last;
     }
-    if next != index.seq + 1 {
+    if end != index.seq {
         return Err(corrupt(
             path,
-            format!(
-                "the chunks end at seq {}, the index says {}",
-                next - 1,
-                index.seq
-            ),
+            format!("the chunks end at seq {end}, the index says {}", index.seq),
         ));
     }
     let chunk_max = max_file_bytes("chunks/");
@@ -1105,5 +1118,90 @@ mod tests {
         let e = canonical::read_json::<ExportIndex>(value.to_string().as_bytes())
             .expect_err("an unknown field");
         assert!(e.contains("unknown field `x`"), "{e}");
+    }
+
+    /// Seqs near 2^64 − 1 in an index are checked as any other, never wrapped: a chunk that
+    /// ends at the last seq there is may end an index at it, but no chunk may follow it (as
+    /// seq 0, wrapped around, a chunk list of any length would chain on).
+    #[test]
+    fn an_index_whose_chunks_reach_the_last_seq_is_checked_without_wrapping() {
+        let chunk = |first, last, n| ChunkRef {
+            first,
+            last,
+            file: format!("chunks/{}.cbor", Hash([n; 32])),
+            bytes: 900,
+        };
+        let mut to_the_end = index();
+        to_the_end.chunks = vec![chunk(1, u64::MAX, 1)];
+        to_the_end.seq = u64::MAX;
+        let text = serde_json::to_vec(&to_the_end).expect("JSON");
+        assert_eq!(
+            index_from_json("previous index", &text).expect("reads"),
+            to_the_end
+        );
+
+        let mut wrapped = index();
+        wrapped.chunks = vec![chunk(1, u64::MAX, 1), chunk(0, 12, 2)];
+        let text = serde_json::to_vec(&wrapped).expect("JSON");
+        let e = index_from_json("previous index", &text).expect_err("seq 0 after the last");
+        assert_eq!(e.code, Code::LogCorrupt);
+        assert_eq!(
+            e.message,
+            format!(
+                "previous index: chunk chunks/{}.cbor covers seqs 0..=12, expected to start at \
+                 18446744073709551616",
+                Hash([2; 32])
+            )
+        );
+    }
+
+    /// An index's JSON text is checked by one reader, named or not: what it lists must hold
+    /// together, and an integer out of range is named as written. A file's reader checks its
+    /// name and bytes first.
+    #[test]
+    fn an_index_is_checked_by_one_reader_with_or_without_its_name() {
+        let text = serde_json::to_vec(&index()).expect("JSON");
+        assert_eq!(
+            index_from_json("previous index", &text).expect("reads"),
+            index()
+        );
+        let path = address("index", &text, "json");
+        assert_eq!(read_index(&path, &text).expect("reads"), index());
+        let wrong_name = format!("index/{}.json", Hash([9; 32]));
+        let e = read_index(&wrong_name, &text).expect_err("another name");
+        assert!(e.message.contains("do not hash to its name"), "{e}");
+
+        let mut gap = index();
+        gap.chunks.remove(0);
+        let gap = serde_json::to_vec(&gap).expect("JSON");
+        let e = index_from_json("previous index", &gap).expect_err("chunks from seq 8");
+        assert_eq!(e.code, Code::LogCorrupt);
+        assert_eq!(
+            e.message,
+            format!(
+                "previous index: chunk chunks/{}.cbor covers seqs 8..=12, expected to start at 1",
+                Hash([2; 32])
+            )
+        );
+        let mut twice = index();
+        twice.snapshots.push(twice.snapshots[0].clone());
+        let twice = serde_json::to_vec(&twice).expect("JSON");
+        assert!(index_from_json("previous index", &twice).is_err());
+        let mut schema = index();
+        schema.schema = "mwp-export-index/0".into();
+        let schema = serde_json::to_vec(&schema).expect("JSON");
+        let e = index_from_json("previous index", &schema).expect_err("another schema");
+        assert!(e.message.contains("schema is"), "{e}");
+
+        let text = String::from_utf8(text).expect("UTF-8");
+        let out_of_range = text.replacen("\"seq\":12", "\"seq\":-9223372036854775809", 1);
+        assert_ne!(out_of_range, text);
+        let e =
+            index_from_json("previous index", out_of_range.as_bytes()).expect_err("out of range");
+        assert!(
+            e.message
+                .contains("integer out of range: -9223372036854775809 is not from"),
+            "{e}"
+        );
     }
 }

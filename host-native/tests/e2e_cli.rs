@@ -824,6 +824,147 @@ fn store_files_that_are_not_regular_files_are_named() {
     assert_eq!(message.matches(&path).count(), 1, "{message}");
 }
 
+/// A store file that cannot be read as one (a FIFO in place of a log segment, or a
+/// directory there) is `STORAGE` naming its path, in the same words in `mwp verify --data`
+/// and `mwp fsck` (`open PATH: it is a FIFO, not a regular file`). `verify` checks nothing
+/// it cannot read and prints no report: exit 3 and the message on stderr, as for any store
+/// that cannot be read. `fsck` lists it as a finding of that file, not of its group
+/// directory, and exits 1.
+#[test]
+fn a_store_file_that_cannot_be_read_is_named_alike_by_verify_and_fsck() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().join("base");
+    let run = mwp()
+        .arg("transcript")
+        .arg(transcripts().join("redaction_archive.jsonl"))
+        .arg("--data")
+        .arg(&base)
+        .output()
+        .expect("runs");
+    assert_eq!(run.status.code(), Some(0));
+    let os = std::ffi::OsStr::new;
+    let fifo: fn(&std::path::Path) = |p| mkfifo(p);
+    let directory: fn(&std::path::Path) = |p| {
+        std::fs::remove_file(p).expect("rm");
+        std::fs::create_dir(p).expect("mkdir");
+    };
+    for (name, make, why) in [
+        ("fifo", fifo, Some("it is a FIFO, not a regular file")),
+        ("dir", directory, None),
+    ] {
+        let data = dir.path().join(name);
+        copy_data(&base, &data);
+        let seg = data.join("groups/g1/00000000000000000001.seg");
+        make(&seg);
+        let path = seg.display().to_string();
+        let words = match why {
+            Some(why) => format!("open {path}: {why}"),
+            None => format!("open {path}: "),
+        };
+
+        let verify = mwp_bounded(&[
+            os("verify"),
+            os("--json"),
+            os("--data"),
+            data.as_os_str(),
+            os("--group"),
+            os("g1"),
+        ]);
+        let err = String::from_utf8_lossy(&verify.stderr);
+        assert_eq!(verify.status.code(), Some(3), "{name}: {err}");
+        assert!(
+            verify.stdout.is_empty(),
+            "{name}: no report: {:?}",
+            verify.stdout
+        );
+        assert!(err.contains(&words), "{name}: {err}");
+        assert_eq!(err.matches(&path).count(), 1, "{name}: {err}");
+
+        let fsck = mwp_bounded(&[os("fsck"), os("--data"), data.as_os_str()]);
+        assert_eq!(fsck.status.code(), Some(1), "{name}");
+        let found = lines(&fsck.stdout);
+        let finding = found
+            .iter()
+            .find(|l| l["damage"] == true)
+            .unwrap_or_else(|| panic!("{name}: a finding in {found:?}"));
+        assert_eq!(finding["code"], "STORAGE", "{name}: {finding}");
+        assert_eq!(finding["file"], path.as_str(), "{name}: {finding}");
+        let message = finding["message"].as_str().expect("a message");
+        assert!(message.starts_with(&words), "{name}: {message}");
+        assert_eq!(message.matches(&path).count(), 1, "{name}: {message}");
+    }
+}
+
+/// `--authority-key-file` (PostgreSQL) is read as a regular file, opened without blocking and
+/// up to a cap: a FIFO there is named by what it is, whatever its mode (`mwp serve` and `mwp
+/// export` do not wait on it), and a sparse file of 50 GiB is refused unread; both exit 2
+/// before any database is reached.
+#[test]
+fn an_authority_key_file_that_is_not_a_regular_file_is_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("authority.key");
+    mkfifo(&fifo);
+    let huge = dir.path().join("huge.key");
+    std::fs::write(&huge, format!("{}\n", "11".repeat(32))).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&huge)
+        .and_then(|f| f.set_len(50 << 30))
+        .expect("sparse");
+    std::fs::set_permissions(&huge, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let os = std::ffi::OsStr::new;
+    // Nothing listens on port 1: a database is never reached.
+    let store = os("postgres://mwp@127.0.0.1:1/mwp");
+    let out = dir.path().join("export");
+    let runs = |key: &std::path::Path| {
+        [
+            mwp_bounded(&[
+                os("serve"),
+                os("--addr"),
+                os("127.0.0.1:0"),
+                os("--store"),
+                store,
+                os("--authority-key-file"),
+                key.as_os_str(),
+            ]),
+            mwp_bounded(&[
+                os("export"),
+                os("--group"),
+                os("g1"),
+                os("--out"),
+                out.as_os_str(),
+                os("--store"),
+                store,
+                os("--authority-key-file"),
+                key.as_os_str(),
+            ]),
+        ]
+    };
+    for mode in [0o600, 0o644] {
+        std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        for run in runs(&fifo) {
+            let err = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{mode:o}: {err}");
+            let words = format!(
+                "authority key file {}: cannot be read: it is a FIFO, not a regular file",
+                fifo.display()
+            );
+            assert!(err.contains(&words), "{mode:o}: {err}");
+        }
+    }
+    for run in runs(&huge) {
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("authority key file {}", huge.display()))
+                && err.contains("over the 4096 bytes it may hold"),
+            "{err}"
+        );
+    }
+    assert!(!out.exists(), "nothing was written");
+}
+
 /// A symbolic link to nothing at `authority.key` (a key on a volume not mounted) is
 /// something at the name: `mwp serve` refuses the directory and leaves the link, not
 /// replacing it by a new key; a link to nothing at `groups` is not a store without groups.

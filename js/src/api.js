@@ -370,7 +370,9 @@ export const verifyForkProof = (proof, pinnedKey) =>
 /**
  * Plans a static export (SPEC §8b) of events (stored CBOR, in seq order) ending at the signed
  * `head`: `{files: [{path, bytes}], headFile, index}`; write the files, then `head.json`.
- * `previous`: the index JSON of the export in place (only new files are planned);
+ * `previous`: the index JSON of the export in place (only new files are planned), checked
+ * as every host reads an index (ExportError `MALFORMED` naming the `previous index` when what
+ * it lists does not hold together);
  * `snapshot`: the latest signed snapshot's bytes; `chunkEvents`: events per chunk (4096).
  */
 export const planExport = (events, { head, authorityKey, snapshot, previous, chunkEvents } = {}) =>

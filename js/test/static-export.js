@@ -138,6 +138,39 @@ export function staticCases(mwp) {
     assert(r.cursor === authority.seq && r.verifiedThrough === authority.seq && r.stateHash() === authority.stateHash(), `cursor ${r.cursor}`);
   });
 
+  test("planExport reads the previous index as every host reads one: what it lists must hold together", async () => {
+    const c = makeCommands(mwp);
+    const secretKey = c.key("@authority");
+    const authority = new mwp.Authority({ secretKey });
+    const at = 1_700_000_000_000;
+    authority.submit(c.open(), at);
+    for (let i = 0; i < 6; i++) authority.submit(c.create(`w${i}`, `create-w${i}`), at + i + 1);
+    const { org, group } = authority.state();
+    const plan = (previous, after) => mwp.planExport(authority.eventFrames(after), {
+      head: mwp.signHead(org, group, authority.seq, authority.head, at + 100, secretKey),
+      authorityKey: c.pub("@authority"), previous, chunkEvents: 4,
+    });
+    const first = plan(undefined, 0);
+    const firstSeq = authority.seq;
+    authority.submit(c.create("w6", "create-w6"), at + 7);
+    const refused = (previous) => {
+      try {
+        plan(previous, firstSeq);
+      } catch (e) {
+        return e;
+      }
+      throw new Error("expected an error, none was thrown");
+    };
+    // Chunks that do not start at seq 1: an index of a history with a hole.
+    const gap = refused({ ...first.index, chunks: first.index.chunks.slice(1) });
+    assert(gap instanceof mwp.ExportError && gap.code === "MALFORMED" && gap.message.startsWith("previous index: chunk chunks/") && gap.message.endsWith("expected to start at 1"), `${gap.code} ${gap.message}`);
+    const text = JSON.stringify(first.index);
+    assert(text.includes(`"seq":${firstSeq}`), text);
+    const range = refused(text.replace(`"seq":${firstSeq}`, '"seq":-9223372036854775809'));
+    assert(range.code === "MALFORMED" && range.message.includes("integer out of range: -9223372036854775809 is not from"), `${range.code} ${range.message}`);
+    assert(plan(first.index, firstSeq).index.seq === authority.seq, "the index as planned is taken");
+  });
+
   test("fromStatic needs the pinned key and never reads one from the export", async () => {
     const e = await rejects(() => mwp.Replica.fromStatic("http://127.0.0.1:9/", { group: "g1" }));
     assert(e instanceof mwp.ExportError && e.code === "MALFORMED" && /authorityKey/.test(e.message), String(e));

@@ -87,7 +87,9 @@ pub fn verify_fork_proof(bytes: &[u8], pinned_key: Option<String>) -> Result<JsV
 
 /// Plans a static export (`export::plan`; the full module only: the viewer reads exports, it
 /// does not plan them): the events (a frame batch of stored CBOR, in seq
-/// order, after the previous export's index if given as JSON text), the latest signed
+/// order, after the previous export's index if given as JSON text, read and checked by
+/// `export::index_from_json` as every host reads an index: `MALFORMED` naming the
+/// `previous index` when it is refused), the latest signed
 /// snapshot if any, the signed head they end at, the authority key (hex) and the chunk size.
 /// Returns `{files: [{path, bytes}], headFile: bytes, index}`; the caller writes the files,
 /// then `head.json`.
@@ -103,10 +105,18 @@ pub fn plan_export(
 ) -> Result<JsValue, ExportError> {
     use crate::frames;
     use mwp_core::export::ExportIndex;
+    // Read and checked as every host reads an index; given as an argument, a refusal is
+    // bad input (`MALFORMED`) naming it.
+    const PREVIOUS: &str = "previous index";
     let previous: Option<ExportIndex> = previous
         .map(|text| {
-            serde_json::from_str(&text)
-                .map_err(|e| Error::malformed(format!("previous index: {e}")))
+            export::index_from_json(PREVIOUS, text.as_bytes()).map_err(|e| {
+                Error::malformed(if e.message.starts_with(PREVIOUS) {
+                    e.message
+                } else {
+                    format!("{PREVIOUS}: {}", e.message)
+                })
+            })
         })
         .transpose()?;
     // A count from JavaScript: checked, never wrapped (-1 is not 2^32 − 1, 0.5 not 0).

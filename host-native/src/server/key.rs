@@ -1,15 +1,16 @@
-//! The authority's key file: 64 lowercase hex digits (the Ed25519 seed) and a newline, mode
-//! 0600, created on first start.
+//! The authority's key file a PostgreSQL store is given (`--authority-key-file`): 64 hex
+//! digits (the Ed25519 seed) and a newline, mode 0600. A file store reads and creates its
+//! own, `DIR/authority.key` (`crate::store::read_key_file`).
 
-use std::io::Write;
 use std::path::Path;
 
 use mwp_core::{Code, Error, PublicKey, Result, SecretKey};
 
-use crate::memory_service::random_key;
-
 /// The key file's name inside a data directory.
 pub const FILE_NAME: &str = "authority.key";
+
+/// The most bytes of a key file read: a key is 64 hex digits and a newline.
+const MAX_KEY_FILE: u64 = 4096;
 
 fn storage(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(
@@ -18,48 +19,18 @@ fn storage(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Reads the key at `path`, or creates it with a fresh random key if the file is missing.
-/// A file that exists but does not hold a key is an error: it is never overwritten.
-pub fn load_or_create(path: &Path) -> Result<SecretKey> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => return parse(path, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(storage(path, "cannot be read", e)),
-    }
-    let key = random_key()?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = match options.open(path) {
-        Ok(f) => f,
-        // Another process created it first: use theirs.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let text =
-                std::fs::read_to_string(path).map_err(|e| storage(path, "cannot be read", e))?;
-            return parse(path, &text);
-        }
-        Err(e) => return Err(storage(path, "cannot be created", e)),
-    };
-    file.write_all(format!("{}\n", hex::encode(key.to_bytes())).as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| storage(path, "cannot be written", e))?;
-    if let Some(dir) = path.parent() {
-        // Make the new directory entry durable too; failure here only weakens durability.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(key)
-}
-
 /// Reads the key at `path` (`--authority-key-file`), refusing a file that group or others may
 /// read or write: its mode must be 0600 (or stricter). Never creates one.
 pub fn load_protected(path: &Path) -> Result<SecretKey> {
+    // A regular file only, opened without blocking (a FIFO would wait for a writer forever),
+    // and opened first: what is not a regular file is named by its type, not by its mode.
+    let file = crate::regular_file::open(path).map_err(|e| storage(path, "cannot be read", e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let meta = std::fs::metadata(path).map_err(|e| storage(path, "cannot be read", e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| storage(path, "cannot be read", e))?;
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(Error::new(
@@ -72,9 +43,9 @@ pub fn load_protected(path: &Path) -> Result<SecretKey> {
             ));
         }
     }
-    // A regular file only, opened without blocking: a FIFO would wait for a writer forever.
-    let bytes =
-        crate::regular_file::read(path, 4096).map_err(|e| storage(path, "cannot be read", e))?;
+    // Read up to a cap: a key is 65 bytes, and a file of many GiB is refused unread.
+    let bytes = crate::regular_file::read_capped(file, MAX_KEY_FILE)
+        .map_err(|e| storage(path, "cannot be read", e))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| storage(path, "does not hold a key", "it is not text"))?;
     parse(path, &text)
@@ -111,19 +82,12 @@ fn parse(path: &Path, text: &str) -> Result<SecretKey> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn created_once_then_read_back_with_mode_0600() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join(FILE_NAME);
-        let a = load_or_create(&path).expect("created");
-        let b = load_or_create(&path).expect("read");
-        assert_eq!(a.public(), b.public());
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
+    /// A key file of mode 0600 holding `key` at `path`.
+    #[cfg(unix)]
+    fn write_key(path: &Path, key: &SecretKey) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, format!("{}\n", hex::encode(key.to_bytes()))).expect("write");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
 
     #[cfg(unix)]
@@ -132,12 +96,58 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("key");
-        let key = load_or_create(&path).expect("created");
+        let key = SecretKey::for_transcript("k");
+        write_key(&path, &key);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
         let err = load_protected(&path).expect_err("refused");
         assert!(err.message.contains("0640"), "{}", err.message);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         assert_eq!(load_protected(&path).expect("read").public(), key.public());
+    }
+
+    /// What is not a regular file is refused by its type, whatever its mode, without waiting
+    /// on a FIFO; a file far longer than a key is refused unread; a file that holds no key is
+    /// refused and left as it is.
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_is_a_short_regular_file_holding_a_key() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("fifo");
+        crate::regular_file::mkfifo(&fifo);
+        for mode in [0o600, 0o644] {
+            std::fs::set_permissions(&fifo, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let err = load_protected(&fifo).expect_err("a FIFO");
+            assert_eq!(
+                err.message,
+                format!(
+                    "authority key file {}: cannot be read: it is a FIFO, not a regular file",
+                    fifo.display()
+                )
+            );
+        }
+        let huge = dir.path().join("huge");
+        write_key(&huge, &SecretKey::for_transcript("k"));
+        std::fs::File::options()
+            .write(true)
+            .open(&huge)
+            .and_then(|f| f.set_len(50 << 30))
+            .expect("sparse");
+        let err = load_protected(&huge).expect_err("too long");
+        assert!(
+            err.message.contains("over the 4096 bytes"),
+            "{}",
+            err.message
+        );
+        let damaged = dir.path().join("damaged");
+        std::fs::write(&damaged, "not a key").expect("write");
+        std::fs::set_permissions(&damaged, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let err = load_protected(&damaged).expect_err("refused");
+        assert_eq!(err.code, Code::Storage);
+        assert_eq!(
+            std::fs::read_to_string(&damaged).expect("read"),
+            "not a key"
+        );
     }
 
     #[test]
@@ -146,15 +156,5 @@ mod tests {
         assert_eq!(transcript_actor(&derived), Some("@authority"));
         let random = crate::memory_service::random_key().expect("key").public();
         assert_eq!(transcript_actor(&random), None);
-    }
-
-    #[test]
-    fn a_damaged_key_file_is_refused_not_replaced() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join(FILE_NAME);
-        std::fs::write(&path, "not a key").expect("write");
-        let err = load_or_create(&path).expect_err("refused");
-        assert_eq!(err.code, Code::Storage);
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "not a key");
     }
 }

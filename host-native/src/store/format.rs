@@ -3,6 +3,8 @@
 //! [`mwp_core::log_format`], shared with the Node/Deno file store; this module re-exports it
 //! and adds what does IO: [`scan`] reads a [`StorageFile`] for the core's [`Scanner`].
 
+use std::sync::Arc;
+
 use mwp_core::{Code, Error, Result};
 
 use mwp_core::log_format::{self, Scanner, Step};
@@ -15,11 +17,21 @@ pub use mwp_core::log_format::{
     SNAPSHOT_HEADER_LEN, SNAPSHOT_MAGIC, VERSION,
 };
 
-use super::backend::StorageFile;
+use super::backend::{Backend, StorageFile};
 
 /// A `STORAGE` error from an IO failure.
 pub fn storage(what: impl std::fmt::Display, e: std::io::Error) -> Error {
     Error::new(Code::Storage, format!("{what}: {e}"))
+}
+
+/// Opens the store file at `path` ([`Backend::open`]: a regular file only). What cannot be
+/// opened, or is not a regular file, is `STORAGE` naming the path in its message (`open
+/// PATH: it is a FIFO, not a regular file`) and in `details.file`, so that `mwp fsck` names
+/// the file, not the group that holds it.
+pub fn open_file(be: &dyn Backend, path: &std::path::Path) -> Result<Arc<dyn StorageFile>> {
+    be.open(path).map_err(|e| {
+        storage(format!("open {}", path.display()), e).with("file", path.display().to_string())
+    })
 }
 
 /// Options of one [`scan`].

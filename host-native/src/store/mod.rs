@@ -40,7 +40,7 @@ use mwp_core::{
 
 use crate::service::AuthorityService;
 use backend::{Backend, FsBackend};
-use format::{group_dir_name, group_from_dir_name, storage, GROUPS_DIR, KEY_NAME};
+use format::{group_dir_name, group_from_dir_name, open_file, storage, GROUPS_DIR, KEY_NAME};
 use group::{lock, GroupLog};
 use mwp_core::audit::OrgPolicies;
 
@@ -286,9 +286,7 @@ fn load_or_create_key(
 /// Reads a key file: 64 lowercase hex digits and a newline, mode 0600.
 pub fn read_key_file(be: &dyn Backend, path: &Path) -> Result<SecretKey> {
     // Opened first: what is not a regular file is named by its type, not by its mode.
-    let f = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
+    let f = open_file(be, path)?;
     if let Some(mode) = be
         .mode(path)
         .map_err(io_err(format!("stat {}", path.display())))?

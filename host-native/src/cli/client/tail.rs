@@ -307,8 +307,9 @@ fn read_stream(
             Failure::new(
                 EXIT_BAD_INPUT,
                 format!(
-                    "the stream sent something that is not an mwp event after seq {}: {e}",
-                    pos.seq
+                    "the stream sent something that is not an mwp event after seq {}: {}",
+                    pos.seq,
+                    mwp_core::canonical::text_refusal(data.as_bytes(), &e)
                 ),
             )
         })?;
@@ -485,6 +486,32 @@ mod tests {
             Ok(End::Dropped(_))
         ));
         assert_eq!(pos.seq, 2);
+    }
+
+    #[test]
+    fn an_integer_out_of_range_in_an_event_is_named_as_written() {
+        let ev = events();
+        let text = json!(ev[0]).to_string();
+        let seq = format!("\"seq\":{}", ev[0].seq);
+        assert!(text.contains(&seq), "{text}");
+        let hostile = text.replacen(&seq, "\"seq\":-9223372036854775809", 1);
+        let stream = format!("id: 1\ndata: {hostile}\n\n");
+        let mut pos = Position {
+            seq: 0,
+            id: Some(Hash::ZERO),
+        };
+        let err = match read_stream(stream.as_bytes(), &mut pos, None, true, pin(&g1())) {
+            Err(f) => f,
+            Ok(_) => panic!("an integer out of range was taken"),
+        };
+        assert_eq!(err.exit, EXIT_BAD_INPUT);
+        assert!(
+            err.message
+                .contains("integer out of range: -9223372036854775809 is not from"),
+            "{}",
+            err.message
+        );
+        assert_eq!(pos.seq, 0);
     }
 
     #[test]

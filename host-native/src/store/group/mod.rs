@@ -31,10 +31,10 @@ use mwp_core::{
 
 use super::backend::{Backend, StorageFile};
 use super::format::{
-    self, corrupt_at, decode_overlay_entry, encode_overlay_entry, encode_record, parse_numbered,
-    record_crc, scan, segment_name, snapshot_name, storage, Erased, Erasure, FileHeader,
-    RecordHeader, ScanSpec, FILE_HEADER_LEN, KEY_NAME, MAX_RECORD_LEN, OVERLAY_MAGIC, OVERLAY_NAME,
-    RECORD_HEADER_LEN, SEGMENT_MAGIC,
+    self, corrupt_at, decode_overlay_entry, encode_overlay_entry, encode_record, open_file,
+    parse_numbered, record_crc, scan, segment_name, snapshot_name, storage, Erased, Erasure,
+    FileHeader, RecordHeader, ScanSpec, FILE_HEADER_LEN, KEY_NAME, MAX_RECORD_LEN, OVERLAY_MAGIC,
+    OVERLAY_NAME, RECORD_HEADER_LEN, SEGMENT_MAGIC,
 };
 use super::{Ctx, OpenReport};
 

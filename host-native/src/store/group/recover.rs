@@ -311,9 +311,7 @@ pub(super) fn check_header(
 }
 
 pub(crate) fn read_snapshot_file(be: &dyn Backend, path: &Path) -> Result<Vec<u8>> {
-    let file = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
+    let file = open_file(be, path)?;
     let len = file
         .len()
         .map_err(io_err(format!("size of {}", path.display())))?;

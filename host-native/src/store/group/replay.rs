@@ -152,9 +152,7 @@ pub(crate) fn read_overlay(
         return Ok((Overlay::default(), None));
     }
     let path = dir.join(OVERLAY_NAME);
-    let file = be
-        .open(&path)
-        .map_err(io_err(format!("open {}", path.display())))?;
+    let file = open_file(be, &path)?;
     check_header(&*file, OVERLAY_NAME, OVERLAY_MAGIC, id, None)?;
     let mut entries = BTreeMap::new();
     let spec = ScanSpec {
@@ -537,9 +535,7 @@ pub(super) fn scan_segments(
         let name = segment_name(*first_seq);
         let shared: Arc<str> = Arc::from(name.as_str());
         let path = dir.join(&name);
-        let file = be
-            .open(&path)
-            .map_err(io_err(format!("open {}", path.display())))?;
+        let file = open_file(&**be, &path)?;
         if *first_seq != next_seq {
             return Err(corrupt_at(
                 &name,

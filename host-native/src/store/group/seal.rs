@@ -56,9 +56,7 @@ impl Write for FileWriter {
 
 /// Opens a stored file and gives its length.
 fn open_sized(be: &dyn Backend, path: &Path) -> Result<(Arc<dyn StorageFile>, u64)> {
-    let file = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
+    let file = open_file(be, path)?;
     let len = file
         .len()
         .map_err(io_err(format!("size of {}", path.display())))?;

@@ -141,9 +141,7 @@ struct OpenedSnapshot {
 /// size was made up (a sparse file of many GiB) is never read through or held in memory.
 fn open_checked(be: &dyn Backend, path: &Path) -> Result<OpenedSnapshot> {
     let invalid = |m: String| Error::new(Code::SnapshotInvalid, format!("{}: {m}", path.display()));
-    let file = be
-        .open(path)
-        .map_err(io_err(format!("open {}", path.display())))?;
+    let file = open_file(be, path)?;
     let file_len = file
         .len()
         .map_err(io_err(format!("size of {}", path.display())))?;
