@@ -767,6 +767,26 @@ fn store_files_that_are_not_regular_files_are_named() {
         );
     }
 
+    // A seal record (`audit.mwpa`, `audit.tombstone`) that is not a regular file is refused
+    // by its type, not read as a group without a seal.
+    for name in ["audit.mwpa", "audit.tombstone"] {
+        let sealed = dir.path().join(format!("sealed-{name}"));
+        copy_data(&base, &sealed);
+        mkfifo(&sealed.join("groups/g1").join(name));
+        for out in reads(&sealed) {
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_ne!(out.status.code(), Some(0), "{name}: {all}");
+            assert!(
+                all.contains(name) && all.contains("it is a FIFO"),
+                "{name}: {all}"
+            );
+        }
+    }
+
     let key = dir.path().join("key");
     copy_data(&base, &key);
     mkfifo(&key.join("authority.key"));

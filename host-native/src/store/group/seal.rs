@@ -80,7 +80,7 @@ pub(crate) fn read_seal_record(
             .ok_or_else(|| format!("it seals group {g}, not {group}"))
     };
     let artifact = dir.join(ARTIFACT_NAME);
-    if be.is_file(&artifact) {
+    if be.is_taken(&artifact) {
         let (file, len) = open_sized(be, &artifact)?;
         match read_manifest(&*file, len, &artifact, key)? {
             Ok((m, _)) => match of_group(&m.group) {
@@ -91,7 +91,7 @@ pub(crate) fn read_seal_record(
         }
     }
     let tombstone = dir.join(TOMBSTONE_NAME);
-    if be.is_file(&tombstone) {
+    if be.is_taken(&tombstone) {
         let (file, len) = open_sized(be, &tombstone)?;
         if len > u64::from(MAX_MANIFEST_LEN) {
             skipped.push((
@@ -359,7 +359,7 @@ impl GroupLog {
     /// The artifact's stored bytes, if the group has one.
     pub(crate) fn audit_artifact(&self) -> Result<Option<Vec<u8>>> {
         let p = self.path(ARTIFACT_NAME);
-        if !self.ctx.backend.is_file(&p) {
+        if !self.ctx.backend.is_taken(&p) {
             return Ok(None);
         }
         read_snapshot_file(&*self.ctx.backend, &p).map(Some)
