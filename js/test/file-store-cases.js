@@ -1215,6 +1215,72 @@ export function cases(mwp) {
       }
     }],
 
+    ["a store file that is not a regular file is STORAGE naming its path and what it is, never waited on, as natively", async () => {
+      const base = tempDir("not-regular");
+      const { store, c } = await populated(mwp, join(base, "data"), { snapshotEvery: 2 });
+      const [r] = await store.submit(c.cmd("alice", "r1", { type: "redact", seq: 2, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      const events = await store.events("g1");
+      await store.close();
+      const g1 = (dir) => join(dir, "groups", "g1");
+      const snaps = fs.readdirSync(g1(join(base, "data"))).filter((n) => n.endsWith(".snap")).sort();
+      check(snaps.length > 0 && fs.existsSync(join(g1(join(base, "data")), "redactions.log")), "snapshots and an overlay to replace");
+      const newest = snaps[snaps.length - 1];
+      let n = 0;
+      for (const [name, kind, at] of [
+        ["authority.key", "FIFO", (dir) => join(dir, "authority.key")],
+        ["a log segment", "FIFO", (dir) => join(g1(dir), "00000000000000000001.seg")],
+        ["a log segment", "directory", (dir) => join(g1(dir), "00000000000000000001.seg")],
+        ["redactions.log", "FIFO", (dir) => join(g1(dir), "redactions.log")],
+        ["audit.mwpa", "FIFO", (dir) => join(g1(dir), "audit.mwpa")],
+        ["audit.tombstone", "FIFO", (dir) => join(g1(dir), "audit.tombstone")],
+        ["a snapshot", "FIFO", (dir) => join(g1(dir), newest)],
+      ]) {
+        const dir = join(base, `copy-${n++}`);
+        fs.cpSync(join(base, "data"), dir, { recursive: true });
+        const path = at(dir);
+        fs.rmSync(path, { force: true });
+        // Mode 0600: a key file's mode is right, and only its type is wrong.
+        if (kind === "FIFO") execFileSync("mkfifo", ["-m", "600", path]);
+        else fs.mkdirSync(path, { mode: 0o700 });
+        // Deno's writer leaves the OS lock's file `LOCK`, as the native one does.
+        const listed = () => JSON.stringify(fs.readdirSync(dir, { recursive: true }).filter((x) => x !== "LOCK").sort());
+        const listing = listed();
+        const what = `${kind} at ${name}`;
+        const message = `open ${path}: it is a ${kind}, not a regular file`;
+        for (const readOnly of [false, true]) {
+          const how = `${what}, ${readOnly ? "read-only" : "writer"}`;
+          // A failure here must not hang the run: a FIFO waited on is opened for writing
+          // once the time is up, which ends the wait.
+          const bounded = async (p) => {
+            let timer;
+            const late = new Promise((_, reject) => (timer = setTimeout(() => {
+              if (kind === "FIFO") fs.closeSync(fs.openSync(path, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+              reject(new Error(`${how}: waited on`));
+            }, 10_000)));
+            return Promise.race([p, late]).finally(() => clearTimeout(timer));
+          };
+          if (name === "authority.key") {
+            const e = await bounded(rejects(mwp.openFileStore(dir, { readOnly }), "STORAGE"));
+            eq(e.message, message, how);
+          } else if (name === "a snapshot") {
+            // As an unreadable snapshot: skipped, named, and the log read from an older one.
+            const s = await bounded(mwp.openFileStore(dir, { readOnly }));
+            sameJson(await bounded(s.events("g1")), events, `${how}: events`);
+            check(s.report.skippedSnapshots.some((x) => x.file === path && x.reason === message), `${how}: ${JSON.stringify(s.report.skippedSnapshots)}`);
+            await s.close();
+          } else {
+            const s = await bounded(mwp.openFileStore(dir, { readOnly }));
+            const e = await bounded(rejects(s.openGroup("g1"), "STORAGE"));
+            eq(e.message, message, how);
+            await s.close();
+          }
+          check(kind === "FIFO" ? fs.lstatSync(path).isFIFO() : fs.lstatSync(path).isDirectory(), `${how}: left in place`);
+          eq(listed(), listing, `${how}: nothing created or removed`);
+        }
+      }
+    }],
+
     ["a page of events is bounded by bytes by the core's rule, across segments too, redacted events counted as served, as natively", async () => {
       const dir = tempDir("page-bytes");
       // Segments of 1 MiB: a page of about 8 MiB spans several of them.
