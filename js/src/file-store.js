@@ -233,6 +233,29 @@ async function exists(path) {
   }
 }
 
+/** Whether anything is at `path`, a symbolic link to nothing included (`lstat`). */
+async function taken(path) {
+  try {
+    await fsp.lstat(path);
+    return true;
+  } catch (e) {
+    if (e?.code === "ENOENT") return false;
+    throw storage(`stat ${path}`, e);
+  }
+}
+
+/**
+ * Whether the data directory's `groups` (at `path`) exists: `false` when nothing is at the
+ * name, `STORAGE` when what is there is not a directory (a file, a link to nothing): not a
+ * store without groups, whose every group would read as missing (as natively).
+ */
+async function groupsDirExists(path) {
+  const st = await fsp.stat(path).catch((e) => (e?.code === "ENOENT" ? null : Promise.reject(storage(`stat ${path}`, e))));
+  if (st?.isDirectory()) return true;
+  if (st === null && !(await taken(path))) return false;
+  throw new StoreError("STORAGE", `${path} is not a directory: the data directory is damaged`);
+}
+
 /** Writes a whole new file durably: `NAME.tmp`, datasync, rename, fsync of the directory. */
 async function writeNewFile(dir, name, data, mode = 0o600) {
   const tmp = join(dir, `${name}.tmp`);
@@ -1461,7 +1484,10 @@ async function readKeyFile(path) {
 /** Reads (or creates, from the platform's CSPRNG) the authority key file. */
 async function loadOrCreateKey(root, given) {
   const path = join(root, KEY_NAME);
-  if (await exists(path)) {
+  // Anything at the name is read as the key, and refused unless it is one: a FIFO, a
+  // directory or a link to nothing there is never replaced by a new key (the groups name
+  // the key they hold).
+  if (await taken(path)) {
     const key = await readKeyFile(path);
     if (given !== undefined && w.publicKeyOf(given) !== w.publicKeyOf(key)) {
       throw new StoreError(
@@ -1529,7 +1555,9 @@ export async function openFileStore(dir, options = {}) {
     // No lock, nothing created, trimmed, renamed or removed: safe beside a live writer.
     try {
       if (!(await exists(dir))) throw new StoreError("STORAGE", `${dir} is not a data directory`);
-      return new FileStore(dir, await readKeyFile(join(dir, KEY_NAME)), opts);
+      const key = await readKeyFile(join(dir, KEY_NAME));
+      await groupsDirExists(join(dir, GROUPS_DIR));
+      return new FileStore(dir, key, opts);
     } catch (e) {
       throw toMwpError(e);
     }
@@ -1544,7 +1572,7 @@ export async function openFileStore(dir, options = {}) {
     lock = await acquireDirLock(dir);
     const key = await loadOrCreateKey(dir, options.authorityKey);
     const groups = join(dir, GROUPS_DIR);
-    if (!(await exists(groups))) {
+    if (!(await groupsDirExists(groups))) {
       await io(`create ${groups}`, () => fsp.mkdir(groups, { mode: 0o700 }));
       await syncDir(dir);
     }

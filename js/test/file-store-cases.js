@@ -1281,6 +1281,36 @@ export function cases(mwp) {
       }
     }],
 
+    ["a link to nothing at authority.key is refused, not replaced by a new key; a groups that is no directory is STORAGE, as natively", async () => {
+      const base = tempDir("dangling");
+      const { store } = await populated(mwp, join(base, "data"));
+      await store.close();
+      const nowhere = join(base, "unmounted", "authority.key");
+      const key = join(base, "key");
+      fs.cpSync(join(base, "data"), key, { recursive: true });
+      fs.rmSync(join(key, "authority.key"));
+      fs.symlinkSync(nowhere, join(key, "authority.key"));
+      for (const readOnly of [false, true]) {
+        const e = await rejects(mwp.openFileStore(key, { readOnly }), "STORAGE");
+        check(e.message.startsWith(`open ${join(key, "authority.key")}: `), `${readOnly ? "read-only" : "writer"}: ${e.message}`);
+        eq(fs.readlinkSync(join(key, "authority.key")), nowhere, "the link is left where it was");
+        check(!fs.existsSync(nowhere) && !fs.existsSync(join(key, "authority.key.tmp")), "no key written");
+      }
+      for (const what of ["a file", "a link to nothing"]) {
+        const dir = join(base, `groups-${what.replaceAll(" ", "-")}`);
+        fs.cpSync(join(base, "data"), dir, { recursive: true });
+        const groups = join(dir, "groups");
+        fs.rmSync(groups, { recursive: true });
+        if (what === "a file") fs.writeFileSync(groups, "junk");
+        else fs.symlinkSync(join(base, "unmounted", "groups"), groups);
+        for (const readOnly of [false, true]) {
+          const e = await rejects(mwp.openFileStore(dir, { readOnly }), "STORAGE");
+          eq(e.message, `${groups} is not a directory: the data directory is damaged`, `${what}, ${readOnly ? "read-only" : "writer"}`);
+          check(what === "a file" ? fs.lstatSync(groups).isFile() : fs.lstatSync(groups).isSymbolicLink(), `${what}: left in place`);
+        }
+      }
+    }],
+
     ["a page of events is bounded by bytes by the core's rule, across segments too, redacted events counted as served, as natively", async () => {
       const dir = tempDir("page-bytes");
       // Segments of 1 MiB: a page of about 8 MiB spans several of them.
