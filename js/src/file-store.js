@@ -629,8 +629,23 @@ export class FileGroup {
           taken += entry.len;
         } else {
           if (!h.crcOk) throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
-          items.push(buf.subarray(at + RECORD_HEADER_LEN, at + total));
-          taken += h.len;
+          const stored = buf.subarray(at + RECORD_HEADER_LEN, at + total);
+          if (this.#sg.servesRedacted(seq)) {
+            // Its erasure has begun and is not done (a writer between the durable
+            // `event_redacted` and the overlay entry, or where one stopped, read by a
+            // read-only open): served redacted, never its values (the core's rule).
+            let red;
+            try {
+              red = w.redactEvent(stored);
+            } catch (e) {
+              throw corruptAt(join(this.dir, seg.name), start + at, toMwpError(e).message);
+            }
+            items.push(red);
+            taken += red.length;
+          } else {
+            items.push(stored);
+            taken += h.len;
+          }
         }
         at += total;
         seq += 1;

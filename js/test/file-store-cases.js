@@ -1311,6 +1311,53 @@ export function cases(mwp) {
       }
     }],
 
+    ["a read-only open serves an event whose erasure a writer began redacted, never its values, as natively", async () => {
+      const dir = tempDir("ro-erasure");
+      const { store, c } = await populated(mwp, dir, { snapshotEvery: null });
+      const path = segPath(dir);
+      const original = fs.readFileSync(path);
+      const plain = await store.events("g1");
+      const [r] = await store.submit(c.cmd("alice", "r1", { type: "redact", seq: 2, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      const events = await store.events("g1");
+      const frames = await store.eventFrames("g1");
+      await store.close();
+      check(JSON.stringify(events[1].kind).includes("$redacted"), "seq 2 is served redacted");
+      const value = JSON.stringify(plain[1].kind.spec);
+      check(JSON.stringify(plain[1]).includes(value) && !JSON.stringify(events[1]).includes(value), "seq 2's value, and its redacted form");
+      const off = recordOffset(path, 2);
+      const len = original.readUInt32LE(off);
+      const overlay = join(dir, "groups", "g1", "redactions.log");
+      const overlayBytes = fs.readFileSync(overlay);
+      // Where a writer stops between the durable `event_redacted` and the end of its erasure:
+      // the record still holds the values, and the overlay has no entry for it.
+      for (const crash of ["before the overlay was written", "in the overlay's append"]) {
+        const b = fs.readFileSync(path);
+        original.copy(b, off + 20, off + 20, off + 24 + len);
+        fs.writeFileSync(path, b);
+        if (crash === "before the overlay was written") fs.rmSync(overlay);
+        else fs.writeFileSync(overlay, overlayBytes.subarray(0, overlayBytes.length - 5));
+        const before = groupFiles(dir);
+        const ro = await mwp.openFileStore(dir, { readOnly: true });
+        sameJson(await ro.events("g1"), events, `${crash}: events`);
+        check(Buffer.from(await ro.eventFrames("g1")).equals(Buffer.from(frames)), `${crash}: frames`);
+        eq((await ro.events("g1", 1, 1))[0].kind, events[1].kind, `${crash}: a page from seq 2`);
+        await ro.close();
+        // The native reader serves the same.
+        const theirs = native(["replay", "--data", dir, "--group", "g1"]);
+        eq(theirs.code, 0, `${crash}: native replay: ${theirs.stderr}`);
+        sameJson(jsonLines(theirs.stdout), events, `${crash}: native replay`);
+        eq(Object.keys(groupFiles(dir)), Object.keys(before), `${crash}: nothing created or removed`);
+        for (const [f, bytes] of Object.entries(groupFiles(dir))) check(bytes.equals(before[f]), `${crash}: ${f} unchanged`);
+        // The writer finishes the erasure.
+        const s = await mwp.openFileStore(dir);
+        const g = await s.openGroup("g1");
+        eq(s.report.repaired, ["erased the values of seq 2 in g1"], `${crash}: repaired`);
+        sameJson(await g.events(), events, `${crash}: events after the repair`);
+        await s.close();
+      }
+    }],
+
     ["a page of events is bounded by bytes by the core's rule, across segments too, redacted events counted as served, as natively", async () => {
       const dir = tempDir("page-bytes");
       // Segments of 1 MiB: a page of about 8 MiB spans several of them.
