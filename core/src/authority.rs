@@ -52,6 +52,15 @@ pub fn page_takes(taken: u64) -> bool {
     taken < MAX_PAGE_BYTES
 }
 
+/// Whether a store serves stored event `seq` of a Group in `state` in its redacted form
+/// (SPEC §6) whatever its stored record holds: once the state holds its redaction. The
+/// event's values are erased after the `event_redacted` is durable; until that erasure is
+/// done (a writer between the two, or one that stopped there, read by a reader that
+/// repairs nothing) the record still holds them, and a read never serves them.
+pub fn serves_redacted(state: &GroupState, seq: u64) -> bool {
+    state.redacted.contains(&seq)
+}
+
 /// What an authority decides besides [`accept`]: limits, the snapshot cadence and the online
 /// replay window.
 #[derive(Debug, Clone, PartialEq, Eq)]

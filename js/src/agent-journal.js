@@ -16,10 +16,11 @@ import * as fsp from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
 import { AgentImage } from "./agent.js";
-import { acquireFileLock, fileKind } from "./dir-lock.js";
+import { acquireFileLock } from "./dir-lock.js";
 import { StoreError, guard } from "./errors.js";
 import { io, syncDir } from "./file-store.js";
 import { Queue } from "./queue.js";
+import { fileKind, openRegular } from "./regular-file.js";
 
 /** `STORAGE` for a journal path that holds `kind` (a directory, a FIFO), as natively. */
 function notRegular(path, kind) {
@@ -80,21 +81,11 @@ export class FileAgentJournal {
     // Opened without blocking (a FIFO put there opens at once) and refused unless a regular
     // file, as natively: a directory or a FIFO is never read, replaced or written past.
     const handle = await io(`open ${path}`, () =>
-      fsp.open(path, fsc.O_RDWR | fsc.O_NONBLOCK).catch((e) => {
+      openRegular(path, fsc.O_RDWR).catch((e) => {
         if (e?.code === "ENOENT") return null;
-        throw e?.code === "EISDIR" ? notRegular(path, "a directory") : e;
+        throw e?.notFile ? notRegular(path, e.kind) : e;
       }),
     );
-    if (handle !== null) {
-      const st = await io(`size of ${path}`, () => handle.stat()).catch(async (e) => {
-        await handle.close().catch(() => {});
-        throw e;
-      });
-      if (!st.isFile()) {
-        await handle.close().catch(() => {});
-        throw notRegular(path, fileKind(st));
-      }
-    }
     // A `.tmp` left by a creation that never completed holds nothing committed.
     await io(`remove ${path}.tmp`, () => fsp.rm(`${path}.tmp`, { force: true })).catch(async (e) => {
       await handle?.close().catch(() => {});

@@ -12,11 +12,11 @@
 // An agent journal (agent-journal.js) is locked the same way, on `NAME.LOCK.pid` and
 // `NAME.LOCK` beside its file `NAME` (docs/format.md, "Agent journal").
 
-import { constants as fsc } from "node:fs";
 import * as fsp from "node:fs/promises";
 import process from "node:process";
 import { basename, join } from "node:path";
 import { StoreError } from "./errors.js";
+import { openRegular } from "./regular-file.js";
 
 export const LOCK_NAME = "LOCK";
 export const OWNER_NAME = "LOCK.pid";
@@ -99,33 +99,6 @@ function inUse(target, owner) {
     `${name} is in use by another writer (${who}); stop it first${hint}`,
     owner ? { [key]: name, pid: owner.pid } : { [key]: name },
   );
-}
-
-/** What a file of this type is called in a message (the native `regular_file`'s words). */
-export function fileKind(st) {
-  if (st.isFIFO()) return "a FIFO";
-  if (st.isSocket()) return "a socket";
-  if (st.isCharacterDevice()) return "a character device";
-  if (st.isBlockDevice()) return "a block device";
-  if (st.isDirectory()) return "a directory";
-  return "not a regular file";
-}
-
-/**
- * Opens `path` for reading without blocking (`O_NONBLOCK`: a FIFO with no writer opens at
- * once) and refuses it, with an error whose `notFile` says why, unless it is a regular file.
- */
-async function openRegular(path) {
-  const h = await fsp.open(path, fsc.O_RDONLY | fsc.O_NONBLOCK);
-  const st = await h.stat().catch(async (e) => {
-    await h.close().catch(() => {});
-    throw e;
-  });
-  if (!st.isFile()) {
-    await h.close().catch(() => {});
-    throw Object.assign(new Error(`it is ${fileKind(st)}, not a regular file`), { notFile: true });
-  }
-  return h;
 }
 
 /**

@@ -12,6 +12,7 @@
 // its tail rule — are the core's (core/src/log_format, through the wasm module): this file
 // only reads, writes, syncs and locks.
 
+import { constants as fsc } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import * as w from "../pkg/mwp_wasm.js";
@@ -19,6 +20,7 @@ import { AcceptError, StoreError, guard, toMwpError } from "./errors.js";
 import { frameBatch } from "./frames.js";
 import { acquireDirLock } from "./dir-lock.js";
 import { Queue } from "./queue.js";
+import { openRegular } from "./regular-file.js";
 
 /**
  * CRC32C of `bytes`, continuing from `crc` (the CRC of the bytes before them; 0 to start):
@@ -89,8 +91,12 @@ class File {
     this.handle = handle;
   }
 
+  /**
+   * Opens the store file at `path` for reading and writing, without blocking, and refuses it
+   * unless it is a regular file (`STORAGE`: `open PATH: it is a FIFO, not a regular file`).
+   */
   static async open(path) {
-    return new File(path, await io(`open ${path}`, () => fsp.open(path, "r+")));
+    return new File(path, await io(`open ${path}`, () => openRegular(path, fsc.O_RDWR)));
   }
 
   /** Creates (or truncates) a file with permission bits `mode` (0600 by default). */
@@ -159,13 +165,8 @@ export async function syncDir(dir) {
  */
 async function readTailIfExists(path, n) {
   if (n === Infinity) return readIfExists(path);
-  let fh;
-  try {
-    fh = await fsp.open(path, "r");
-  } catch (e) {
-    if (e?.code === "ENOENT") return null;
-    throw storage(`open ${path}`, e);
-  }
+  const fh = await openIfExists(path);
+  if (fh === null) return null;
   try {
     const { size } = await fh.stat();
     const len = Math.min(size, n);
@@ -185,7 +186,7 @@ async function readTailIfExists(path, n) {
  * `LOG_CORRUPT` naming it, and nothing of it is read.
  */
 async function readSnapshotFile(path) {
-  const fh = await io(`open ${path}`, () => fsp.open(path, "r"));
+  const fh = await io(`open ${path}`, () => openRegular(path));
   try {
     const { size } = await io(`stat ${path}`, () => fh.stat());
     const max = w.maxSnapshotFileBytes();
@@ -198,13 +199,27 @@ async function readSnapshotFile(path) {
   }
 }
 
-/** A whole file's bytes, or `null` if it does not exist. */
-async function readIfExists(path) {
+/**
+ * The store file at `path` opened for reading (`openRegular`: without blocking, refused with
+ * `STORAGE` unless it is a regular file), or `null` when nothing is there.
+ */
+async function openIfExists(path) {
   try {
-    return new Uint8Array(await fsp.readFile(path));
+    return await openRegular(path);
   } catch (e) {
     if (e?.code === "ENOENT") return null;
-    throw storage(`read ${path}`, e);
+    throw storage(`open ${path}`, e);
+  }
+}
+
+/** A whole file's bytes (a regular file's: `openIfExists`), or `null` if it does not exist. */
+async function readIfExists(path) {
+  const fh = await openIfExists(path);
+  if (fh === null) return null;
+  try {
+    return new Uint8Array(await io(`read ${path}`, () => fh.readFile()));
+  } finally {
+    await fh.close().catch(() => {});
   }
 }
 
@@ -216,6 +231,29 @@ async function exists(path) {
     if (e?.code === "ENOENT") return false;
     throw storage(`stat ${path}`, e);
   }
+}
+
+/** Whether anything is at `path`, a symbolic link to nothing included (`lstat`). */
+async function taken(path) {
+  try {
+    await fsp.lstat(path);
+    return true;
+  } catch (e) {
+    if (e?.code === "ENOENT") return false;
+    throw storage(`stat ${path}`, e);
+  }
+}
+
+/**
+ * Whether the data directory's `groups` (at `path`) exists: `false` when nothing is at the
+ * name, `STORAGE` when what is there is not a directory (a file, a link to nothing): not a
+ * store without groups, whose every group would read as missing (as natively).
+ */
+async function groupsDirExists(path) {
+  const st = await fsp.stat(path).catch((e) => (e?.code === "ENOENT" ? null : Promise.reject(storage(`stat ${path}`, e))));
+  if (st?.isDirectory()) return true;
+  if (st === null && !(await taken(path))) return false;
+  throw new StoreError("STORAGE", `${path} is not a directory: the data directory is damaged`);
 }
 
 /** Writes a whole new file durably: `NAME.tmp`, datasync, rename, fsync of the directory. */
@@ -591,8 +629,23 @@ export class FileGroup {
           taken += entry.len;
         } else {
           if (!h.crcOk) throw corruptAt(join(this.dir, seg.name), start + at, "record checksum mismatch");
-          items.push(buf.subarray(at + RECORD_HEADER_LEN, at + total));
-          taken += h.len;
+          const stored = buf.subarray(at + RECORD_HEADER_LEN, at + total);
+          if (this.#sg.servesRedacted(seq)) {
+            // Its erasure has begun and is not done (a writer between the durable
+            // `event_redacted` and the overlay entry, or where one stopped, read by a
+            // read-only open): served redacted, never its values (the core's rule).
+            let red;
+            try {
+              red = w.redactEvent(stored);
+            } catch (e) {
+              throw corruptAt(join(this.dir, seg.name), start + at, toMwpError(e).message);
+            }
+            items.push(red);
+            taken += red.length;
+          } else {
+            items.push(stored);
+            taken += h.len;
+          }
         }
         at += total;
         seq += 1;
@@ -1418,25 +1471,38 @@ async function sealedRecord(store, id, path, check, tail = Infinity) {
   }
 }
 
-/** Reads a key file: 64 lowercase hex digits and a newline, mode 0600. */
+/**
+ * Reads a key file: 64 lowercase hex digits and a newline, mode 0600. Opened first, without
+ * blocking: what is not a regular file is named by its type, not by its mode (as natively).
+ */
 async function readKeyFile(path) {
-  const st = await io(`stat ${path}`, () => fsp.stat(path));
-  const mode = st.mode & 0o777;
-  if ((mode & 0o077) !== 0) {
-    throw new StoreError("STORAGE", `${path} has mode ${mode.toString(8)}; a key file must be 0600 (chmod 600 it)`);
+  const fh = await io(`open ${path}`, () => openRegular(path));
+  try {
+    const st = await io(`stat ${path}`, () => fh.stat());
+    const mode = st.mode & 0o777;
+    if ((mode & 0o077) !== 0) {
+      throw new StoreError("STORAGE", `${path} has mode ${mode.toString(8)}; a key file must be 0600 (chmod 600 it)`);
+    }
+    const bad = () => new StoreError("STORAGE", `${path} is not 64 lowercase hex digits and a newline`);
+    // Any other length is no key file, and is not read.
+    if (st.size !== 65) throw bad();
+    const b = new Uint8Array(65);
+    const { bytesRead } = await io(`read ${path}`, () => fh.read(b, 0, 65, 0));
+    const text = new TextDecoder().decode(b.subarray(0, 64));
+    if (bytesRead !== 65 || b[64] !== 0x0a || !/^[0-9a-f]{64}$/.test(text)) throw bad();
+    return text;
+  } finally {
+    await fh.close().catch(() => {});
   }
-  const b = new Uint8Array(await io(`read ${path}`, () => fsp.readFile(path)));
-  const text = new TextDecoder().decode(b.subarray(0, 64));
-  if (b.length !== 65 || b[64] !== 0x0a || !/^[0-9a-f]{64}$/.test(text)) {
-    throw new StoreError("STORAGE", `${path} is not 64 lowercase hex digits and a newline`);
-  }
-  return text;
 }
 
 /** Reads (or creates, from the platform's CSPRNG) the authority key file. */
 async function loadOrCreateKey(root, given) {
   const path = join(root, KEY_NAME);
-  if (await exists(path)) {
+  // Anything at the name is read as the key, and refused unless it is one: a FIFO, a
+  // directory or a link to nothing there is never replaced by a new key (the groups name
+  // the key they hold).
+  if (await taken(path)) {
     const key = await readKeyFile(path);
     if (given !== undefined && w.publicKeyOf(given) !== w.publicKeyOf(key)) {
       throw new StoreError(
@@ -1504,7 +1570,9 @@ export async function openFileStore(dir, options = {}) {
     // No lock, nothing created, trimmed, renamed or removed: safe beside a live writer.
     try {
       if (!(await exists(dir))) throw new StoreError("STORAGE", `${dir} is not a data directory`);
-      return new FileStore(dir, await readKeyFile(join(dir, KEY_NAME)), opts);
+      const key = await readKeyFile(join(dir, KEY_NAME));
+      await groupsDirExists(join(dir, GROUPS_DIR));
+      return new FileStore(dir, key, opts);
     } catch (e) {
       throw toMwpError(e);
     }
@@ -1519,7 +1587,7 @@ export async function openFileStore(dir, options = {}) {
     lock = await acquireDirLock(dir);
     const key = await loadOrCreateKey(dir, options.authorityKey);
     const groups = join(dir, GROUPS_DIR);
-    if (!(await exists(groups))) {
+    if (!(await groupsDirExists(groups))) {
       await io(`create ${groups}`, () => fsp.mkdir(groups, { mode: 0o700 }));
       await syncDir(dir);
     }

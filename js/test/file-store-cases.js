@@ -1215,6 +1215,149 @@ export function cases(mwp) {
       }
     }],
 
+    ["a store file that is not a regular file is STORAGE naming its path and what it is, never waited on, as natively", async () => {
+      const base = tempDir("not-regular");
+      const { store, c } = await populated(mwp, join(base, "data"), { snapshotEvery: 2 });
+      const [r] = await store.submit(c.cmd("alice", "r1", { type: "redact", seq: 2, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      const events = await store.events("g1");
+      await store.close();
+      const g1 = (dir) => join(dir, "groups", "g1");
+      const snaps = fs.readdirSync(g1(join(base, "data"))).filter((n) => n.endsWith(".snap")).sort();
+      check(snaps.length > 0 && fs.existsSync(join(g1(join(base, "data")), "redactions.log")), "snapshots and an overlay to replace");
+      const newest = snaps[snaps.length - 1];
+      let n = 0;
+      for (const [name, kind, at] of [
+        ["authority.key", "FIFO", (dir) => join(dir, "authority.key")],
+        ["a log segment", "FIFO", (dir) => join(g1(dir), "00000000000000000001.seg")],
+        ["a log segment", "directory", (dir) => join(g1(dir), "00000000000000000001.seg")],
+        ["redactions.log", "FIFO", (dir) => join(g1(dir), "redactions.log")],
+        ["audit.mwpa", "FIFO", (dir) => join(g1(dir), "audit.mwpa")],
+        ["audit.tombstone", "FIFO", (dir) => join(g1(dir), "audit.tombstone")],
+        ["a snapshot", "FIFO", (dir) => join(g1(dir), newest)],
+      ]) {
+        const dir = join(base, `copy-${n++}`);
+        fs.cpSync(join(base, "data"), dir, { recursive: true });
+        const path = at(dir);
+        fs.rmSync(path, { force: true });
+        // Mode 0600: a key file's mode is right, and only its type is wrong.
+        if (kind === "FIFO") execFileSync("mkfifo", ["-m", "600", path]);
+        else fs.mkdirSync(path, { mode: 0o700 });
+        // Deno's writer leaves the OS lock's file `LOCK`, as the native one does.
+        const listed = () => JSON.stringify(fs.readdirSync(dir, { recursive: true }).filter((x) => x !== "LOCK").sort());
+        const listing = listed();
+        const what = `${kind} at ${name}`;
+        const message = `open ${path}: it is a ${kind}, not a regular file`;
+        for (const readOnly of [false, true]) {
+          const how = `${what}, ${readOnly ? "read-only" : "writer"}`;
+          // A failure here must not hang the run: a FIFO waited on is opened for writing
+          // once the time is up, which ends the wait.
+          const bounded = async (p) => {
+            let timer;
+            const late = new Promise((_, reject) => (timer = setTimeout(() => {
+              if (kind === "FIFO") fs.closeSync(fs.openSync(path, fs.constants.O_WRONLY | fs.constants.O_NONBLOCK));
+              reject(new Error(`${how}: waited on`));
+            }, 10_000)));
+            return Promise.race([p, late]).finally(() => clearTimeout(timer));
+          };
+          if (name === "authority.key") {
+            const e = await bounded(rejects(mwp.openFileStore(dir, { readOnly }), "STORAGE"));
+            eq(e.message, message, how);
+          } else if (name === "a snapshot") {
+            // As an unreadable snapshot: skipped, named, and the log read from an older one.
+            const s = await bounded(mwp.openFileStore(dir, { readOnly }));
+            sameJson(await bounded(s.events("g1")), events, `${how}: events`);
+            check(s.report.skippedSnapshots.some((x) => x.file === path && x.reason === message), `${how}: ${JSON.stringify(s.report.skippedSnapshots)}`);
+            await s.close();
+          } else {
+            const s = await bounded(mwp.openFileStore(dir, { readOnly }));
+            const e = await bounded(rejects(s.openGroup("g1"), "STORAGE"));
+            eq(e.message, message, how);
+            await s.close();
+          }
+          check(kind === "FIFO" ? fs.lstatSync(path).isFIFO() : fs.lstatSync(path).isDirectory(), `${how}: left in place`);
+          eq(listed(), listing, `${how}: nothing created or removed`);
+        }
+      }
+    }],
+
+    ["a link to nothing at authority.key is refused, not replaced by a new key; a groups that is no directory is STORAGE, as natively", async () => {
+      const base = tempDir("dangling");
+      const { store } = await populated(mwp, join(base, "data"));
+      await store.close();
+      const nowhere = join(base, "unmounted", "authority.key");
+      const key = join(base, "key");
+      fs.cpSync(join(base, "data"), key, { recursive: true });
+      fs.rmSync(join(key, "authority.key"));
+      fs.symlinkSync(nowhere, join(key, "authority.key"));
+      for (const readOnly of [false, true]) {
+        const e = await rejects(mwp.openFileStore(key, { readOnly }), "STORAGE");
+        check(e.message.startsWith(`open ${join(key, "authority.key")}: `), `${readOnly ? "read-only" : "writer"}: ${e.message}`);
+        eq(fs.readlinkSync(join(key, "authority.key")), nowhere, "the link is left where it was");
+        check(!fs.existsSync(nowhere) && !fs.existsSync(join(key, "authority.key.tmp")), "no key written");
+      }
+      for (const what of ["a file", "a link to nothing"]) {
+        const dir = join(base, `groups-${what.replaceAll(" ", "-")}`);
+        fs.cpSync(join(base, "data"), dir, { recursive: true });
+        const groups = join(dir, "groups");
+        fs.rmSync(groups, { recursive: true });
+        if (what === "a file") fs.writeFileSync(groups, "junk");
+        else fs.symlinkSync(join(base, "unmounted", "groups"), groups);
+        for (const readOnly of [false, true]) {
+          const e = await rejects(mwp.openFileStore(dir, { readOnly }), "STORAGE");
+          eq(e.message, `${groups} is not a directory: the data directory is damaged`, `${what}, ${readOnly ? "read-only" : "writer"}`);
+          check(what === "a file" ? fs.lstatSync(groups).isFile() : fs.lstatSync(groups).isSymbolicLink(), `${what}: left in place`);
+        }
+      }
+    }],
+
+    ["a read-only open serves an event whose erasure a writer began redacted, never its values, as natively", async () => {
+      const dir = tempDir("ro-erasure");
+      const { store, c } = await populated(mwp, dir, { snapshotEvery: null });
+      const path = segPath(dir);
+      const original = fs.readFileSync(path);
+      const plain = await store.events("g1");
+      const [r] = await store.submit(c.cmd("alice", "r1", { type: "redact", seq: 2, reason: "gdpr" }), 2000);
+      eq(r.outcome, "accepted", "redact accepted");
+      const events = await store.events("g1");
+      const frames = await store.eventFrames("g1");
+      await store.close();
+      check(JSON.stringify(events[1].kind).includes("$redacted"), "seq 2 is served redacted");
+      const value = JSON.stringify(plain[1].kind.spec);
+      check(JSON.stringify(plain[1]).includes(value) && !JSON.stringify(events[1]).includes(value), "seq 2's value, and its redacted form");
+      const off = recordOffset(path, 2);
+      const len = original.readUInt32LE(off);
+      const overlay = join(dir, "groups", "g1", "redactions.log");
+      const overlayBytes = fs.readFileSync(overlay);
+      // Where a writer stops between the durable `event_redacted` and the end of its erasure:
+      // the record still holds the values, and the overlay has no entry for it.
+      for (const crash of ["before the overlay was written", "in the overlay's append"]) {
+        const b = fs.readFileSync(path);
+        original.copy(b, off + 20, off + 20, off + 24 + len);
+        fs.writeFileSync(path, b);
+        if (crash === "before the overlay was written") fs.rmSync(overlay);
+        else fs.writeFileSync(overlay, overlayBytes.subarray(0, overlayBytes.length - 5));
+        const before = groupFiles(dir);
+        const ro = await mwp.openFileStore(dir, { readOnly: true });
+        sameJson(await ro.events("g1"), events, `${crash}: events`);
+        check(Buffer.from(await ro.eventFrames("g1")).equals(Buffer.from(frames)), `${crash}: frames`);
+        eq((await ro.events("g1", 1, 1))[0].kind, events[1].kind, `${crash}: a page from seq 2`);
+        await ro.close();
+        // The native reader serves the same.
+        const theirs = native(["replay", "--data", dir, "--group", "g1"]);
+        eq(theirs.code, 0, `${crash}: native replay: ${theirs.stderr}`);
+        sameJson(jsonLines(theirs.stdout), events, `${crash}: native replay`);
+        eq(Object.keys(groupFiles(dir)), Object.keys(before), `${crash}: nothing created or removed`);
+        for (const [f, bytes] of Object.entries(groupFiles(dir))) check(bytes.equals(before[f]), `${crash}: ${f} unchanged`);
+        // The writer finishes the erasure.
+        const s = await mwp.openFileStore(dir);
+        const g = await s.openGroup("g1");
+        eq(s.report.repaired, ["erased the values of seq 2 in g1"], `${crash}: repaired`);
+        sameJson(await g.events(), events, `${crash}: events after the repair`);
+        await s.close();
+      }
+    }],
+
     ["a page of events is bounded by bytes by the core's rule, across segments too, redacted events counted as served, as natively", async () => {
       const dir = tempDir("page-bytes");
       // Segments of 1 MiB: a page of about 8 MiB spans several of them.

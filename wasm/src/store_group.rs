@@ -273,6 +273,18 @@ impl StoreGroup {
         }
     }
 
+    /// Whether stored event `seq` is served in its redacted form whatever its record holds
+    /// (`authority::serves_redacted`): its redaction is in the state, and its erasure may
+    /// not be done yet (an erasure a writer began, read by a read-only open before the
+    /// writer finished it). `MALFORMED` for a `seq` that is not a count.
+    #[wasm_bindgen(js_name = servesRedacted)]
+    pub fn serves_redacted(&self, seq: f64) -> Result<bool, StoreError> {
+        let seq = uint(seq, "seq")?;
+        Ok(self
+            .state_ref()
+            .is_some_and(|s| authority::serves_redacted(s, seq)))
+    }
+
     /// Seqs of the redacted events, ascending.
     #[wasm_bindgen(getter)]
     pub fn redacted(&self) -> Vec<f64> {

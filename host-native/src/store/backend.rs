@@ -177,7 +177,19 @@ impl Backend for FsBackend {
             .read(true)
             .write(true)
             .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(path)?;
+            .open(path)
+            .map_err(|e| {
+                // Opened for writing, a directory fails before its type is asked: named by
+                // its type as any other, not in the system's words.
+                if e.kind() == io::ErrorKind::IsADirectory {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "it is a directory, not a regular file",
+                    )
+                } else {
+                    e
+                }
+            })?;
         let t = f.metadata()?.file_type();
         if !t.is_file() {
             return Err(io::Error::new(
@@ -789,5 +801,24 @@ impl Backend for MemBackend {
         Ok(Some(Arc::new(MemSync {
             fs: self.fs.clone(),
         })))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_file_that_is_a_directory_or_a_fifo_is_named_by_its_type() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("fifo");
+        crate::regular_file::mkfifo(&fifo);
+        for (path, kind) in [(dir.path().to_path_buf(), "a directory"), (fifo, "a FIFO")] {
+            let Err(e) = FsBackend.open(&path) else {
+                panic!("{kind} is refused");
+            };
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{kind}: {e}");
+            assert_eq!(e.to_string(), format!("it is {kind}, not a regular file"));
+        }
     }
 }

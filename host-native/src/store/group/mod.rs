@@ -420,7 +420,9 @@ impl GroupLog {
                         }
                         let mut event = Event::from_cbor_verified(&rec[RECORD_HEADER_LEN..])
                             .map_err(|e| corrupt_at(&seg.name, start + at as u64, e.message))?;
-                        if self.ctx.read_only && self.with_state(|s| s.redacted.contains(&seq)) {
+                        if self.ctx.read_only
+                            && self.with_state(|s| authority::serves_redacted(s, seq))
+                        {
                             // Redacted, and the writer has not erased it yet.
                             event.redact()?;
                             let len = event.to_cbor()?.len() as u64;
