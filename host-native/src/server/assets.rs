@@ -5,8 +5,8 @@
 //!
 //! A directory's files are read off the server's request threads ([`Assets::fetch`]), and
 //! only what a dashboard is made of is served (docs/decisions.md, "Files of a dashboard
-//! directory"): a regular file, opened without blocking, that lies in the directory (a link
-//! that stays in it is followed) and holds at most [`MAX_DIR_FILE_BYTES`]. Anything else is
+//! directory"): a regular file, opened for reading (without blocking) only once it is checked,
+//! that lies in the directory (a link that stays in it is followed) and holds at most [`MAX_DIR_FILE_BYTES`]. Anything else is
 //! answered as if nothing were there, and the server logs why.
 
 use std::borrow::Cow;
@@ -154,7 +154,7 @@ fn read_below(dir: &Path, file: &Path) -> Result<Vec<u8>, Unserved> {
     let refused = |e: std::io::Error| Unserved::Refused(e.to_string());
     let root = std::fs::canonicalize(dir)
         .map_err(|e| Unserved::Refused(format!("the directory cannot be opened: {e}")))?;
-    let opened = match crate::regular_file::open(file) {
+    let opened = match look(file) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A link to nothing is a mistake in the directory, worth telling.
@@ -168,6 +168,7 @@ fn read_below(dir: &Path, file: &Path) -> Result<Vec<u8>, Unserved> {
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Err(Unserved::Absent),
         Err(e) => return Err(refused(e)),
     };
+    let opened = crate::regular_file::checked(opened).map_err(refused)?;
     let real = real_path(&opened, file).map_err(refused)?;
     if !real.starts_with(&root) {
         return Err(Unserved::Refused(format!(
@@ -175,6 +176,7 @@ fn read_below(dir: &Path, file: &Path) -> Result<Vec<u8>, Unserved> {
             real.display()
         )));
     }
+    let opened = reopen(opened, file).map_err(refused)?;
     let len = opened.metadata().map_err(refused)?.len();
     let over = |len: u64| {
         Unserved::Refused(format!(
@@ -196,11 +198,73 @@ fn read_below(dir: &Path, file: &Path) -> Result<Vec<u8>, Unserved> {
     Ok(bytes)
 }
 
-/// Where the opened file really is: what its descriptor names in `/proc/self/fd`.
+/// Opens `file` to be checked: on Linux as a path only (`O_PATH`), which neither reads it
+/// nor opens a device or FIFO, so that nothing a link leads to outside the directory is
+/// opened before it is refused; it is opened for reading once it passed its checks
+/// ([`reopen`]). Elsewhere it is opened for reading at once, without blocking.
 #[cfg(target_os = "linux")]
-fn real_path(opened: &std::fs::File, _path: &Path) -> std::io::Result<PathBuf> {
+fn look(file: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(file, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Opens `file` for reading, without blocking.
+#[cfg(not(target_os = "linux"))]
+fn look(file: &Path) -> std::io::Result<std::fs::File> {
+    crate::regular_file::open(file)
+}
+
+/// Whether this process can name what its handles hold (`/proc/self/fd`): without it (a
+/// chroot or sandbox without `/proc`), the path is resolved instead.
+#[cfg(target_os = "linux")]
+fn handles_named() -> bool {
+    Path::new("/proc/self/fd").is_dir()
+}
+
+/// Where the opened file really is: what its descriptor names in `/proc/self/fd`, or,
+/// without `/proc`, the path it was opened by, resolved.
+#[cfg(target_os = "linux")]
+fn real_path(opened: &std::fs::File, path: &Path) -> std::io::Result<PathBuf> {
     use std::os::fd::AsRawFd;
+    if !handles_named() {
+        return std::fs::canonicalize(path);
+    }
     std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd()))
+}
+
+/// Opens for reading, without blocking, the very file `checked` holds as a path only:
+/// through `/proc/self/fd`, or, without `/proc`, by its path again, refused unless it is
+/// the same file.
+#[cfg(target_os = "linux")]
+fn reopen(checked: std::fs::File, path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if handles_named() {
+        let proc_path = format!("/proc/self/fd/{}", checked.as_raw_fd());
+        return Ok(std::fs::File::from(rustix::fs::open(
+            proc_path.as_str(),
+            flags,
+            Mode::empty(),
+        )?));
+    }
+    let file = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty())?);
+    let (a, b) = (rustix::fs::fstat(&checked)?, rustix::fs::fstat(&file)?);
+    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) {
+        Ok(file)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "it was replaced while it was opened",
+        ))
+    }
+}
+
+/// The file `checked`, already open for reading.
+#[cfg(not(target_os = "linux"))]
+fn reopen(checked: std::fs::File, _path: &Path) -> std::io::Result<std::fs::File> {
+    Ok(checked)
 }
 
 /// Where the opened file really is: without `/proc`, the path it was opened by, resolved (a
@@ -255,5 +319,44 @@ mod tests {
         let assets = Assets::Dir(dir.path().to_owned());
         assert_eq!(assets.get("/app.js").expect("found").bytes.as_ref(), b"x");
         assert!(assets.get("/../etc/passwd").is_none());
+    }
+
+    /// A link out of the directory to a FIFO is refused before the FIFO is opened: a writer
+    /// waiting for a reader there is not let through (a reader's open, even one that does not
+    /// block, would end its wait).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_link_out_of_the_directory_to_a_fifo_does_not_open_it() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("dashboard");
+        std::fs::create_dir(&dir).expect("mkdir");
+        let fifo = tmp.path().join("fifo");
+        crate::regular_file::mkfifo(&fifo);
+        std::os::unix::fs::symlink(&fifo, dir.join("app.js")).expect("symlink");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                // Blocks until a reader opens the FIFO.
+                let opened = std::fs::OpenOptions::new().write(true).open(&fifo);
+                let _ = tx.send(opened.is_ok());
+            })
+        };
+        // Let the writer reach its open.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(Assets::Dir(dir).get("/app.js").is_none());
+        let woke = rx.recv_timeout(std::time::Duration::from_millis(500));
+        // Release the writer whatever happened.
+        let release = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&fifo);
+        let _ = writer.join();
+        drop(release);
+        assert!(
+            woke.is_err(),
+            "the FIFO outside the directory was opened before the link was refused"
+        );
     }
 }
