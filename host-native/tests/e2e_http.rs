@@ -734,3 +734,164 @@ fn the_dashboard_is_embedded_in_the_binary() {
     assert_eq!(status, 404);
     assert_eq!(json(&body)["code"], "NOT_FOUND");
 }
+
+/// `mwp serve --dashboard DIR` serves only regular files that lie in DIR, read off the
+/// server's request threads and under a size cap: a FIFO, a device, a link out of DIR or to
+/// nothing and a file over the cap are 404 `NOT_FOUND` (the answer does not say which), each
+/// with a line in the server's log, and the server keeps answering after them.
+#[test]
+fn a_dashboard_directory_serves_only_its_own_regular_files() {
+    use std::io::Read;
+    use std::sync::Mutex;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("dashboard");
+    std::fs::create_dir_all(dir.join("sub")).expect("mkdir");
+    std::fs::write(dir.join("index.html"), "<title>dev</title>").expect("write");
+    std::fs::write(dir.join("app.js"), "export {}").expect("write");
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "not the dashboard's").expect("write");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        dir.join("fifo.js"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.js")).expect("symlink");
+    std::os::unix::fs::symlink(&secret, dir.join("link.txt")).expect("symlink");
+    std::os::unix::fs::symlink(tmp.path().join("gone"), dir.join("dangling.js")).expect("symlink");
+    // A link that stays in DIR is followed.
+    std::os::unix::fs::symlink("../app.js", dir.join("sub/app.js")).expect("symlink");
+    // Over the cap, sparse: refused by its size, unread.
+    std::fs::File::create(dir.join("big.wasm"))
+        .and_then(|f| f.set_len(mwp_host::server::assets::MAX_DIR_FILE_BYTES + 1))
+        .expect("sparse");
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mwp"))
+        .args([
+            "serve",
+            "--store",
+            "memory:",
+            "--addr",
+            "127.0.0.1:0",
+            "--dashboard",
+        ])
+        .arg(&dir)
+        .env("MWP_LOG", "info")
+        .env("MWP_LOG_FORMAT", "text")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("starts");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut reader = std::io::BufReader::new(child.stderr.take().expect("piped"));
+    let child = Kill(child);
+    let (base, _) = read_address(&mut reader);
+    let log = Arc::new(Mutex::new(String::new()));
+    let log_w = Arc::clone(&log);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            log_w
+                .lock()
+                .expect("log")
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+
+    // Every request is bounded: a server stuck on a file fails the test, it does not hang it.
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(std::time::Duration::from_secs(10)))
+        .build()
+        .into();
+    let get = |path: &str| -> (u16, Vec<u8>) {
+        let mut resp = agent
+            .get(&format!("{base}{path}"))
+            .call()
+            .unwrap_or_else(|e| panic!("GET {path} is answered in time: {e}"));
+        let status = resp.status().as_u16();
+        let body = resp
+            .body_mut()
+            .with_config()
+            .limit(1 << 20)
+            .read_to_vec()
+            .unwrap_or_else(|e| panic!("GET {path}: the body is read: {e}"));
+        (status, body)
+    };
+
+    assert_eq!(get("/"), (200, b"<title>dev</title>".to_vec()));
+    assert_eq!(get("/sub/app.js"), (200, b"export {}".to_vec()));
+    for path in [
+        "/fifo.js",
+        "/zero.js",
+        "/link.txt",
+        "/dangling.js",
+        "/big.wasm",
+        "/sub",
+        "/nope.js",
+    ] {
+        let (status, body) = get(path);
+        assert_eq!(status, 404, "{path}");
+        let body: serde_json::Value = serde_json::from_slice(&body).expect("a JSON error");
+        assert_eq!(body["code"], "NOT_FOUND", "{path}");
+        assert_eq!(
+            body["message"],
+            format!("nothing is served at {path}; see docs/http.md for the routes"),
+            "{path}: the answer does not tell the filesystem"
+        );
+    }
+    // The server still answers, and SIGTERM still stops it.
+    let (status, _) = get("/healthz");
+    assert_eq!(status, 200);
+
+    // The operator reads why in the log; an absent file is not worth a line.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let want = [
+        "fifo.js: it is a FIFO, not a regular file",
+        "zero.js: it is a character device, not a regular file",
+        "link.txt: it leads out of the directory",
+        "dangling.js: it is a link that leads to nothing",
+        "big.wasm: it is 33554433 bytes, over the 33554432 bytes it may hold",
+    ];
+    loop {
+        let text = log.lock().expect("log").clone();
+        if want.iter().all(|w| text.contains(w)) {
+            assert!(!text.contains("nope.js"), "{text}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the log names each refused file: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = rustix::process::Pid::from_child(&child.0);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let mut child = child;
+    let status = {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(status) = child.0.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "SIGTERM stops the server"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    assert!(status.success(), "{status}");
+}

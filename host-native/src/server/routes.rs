@@ -1001,7 +1001,7 @@ pub(super) async fn fallback(
 ) -> Response {
     let path = uri.path();
     if !path.starts_with("/v1/") {
-        if let Some(asset) = app.config.assets.get(path) {
+        if let Some(asset) = app.config.assets.fetch(path).await {
             // Files are read, nothing else: a CONNECT or a POST is not answered with a page.
             if method != Method::GET && method != Method::HEAD {
                 return wrong_method(&method, &uri, &headers, "GET, HEAD");
